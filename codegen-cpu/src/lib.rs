@@ -1,0 +1,139 @@
+//! The CPU backend of tilec: Cranelift code from Tile IR, JIT-compiled for `tilec run` and
+//! written as an object file for `tilec build --target cpu`.
+//!
+//! # C ABI of a compiled kernel
+//! ```c
+//! void NAME(const uint64_t *args, const int64_t *ids);
+//! ```
+//! `NAME` is the kernel instance's symbol (`potrf_batched__f32`). `args` holds 8-byte slots,
+//! one group per kernel parameter in declaration order: an array parameter takes `1 + rank`
+//! slots (the data pointer, then each extent as an `int64_t`), a scalar parameter one slot with
+//! its value's bits in the low bytes. `ids` points to six `int64_t`: the program's index along
+//! grid axes 0, 1, 2, then the grid's extents. One call runs one program; the caller runs
+//! every program of the grid (in any order, in parallel). Transcendental functions call the C
+//! library's `expf`, `exp`, `logf`, ... (link with `-lm`).
+
+mod isa;
+mod lower;
+mod memory;
+mod scalar;
+mod slots;
+mod tile;
+
+use cranelift_codegen::ir::{AbiParam, Signature};
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Linkage, Module as _};
+use cranelift_object::{ObjectBuilder, ObjectModule};
+use std::fmt;
+use tilec_midend::{Kernel, Module};
+
+/// Why code generation failed. These are internal errors or host problems, not user errors:
+/// every user error is caught by the frontend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CodegenError {
+    pub message: String,
+}
+
+impl fmt::Display for CodegenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CPU code generation failed: {}", self.message)
+    }
+}
+
+impl std::error::Error for CodegenError {}
+
+pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
+    CodegenError {
+        message: e.to_string(),
+    }
+}
+
+/// The entry point of a compiled kernel (see the crate docs for the ABI).
+pub type KernelFn = unsafe extern "C" fn(args: *const u64, ids: *const i64);
+
+/// A JIT-compiled kernel; the code lives as long as this value.
+pub struct JitKernel {
+    _module: JITModule,
+    entry: KernelFn,
+}
+
+impl JitKernel {
+    /// The entry point. It stays valid while `self` lives.
+    pub fn entry(&self) -> KernelFn {
+        self.entry
+    }
+}
+
+fn kernel_signature(isa: &OwnedTargetIsa) -> Signature {
+    let mut sig = Signature::new(isa.default_call_conv());
+    sig.params
+        .push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    sig.params
+        .push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    sig
+}
+
+/// JIT-compiles one kernel instance of a module that has been through the pass pipeline.
+pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, CodegenError> {
+    let isa = isa::host(false)?;
+    let sig = kernel_signature(&isa);
+    let mut jit = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
+    let id = jit
+        .declare_function(&kernel.symbol, Linkage::Export, &sig)
+        .map_err(err)?;
+    let mut ctx = jit.make_context();
+    ctx.func.signature = sig;
+    lower::lower_kernel(
+        &mut jit,
+        &mut ctx.func,
+        &module.funcs[kernel.body as usize],
+        kernel,
+    )?;
+    jit.define_function(id, &mut ctx)
+        .map_err(|e| err(format!("{e:?}")))?;
+    jit.finalize_definitions().map_err(err)?;
+    let ptr = jit.get_finalized_function(id);
+    // SAFETY: the function was compiled with the signature of `KernelFn`.
+    let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
+    Ok(JitKernel {
+        _module: jit,
+        entry,
+    })
+}
+
+/// The Cranelift IR (CLIF text) of one kernel instance, before Cranelift's own optimisation.
+pub fn emit_clif(module: &Module, kernel: &Kernel) -> Result<String, CodegenError> {
+    let isa = isa::host(false)?;
+    let sig = kernel_signature(&isa);
+    let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    let mut ctx = jit.make_context();
+    ctx.func.signature = sig;
+    lower::lower_kernel(
+        &mut jit,
+        &mut ctx.func,
+        &module.funcs[kernel.body as usize],
+        kernel,
+    )?;
+    Ok(ctx.func.display().to_string())
+}
+
+/// Compiles every kernel instance of the module into one relocatable object file for the host,
+/// each exported under its symbol with the C ABI above.
+pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
+    let isa = isa::host(true)?;
+    let sig = kernel_signature(&isa);
+    let builder = ObjectBuilder::new(isa, "tilec", default_libcall_names()).map_err(err)?;
+    let mut obj = ObjectModule::new(builder);
+    for k in &module.kernels {
+        let id = obj
+            .declare_function(&k.symbol, Linkage::Export, &sig)
+            .map_err(err)?;
+        let mut ctx = obj.make_context();
+        ctx.func.signature = sig.clone();
+        lower::lower_kernel(&mut obj, &mut ctx.func, &module.funcs[k.body as usize], k)?;
+        obj.define_function(id, &mut ctx)
+            .map_err(|e| err(format!("{e:?}")))?;
+    }
+    obj.finish().emit().map_err(err)
+}

@@ -1,0 +1,452 @@
+//! Lowering of one kernel function to Cranelift IR: parameters from the argument block,
+//! structured control flow to blocks (loop-carried scalars become Cranelift variables, carried
+//! tiles share stack slots), and dispatch of every operation to `scalar.rs`, `tile.rs` and
+//! `memory.rs`.
+
+use crate::slots::{self, Slots};
+use crate::{err, CodegenError};
+use cranelift_codegen::ir::{
+    self, types, AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
+    StackSlotKind,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_module::{Linkage, Module as ClModule};
+use std::collections::HashMap;
+use tilec_midend::{Function, Kernel, Op, OpKind, Region, Scalar, Type, Value};
+
+/// How an IR value is held in Cranelift code.
+#[derive(Clone)]
+pub(crate) enum Held {
+    Val(ir::Value),
+    Var(Variable),
+    Tile,
+    Array {
+        ptr: ir::Value,
+        dims: Vec<ir::Value>,
+    },
+}
+
+/// The Cranelift type of a scalar (booleans are `i8` holding 0 or 1).
+pub(crate) fn cl_type(s: Scalar) -> ir::Type {
+    match s {
+        Scalar::Bool => types::I8,
+        Scalar::I32 | Scalar::U32 => types::I32,
+        Scalar::I64 => types::I64,
+        Scalar::F32 => types::F32,
+        Scalar::F64 => types::F64,
+    }
+}
+
+/// The translation state of one function.
+pub(crate) struct Lower<'b, 'm, M: ClModule> {
+    pub(crate) b: FunctionBuilder<'b>,
+    module: &'m mut M,
+    pub(crate) f: &'b Function,
+    held: HashMap<Value, Held>,
+    pub(crate) slots: Slots,
+    slot_ids: Vec<StackSlot>,
+    exit: Block,
+    ids: ir::Value,
+    pub(crate) fma: bool,
+    libm: HashMap<&'static str, FuncRef>,
+}
+
+/// Translates the kernel body `f` into `func`.
+pub(crate) fn lower_kernel<M: ClModule>(
+    module: &mut M,
+    func: &mut ir::Function,
+    f: &Function,
+    k: &Kernel,
+) -> Result<(), CodegenError> {
+    let mut fctx = FunctionBuilderContext::new();
+    let b = FunctionBuilder::new(func, &mut fctx);
+    let slots = slots::assign(f);
+    let mut l = Lower {
+        b,
+        module,
+        f,
+        held: HashMap::new(),
+        slots,
+        slot_ids: Vec::new(),
+        exit: Block::from_u32(0),
+        ids: ir::Value::from_u32(0),
+        fma: crate::isa::host_has_fma(),
+        libm: HashMap::new(),
+    };
+    let entry = l.b.create_block();
+    l.b.append_block_params_for_function_params(entry);
+    l.b.switch_to_block(entry);
+    let args = l.b.block_params(entry)[0];
+    l.ids = l.b.block_params(entry)[1];
+    l.exit = l.b.create_block();
+    for size in l.slots.sizes.clone() {
+        let s =
+            l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 4));
+        l.slot_ids.push(s);
+    }
+    // Parameters from the argument block.
+    let mut off = 0i32;
+    if f.body.params.len() != k.params.len() {
+        return Err(err("kernel parameters do not match its body function"));
+    }
+    for p in &f.body.params {
+        match f.ty(*p).clone() {
+            Type::Array { rank, .. } => {
+                let ptr =
+                    l.b.ins()
+                        .load(types::I64, MemFlagsData::trusted(), args, off);
+                let mut dims = Vec::new();
+                for d in 0..rank as i32 {
+                    dims.push(l.b.ins().load(
+                        types::I64,
+                        MemFlagsData::trusted(),
+                        args,
+                        off + 8 * (d + 1),
+                    ));
+                }
+                off += 8 * (1 + rank as i32);
+                l.held.insert(*p, Held::Array { ptr, dims });
+            }
+            Type::Scalar(s) => {
+                let v =
+                    l.b.ins()
+                        .load(cl_type(s), MemFlagsData::trusted(), args, off);
+                off += 8;
+                l.held.insert(*p, Held::Val(v));
+            }
+            Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+        }
+    }
+    l.region(&f.body)?;
+    l.b.ins().jump(l.exit, &[]);
+    l.b.switch_to_block(l.exit);
+    l.b.ins().return_(&[]);
+    l.b.seal_all_blocks();
+    let cfg = l.module.isa().frontend_config();
+    l.b.finalize(cfg);
+    Ok(())
+}
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    /// The scalar value of `v` here.
+    pub(crate) fn val(&mut self, v: Value) -> ir::Value {
+        match &self.held[&v] {
+            Held::Val(x) => *x,
+            Held::Var(var) => {
+                let var = *var;
+                self.b.use_var(var)
+            }
+            _ => panic!("%{} is not a scalar", v.0),
+        }
+    }
+
+    /// The address of the stack slot of tile `v`.
+    pub(crate) fn tile_addr(&mut self, v: Value) -> ir::Value {
+        let s = self.slots.of[&v];
+        self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0)
+    }
+
+    /// The pointer to the six program ids and grid extents.
+    pub(crate) fn ids_ptr(&self) -> ir::Value {
+        self.ids
+    }
+
+    /// Whether tiles `a` and `b` share a slot.
+    pub(crate) fn same_slot(&self, a: Value, b: Value) -> bool {
+        self.slots.of.get(&a) == self.slots.of.get(&b)
+    }
+
+    /// The array data pointer and extents of `v`.
+    pub(crate) fn array(&self, v: Value) -> (ir::Value, Vec<ir::Value>) {
+        match &self.held[&v] {
+            Held::Array { ptr, dims } => (*ptr, dims.clone()),
+            _ => panic!("%{} is not an array", v.0),
+        }
+    }
+
+    pub(crate) fn bind(&mut self, v: Value, x: ir::Value) {
+        self.held.insert(v, Held::Val(x));
+    }
+
+    fn bind_tile(&mut self, v: Value) {
+        self.held.insert(v, Held::Tile);
+    }
+
+    /// A C library function `name` taking and returning one `ty`.
+    pub(crate) fn libm(
+        &mut self,
+        name: &'static str,
+        ty: ir::Type,
+    ) -> Result<FuncRef, CodegenError> {
+        if let Some(r) = self.libm.get(name) {
+            return Ok(*r);
+        }
+        let mut sig = self.module.make_signature();
+        sig.params.push(AbiParam::new(ty));
+        sig.returns.push(AbiParam::new(ty));
+        let id = self
+            .module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(err)?;
+        let r = self.module.declare_func_in_func(id, self.b.func);
+        self.libm.insert(name, r);
+        Ok(r)
+    }
+
+    fn region(&mut self, r: &Region) -> Result<(), CodegenError> {
+        for op in &r.ops {
+            self.op(op)?;
+        }
+        Ok(())
+    }
+
+    /// Copies tile `from` into the slot of `to` unless they share it.
+    fn copy_into_slot(&mut self, from: Value, to_slot: slots::SlotId) {
+        if self.slots.of[&from] == to_slot {
+            return;
+        }
+        let src = self.tile_addr(from);
+        let dst = self
+            .b
+            .ins()
+            .stack_addr(types::I64, self.slot_ids[to_slot], 0);
+        let bytes = self.f.ty(from).tile_len() * self.f.ty(from).elem().bytes();
+        self.copy_bytes(dst, src, bytes);
+    }
+
+    /// Yields `vals` into carried variables and slots: scalars to `vars`, tiles to `slots`,
+    /// staging through temporaries when a source slot is another carried value's destination.
+    fn yield_to(&mut self, vals: &[Value], targets: &[Carried]) {
+        let scalars: Vec<(Variable, ir::Value)> = vals
+            .iter()
+            .zip(targets)
+            .filter_map(|(v, t)| match t {
+                Carried::Var(var) => Some((*var, *v)),
+                Carried::Slot(_) => None,
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|(var, v)| (var, self.val(v)))
+            .collect();
+        let dsts: Vec<slots::SlotId> = targets
+            .iter()
+            .filter_map(|t| {
+                if let Carried::Slot(s) = t {
+                    Some(*s)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let moves: Vec<(Value, slots::SlotId)> = vals
+            .iter()
+            .zip(targets)
+            .filter_map(|(v, t)| match t {
+                Carried::Slot(s) if self.slots.of[v] != *s => Some((*v, *s)),
+                _ => None,
+            })
+            .collect();
+        let conflict = moves
+            .iter()
+            .any(|(v, s)| dsts.iter().any(|d| d != s && *d == self.slots.of[v]));
+        if conflict {
+            // Stage every move through a temporary so no source is overwritten early.
+            let mut staged = Vec::new();
+            for (v, s) in &moves {
+                let bytes = self.f.ty(*v).tile_len() * self.f.ty(*v).elem().bytes();
+                let tmp = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    bytes.max(16),
+                    4,
+                ));
+                let src = self.tile_addr(*v);
+                let dst = self.b.ins().stack_addr(types::I64, tmp, 0);
+                self.copy_bytes(dst, src, bytes);
+                staged.push((tmp, *s, bytes));
+            }
+            for (tmp, s, bytes) in staged {
+                let src = self.b.ins().stack_addr(types::I64, tmp, 0);
+                let dst = self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0);
+                self.copy_bytes(dst, src, bytes);
+            }
+        } else {
+            for (v, s) in moves {
+                self.copy_into_slot(v, s);
+            }
+        }
+        for (var, x) in scalars {
+            self.b.def_var(var, x);
+        }
+    }
+
+    /// Sets up carried values of a loop or an if: a variable per scalar, the shared slot per
+    /// tile (`results[k]`'s slot).
+    fn carried(&mut self, results: &[Value]) -> Vec<Carried> {
+        results
+            .iter()
+            .map(|r| match self.f.ty(*r) {
+                Type::Tile { .. } => Carried::Slot(self.slots.of[r]),
+                t => Carried::Var(self.b.declare_var(cl_type(t.elem()))),
+            })
+            .collect()
+    }
+
+    fn bind_carried(&mut self, params: &[Value], carried: &[Carried]) {
+        for (p, c) in params.iter().zip(carried) {
+            match c {
+                Carried::Var(var) => {
+                    self.held.insert(*p, Held::Var(*var));
+                }
+                Carried::Slot(_) => self.bind_tile(*p),
+            }
+        }
+    }
+
+    /// After a terminator, continues in a fresh unreachable block.
+    fn fresh_block(&mut self) {
+        let b = self.b.create_block();
+        self.b.switch_to_block(b);
+    }
+
+    /// Lowers a region that ends in `Yield` (or `Return`); returns the yielded values.
+    fn region_yield(&mut self, r: &Region) -> Result<Option<Vec<Value>>, CodegenError> {
+        for op in &r.ops {
+            if op.kind == OpKind::Yield {
+                return Ok(Some(op.args.clone()));
+            }
+            self.op(op)?;
+        }
+        Ok(None)
+    }
+
+    fn op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        match &op.kind {
+            OpKind::For => self.for_loop(op),
+            OpKind::While => self.while_loop(op),
+            OpKind::If => self.if_op(op),
+            OpKind::Return => {
+                let exit = self.exit;
+                self.b.ins().jump(exit, &[]);
+                self.fresh_block();
+                Ok(())
+            }
+            OpKind::Yield => Err(err("yield outside a structured region")),
+            OpKind::Call(_) => Err(err("calls must be inlined before CPU code generation")),
+            _ => {
+                for res in &op.results {
+                    if self.f.ty(*res).is_tile() {
+                        self.bind_tile(*res);
+                    }
+                }
+                if op.results.iter().any(|r| self.f.ty(*r).is_tile())
+                    || matches!(op.kind, OpKind::Store(_))
+                {
+                    self.tile_op(op)
+                } else {
+                    self.scalar_op(op)
+                }
+            }
+        }
+    }
+
+    fn for_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let (lo, hi, step) = (
+            self.val(op.args[0]),
+            self.val(op.args[1]),
+            self.val(op.args[2]),
+        );
+        let ity = cl_type(self.f.ty(op.args[0]).elem());
+        let carried = self.carried(&op.results);
+        // Initial values.
+        self.yield_to(&op.args[3..], &carried);
+        let iv = self.b.declare_var(ity);
+        self.b.def_var(iv, lo);
+        let (header, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(iv);
+        let c = self
+            .b
+            .ins()
+            .icmp(ir::condcodes::IntCC::SignedLessThan, i, hi);
+        self.b.ins().brif(c, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        let r = &op.regions[0];
+        let i = self.b.use_var(iv);
+        self.bind(r.params[0], i);
+        self.bind_carried(&r.params[1..], &carried);
+        if let Some(ys) = self.region_yield(r)? {
+            self.yield_to(&ys, &carried);
+        }
+        let i = self.b.use_var(iv);
+        let next = self.b.ins().iadd(i, step);
+        self.b.def_var(iv, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        self.bind_carried(&op.results, &carried);
+        Ok(())
+    }
+
+    fn while_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let carried = self.carried(&op.results);
+        self.yield_to(&op.args, &carried);
+        let (header, body, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        self.bind_carried(&op.regions[0].params, &carried);
+        match self.region_yield(&op.regions[0])? {
+            Some(c) => {
+                let c = self.val(c[0]);
+                self.b.ins().brif(c, body, &[], exit, &[]);
+            }
+            None => {
+                self.b.ins().jump(exit, &[]);
+            }
+        }
+        self.b.switch_to_block(body);
+        self.bind_carried(&op.regions[1].params, &carried);
+        if let Some(ys) = self.region_yield(&op.regions[1])? {
+            self.yield_to(&ys, &carried);
+        }
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        self.bind_carried(&op.results, &carried);
+        Ok(())
+    }
+
+    fn if_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let c = self.val(op.args[0]);
+        let carried = self.carried(&op.results);
+        let (then, els, merge) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().brif(c, then, &[], els, &[]);
+        for (blk, r) in [(then, &op.regions[0]), (els, &op.regions[1])] {
+            self.b.switch_to_block(blk);
+            if let Some(ys) = self.region_yield(r)? {
+                self.yield_to(&ys, &carried);
+            }
+            self.b.ins().jump(merge, &[]);
+        }
+        self.b.switch_to_block(merge);
+        self.bind_carried(&op.results, &carried);
+        Ok(())
+    }
+}
+
+/// Where a carried value lives across a loop or if.
+#[derive(Clone, Copy)]
+pub(crate) enum Carried {
+    Var(Variable),
+    Slot(slots::SlotId),
+}

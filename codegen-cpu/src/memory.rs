@@ -1,0 +1,301 @@
+//! Global-array access on the CPU: element offsets from indices and row-major strides, the
+//! bounds of each slice (elements outside the array are skipped: loads read zero or keep the
+//! tile's value, stores write nothing), and copies between tiles and arrays with a vectorised
+//! path for rows that lie wholly inside the array.
+
+use crate::lower::{cl_type, Lower};
+use crate::CodegenError;
+use cranelift_codegen::ir::{self, condcodes::IntCC, types, InstBuilder, MemFlagsData};
+use cranelift_module::Module as ClModule;
+use tilec_midend::{Index, Op, OpKind, Scalar, Value};
+
+/// A slice dimension of an access: valid range `lo..hi` of tile positions and the array
+/// stride (in elements) of that dimension.
+struct SliceDim {
+    extent: u32,
+    lo: ir::Value,
+    hi: ir::Value,
+    stride: ir::Value,
+}
+
+/// A checked array access.
+struct Access {
+    ptr: ir::Value,
+    /// Element offset of the first element of the slice (or of the scalar).
+    base: ir::Value,
+    /// For a scalar access: whether every index is in bounds.
+    in_bounds: ir::Value,
+    slices: Vec<SliceDim>,
+    elem: Scalar,
+}
+
+/// Memory flags for data that may be unaligned but is known to be accessible.
+pub(crate) fn flags() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    fn access(&mut self, array: Value, kinds: &[Index], idx: &[Value]) -> Access {
+        let (ptr, dims) = self.array(array);
+        let elem = self.f.ty(array).elem();
+        let n = dims.len();
+        // Row-major strides, innermost first.
+        let mut strides = vec![self.b.ins().iconst(types::I64, 1); n];
+        for d in (0..n.saturating_sub(1)).rev() {
+            strides[d] = self.b.ins().imul(strides[d + 1], dims[d + 1]);
+        }
+        let mut base = self.b.ins().iconst(types::I64, 0);
+        let mut in_bounds = self.b.ins().iconst(types::I8, 1);
+        let mut slices = Vec::new();
+        let zero = self.b.ins().iconst(types::I64, 0);
+        for d in 0..n {
+            let i32v = self.val(idx[d]);
+            let i = self.b.ins().sextend(types::I64, i32v);
+            let t = self.b.ins().imul(i, strides[d]);
+            base = self.b.ins().iadd(base, t);
+            match kinds[d] {
+                Index::At => {
+                    let ok = self.b.ins().icmp(IntCC::UnsignedLessThan, i, dims[d]);
+                    in_bounds = self.b.ins().band(in_bounds, ok);
+                }
+                Index::Slice(k) => {
+                    let kk = self.b.ins().iconst(types::I64, k as i64);
+                    let neg = self.b.ins().ineg(i);
+                    let lo = self.b.ins().smax(neg, zero);
+                    let lo = self.b.ins().smin(lo, kk);
+                    let room = self.b.ins().isub(dims[d], i);
+                    let hi = self.b.ins().smin(room, kk);
+                    let hi = self.b.ins().smax(hi, lo);
+                    slices.push(SliceDim {
+                        extent: k,
+                        lo,
+                        hi,
+                        stride: strides[d],
+                    });
+                }
+            }
+        }
+        // An out-of-range single index empties every slice.
+        for s in &mut slices {
+            s.hi = self.b.ins().select(in_bounds, s.hi, s.lo);
+        }
+        Access {
+            ptr,
+            base,
+            in_bounds,
+            slices,
+            elem,
+        }
+    }
+
+    /// The address of array element `base + off` (element units).
+    fn elem_addr(&mut self, acc: &Access, off: ir::Value) -> ir::Value {
+        let e = self.b.ins().iadd(acc.base, off);
+        let bytes = self.b.ins().imul_imm_s(e, acc.elem.bytes() as i64);
+        self.b.ins().iadd(acc.ptr, bytes)
+    }
+
+    /// A scalar load `A[i, j]`: zero when out of bounds.
+    pub(crate) fn load_scalar(
+        &mut self,
+        op: &Op,
+        kinds: &[Index],
+    ) -> Result<ir::Value, CodegenError> {
+        let acc = self.access(op.args[0], kinds, &op.args[1..]);
+        let ty = cl_type(acc.elem);
+        let var = self.b.declare_var(ty);
+        let zero = self.const_val(tilec_midend::Const::Int(0, acc.elem), acc.elem);
+        self.b.def_var(var, zero);
+        let (yes, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(acc.in_bounds, yes, &[], done, &[]);
+        self.b.switch_to_block(yes);
+        let zero_off = self.b.ins().iconst(types::I64, 0);
+        let a = self.elem_addr(&acc, zero_off);
+        let v = self.b.ins().load(ty, flags(), a, 0);
+        self.b.def_var(var, v);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
+        Ok(self.b.use_var(var))
+    }
+
+    /// Copies the in-bounds part of an access between an array and the tile at `tile`
+    /// (`to_array`: tile to array, else array to tile).
+    fn copy_slices(&mut self, acc: &Access, tile: ir::Value, to_array: bool) {
+        let esz = acc.elem.bytes() as i64;
+        let ty = cl_type(acc.elem);
+        match acc.slices.len() {
+            1 => {
+                let s = &acc.slices[0];
+                let (lo, hi, stride) = (s.lo, s.hi, s.stride);
+                self.dyn_loop(lo, hi, |l, r| {
+                    let off = l.b.ins().imul(r, stride);
+                    let ga = l.elem_addr(acc, off);
+                    let tb = l.b.ins().imul_imm_s(r, esz);
+                    let ta = l.b.ins().iadd(tile, tb);
+                    let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
+                    let v = l.b.ins().load(ty, flags(), src, 0);
+                    l.b.ins().store(flags(), v, dst, 0);
+                });
+            }
+            _ => {
+                let (s0, s1) = (&acc.slices[0], &acc.slices[1]);
+                let cols = s1.extent;
+                let (rlo, rhi, rstride) = (s0.lo, s0.hi, s0.stride);
+                let (clo, chi, cstride) = (s1.lo, s1.hi, s1.stride);
+                let lanes = (16 / esz) as u32;
+                // Whole rows in bounds and contiguous in the array: vector copies.
+                let kk = self.b.ins().iconst(types::I64, cols as i64);
+                let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, clo, 0);
+                let full_hi = self.b.ins().icmp(IntCC::Equal, chi, kk);
+                let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
+                let fast = self.b.ins().band(full_lo, full_hi);
+                let fast = self.b.ins().band(fast, unit);
+                let (fast_b, slow_b, done) = (
+                    self.b.create_block(),
+                    self.b.create_block(),
+                    self.b.create_block(),
+                );
+                self.b.ins().brif(fast, fast_b, &[], slow_b, &[]);
+                self.b.switch_to_block(fast_b);
+                self.dyn_loop(rlo, rhi, |l, r| {
+                    let off = l.b.ins().imul(r, rstride);
+                    let ga = l.elem_addr(acc, off);
+                    let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
+                    let ta = l.b.ins().iadd(tile, tb);
+                    let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
+                    l.copy_bytes(dst, src, cols * esz as u32);
+                });
+                let _ = lanes;
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(slow_b);
+                self.dyn_loop(rlo, rhi, |l, r| {
+                    l.dyn_loop(clo, chi, |l, c| {
+                        let ro = l.b.ins().imul(r, rstride);
+                        let co = l.b.ins().imul(c, cstride);
+                        let off = l.b.ins().iadd(ro, co);
+                        let ga = l.elem_addr(acc, off);
+                        let t = l.b.ins().imul_imm_s(r, cols as i64);
+                        let t = l.b.ins().iadd(t, c);
+                        let tb = l.b.ins().imul_imm_s(t, esz);
+                        let ta = l.b.ins().iadd(tile, tb);
+                        let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
+                        let v = l.b.ins().load(ty, flags(), src, 0);
+                        l.b.ins().store(flags(), v, dst, 0);
+                    });
+                });
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
+            }
+        }
+    }
+
+    /// `Load`, `LoadInto` and `Store` of tiles, and scalar stores.
+    pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        match &op.kind {
+            OpKind::Load(kinds) => {
+                let acc = self.access(op.args[0], kinds, &op.args[1..]);
+                let dst = self.tile_addr(op.results[0]);
+                let bytes = self.f.ty(op.results[0]).tile_len() * acc.elem.bytes();
+                self.zero_bytes(dst, bytes);
+                self.copy_slices(&acc, dst, false);
+            }
+            OpKind::LoadInto(kinds) => {
+                let acc = self.access(op.args[1], kinds, &op.args[2..]);
+                self.copy_tile_to_result(op.args[0], op.results[0]);
+                let dst = self.tile_addr(op.results[0]);
+                self.copy_slices(&acc, dst, false);
+            }
+            OpKind::Store(kinds) => {
+                let n = kinds.len();
+                let value = op.args[1 + n];
+                let acc = self.access(op.args[0], kinds, &op.args[1..1 + n]);
+                if self.f.ty(value).is_tile() {
+                    let src = self.tile_addr(value);
+                    self.copy_slices(&acc, src, true);
+                } else {
+                    let v = self.val(value);
+                    let (yes, done) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(acc.in_bounds, yes, &[], done, &[]);
+                    self.b.switch_to_block(yes);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let a = self.elem_addr(&acc, zero);
+                    self.b.ins().store(flags(), v, a, 0);
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(done);
+                }
+            }
+            _ => unreachable!("memory_op on {:?}", op.kind),
+        }
+        Ok(())
+    }
+
+    /// A counted loop `for i in lo..hi` (i64 bounds) around `body`.
+    pub(crate) fn dyn_loop(
+        &mut self,
+        lo: ir::Value,
+        hi: ir::Value,
+        mut body: impl FnMut(&mut Self, ir::Value),
+    ) {
+        let var = self.b.declare_var(types::I64);
+        self.b.def_var(var, lo);
+        let (header, blk, exit) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(var);
+        let c = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
+        self.b.ins().brif(c, blk, &[], exit, &[]);
+        self.b.switch_to_block(blk);
+        let i = self.b.use_var(var);
+        body(self, i);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(var, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// Copies `bytes` (a multiple of 4) from `src` to `dst` with 16-byte vector moves.
+    pub(crate) fn copy_bytes(&mut self, dst: ir::Value, src: ir::Value, bytes: u32) {
+        let mut off = 0u32;
+        while off + 16 <= bytes {
+            let v = self.b.ins().load(types::I8X16, flags(), src, off as i32);
+            self.b.ins().store(flags(), v, dst, off as i32);
+            off += 16;
+        }
+        while off + 4 <= bytes {
+            let v = self.b.ins().load(types::I32, flags(), src, off as i32);
+            self.b.ins().store(flags(), v, dst, off as i32);
+            off += 4;
+        }
+    }
+
+    /// Zeroes `bytes` (a multiple of 4) at `dst`.
+    pub(crate) fn zero_bytes(&mut self, dst: ir::Value, bytes: u32) {
+        let z = self.b.ins().iconst(types::I64, 0);
+        let zv = self.b.ins().splat(types::I64X2, z);
+        let z32 = self.b.ins().iconst(types::I32, 0);
+        let mut off = 0u32;
+        while off + 16 <= bytes {
+            self.b.ins().store(flags(), zv, dst, off as i32);
+            off += 16;
+        }
+        while off + 4 <= bytes {
+            self.b.ins().store(flags(), z32, dst, off as i32);
+            off += 4;
+        }
+    }
+
+    /// Makes the result tile hold the operand's value (a copy unless they share a slot).
+    pub(crate) fn copy_tile_to_result(&mut self, operand: Value, result: Value) {
+        if self.same_slot(operand, result) {
+            return;
+        }
+        let src = self.tile_addr(operand);
+        let dst = self.tile_addr(result);
+        let bytes = self.f.ty(result).tile_len() * self.f.ty(result).elem().bytes();
+        self.copy_bytes(dst, src, bytes);
+    }
+}

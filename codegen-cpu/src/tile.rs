@@ -1,0 +1,498 @@
+//! Register-tile operations on the CPU. A tile is row-major in its stack slot; element-wise
+//! operations, fills, rank-1 updates, matmul rows and row copies use 128-bit vectors
+//! (`f32x4`, `f64x2`), and the factorisations walk the tile with scalar loops.
+//!
+//! Algorithms: `cholesky` is the right-looking unblocked Cholesky–Banachiewicz variant of
+//! Golub & Van Loan, *Matrix Computations* (4th ed.), Alg. 4.2.1, with pivots clamped below
+//! by `eps`; `trsm_right_lower_t` is column-wise forward substitution for `X L^T = B`
+//! (ibid., §3.1).
+
+use crate::lower::{cl_type, Lower};
+use crate::memory::flags;
+use crate::{err, CodegenError};
+use cranelift_codegen::ir::{self, condcodes::IntCC, types, InstBuilder};
+use cranelift_module::Module as ClModule;
+use tilec_midend::{BinOp, Const, Fill, Op, OpKind, Reduce, Scalar, Type, UnOp, Value};
+
+/// An element-wise operand: a tile (its address) or a scalar broadcast to every element.
+#[derive(Clone, Copy)]
+enum Operand {
+    Tile(ir::Value),
+    Scalar(ir::Value),
+}
+
+/// The 128-bit vector type of an element type.
+fn vec_ty(s: Scalar) -> Option<ir::Type> {
+    match s {
+        Scalar::F32 => Some(types::F32X4),
+        Scalar::F64 => Some(types::F64X2),
+        Scalar::I32 | Scalar::U32 => Some(types::I32X4),
+        Scalar::I64 => Some(types::I64X2),
+        Scalar::Bool => None,
+    }
+}
+
+/// Chunks of one element-wise loop that are unrolled (above this, a loop is emitted).
+const UNROLL: u32 = 64;
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    fn zero(&mut self, s: Scalar) -> ir::Value {
+        self.const_val(Const::Int(0, s), s)
+    }
+
+    fn one(&mut self, s: Scalar) -> ir::Value {
+        self.const_val(Const::Int(1, s), s)
+    }
+
+    /// Address of element `i` (an i64 value) of the tile at `base`.
+    fn at(&mut self, base: ir::Value, i: ir::Value, s: Scalar) -> ir::Value {
+        let b = self.b.ins().imul_imm_s(i, s.bytes() as i64);
+        self.b.ins().iadd(base, b)
+    }
+
+    fn ld(&mut self, s: Scalar, addr: ir::Value, off: i32) -> ir::Value {
+        self.b.ins().load(cl_type(s), flags(), addr, off)
+    }
+
+    fn st(&mut self, v: ir::Value, addr: ir::Value, off: i32) {
+        self.b.ins().store(flags(), v, addr, off);
+    }
+
+    /// `dst[k] = f(operands[k])` for `n` elements of type `s`; `vector` says whether `f` may
+    /// be applied to whole vectors.
+    fn elementwise(
+        &mut self,
+        n: u32,
+        s: Scalar,
+        ops: &[Operand],
+        dst: ir::Value,
+        vector: bool,
+        f: &mut dyn FnMut(&mut Self, &[ir::Value]) -> Result<ir::Value, CodegenError>,
+    ) -> Result<(), CodegenError> {
+        let esz = s.bytes();
+        let mut start = 0u32;
+        if let (true, Some(vt)) = (vector, vec_ty(s)) {
+            let lanes = 16 / esz;
+            let chunks = n / lanes;
+            let splats: Vec<Option<ir::Value>> = ops
+                .iter()
+                .map(|o| match o {
+                    Operand::Scalar(x) => Some(self.b.ins().splat(vt, *x)),
+                    Operand::Tile(_) => None,
+                })
+                .collect();
+            let mut chunk =
+                |l: &mut Self, off: Option<ir::Value>, coff: i32| -> Result<(), CodegenError> {
+                    let mut args = Vec::new();
+                    for (o, sp) in ops.iter().zip(&splats) {
+                        args.push(match (o, sp) {
+                            (_, Some(x)) => *x,
+                            (Operand::Tile(a), None) => {
+                                let a = match off {
+                                    Some(o) => l.b.ins().iadd(*a, o),
+                                    None => *a,
+                                };
+                                l.b.ins().load(vt, flags(), a, coff)
+                            }
+                            (Operand::Scalar(x), None) => *x,
+                        });
+                    }
+                    let r = f(l, &args)?;
+                    let d = match off {
+                        Some(o) => l.b.ins().iadd(dst, o),
+                        None => dst,
+                    };
+                    l.b.ins().store(flags(), r, d, coff);
+                    Ok(())
+                };
+            if chunks <= UNROLL {
+                for c in 0..chunks {
+                    chunk(self, None, (c * 16) as i32)?;
+                }
+            } else {
+                let lo = self.b.ins().iconst(types::I64, 0);
+                let hi = self.b.ins().iconst(types::I64, chunks as i64);
+                let mut res = Ok(());
+                self.dyn_loop(lo, hi, |l, c| {
+                    let off = l.b.ins().imul_imm_s(c, 16);
+                    if let Err(e) = chunk(l, Some(off), 0) {
+                        res = Err(e);
+                    }
+                });
+                res?;
+            }
+            start = chunks * lanes;
+        }
+        for k in start..n {
+            let off = (k * esz) as i32;
+            let mut args = Vec::new();
+            for o in ops {
+                args.push(match o {
+                    Operand::Tile(a) => self.ld(s, *a, off),
+                    Operand::Scalar(x) => *x,
+                });
+            }
+            let r = f(self, &args)?;
+            self.st(r, dst, off);
+        }
+        Ok(())
+    }
+
+    fn operand(&mut self, v: Value) -> Operand {
+        if self.f.ty(v).is_tile() {
+            Operand::Tile(self.tile_addr(v))
+        } else {
+            Operand::Scalar(self.val(v))
+        }
+    }
+
+    /// Lowers an operation with a tile result, or a store.
+    pub(crate) fn tile_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let rt = op.results.first().map(|r| self.f.ty(*r).clone());
+        let (s, n) = match &rt {
+            Some(t) => (t.elem(), t.tile_len()),
+            None => (Scalar::F32, 0),
+        };
+        match &op.kind {
+            OpKind::Load(_) | OpKind::LoadInto(_) | OpKind::Store(_) => return self.memory_op(op),
+            OpKind::Fill(fill) => {
+                let dst = self.tile_addr(op.results[0]);
+                let x = match fill {
+                    Fill::Full => self.val(op.args[0]),
+                    _ => self.zero(s),
+                };
+                self.elementwise(n, s, &[Operand::Scalar(x)], dst, true, &mut |_, a| Ok(a[0]))?;
+                if *fill == Fill::Eye {
+                    let (r, c) = rt.as_ref().expect("tile").rows_cols();
+                    let one = self.one(s);
+                    for i in 0..r.min(c) {
+                        self.st(one, dst, ((i * c + i) * s.bytes()) as i32);
+                    }
+                }
+            }
+            OpKind::Bin(k) => {
+                let ops = [self.operand(op.args[0]), self.operand(op.args[1])];
+                let dst = self.tile_addr(op.results[0]);
+                let k = *k;
+                let vector = if s.is_float() {
+                    k != BinOp::Rem
+                } else {
+                    matches!(k, BinOp::Add | BinOp::Sub | BinOp::Mul)
+                };
+                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| {
+                    Ok(l.bin(k, s, a[0], a[1]))
+                })?;
+            }
+            OpKind::Un(k) => {
+                let ops = [self.operand(op.args[0])];
+                let dst = self.tile_addr(op.results[0]);
+                let k = *k;
+                let vector = if s.is_float() {
+                    matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
+                } else {
+                    k == UnOp::Neg
+                };
+                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
+            }
+            OpKind::Outer => {
+                let (u, v) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
+                let (rows, cols) = rt.as_ref().expect("tile").rows_cols();
+                let dst = self.tile_addr(op.results[0]);
+                for r in 0..rows {
+                    let ur = self.ld(s, u, (r * s.bytes()) as i32);
+                    let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
+                    self.elementwise(
+                        cols,
+                        s,
+                        &[Operand::Scalar(ur), Operand::Tile(v)],
+                        row,
+                        true,
+                        &mut |l, a| Ok(l.bin(BinOp::Mul, s, a[0], a[1])),
+                    )?;
+                }
+            }
+            OpKind::Rank1(alpha) => self.rank1(op, *alpha, s)?,
+            OpKind::Matmul => self.matmul(op, s)?,
+            OpKind::Transpose => {
+                let (r, c) = self.f.ty(op.args[0]).rows_cols();
+                let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
+                for i in 0..r {
+                    for j in 0..c {
+                        let v = self.ld(s, src, ((i * c + j) * s.bytes()) as i32);
+                        self.st(v, dst, ((j * r + i) * s.bytes()) as i32);
+                    }
+                }
+            }
+            OpKind::Reduce(k, Some(axis)) => {
+                let (r, c) = self.f.ty(op.args[0]).rows_cols();
+                let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
+                let (outer, inner) = if *axis == 0 { (c, r) } else { (r, c) };
+                for o in 0..outer {
+                    let mut acc = None;
+                    for i in 0..inner {
+                        let idx = if *axis == 0 { i * c + o } else { o * c + i };
+                        let v = self.ld(s, src, (idx * s.bytes()) as i32);
+                        acc = Some(match acc {
+                            None => v,
+                            Some(a) => self.reduce_step(*k, s, a, v),
+                        });
+                    }
+                    let acc = acc.expect("non-empty tile");
+                    self.st(acc, dst, (o * s.bytes()) as i32);
+                }
+            }
+            OpKind::Insert => {
+                self.copy_tile_to_result(op.args[0], op.results[0]);
+                let dst = self.tile_addr(op.results[0]);
+                let (idx, ok) = self.element_index(op.args[0], &op.args[1..op.args.len() - 1]);
+                let x = self.val(*op.args.last().expect("value"));
+                let (yes, done) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(ok, yes, &[], done, &[]);
+                self.b.switch_to_block(yes);
+                let a = self.at(dst, idx, s);
+                self.st(x, a, 0);
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
+            }
+            OpKind::Cholesky => self.cholesky(op, s)?,
+            OpKind::TrsmRightLowerT => self.trsm(op, s)?,
+            other => return Err(err(format!("unsupported tile op {other:?}"))),
+        }
+        Ok(())
+    }
+
+    fn reduce_step(&mut self, k: Reduce, s: Scalar, a: ir::Value, v: ir::Value) -> ir::Value {
+        match k {
+            Reduce::Sum => self.bin(BinOp::Add, s, a, v),
+            Reduce::Max => self.bin(BinOp::Max, s, a, v),
+            Reduce::Min => self.bin(BinOp::Min, s, a, v),
+        }
+    }
+
+    /// A whole-tile reduction to a scalar.
+    pub(crate) fn reduce_all(&mut self, op: &Op, k: Reduce) -> Result<ir::Value, CodegenError> {
+        let t = self.f.ty(op.args[0]).clone();
+        let s = t.elem();
+        let src = self.tile_addr(op.args[0]);
+        let mut acc = self.ld(s, src, 0);
+        for i in 1..t.tile_len() {
+            let v = self.ld(s, src, (i * s.bytes()) as i32);
+            acc = self.reduce_step(k, s, acc, v);
+        }
+        Ok(acc)
+    }
+
+    /// The flat index (i64) of `t[i, j]` and whether it is in range.
+    fn element_index(&mut self, t: Value, idx: &[Value]) -> (ir::Value, ir::Value) {
+        let shape = match self.f.ty(t) {
+            Type::Tile { shape, .. } => shape.clone(),
+            _ => vec![1],
+        };
+        let mut flat = self.b.ins().iconst(types::I64, 0);
+        let mut ok = self.b.ins().iconst(types::I8, 1);
+        for (d, v) in idx.iter().enumerate() {
+            let i = self.val(*v);
+            let i = self.b.ins().sextend(types::I64, i);
+            let inb = self
+                .b
+                .ins()
+                .icmp_imm_s(IntCC::UnsignedLessThan, i, shape[d] as i64);
+            ok = self.b.ins().band(ok, inb);
+            flat = self.b.ins().imul_imm_s(flat, shape[d] as i64);
+            flat = self.b.ins().iadd(flat, i);
+        }
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let flat = self.b.ins().select(ok, flat, zero);
+        (flat, ok)
+    }
+
+    /// `t[i, j]`: zero when out of range.
+    pub(crate) fn extract(&mut self, op: &Op) -> Result<ir::Value, CodegenError> {
+        let s = self.f.ty(op.args[0]).elem();
+        let base = self.tile_addr(op.args[0]);
+        let (idx, ok) = self.element_index(op.args[0], &op.args[1..]);
+        let a = self.at(base, idx, s);
+        let v = self.ld(s, a, 0);
+        let z = self.zero(s);
+        Ok(self.b.ins().select(ok, v, z))
+    }
+
+    /// `t + alpha * u v^T`, one row at a time with vector FMAs.
+    fn rank1(&mut self, op: &Op, alpha: f64, s: Scalar) -> Result<(), CodegenError> {
+        self.copy_tile_to_result(op.args[0], op.results[0]);
+        let (rows, cols) = self.f.ty(op.results[0]).rows_cols();
+        let dst = self.tile_addr(op.results[0]);
+        let (u, v) = (self.tile_addr(op.args[1]), self.tile_addr(op.args[2]));
+        let a = self.const_val(Const::Float(alpha, s), s);
+        for r in 0..rows {
+            let ur = self.ld(s, u, (r * s.bytes()) as i32);
+            let sr = self.bin(BinOp::Mul, s, a, ur);
+            let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
+            self.elementwise(
+                cols,
+                s,
+                &[Operand::Scalar(sr), Operand::Tile(v), Operand::Tile(row)],
+                row,
+                true,
+                &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `A @ B`: rows of the result accumulate `a[i, k] * b[k, :]` with vector FMAs.
+    fn matmul(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        let ta = self.f.ty(op.args[0]).clone();
+        let tb = self.f.ty(op.args[1]).clone();
+        let (m, k) = ta.rows_cols();
+        let n = if let Type::Tile { shape, .. } = &tb {
+            if shape.len() == 2 {
+                shape[1]
+            } else {
+                1
+            }
+        } else {
+            1
+        };
+        let (a, b) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
+        let dst = self.tile_addr(op.results[0]);
+        let esz = s.bytes();
+        let z = self.zero(s);
+        self.elementwise(m * n, s, &[Operand::Scalar(z)], dst, true, &mut |_, x| {
+            Ok(x[0])
+        })?;
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, m as i64);
+        let mut res = Ok(());
+        self.dyn_loop(lo, hi, |l, i| {
+            let arow_off = l.b.ins().imul_imm_s(i, (k * esz) as i64);
+            let arow = l.b.ins().iadd(a, arow_off);
+            let crow_off = l.b.ins().imul_imm_s(i, (n * esz) as i64);
+            let crow = l.b.ins().iadd(dst, crow_off);
+            for kk in 0..k {
+                let aik = l.ld(s, arow, (kk * esz) as i32);
+                let brow = l.b.ins().iadd_imm_s(b, (kk * n * esz) as i64);
+                let r = l.elementwise(
+                    n,
+                    s,
+                    &[
+                        Operand::Scalar(aik),
+                        Operand::Tile(brow),
+                        Operand::Tile(crow),
+                    ],
+                    crow,
+                    true,
+                    &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
+                );
+                if let Err(e) = r {
+                    res = Err(e);
+                }
+            }
+        });
+        res
+    }
+
+    /// In-place Cholesky of an `n x n` tile (lower factor; upper triangle zeroed).
+    fn cholesky(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        self.copy_tile_to_result(op.args[0], op.results[0]);
+        let (n, _) = self.f.ty(op.results[0]).rows_cols();
+        let p = self.tile_addr(op.results[0]);
+        let eps = self.val(op.args[1]);
+        let nn = n as i64;
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, nn);
+        self.dyn_loop(lo, hi, |l, j| {
+            // Pivot: clamp below by eps, then the square root.
+            let jj = l.b.ins().imul_imm_s(j, nn + 1);
+            let ajj_addr = l.at(p, jj, s);
+            let ajj = l.ld(s, ajj_addr, 0);
+            let ajj = l.bin(BinOp::Max, s, ajj, eps);
+            let d = l.b.ins().sqrt(ajj);
+            l.st(d, ajj_addr, 0);
+            // Column below the pivot.
+            let j1 = l.b.ins().iadd_imm_s(j, 1);
+            let end = l.b.ins().iconst(types::I64, nn);
+            l.dyn_loop(j1, end, |l, i| {
+                let ij = l.b.ins().imul_imm_s(i, nn);
+                let ij = l.b.ins().iadd(ij, j);
+                let a = l.at(p, ij, s);
+                let x = l.ld(s, a, 0);
+                let y = l.bin(BinOp::Div, s, x, d);
+                l.st(y, a, 0);
+            });
+            // Trailing update of the lower triangle: a[i, k] -= l[i, j] * l[k, j], j < k <= i.
+            l.dyn_loop(j1, end, |l, i| {
+                let ij = l.b.ins().imul_imm_s(i, nn);
+                let ij = l.b.ins().iadd(ij, j);
+                let aij = l.at(p, ij, s);
+                let lij = l.ld(s, aij, 0);
+                let nlij = l.b.ins().fneg(lij);
+                let i1 = l.b.ins().iadd_imm_s(i, 1);
+                l.dyn_loop(j1, i1, |l, k| {
+                    let ik = l.b.ins().imul_imm_s(i, nn);
+                    let ik = l.b.ins().iadd(ik, k);
+                    let kj = l.b.ins().imul_imm_s(k, nn);
+                    let kj = l.b.ins().iadd(kj, j);
+                    let aik = l.at(p, ik, s);
+                    let akj = l.at(p, kj, s);
+                    let x = l.ld(s, aik, 0);
+                    let y = l.ld(s, akj, 0);
+                    let r = l.fma(nlij, y, x);
+                    l.st(r, aik, 0);
+                });
+            });
+        });
+        // Zero the strict upper triangle.
+        let z = self.zero(s);
+        for i in 0..n {
+            for k in i + 1..n {
+                self.st(z, p, ((i * n + k) * s.bytes()) as i32);
+            }
+        }
+        Ok(())
+    }
+
+    /// In place `X L^T = B` for `L: n x n` lower and `B: m x n`.
+    fn trsm(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        self.copy_tile_to_result(op.args[1], op.results[0]);
+        let (m, n) = self.f.ty(op.results[0]).rows_cols();
+        let lp = self.tile_addr(op.args[0]);
+        let x = self.tile_addr(op.results[0]);
+        let nn = n as i64;
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, nn);
+        let mm = self.b.ins().iconst(types::I64, m as i64);
+        self.dyn_loop(lo, hi, |l, j| {
+            let jj = l.b.ins().imul_imm_s(j, nn + 1);
+            let ljj_a = l.at(lp, jj, s);
+            let ljj = l.ld(s, ljj_a, 0);
+            let z = l.b.ins().iconst(types::I64, 0);
+            l.dyn_loop(z, mm, |l, i| {
+                let row = l.b.ins().imul_imm_s(i, nn);
+                let ij = l.b.ins().iadd(row, j);
+                let xij_a = l.at(x, ij, s);
+                let sum0 = l.ld(s, xij_a, 0);
+                let var = l.b.declare_var(cl_type(s));
+                l.b.def_var(var, sum0);
+                let z = l.b.ins().iconst(types::I64, 0);
+                l.dyn_loop(z, j, |l, k| {
+                    let ik = l.b.ins().iadd(row, k);
+                    let jk = l.b.ins().imul_imm_s(j, nn);
+                    let jk = l.b.ins().iadd(jk, k);
+                    let xa = l.at(x, ik, s);
+                    let la = l.at(lp, jk, s);
+                    let xv = l.ld(s, xa, 0);
+                    let lv = l.ld(s, la, 0);
+                    let nx = l.b.ins().fneg(xv);
+                    let acc = l.b.use_var(var);
+                    let r = l.fma(nx, lv, acc);
+                    l.b.def_var(var, r);
+                });
+                let acc = l.b.use_var(var);
+                let r = l.bin(BinOp::Div, s, acc, ljj);
+                l.st(r, xij_a, 0);
+            });
+        });
+        Ok(())
+    }
+}

@@ -1,0 +1,434 @@
+//! Calls: built-in functions (`program_id`, `cdiv`, math, `outer`, reductions), tile
+//! constructors (`tile<T, R, C>::eye()`), in-place tile methods (`cholesky_`,
+//! `solve_triangular_`, `eye_`) and calls of user `fn`s (instantiated, then inlined).
+
+use crate::builder::{BodyKind, FnBuilder};
+use crate::errors;
+use crate::expr::Ev;
+use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
+use tilec_midend::{self as ir, Const, Fill, OpKind, Scalar, Type, Value};
+
+/// Built-in free functions, for "did you mean" suggestions.
+pub(crate) const BUILTINS: &[&str] = &[
+    "program_id",
+    "num_programs",
+    "cdiv",
+    "min",
+    "max",
+    "abs",
+    "sqrt",
+    "exp",
+    "log",
+    "sin",
+    "cos",
+    "tanh",
+    "fma",
+    "outer",
+    "transpose",
+    "sum",
+    "sync",
+];
+
+impl FnBuilder<'_, '_> {
+    fn arity(&mut self, f: &Ident, args: &[Expr], n: usize, e: &Expr) -> bool {
+        if args.len() != n {
+            self.error(errors::arg_count(e.span, &f.name, n, args.len()));
+            return false;
+        }
+        true
+    }
+
+    /// A free-function call: a built-in or a user `fn`.
+    pub(crate) fn call(
+        &mut self,
+        f: &Ident,
+        args: &[Expr],
+        e: &Expr,
+        expect: Option<Scalar>,
+    ) -> Ev {
+        let name = f.name.as_str();
+        match name {
+            "program_id" | "num_programs" => {
+                if !self.arity(f, args, 1, e) {
+                    return Ev::Err;
+                }
+                let rank = match self.body {
+                    BodyKind::Kernel { grid_rank } => grid_rank,
+                    _ => {
+                        self.error(errors::program_id_outside(e.span, name));
+                        return Ev::Err;
+                    }
+                };
+                let axis = match self.const_eval(&args[0]) {
+                    Ok(Const::Int(a, _)) if a >= 0 && a < rank as i64 => a as u8,
+                    Ok(c) => {
+                        self.error(errors::axis_range(args[0].span, c.as_i64(), rank));
+                        return Ev::Err;
+                    }
+                    Err(_) => {
+                        self.error(errors::not_const(args[0].span, "a grid axis"));
+                        return Ev::Err;
+                    }
+                };
+                let k = if name == "program_id" {
+                    OpKind::ProgramId(axis)
+                } else {
+                    OpKind::NumPrograms(axis)
+                };
+                Ev::Val(self.emit1(k, vec![], Type::Scalar(Scalar::I32), e.span))
+            }
+            "cdiv" => {
+                if !self.arity(f, args, 2, e) {
+                    return Ev::Err;
+                }
+                let (Some(a), Some(b)) = (
+                    self.int_value(&args[0], "`cdiv`'s operand"),
+                    self.int_value(&args[1], "`cdiv`'s operand"),
+                ) else {
+                    return Ev::Err;
+                };
+                let (ta, tb) = (self.ty(a), self.ty(b));
+                if ta != tb {
+                    self.error(errors::mismatch(
+                        e.span,
+                        tilec_grammar::ast::BinOp::Div,
+                        &ta,
+                        args[0].span,
+                        &tb,
+                        args[1].span,
+                    ));
+                    return Ev::Err;
+                }
+                // cdiv(a, b) = (a + b - 1) / b for the non-negative operands it is meant for.
+                let one = self.constant(Const::Int(1, ta.elem()), e.span);
+                let s = self.emit1(OpKind::Bin(ir::BinOp::Add), vec![a, b], ta.clone(), e.span);
+                let s = self.emit1(
+                    OpKind::Bin(ir::BinOp::Sub),
+                    vec![s, one],
+                    ta.clone(),
+                    e.span,
+                );
+                Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![s, b], ta, e.span))
+            }
+            "min" | "max" if args.len() == 2 => {
+                let k = if name == "min" {
+                    ir::BinOp::Min
+                } else {
+                    ir::BinOp::Max
+                };
+                self.elementwise2(k, &args[0], &args[1], e, expect)
+            }
+            "min" | "max" | "sum" => self.reduce(f, args, e),
+            "abs" | "sqrt" | "exp" | "log" | "sin" | "cos" | "tanh" => {
+                if !self.arity(f, args, 1, e) {
+                    return Ev::Err;
+                }
+                let Some(v) = self.value(&args[0], expect) else {
+                    return Ev::Err;
+                };
+                let t = self.ty(v);
+                let k = match name {
+                    "abs" => ir::UnOp::Abs,
+                    "sqrt" => ir::UnOp::Sqrt,
+                    "exp" => ir::UnOp::Exp,
+                    "log" => ir::UnOp::Log,
+                    "sin" => ir::UnOp::Sin,
+                    "cos" => ir::UnOp::Cos,
+                    _ => ir::UnOp::Tanh,
+                };
+                let ok = match k {
+                    ir::UnOp::Abs => t.elem().is_float() || t.elem().is_int(),
+                    _ => t.elem().is_float(),
+                } && !matches!(t, Type::Array { .. });
+                if !ok {
+                    self.error(errors::math_operand(args[0].span, name, &t));
+                    return Ev::Err;
+                }
+                Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
+            }
+            "fma" => {
+                if !self.arity(f, args, 3, e) {
+                    return Ev::Err;
+                }
+                let vals: Vec<Option<Value>> = args
+                    .iter()
+                    .map(|a| self.value(a, expect.or(Some(Scalar::F32))))
+                    .collect();
+                let vals: Option<Vec<Value>> = vals.into_iter().collect();
+                let Some(vals) = vals else { return Ev::Err };
+                let t = self.ty(vals[0]);
+                for (v, a) in vals.iter().zip(args) {
+                    let tv = self.ty(*v);
+                    if tv != t || !t.elem().is_float() || t.is_tile() {
+                        self.error(errors::math_operand(a.span, "fma", &tv));
+                        return Ev::Err;
+                    }
+                }
+                Ev::Val(self.emit1(OpKind::Fma, vals, t, e.span))
+            }
+            "outer" => {
+                if !self.arity(f, args, 2, e) {
+                    return Ev::Err;
+                }
+                let (Some(u), Some(v)) = (self.value(&args[0], None), self.value(&args[1], None))
+                else {
+                    return Ev::Err;
+                };
+                let (tu, tv) = (self.ty(u), self.ty(v));
+                match (&tu, &tv) {
+                    (Type::Tile { elem: a, shape: su }, Type::Tile { elem: b, shape: sv })
+                        if a == b && su.len() == 1 && sv.len() == 1 =>
+                    {
+                        let ty = Type::Tile {
+                            elem: *a,
+                            shape: vec![su[0], sv[0]],
+                        };
+                        Ev::Val(self.emit1(OpKind::Outer, vec![u, v], ty, e.span))
+                    }
+                    _ => {
+                        self.error(errors::outer_operands(e.span, &tu, &tv));
+                        Ev::Err
+                    }
+                }
+            }
+            "transpose" => {
+                if !self.arity(f, args, 1, e) {
+                    return Ev::Err;
+                }
+                let Some(v) = self.value(&args[0], None) else {
+                    return Ev::Err;
+                };
+                match self.ty(v) {
+                    Type::Tile { elem, shape } if shape.len() == 2 => {
+                        let ty = Type::Tile {
+                            elem,
+                            shape: vec![shape[1], shape[0]],
+                        };
+                        Ev::Val(self.emit1(OpKind::Transpose, vec![v], ty, e.span))
+                    }
+                    t => {
+                        self.error(errors::needs_matrix(args[0].span, "transpose", &t));
+                        Ev::Err
+                    }
+                }
+            }
+            "sync" => {
+                // Register tiles need no barrier; shared arrays (which would) are not supported
+                // yet, so `sync()` is accepted and has no effect.
+                if !self.arity(f, args, 0, e) {
+                    return Ev::Err;
+                }
+                Ev::Unit
+            }
+            _ => self.user_call(f, args, e),
+        }
+    }
+
+    fn elementwise2(
+        &mut self,
+        k: ir::BinOp,
+        a: &Expr,
+        b: &Expr,
+        e: &Expr,
+        expect: Option<Scalar>,
+    ) -> Ev {
+        let (va, vb) = if crate::expr::is_literal(a) {
+            let vb = self.value(b, expect);
+            let h = vb.map(|v| self.ty(v).elem()).or(expect);
+            (self.value(a, h), vb)
+        } else {
+            let va = self.value(a, expect);
+            let h = va.map(|v| self.ty(v).elem()).or(expect);
+            (va, self.value(b, h))
+        };
+        let (Some(va), Some(vb)) = (va, vb) else {
+            return Ev::Err;
+        };
+        let (ta, tb) = (self.ty(va), self.ty(vb));
+        if ta.elem() != tb.elem()
+            || (ta.is_tile() && tb.is_tile() && ta != tb)
+            || ta.elem() == Scalar::Bool
+        {
+            self.error(errors::shape_mismatch(
+                e.span, "min/max", &ta, a.span, &tb, b.span,
+            ));
+            return Ev::Err;
+        }
+        let ty = if ta.is_tile() { ta } else { tb };
+        Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span))
+    }
+
+    fn reduce(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.is_empty() || args.len() > 2 || (f.name != "sum" && args.len() != 1) {
+            self.error(errors::arg_count(e.span, &f.name, 1, args.len()));
+            return Ev::Err;
+        }
+        let Some(v) = self.value(&args[0], None) else {
+            return Ev::Err;
+        };
+        let Type::Tile { elem, shape } = self.ty(v) else {
+            self.error(errors::needs_tile(args[0].span, &f.name, &self.ty(v)));
+            return Ev::Err;
+        };
+        let k = match f.name.as_str() {
+            "sum" => ir::Reduce::Sum,
+            "max" => ir::Reduce::Max,
+            _ => ir::Reduce::Min,
+        };
+        if args.len() == 2 {
+            let axis = match self.const_eval(&args[1]) {
+                Ok(Const::Int(a, _))
+                    if a >= 0 && (a as usize) < shape.len() && shape.len() == 2 =>
+                {
+                    a as u8
+                }
+                _ => {
+                    self.error(errors::reduce_axis(args[1].span, shape.len()));
+                    return Ev::Err;
+                }
+            };
+            let ty = Type::Tile {
+                elem,
+                shape: vec![shape[1 - axis as usize]],
+            };
+            return Ev::Val(self.emit1(OpKind::Reduce(k, Some(axis)), vec![v], ty, e.span));
+        }
+        Ev::Val(self.emit1(OpKind::Reduce(k, None), vec![v], Type::Scalar(elem), e.span))
+    }
+
+    /// `tile<T, R, C>::zeros() | eye() | full(x)`.
+    pub(crate) fn type_call(&mut self, t: &TypeExpr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        let Some(ty) = self.value_type(t) else {
+            return Ev::Err;
+        };
+        let (fill, n) = match m.name.as_str() {
+            "zeros" => (Fill::Zeros, 0),
+            "eye" => (Fill::Eye, 0),
+            "full" => (Fill::Full, 1),
+            _ => {
+                self.error(errors::unknown_ctor(m));
+                return Ev::Err;
+            }
+        };
+        if args.len() != n {
+            self.error(errors::arg_count(e.span, &m.name, n, args.len()));
+            return Ev::Err;
+        }
+        let mut vals = Vec::new();
+        if n == 1 {
+            let Some(x) = self.value(&args[0], Some(ty.elem())) else {
+                return Ev::Err;
+            };
+            if self.ty(x) != Type::Scalar(ty.elem()) {
+                let tx = self.ty(x);
+                self.error(errors::arg_type(
+                    args[0].span,
+                    "full",
+                    &Type::Scalar(ty.elem()),
+                    &tx,
+                ));
+                return Ev::Err;
+            }
+            vals.push(x);
+        }
+        Ev::Val(self.emit1(OpKind::Fill(fill), vals, ty, e.span))
+    }
+
+    /// The variable named by a receiver or in-place argument, with its current value.
+    fn place_var(&mut self, x: &Expr, what: &str) -> Option<(String, Value)> {
+        if let ExprKind::Name(n) = &x.kind {
+            if let Some(crate::builder::Binding::Var(v)) = self.lookup(&n.name) {
+                return Some((n.name.clone(), *v));
+            }
+        }
+        match self.expr(x, None) {
+            Ev::Err => {}
+            _ => self.error(errors::not_a_variable(x.span, what)),
+        }
+        None
+    }
+
+    /// In-place methods: `t.cholesky_(eps)`, `l.solve_triangular_(b)`, `t.eye_()`.
+    pub(crate) fn method(&mut self, recv: &Expr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        match m.name.as_str() {
+            "cholesky_" | "solve_triangular_" | "eye_" => {}
+            _ => {
+                self.error(errors::unknown_method(m));
+                return Ev::Err;
+            }
+        }
+        let Some((name, t)) = self.place_var(recv, "the receiver of an in-place method") else {
+            return Ev::Err;
+        };
+        let tt = self.ty(t);
+        let Type::Tile { elem, shape } = tt.clone() else {
+            self.error(errors::needs_tile(recv.span, &m.name, &tt));
+            return Ev::Err;
+        };
+        match m.name.as_str() {
+            "eye_" => {
+                if !self.arity(m, args, 0, e) {
+                    return Ev::Err;
+                }
+                let v = self.emit1(OpKind::Fill(Fill::Eye), vec![], tt, e.span);
+                self.set_var(&name, v);
+            }
+            "cholesky_" => {
+                if !self.arity(m, args, 1, e) {
+                    return Ev::Err;
+                }
+                if shape.len() != 2 || shape[0] != shape[1] {
+                    self.error(errors::needs_square(recv.span, "cholesky_", &tt));
+                    return Ev::Err;
+                }
+                if !elem.is_float() {
+                    self.error(errors::needs_float(recv.span, "cholesky_", &tt));
+                    return Ev::Err;
+                }
+                let Some(eps) = self.value(&args[0], Some(elem)) else {
+                    return Ev::Err;
+                };
+                if self.ty(eps) != Type::Scalar(elem) {
+                    let te = self.ty(eps);
+                    self.error(errors::arg_type(
+                        args[0].span,
+                        "cholesky_",
+                        &Type::Scalar(elem),
+                        &te,
+                    ));
+                    return Ev::Err;
+                }
+                let v = self.emit1(OpKind::Cholesky, vec![t, eps], tt, e.span);
+                self.set_var(&name, v);
+            }
+            _ => {
+                if !self.arity(m, args, 1, e) {
+                    return Ev::Err;
+                }
+                if shape.len() != 2 || shape[0] != shape[1] || !elem.is_float() {
+                    self.error(errors::needs_square(recv.span, "solve_triangular_", &tt));
+                    return Ev::Err;
+                }
+                let Some((bname, b)) =
+                    self.place_var(&args[0], "the right-hand side of `solve_triangular_`")
+                else {
+                    return Ev::Err;
+                };
+                let tb = self.ty(b);
+                match &tb {
+                    Type::Tile {
+                        elem: eb,
+                        shape: sb,
+                    } if *eb == elem && sb.len() == 2 && sb[1] == shape[0] => {}
+                    _ => {
+                        self.error(errors::trsm_shape(args[0].span, &tt, &tb));
+                        return Ev::Err;
+                    }
+                }
+                let v = self.emit1(OpKind::TrsmRightLowerT, vec![t, b], tb, e.span);
+                self.set_var(&bname, v);
+            }
+        }
+        Ev::Unit
+    }
+}

@@ -1,0 +1,219 @@
+//! Compile-time evaluation of expressions: tile extents, `const` items, `block(..)`, slice
+//! extents and `program_id` axes. Integers evaluate in i64, floats in f64.
+
+use crate::builder::{Checker, FnBuilder, GenericVal};
+use crate::errors;
+use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
+use tilec_grammar::diag::Diagnostic;
+use tilec_grammar::span::Span;
+use tilec_midend::{Const, Scalar};
+
+/// Why an expression has no compile-time value.
+pub(crate) enum NotConst {
+    /// It depends on run-time values (the span shows where).
+    Runtime(Span),
+    /// Evaluating it failed (division by zero, overflow, ...).
+    Error(Diagnostic),
+}
+
+/// Evaluates `e` with `lookup` resolving names to constants.
+pub(crate) fn eval(
+    e: &Expr,
+    lookup: &mut dyn FnMut(&str) -> Option<Const>,
+) -> Result<Const, NotConst> {
+    match &e.kind {
+        ExprKind::Int(v) => Ok(Const::Int(*v as i64, Scalar::I32)),
+        ExprKind::Float(v) => Ok(Const::Float(*v, Scalar::F32)),
+        ExprKind::Bool(b) => Ok(Const::Bool(*b)),
+        ExprKind::Name(n) => lookup(&n.name).ok_or(NotConst::Runtime(e.span)),
+        ExprKind::Unary(UnOp::Neg, a) => match eval(a, lookup)? {
+            Const::Int(v, s) => Ok(Const::Int(-v, s)),
+            Const::Float(v, s) => Ok(Const::Float(-v, s)),
+            Const::Bool(_) => Err(NotConst::Runtime(e.span)),
+        },
+        ExprKind::Unary(UnOp::Not, a) => match eval(a, lookup)? {
+            Const::Bool(b) => Ok(Const::Bool(!b)),
+            _ => Err(NotConst::Runtime(e.span)),
+        },
+        ExprKind::Binary(op, a, b) => {
+            let x = eval(a, lookup)?;
+            let y = eval(b, lookup)?;
+            binary(*op, x, y, e.span)
+        }
+        ExprKind::Call(f, args)
+            if args.len() == 2 && matches!(f.name.as_str(), "min" | "max" | "cdiv") =>
+        {
+            let x = eval(&args[0], lookup)?.as_i64();
+            let y = eval(&args[1], lookup)?.as_i64();
+            let v = match f.name.as_str() {
+                "min" => x.min(y),
+                "max" => x.max(y),
+                _ => {
+                    if y == 0 {
+                        return Err(NotConst::Error(errors::const_div_zero(e.span)));
+                    }
+                    (x + y - 1).div_euclid(y)
+                }
+            };
+            Ok(Const::Int(v, Scalar::I32))
+        }
+        _ => Err(NotConst::Runtime(e.span)),
+    }
+}
+
+fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> {
+    use Const::*;
+    Ok(match (x, y) {
+        (Int(a, s), Int(b, _)) => match op {
+            BinOp::Add => Int(a.wrapping_add(b), s),
+            BinOp::Sub => Int(a.wrapping_sub(b), s),
+            BinOp::Mul => Int(a.wrapping_mul(b), s),
+            BinOp::Div | BinOp::Rem if b == 0 => {
+                return Err(NotConst::Error(errors::const_div_zero(span)))
+            }
+            BinOp::Div => Int(a / b, s),
+            BinOp::Rem => Int(a % b, s),
+            BinOp::Eq => Bool(a == b),
+            BinOp::Ne => Bool(a != b),
+            BinOp::Lt => Bool(a < b),
+            BinOp::Le => Bool(a <= b),
+            BinOp::Gt => Bool(a > b),
+            BinOp::Ge => Bool(a >= b),
+            _ => return Err(NotConst::Runtime(span)),
+        },
+        (Float(_, s), Float(..) | Int(..)) | (Int(..), Float(_, s)) => {
+            let (a, b) = (x.as_f64(), y.as_f64());
+            match op {
+                BinOp::Add => Float(a + b, s),
+                BinOp::Sub => Float(a - b, s),
+                BinOp::Mul => Float(a * b, s),
+                BinOp::Div => Float(a / b, s),
+                BinOp::Lt => Bool(a < b),
+                BinOp::Le => Bool(a <= b),
+                BinOp::Gt => Bool(a > b),
+                BinOp::Ge => Bool(a >= b),
+                _ => return Err(NotConst::Runtime(span)),
+            }
+        }
+        (Bool(a), Bool(b)) => match op {
+            BinOp::And => Bool(a && b),
+            BinOp::Or => Bool(a || b),
+            BinOp::Eq => Bool(a == b),
+            BinOp::Ne => Bool(a != b),
+            _ => return Err(NotConst::Runtime(span)),
+        },
+        _ => return Err(NotConst::Runtime(span)),
+    })
+}
+
+impl Checker<'_> {
+    /// The value of the const item `name`, evaluated once; `None` if it is not a const item
+    /// or failed (reported once).
+    pub(crate) fn const_item(&mut self, name: &str) -> Option<Const> {
+        if let Some(v) = self.consts.get(name) {
+            return *v;
+        }
+        let item = self.program.consts.get(name).copied()?;
+        self.consts.insert(name.to_string(), None);
+        // Const items may refer to other const items (cycles evaluate to an error).
+        let names: Vec<String> = collect_names(&item.item.value);
+        let mut env: Vec<(String, Const)> = Vec::new();
+        for n in names {
+            if let Some(c) = self.const_item(&n) {
+                env.push((n, c));
+            }
+        }
+        let mut lookup = |n: &str| env.iter().find(|(m, _)| m == n).map(|(_, c)| *c);
+        let r = eval(&item.item.value, &mut lookup);
+        let v = match r {
+            Ok(c) => {
+                let ty = match &item.item.ty {
+                    tilec_grammar::ast::TypeExpr::Named(i) => Scalar::from_name(&i.name),
+                    _ => None,
+                };
+                Some(match (c, ty) {
+                    (Const::Int(v, _), Some(s)) if s.is_int() => Const::Int(v, s),
+                    (Const::Int(v, _), Some(s)) if s.is_float() => Const::Float(v as f64, s),
+                    (Const::Float(v, _), Some(s)) if s.is_float() => Const::Float(v, s),
+                    (c, _) => c,
+                })
+            }
+            Err(NotConst::Runtime(span)) => {
+                let mut d = errors::not_const(span, "a `const` item's value");
+                d.source = item.source.map(str::to_string);
+                self.diags.push(d);
+                None
+            }
+            Err(NotConst::Error(mut d)) => {
+                d.source = item.source.map(str::to_string);
+                self.diags.push(d);
+                None
+            }
+        };
+        self.consts.insert(name.to_string(), v);
+        v
+    }
+}
+
+/// Every name used in an expression.
+fn collect_names(e: &Expr) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Name(n) => out.push(n.name.clone()),
+            ExprKind::Binary(_, a, b) => {
+                walk(a, out);
+                walk(b, out);
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => walk(a, out),
+            ExprKind::Call(_, args) => args.iter().for_each(|a| walk(a, out)),
+            _ => {}
+        }
+    }
+    walk(e, &mut out);
+    out
+}
+
+impl FnBuilder<'_, '_> {
+    /// Evaluates `e` at compile time in this body's scope (const generics, const items and
+    /// constants bound in scope).
+    pub(crate) fn const_eval(&mut self, e: &Expr) -> Result<Const, NotConst> {
+        let names = collect_names(e);
+        let mut env: Vec<(String, Const)> = Vec::new();
+        for n in names {
+            let c = match self.lookup(&n) {
+                Some(_) => None,
+                None => match self.generics.get(&n) {
+                    Some(GenericVal::Const(c)) => Some(*c),
+                    Some(GenericVal::Type(_)) => None,
+                    None => self.cx.const_item(&n),
+                },
+            };
+            if let Some(c) = c {
+                env.push((n, c));
+            }
+        }
+        let mut lookup = |n: &str| env.iter().find(|(m, _)| m == n).map(|(_, c)| *c);
+        eval(e, &mut lookup)
+    }
+
+    /// Evaluates a positive compile-time extent (tile dimensions, slice extents), reporting
+    /// E0204 when it is not constant or not in `1..=4096`.
+    pub(crate) fn extent(&mut self, e: &Expr, what: &str) -> Option<u32> {
+        match self.const_eval(e) {
+            Ok(Const::Int(v, _)) if (1..=4096).contains(&v) => Some(v as u32),
+            Ok(c) => {
+                self.error(errors::bad_extent(e.span, what, c.as_f64()));
+                None
+            }
+            Err(NotConst::Runtime(span)) => {
+                self.error(errors::not_const(span, what));
+                None
+            }
+            Err(NotConst::Error(d)) => {
+                self.error(d);
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,558 @@
+//! Constructors of the frontend's diagnostics, one per error case; every code is listed in
+//! `docs/errors.md`. Codes: E01xx names, E02xx types and shapes, E03xx items and kernels.
+
+use tilec_grammar::ast::{BinOp, Ident, UnOp};
+use tilec_grammar::diag::Diagnostic;
+use tilec_grammar::span::Span;
+use tilec_midend::{Scalar, Type};
+
+/// Levenshtein distance, for "did you mean" suggestions.
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn suggest(d: Diagnostic, name: &str, cands: &[String]) -> Diagnostic {
+    let best = cands
+        .iter()
+        .filter(|c| c.as_str() != name)
+        .map(|c| (distance(name, c), c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(1))
+        .min();
+    match best {
+        Some((_, c)) => d.help(format!("a name with a similar spelling exists: `{c}`")),
+        None => d,
+    }
+}
+
+pub(crate) fn unknown_name(n: &Ident, cands: &[String]) -> Diagnostic {
+    let d = Diagnostic::error("E0101", format!("cannot find `{}` in this scope", n.name))
+        .label(n.span, "not found");
+    suggest(d, &n.name, cands)
+}
+
+pub(crate) fn unknown_fn(n: &Ident, cands: &[String]) -> Diagnostic {
+    let d = Diagnostic::error("E0102", format!("cannot find function `{}`", n.name))
+        .label(n.span, "not a built-in or a `fn` item");
+    suggest(d, &n.name, cands)
+}
+
+pub(crate) fn unknown_type(n: &Ident) -> Diagnostic {
+    Diagnostic::error("E0103", format!("unknown type `{}`", n.name))
+        .label(n.span, "not a scalar type or a type parameter")
+        .help("scalar types are bool, i32, u32, i64, f32 and f64")
+}
+
+pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
+    Diagnostic::error("E0104", format!("`{name}` is defined more than once"))
+        .label(second, "defined again here")
+        .label(first, "first defined here")
+}
+
+pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>) -> Diagnostic {
+    let known: Vec<&str> = known.collect();
+    Diagnostic::error("E0105", format!("unknown module `{}`", m.name))
+        .label(m.span, "no such module")
+        .help(format!("importable modules: {}", known.join(", ")))
+}
+
+pub(crate) fn unknown_method(m: &Ident) -> Diagnostic {
+    Diagnostic::error("E0106", format!("unknown method `{}`", m.name))
+        .label(m.span, "not a tile method")
+        .help("tile methods are `cholesky_(eps)`, `solve_triangular_(b)` and `eye_()`")
+}
+
+pub(crate) fn unknown_ctor(m: &Ident) -> Diagnostic {
+    Diagnostic::error("E0106", format!("unknown tile constructor `{}`", m.name))
+        .label(m.span, "not a tile constructor")
+        .help("tile constructors are `zeros()`, `eye()` and `full(x)`")
+}
+
+pub(crate) fn no_kernel(name: &str, known: &[String]) -> Diagnostic {
+    let d = Diagnostic::error("E0107", format!("no kernel named `{name}`")).note(format!(
+        "kernels in this program: {}",
+        if known.is_empty() {
+            "none".to_string()
+        } else {
+            known.join(", ")
+        }
+    ));
+    match known.iter().find(|k| distance(k, name) <= 2) {
+        Some(k) => d.help(format!("did you mean `{k}`?")),
+        None => d,
+    }
+}
+
+pub(crate) fn array_as_value(n: &Ident) -> Diagnostic {
+    Diagnostic::error("E0108", format!("array `{}` used as a value", n.name))
+        .label(n.span, "an array parameter")
+        .help(format!(
+            "index it: `{}[i, j]` reads an element, `{}[r0:r0+16, c0:c0+16]` a tile",
+            n.name, n.name
+        ))
+}
+
+pub(crate) fn type_as_value(n: &Ident) -> Diagnostic {
+    Diagnostic::error(
+        "E0108",
+        format!("type parameter `{}` used as a value", n.name),
+    )
+    .label(n.span, "a type, not a value")
+}
+
+pub(crate) fn mismatch(
+    span: Span,
+    op: BinOp,
+    ta: &Type,
+    sa: Span,
+    tb: &Type,
+    sb: Span,
+) -> Diagnostic {
+    Diagnostic::error(
+        "E0201",
+        format!("mismatched types for `{}`: {ta} and {tb}", op.symbol()),
+    )
+    .label(span, "in this operation")
+    .label(sa, format!("this is {ta}"))
+    .label(sb, format!("this is {tb}"))
+    .help("convert one side with `as`")
+}
+
+pub(crate) fn assign_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    Diagnostic::error("E0201", format!("expected {want}, found {got}"))
+        .label(span, format!("this is {got}"))
+}
+
+pub(crate) fn store_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0202",
+        format!("stored value has the wrong shape: the slice is {want}, the value is {got}"),
+    )
+    .label(span, format!("this is {got}"))
+}
+
+pub(crate) fn shape_mismatch(
+    span: Span,
+    op: &str,
+    ta: &Type,
+    sa: Span,
+    tb: &Type,
+    sb: Span,
+) -> Diagnostic {
+    Diagnostic::error(
+        "E0202",
+        format!("tile shapes do not match for `{op}`: {ta} and {tb}"),
+    )
+    .label(span, "in this operation")
+    .label(sa, format!("this is {ta}"))
+    .label(sb, format!("this is {tb}"))
+    .note("element-wise operations need tiles of the same shape, or a tile and a scalar")
+}
+
+pub(crate) fn matmul_inner(span: Span, ta: &Type, sa: Span, tb: &Type, sb: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0203",
+        format!("inner dimensions of `@` do not match: {ta} @ {tb}"),
+    )
+    .label(span, "in this matrix product")
+    .label(sa, format!("{ta}"))
+    .label(sb, format!("{tb}"))
+    .note("`a @ b` needs a: tile<T, M, K> and b: tile<T, K, N> or tile<T, K>")
+}
+
+pub(crate) fn matmul_operands(span: Span, ta: &Type, tb: &Type) -> Diagnostic {
+    Diagnostic::error("E0203", format!("`@` needs two tiles, found {ta} and {tb}"))
+        .label(span, "here")
+}
+
+pub(crate) fn not_const(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0204", format!("{what} must be a compile-time constant"))
+        .label(span, "this depends on run-time values")
+        .help("use integer literals, `const` items or const generic parameters")
+}
+
+pub(crate) fn bad_extent(span: Span, what: &str, v: f64) -> Diagnostic {
+    Diagnostic::error(
+        "E0204",
+        format!("{what} must be an integer from 1 to 4096, found {v}"),
+    )
+    .label(span, "this extent")
+}
+
+pub(crate) fn read_only(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0205",
+        format!("cannot write to `{name}`, a read-only array"),
+    )
+    .label(span, "written here")
+    .help(format!("declare the parameter as `{name}: mut T[...]`"))
+}
+
+pub(crate) fn arg_count(span: Span, name: &str, want: usize, got: usize) -> Diagnostic {
+    Diagnostic::error(
+        "E0206",
+        format!(
+            "`{name}` takes {want} argument{}, but {got} {} given",
+            if want == 1 { "" } else { "s" },
+            if got == 1 { "was" } else { "were" }
+        ),
+    )
+    .label(span, "in this call")
+}
+
+pub(crate) fn axis_range(span: Span, axis: i64, rank: u8) -> Diagnostic {
+    Diagnostic::error(
+        "E0207",
+        format!("grid axis {axis} is out of range for a grid of rank {rank}"),
+    )
+    .label(span, format!("valid axes are 0..{rank}"))
+}
+
+pub(crate) fn program_id_outside(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0207",
+        format!("`{name}` is only available in a kernel body"),
+    )
+    .label(span, "used here")
+}
+
+pub(crate) fn slice_not_static(span: Span) -> Diagnostic {
+    Diagnostic::error("E0208", "slice extent is not a compile-time constant")
+        .label(
+            span,
+            "the extent `hi - lo` of this slice is not known statically",
+        )
+        .help("write the slice as `x : x + K` with a constant `K`")
+}
+
+pub(crate) fn full_slice_dynamic(span: Span) -> Diagnostic {
+    Diagnostic::error("E0208", "`:` over a dimension of run-time extent")
+        .label(span, "the extent of this dimension is not static")
+}
+
+pub(crate) fn index_count(span: Span, rank: usize, got: usize) -> Diagnostic {
+    Diagnostic::error(
+        "E0209",
+        format!("wrong number of indices: the array has rank {rank}, {got} given"),
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
+    Diagnostic::error(
+        "E0209",
+        format!("a tile of rank {rank} takes {rank} single indices, or `:` for the whole tile"),
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn tile_index_range(span: Span, i: i64, n: u32) -> Diagnostic {
+    Diagnostic::error("E0209", format!("tile index {i} is out of range 0..{n}"))
+        .label(span, "this index")
+}
+
+pub(crate) fn expected_bool(span: Span, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0210", format!("expected bool, found {t}"))
+        .label(span, "this must be a bool")
+}
+
+pub(crate) fn bad_target(span: Span) -> Diagnostic {
+    Diagnostic::error("E0211", "cannot assign to this expression")
+        .label(span, "not a variable, a tile element or an array slice")
+}
+
+pub(crate) fn assign_const(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error("E0211", format!("cannot assign to constant `{name}`"))
+        .label(span, "a constant")
+}
+
+pub(crate) fn not_a_variable(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0211", format!("{what} must be a tile variable"))
+        .label(span, "not a variable")
+}
+
+pub(crate) fn needs_square(span: Span, name: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0212",
+        format!("`{name}` needs a square floating-point tile, found {t}"),
+    )
+    .label(span, format!("this is {t}"))
+}
+
+pub(crate) fn needs_float(span: Span, name: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0212",
+        format!("`{name}` needs a floating-point tile, found {t}"),
+    )
+    .label(span, format!("this is {t}"))
+}
+
+pub(crate) fn trsm_shape(span: Span, l: &Type, b: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0212",
+        format!("`solve_triangular_` needs b: tile<T, M, N> for L: {l}, found {b}"),
+    )
+    .label(span, format!("this is {b}"))
+    .note("`l.solve_triangular_(b)` solves X L^T = B: b's column count must equal L's order")
+}
+
+pub(crate) fn bad_cast(span: Span, t: &Type, to: Scalar) -> Diagnostic {
+    Diagnostic::error("E0213", format!("cannot cast {t} to {}", to.name()))
+        .label(span, "only scalars can be cast")
+}
+
+pub(crate) fn arg_type(span: Span, f: &str, want: &Type, got: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0214",
+        format!("argument of `{f}` has the wrong type: expected {want}, found {got}"),
+    )
+    .label(span, format!("this is {got}"))
+}
+
+pub(crate) fn math_operand(span: Span, f: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{f}` does not apply to {t}"))
+        .label(span, format!("this is {t}"))
+}
+
+pub(crate) fn outer_operands(span: Span, a: &Type, b: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0214",
+        format!("`outer` needs two vector tiles of one element type, found {a} and {b}"),
+    )
+    .label(span, "in this call")
+}
+
+pub(crate) fn needs_matrix(span: Span, f: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{f}` needs a tile of rank 2, found {t}"))
+        .label(span, format!("this is {t}"))
+}
+
+pub(crate) fn needs_tile(span: Span, f: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{f}` needs a tile, found {t}"))
+        .label(span, format!("this is {t}"))
+}
+
+pub(crate) fn reduce_axis(span: Span, rank: usize) -> Diagnostic {
+    Diagnostic::error("E0214", format!("the reduction axis must be the constant 0 or 1 of a tile of rank 2 (this tile has rank {rank})"))
+        .label(span, "this axis")
+}
+
+pub(crate) fn not_indexable(span: Span, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("{t} cannot be indexed"))
+        .label(span, "only arrays and tiles can be indexed")
+}
+
+pub(crate) fn bad_unary(span: Span, op: UnOp, t: &Type) -> Diagnostic {
+    let s = if op == UnOp::Neg { "-" } else { "!" };
+    Diagnostic::error("E0214", format!("`{s}` does not apply to {t}")).label(span, "here")
+}
+
+pub(crate) fn tile_not_allowed(span: Span, op: &str) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{op}` compares scalars, not tiles")).label(span, "here")
+}
+
+pub(crate) fn bool_arith(span: Span, op: &str) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{op}` does not apply to bool")).label(span, "here")
+}
+
+pub(crate) fn expected_int(span: Span, what: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0215", format!("{what} must be an integer, found {t}"))
+        .label(span, format!("this is {t}"))
+        .help("convert with `as i32`")
+}
+
+pub(crate) fn loop_bounds(span: Span, a: &Type, b: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0215",
+        format!("loop bounds and step must have one integer type, found {a} and {b}"),
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn bad_step(span: Span) -> Diagnostic {
+    Diagnostic::error("E0215", "the loop step must be positive").label(span, "this step")
+}
+
+pub(crate) fn cannot_infer(span: Span, f: &str, p: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0216",
+        format!("cannot infer the generic parameter `{p}` of `{f}`"),
+    )
+    .label(span, "in this call")
+    .help("every generic parameter must appear in a parameter's type")
+}
+
+pub(crate) fn cannot_infer_launch(kernel: &str, p: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0216",
+        format!("cannot infer the element type `{p}` of kernel `{kernel}` from its arguments"),
+    )
+    .help(format!(
+        "pass an array argument of type `{p}[...]`, or fix it with `--generic {p}=f32`"
+    ))
+}
+
+pub(crate) fn generic_dtype(
+    kernel: &str,
+    p: &str,
+    arg: &str,
+    dt: Scalar,
+    allowed: &[Scalar],
+) -> Diagnostic {
+    let a: Vec<&str> = allowed.iter().map(|s| s.name()).collect();
+    Diagnostic::error(
+        "E0216",
+        format!(
+            "argument `{arg}` of kernel `{kernel}` has dtype {}, but `{p}` must be one of {}",
+            dt.name(),
+            a.join(", ")
+        ),
+    )
+}
+
+pub(crate) fn generic_conflict(
+    kernel: &str,
+    p: &str,
+    a1: &str,
+    s1: Scalar,
+    a2: &str,
+    s2: Scalar,
+) -> Diagnostic {
+    Diagnostic::error("E0216", format!("arguments `{a1}` ({}) and `{a2}` ({}) of kernel `{kernel}` give `{p}` two element types", s1.name(), s2.name()))
+        .help("convert the inputs to one dtype")
+}
+
+pub(crate) fn early_return(span: Span) -> Diagnostic {
+    Diagnostic::error("E0217", "`return` in a `fn` must be its last statement")
+        .label(span, "early return")
+        .note("`fn`s are inlined into structured code; use if/else to choose the result")
+}
+
+pub(crate) fn kernel_return_value(span: Span) -> Diagnostic {
+    Diagnostic::error("E0217", "a kernel cannot return a value")
+        .label(span, "write results to a `mut` array")
+}
+
+pub(crate) fn tail_not_allowed(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0217",
+        "a block value is only allowed at the end of a `fn` body",
+    )
+    .label(span, "add `;` to make this a statement")
+}
+
+pub(crate) fn tile_rank(span: Span, n: usize) -> Diagnostic {
+    Diagnostic::error(
+        "E0218",
+        format!("tiles have rank 1 or 2, this has rank {n}"),
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn tile_elem(span: Span) -> Diagnostic {
+    Diagnostic::error("E0218", "a tile's element type must be a scalar type").label(span, "here")
+}
+
+pub(crate) fn literal_range(span: Span, s: Scalar) -> Diagnostic {
+    Diagnostic::error("E0219", format!("literal out of range for {}", s.name()))
+        .label(span, "this literal")
+}
+
+pub(crate) fn no_value(span: Span) -> Diagnostic {
+    Diagnostic::error("E0220", "this expression has no value")
+        .label(span, "an in-place operation")
+        .note("in-place methods such as `cholesky_` update their tile and return nothing")
+}
+
+pub(crate) fn unsupported(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0221", format!("{what} are not supported yet")).label(span, "here")
+}
+
+pub(crate) fn array_not_here(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0221",
+        "array types are only allowed for kernel parameters",
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn recursion(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error("E0222", format!("`{name}` calls itself"))
+        .label(span, "recursive call")
+        .note("`fn`s are inlined, so they cannot recurse")
+}
+
+pub(crate) fn const_div_zero(span: Span) -> Diagnostic {
+    Diagnostic::error("E0223", "division by zero in a constant expression").label(span, "here")
+}
+
+pub(crate) fn in_instance(span: Span, key: &str) -> Diagnostic {
+    Diagnostic::error("E0224", format!("errors in `{key}`, instantiated here"))
+        .label(span, "instantiated by this call")
+}
+
+pub(crate) fn return_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0225",
+        format!("the `fn` returns {got}, but its declared type is {want}"),
+    )
+    .label(span, "in this body")
+}
+
+pub(crate) fn missing_return(span: Span, want: &Type) -> Diagnostic {
+    Diagnostic::error("E0225", format!("missing return value of type {want}"))
+        .label(span, "this `fn`")
+        .help("end the body with an expression")
+}
+
+pub(crate) fn unexpected_return(span: Span, got: &Type) -> Diagnostic {
+    Diagnostic::error(
+        "E0225",
+        format!("this `fn` declares no return type but returns {got}"),
+    )
+    .label(span, "in this body")
+    .help(format!("add `-> {got}`"))
+}
+
+pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {
+    Diagnostic::error("E0301", format!("unknown bound `{}`", b.name))
+        .label(b.span, "bounds are `float` and `int`")
+}
+
+pub(crate) fn kernel_const_generic(n: &Ident) -> Diagnostic {
+    Diagnostic::error("E0302", "kernels take only element-type parameters")
+        .label(n.span, "a const parameter")
+        .help("use a `const` item, or a `fn` with const parameters called from the kernel")
+}
+
+pub(crate) fn bad_array_dim(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0303",
+        "an array extent must be a literal, a constant or a shape variable",
+    )
+    .label(span, "here")
+}
+
+pub(crate) fn bad_array_rank(span: Span) -> Diagnostic {
+    Diagnostic::error("E0303", "arrays have rank 1 to 8").label(span, "here")
+}
+
+pub(crate) fn bad_kernel_param(span: Span) -> Diagnostic {
+    Diagnostic::error("E0304", "kernel parameters are arrays or scalars")
+        .label(span, "here")
+        .help("load tiles from an array parameter")
+}
+
+pub(crate) fn grid_rank(span: Span, n: usize) -> Diagnostic {
+    Diagnostic::error("E0305", format!("a grid has 1 to 3 extents, found {n}"))
+        .label(span, "in this kernel")
+}

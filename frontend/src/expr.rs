@@ -1,0 +1,313 @@
+//! Checking and lowering of expressions: literals, names, operators, casts. Calls, methods and
+//! indexing are in `calls.rs` and `places.rs`.
+
+use crate::builder::{Binding, FnBuilder, GenericVal};
+use crate::errors;
+use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
+use tilec_midend::{self as ir, Const, OpKind, Scalar, Type, Value};
+
+/// The outcome of checking an expression.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Ev {
+    /// It has this value.
+    Val(Value),
+    /// It is a statement-like call with no value (`d.cholesky_(eps)`).
+    Unit,
+    /// It had an error, already reported.
+    Err,
+}
+
+/// Whether an expression is a bare numeric literal (whose type comes from its context).
+pub(crate) fn is_literal(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Float(_) => true,
+        ExprKind::Unary(UnOp::Neg, a) => is_literal(a),
+        _ => false,
+    }
+}
+
+impl FnBuilder<'_, '_> {
+    /// Checks an expression that must have a value; `expect` types bare literals.
+    pub(crate) fn value(&mut self, e: &Expr, expect: Option<Scalar>) -> Option<Value> {
+        match self.expr(e, expect) {
+            Ev::Val(v) => Some(v),
+            Ev::Unit => {
+                self.error(errors::no_value(e.span));
+                None
+            }
+            Ev::Err => None,
+        }
+    }
+
+    /// Checks a scalar expression of an integer type (loop bounds, indices), cast-free.
+    pub(crate) fn int_value(&mut self, e: &Expr, what: &str) -> Option<Value> {
+        let v = self.value(e, Some(Scalar::I32))?;
+        match self.ty(v) {
+            Type::Scalar(s) if s.is_int() => Some(v),
+            t => {
+                self.error(errors::expected_int(e.span, what, &t));
+                None
+            }
+        }
+    }
+
+    /// Checks and lowers an expression.
+    pub(crate) fn expr(&mut self, e: &Expr, expect: Option<Scalar>) -> Ev {
+        match &e.kind {
+            ExprKind::Int(v) => {
+                let c = match expect {
+                    Some(s) if s.is_float() => Const::Float(*v as f64, s),
+                    Some(s) if s.is_int() => Const::Int(*v as i64, s),
+                    _ => Const::Int(*v as i64, Scalar::I32),
+                };
+                if let Const::Int(x, s) = c {
+                    let max = match s {
+                        Scalar::I32 => i32::MAX as i64,
+                        Scalar::U32 => u32::MAX as i64,
+                        _ => i64::MAX,
+                    };
+                    if x > max || x < 0 {
+                        self.error(errors::literal_range(e.span, s));
+                        return Ev::Err;
+                    }
+                }
+                Ev::Val(self.constant(c, e.span))
+            }
+            ExprKind::Float(v) => {
+                let s = match expect {
+                    Some(s) if s.is_float() => s,
+                    _ => Scalar::F32,
+                };
+                Ev::Val(self.constant(Const::Float(*v, s), e.span))
+            }
+            ExprKind::Bool(b) => Ev::Val(self.constant(Const::Bool(*b), e.span)),
+            ExprKind::Name(n) => match self.lookup(&n.name).cloned() {
+                Some(Binding::Var(v)) => Ev::Val(v),
+                Some(Binding::Array { .. }) => {
+                    self.error(errors::array_as_value(n));
+                    Ev::Err
+                }
+                None => match self.generics.get(&n.name).cloned() {
+                    Some(GenericVal::Const(c)) => Ev::Val(self.constant(c, e.span)),
+                    Some(GenericVal::Type(_)) => {
+                        self.error(errors::type_as_value(n));
+                        Ev::Err
+                    }
+                    None => match self.cx.const_item(&n.name) {
+                        Some(c) => Ev::Val(self.constant(c, e.span)),
+                        None if self.cx.program.consts.contains_key(&n.name) => Ev::Err,
+                        None => {
+                            let cands = self.names_in_scope();
+                            self.error(errors::unknown_name(n, &cands));
+                            Ev::Err
+                        }
+                    },
+                },
+            },
+            ExprKind::Unary(op, a) => {
+                // A negated literal keeps the literal's flexible type.
+                let Some(v) = self.value(a, expect) else {
+                    return Ev::Err;
+                };
+                let t = self.ty(v);
+                let ok = match op {
+                    UnOp::Neg => t.elem() != Scalar::Bool && !matches!(t, Type::Array { .. }),
+                    UnOp::Not => t == Type::Scalar(Scalar::Bool),
+                };
+                if !ok {
+                    self.error(errors::bad_unary(e.span, *op, &t));
+                    return Ev::Err;
+                }
+                let k = match op {
+                    UnOp::Neg => ir::UnOp::Neg,
+                    UnOp::Not => ir::UnOp::Not,
+                };
+                Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
+            }
+            ExprKind::Cast(a, to) => {
+                let Some(v) = self.value(a, None) else {
+                    return Ev::Err;
+                };
+                let tilec_grammar::ast::TypeExpr::Named(n) = to else {
+                    return Ev::Err;
+                };
+                let Some(s) = self.scalar_type(n) else {
+                    return Ev::Err;
+                };
+                match self.ty(v) {
+                    Type::Scalar(from) if from == s => Ev::Val(v),
+                    Type::Scalar(_) => {
+                        Ev::Val(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), e.span))
+                    }
+                    t => {
+                        self.error(errors::bad_cast(e.span, &t, s));
+                        Ev::Err
+                    }
+                }
+            }
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e, expect),
+            ExprKind::Call(f, args) => self.call(f, args, e, expect),
+            ExprKind::TypeCall(t, m, args) => self.type_call(t, m, args, e),
+            ExprKind::Method(recv, m, args) => self.method(recv, m, args, e),
+            ExprKind::Index(base, idx) => self.index_value(base, idx, e),
+            ExprKind::Error => Ev::Err,
+        }
+    }
+
+    /// Names visible in this body, for "did you mean" suggestions.
+    pub(crate) fn names_in_scope(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.cx.program.consts.keys().cloned().collect();
+        v.extend(self.generics.keys().cloned());
+        v.extend(self.scope_names());
+        v
+    }
+
+    fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
+        let cmp = matches!(
+            op,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        );
+        let expect = if cmp || matches!(op, BinOp::And | BinOp::Or) {
+            None
+        } else {
+            expect
+        };
+        // The non-literal operand is checked first so that a literal takes its element type.
+        let (va, vb) = if is_literal(a) && !is_literal(b) {
+            let vb = self.value(b, expect);
+            let hint = vb.map(|v| self.ty(v).elem()).or(expect);
+            (self.value(a, hint), vb)
+        } else {
+            let va = self.value(a, expect);
+            let hint = va.map(|v| self.ty(v).elem()).or(expect);
+            (va, self.value(b, hint))
+        };
+        let (Some(va), Some(vb)) = (va, vb) else {
+            return Ev::Err;
+        };
+        let (ta, tb) = (self.ty(va), self.ty(vb));
+        if matches!(ta, Type::Array { .. }) || matches!(tb, Type::Array { .. }) {
+            return Ev::Err;
+        }
+        if op == BinOp::MatMul {
+            return self.matmul(va, vb, a, b, e);
+        }
+        if ta.elem() != tb.elem() {
+            self.error(errors::mismatch(e.span, op, &ta, a.span, &tb, b.span));
+            return Ev::Err;
+        }
+        let elem = ta.elem();
+        if cmp || matches!(op, BinOp::And | BinOp::Or) {
+            if ta.is_tile() || tb.is_tile() {
+                self.error(errors::tile_not_allowed(e.span, op.symbol()));
+                return Ev::Err;
+            }
+            if matches!(op, BinOp::And | BinOp::Or) {
+                if elem != Scalar::Bool {
+                    self.error(errors::expected_bool(e.span, &ta));
+                    return Ev::Err;
+                }
+                let k = if op == BinOp::And {
+                    ir::BinOp::And
+                } else {
+                    ir::BinOp::Or
+                };
+                return Ev::Val(self.emit1(
+                    OpKind::Bin(k),
+                    vec![va, vb],
+                    Type::Scalar(Scalar::Bool),
+                    e.span,
+                ));
+            }
+            let k = match op {
+                BinOp::Eq => ir::CmpOp::Eq,
+                BinOp::Ne => ir::CmpOp::Ne,
+                BinOp::Lt => ir::CmpOp::Lt,
+                BinOp::Le => ir::CmpOp::Le,
+                BinOp::Gt => ir::CmpOp::Gt,
+                _ => ir::CmpOp::Ge,
+            };
+            return Ev::Val(self.emit1(
+                OpKind::Cmp(k),
+                vec![va, vb],
+                Type::Scalar(Scalar::Bool),
+                e.span,
+            ));
+        }
+        if elem == Scalar::Bool {
+            self.error(errors::bool_arith(e.span, op.symbol()));
+            return Ev::Err;
+        }
+        let ty = match (&ta, &tb) {
+            (Type::Tile { shape: sa, .. }, Type::Tile { shape: sb, .. }) => {
+                if sa != sb {
+                    self.error(errors::shape_mismatch(
+                        e.span,
+                        op.symbol(),
+                        &ta,
+                        a.span,
+                        &tb,
+                        b.span,
+                    ));
+                    return Ev::Err;
+                }
+                ta.clone()
+            }
+            (Type::Tile { .. }, _) => ta.clone(),
+            (_, Type::Tile { .. }) => tb.clone(),
+            _ => ta.clone(),
+        };
+        let k = match op {
+            BinOp::Add => ir::BinOp::Add,
+            BinOp::Sub => ir::BinOp::Sub,
+            BinOp::Mul => ir::BinOp::Mul,
+            BinOp::Div => ir::BinOp::Div,
+            _ => ir::BinOp::Rem,
+        };
+        Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span))
+    }
+
+    fn matmul(&mut self, va: Value, vb: Value, a: &Expr, b: &Expr, e: &Expr) -> Ev {
+        let (ta, tb) = (self.ty(va), self.ty(vb));
+        let (
+            Type::Tile {
+                elem: ea,
+                shape: sa,
+            },
+            Type::Tile {
+                elem: eb,
+                shape: sb,
+            },
+        ) = (&ta, &tb)
+        else {
+            self.error(errors::matmul_operands(e.span, &ta, &tb));
+            return Ev::Err;
+        };
+        if ea != eb {
+            self.error(errors::mismatch(
+                e.span,
+                BinOp::MatMul,
+                &ta,
+                a.span,
+                &tb,
+                b.span,
+            ));
+            return Ev::Err;
+        }
+        if sa.len() != 2 || sb.is_empty() || sa[1] != sb[0] {
+            self.error(errors::matmul_inner(e.span, &ta, a.span, &tb, b.span));
+            return Ev::Err;
+        }
+        let shape = if sb.len() == 2 {
+            vec![sa[0], sb[1]]
+        } else {
+            vec![sa[0]]
+        };
+        Ev::Val(self.emit1(
+            OpKind::Matmul,
+            vec![va, vb],
+            Type::Tile { elem: *ea, shape },
+            e.span,
+        ))
+    }
+}

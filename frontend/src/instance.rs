@@ -1,0 +1,258 @@
+//! User `fn` calls: generic arguments inferred from the argument types, one IR function per
+//! instance (`name__f32__16`), a `Call` op at the call site (removed later by `inline`).
+
+use crate::builder::{Binding, BodyKind, FnBuilder, GenericVal};
+use crate::errors;
+use crate::expr::{is_literal, Ev};
+use crate::items::From;
+use std::collections::HashMap;
+use tilec_grammar::ast::{Expr, FnItem, GenericParam, Ident, Stmt, TypeExpr};
+use tilec_midend::{Const, FuncKind, OpKind, Scalar, Type, Value};
+
+/// Binds generic parameters of `generics` that `te` mentions from the actual type `t`.
+fn unify(
+    te: &TypeExpr,
+    t: &Type,
+    generics: &[GenericParam],
+    out: &mut HashMap<String, GenericVal>,
+) {
+    let is_type_param = |n: &str| {
+        generics
+            .iter()
+            .any(|g| matches!(g, GenericParam::Type { name, .. } if name.name == n))
+    };
+    let is_const_param = |n: &str| {
+        generics
+            .iter()
+            .any(|g| matches!(g, GenericParam::Const { name, .. } if name.name == n))
+    };
+    match (te, t) {
+        (TypeExpr::Named(n), Type::Scalar(s)) if is_type_param(&n.name) => {
+            out.entry(n.name.clone()).or_insert(GenericVal::Type(*s));
+        }
+        (TypeExpr::Tile { elem, dims, .. }, Type::Tile { elem: e, shape })
+            if dims.len() == shape.len() =>
+        {
+            unify(elem, &Type::Scalar(*e), generics, out);
+            for (d, &n) in dims.iter().zip(shape) {
+                if let tilec_grammar::ast::ExprKind::Name(id) = &d.kind {
+                    if is_const_param(&id.name) {
+                        out.entry(id.name.clone())
+                            .or_insert(GenericVal::Const(Const::Int(n as i64, Scalar::I32)));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn mangle(name: &str, item: &FnItem, g: &HashMap<String, GenericVal>) -> String {
+    let mut s = name.to_string();
+    for p in &item.generics {
+        match g.get(&p.name().name) {
+            Some(GenericVal::Type(t)) => s.push_str(&format!("__{}", t.name())),
+            Some(GenericVal::Const(c)) => s.push_str(&format!("__{}", c.as_i64())),
+            None => s.push_str("__?"),
+        }
+    }
+    s
+}
+
+impl FnBuilder<'_, '_> {
+    /// A call of a user `fn`.
+    pub(crate) fn user_call(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        let Some(item) = self.cx.program.fns.get(&f.name).copied() else {
+            let mut cands: Vec<String> = self.cx.program.fns.keys().cloned().collect();
+            cands.extend(crate::calls::BUILTINS.iter().map(|s| s.to_string()));
+            self.error(errors::unknown_fn(f, &cands));
+            return Ev::Err;
+        };
+        let decl = item.item;
+        if args.len() != decl.params.len() {
+            self.error(errors::arg_count(
+                e.span,
+                &f.name,
+                decl.params.len(),
+                args.len(),
+            ));
+            return Ev::Err;
+        }
+        let mut vals: Vec<Option<Value>> = vec![None; args.len()];
+        let mut g = HashMap::new();
+        let mut ok = true;
+        for (i, a) in args.iter().enumerate() {
+            if !is_literal(a) {
+                vals[i] = self.value(a, None);
+                ok &= vals[i].is_some();
+                if let Some(v) = vals[i] {
+                    let t = self.ty(v);
+                    unify(&decl.params[i].ty, &t, &decl.generics, &mut g);
+                }
+            }
+        }
+        for (i, a) in args.iter().enumerate() {
+            if is_literal(a) {
+                let expect = match &decl.params[i].ty {
+                    TypeExpr::Named(n) => Scalar::from_name(&n.name).or(match g.get(&n.name) {
+                        Some(GenericVal::Type(s)) => Some(*s),
+                        _ => None,
+                    }),
+                    _ => None,
+                };
+                vals[i] = self.value(a, expect);
+                if let Some(v) = vals[i] {
+                    let t = self.ty(v);
+                    unify(&decl.params[i].ty, &t, &decl.generics, &mut g);
+                }
+            }
+        }
+        if !ok {
+            return Ev::Err;
+        }
+        let Some(vals) = vals.into_iter().collect::<Option<Vec<Value>>>() else {
+            return Ev::Err;
+        };
+        for p in &decl.generics {
+            if !g.contains_key(&p.name().name) {
+                self.error(errors::cannot_infer(e.span, &f.name, &p.name().name));
+                return Ev::Err;
+            }
+        }
+        let Some(idx) = self.instantiate(item, g, e, true) else {
+            return Ev::Err;
+        };
+        let func = &self.cx.module.funcs[idx as usize];
+        let ptys: Vec<Type> = func
+            .body
+            .params
+            .iter()
+            .map(|p| func.ty(*p).clone())
+            .collect();
+        let ret = func.ret.clone();
+        for ((v, pt), a) in vals.iter().zip(&ptys).zip(args) {
+            let at = self.ty(*v);
+            if &at != pt {
+                self.error(errors::arg_type(a.span, &f.name, pt, &at));
+                return Ev::Err;
+            }
+        }
+        let res = self.emit(OpKind::Call(idx), vals, ret.clone(), e.span);
+        match res.first() {
+            Some(v) => Ev::Val(*v),
+            None => Ev::Unit,
+        }
+    }
+
+    /// The IR function of an instance of `item`, built on first use.
+    /// Checks a non-generic `fn` on its own (no call site).
+    pub(crate) fn instantiate_for_check(
+        &mut self,
+        item: From<'_, FnItem>,
+        call: &Expr,
+    ) -> Option<u32> {
+        self.instantiate(item, HashMap::new(), call, false)
+    }
+
+    fn instantiate(
+        &mut self,
+        item: From<'_, FnItem>,
+        g: HashMap<String, GenericVal>,
+        call: &Expr,
+        note: bool,
+    ) -> Option<u32> {
+        let decl = item.item;
+        let key = mangle(&decl.name.name, decl, &g);
+        if let Some(i) = self.cx.instances.get(&key) {
+            return Some(*i);
+        }
+        if self.cx.in_progress.contains(&key) {
+            self.error(errors::recursion(call.span, &decl.name.name));
+            return None;
+        }
+        self.cx.in_progress.push(key.clone());
+        let errors_before = self.cx.diags.len();
+        let source = item.source.map(str::to_string);
+        let mut b = FnBuilder::new(
+            &mut *self.cx,
+            key.clone(),
+            FuncKind::Fn,
+            BodyKind::Fn { ret: None },
+            g,
+            source,
+        );
+        let mut params = Vec::new();
+        let mut ok = true;
+        for p in &decl.params {
+            match b.value_type(&p.ty) {
+                Some(t) => {
+                    let v = b.f.new_value(t);
+                    b.declare(&p.name.name, Binding::Var(v));
+                    params.push(v);
+                }
+                None => ok = false,
+            }
+        }
+        let ret = match &decl.ret {
+            Some(t) => {
+                let r = b.value_type(t);
+                ok &= r.is_some();
+                r
+            }
+            None => None,
+        };
+        b.body = BodyKind::Fn { ret: ret.clone() };
+        if ok {
+            b.fn_body(decl, ret.as_ref());
+        }
+        let mut func = b.finish(params);
+        func.ret = ret.into_iter().collect();
+        self.cx.in_progress.pop();
+        if !ok {
+            return None;
+        }
+        if note && self.cx.diags.len() > errors_before {
+            let d = errors::in_instance(call.span, &key);
+            self.error(d);
+        }
+        self.cx.module.funcs.push(func);
+        let idx = self.cx.module.funcs.len() as u32 - 1;
+        self.cx.instances.insert(key, idx);
+        Some(idx)
+    }
+
+    /// Lowers a `fn` body: statements, then the returned value (tail expression or a final
+    /// `return e;`), ending in a `Return` op.
+    fn fn_body(&mut self, decl: &FnItem, ret: Option<&Type>) {
+        let n = decl.body.stmts.len();
+        self.push_scope();
+        for (i, s) in decl.body.stmts.iter().enumerate() {
+            let last = i + 1 == n && decl.body.tail.is_none() && matches!(s, Stmt::Return { .. });
+            self.stmt(s, last);
+        }
+        let value = match &decl.body.tail {
+            Some(t) => Some(self.value(t, ret.map(|r| r.elem()))),
+            None => self.returned.take(),
+        };
+        self.pop_scope();
+        let span = decl.body.span;
+        match (ret, value) {
+            (Some(rt), Some(Some(v))) => {
+                let vt = self.ty(v);
+                if &vt != rt {
+                    self.error(errors::return_type(span, rt, &vt));
+                }
+                self.emit(OpKind::Return, vec![v], vec![], span);
+            }
+            (Some(_), Some(None)) => {}
+            (Some(rt), None) => self.error(errors::missing_return(decl.name.span, rt)),
+            (None, Some(Some(v))) => {
+                let vt = self.ty(v);
+                self.error(errors::unexpected_return(span, &vt));
+            }
+            (None, _) => {
+                self.emit(OpKind::Return, vec![], vec![], span);
+            }
+        }
+    }
+}

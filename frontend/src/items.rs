@@ -1,0 +1,108 @@
+//! The item table: every `const`, `fn` and `kernel` of the main file and of the modules it
+//! imports, by name, with the module each came from.
+
+use crate::errors;
+use crate::Sources;
+use std::collections::HashMap;
+use tilec_grammar::ast::{ConstItem, File, FnItem, Item, KernelItem};
+use tilec_grammar::diag::Diagnostic;
+use tilec_grammar::span::Span;
+
+/// An item with the module it was declared in (`None`: the main file).
+pub(crate) struct From<'s, T> {
+    pub(crate) item: &'s T,
+    pub(crate) source: Option<&'s str>,
+}
+
+impl<T> Clone for From<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for From<'_, T> {}
+
+/// Every item of a program, by name.
+pub struct Program<'s> {
+    pub(crate) consts: HashMap<String, From<'s, ConstItem>>,
+    pub(crate) fns: HashMap<String, From<'s, FnItem>>,
+    pub(crate) kernels: Vec<From<'s, KernelItem>>,
+}
+
+impl<'s> Program<'s> {
+    /// Collects the items of the main file and of the modules it imports (transitively).
+    /// Reports unknown modules (E0105) and duplicate names (E0104).
+    pub(crate) fn collect(sources: &'s Sources<'s>) -> (Program<'s>, Vec<Diagnostic>) {
+        let mut p = Program {
+            consts: HashMap::new(),
+            fns: HashMap::new(),
+            kernels: Vec::new(),
+        };
+        let mut diags = Vec::new();
+        let mut seen: Vec<Option<&'s str>> = vec![None];
+        let mut queue: Vec<(Option<&'s str>, &'s File)> = vec![(None, sources.main)];
+        while let Some((source, file)) = queue.pop() {
+            let mut names: HashMap<&str, Span> = HashMap::new();
+            for item in &file.items {
+                let (name, span) = match item {
+                    Item::Import(m) => {
+                        match sources.modules.iter().find(|(n, _)| *n == m.name) {
+                            Some((n, f)) => {
+                                if !seen.contains(&Some(n.as_str())) {
+                                    seen.push(Some(n.as_str()));
+                                    queue.push((Some(n.as_str()), f));
+                                }
+                            }
+                            None => {
+                                let mut d = errors::unknown_module(
+                                    m,
+                                    sources.modules.iter().map(|m| m.0.as_str()),
+                                );
+                                d.source = source.map(str::to_string);
+                                diags.push(d);
+                            }
+                        }
+                        continue;
+                    }
+                    Item::Const(c) => {
+                        p.consts
+                            .insert(c.name.name.clone(), From { item: c, source });
+                        (&c.name.name, c.name.span)
+                    }
+                    Item::Fn(f) => {
+                        p.fns.insert(f.name.name.clone(), From { item: f, source });
+                        (&f.name.name, f.name.span)
+                    }
+                    Item::Kernel(k) => {
+                        // Kernels of imported modules can be launched by name too.
+                        p.kernels.push(From { item: k, source });
+                        (&k.name.name, k.name.span)
+                    }
+                    Item::Error(_) => continue,
+                };
+                if let Some(first) = names.insert(name, span) {
+                    let mut d = errors::duplicate(name, first, span);
+                    d.source = source.map(str::to_string);
+                    diags.push(d);
+                }
+            }
+        }
+        (p, diags)
+    }
+
+    /// The kernel named `name`.
+    pub(crate) fn kernel(&self, name: &str) -> Option<From<'s, KernelItem>> {
+        self.kernels
+            .iter()
+            .find(|k| k.item.name.name == name)
+            .copied()
+    }
+
+    /// Names of all kernels, in declaration order.
+    pub fn kernel_names(&self) -> Vec<String> {
+        self.kernels
+            .iter()
+            .map(|k| k.item.name.name.clone())
+            .collect()
+    }
+}

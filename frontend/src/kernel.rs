@@ -1,0 +1,463 @@
+//! Kernels: parameters (arrays with shape variables, scalars), the kernel body function, the
+//! launch function that computes the grid and flop count, instantiation of element-type
+//! parameters, and the driver over every requested instance.
+
+use crate::builder::{Binding, BodyKind, Checker, FnBuilder, GenericVal};
+use crate::errors;
+use crate::items::{From, Program};
+use crate::Instances;
+use std::collections::HashMap;
+use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
+use tilec_grammar::diag::Diagnostic;
+use tilec_midend::{
+    Const, Dim, FuncKind, Kernel, KernelParam, Module, OpKind, ParamKind, Scalar, Type, Value,
+};
+
+/// The element types a type parameter may take, from its bound.
+fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, ()> {
+    match bound.map(|b| b.name.as_str()) {
+        None | Some("float") => Ok(vec![Scalar::F32, Scalar::F64]),
+        Some("int") => Ok(vec![Scalar::I32, Scalar::I64]),
+        Some(_) => Err(()),
+    }
+}
+
+/// Checks the generic parameters of a kernel: type parameters only, known bounds.
+fn kernel_type_params(
+    k: &KernelItem,
+    diags: &mut Vec<Diagnostic>,
+    source: Option<&str>,
+) -> Option<Vec<(String, Vec<Scalar>)>> {
+    let mut out = Vec::new();
+    let mut ok = true;
+    for g in &k.generics {
+        let mut d = match g {
+            GenericParam::Type { name, bound } => match candidates(bound.as_ref()) {
+                Ok(c) => {
+                    out.push((name.name.clone(), c));
+                    continue;
+                }
+                Err(()) => errors::unknown_bound(bound.as_ref().expect("bound")),
+            },
+            GenericParam::Const { name, .. } => errors::kernel_const_generic(name),
+        };
+        d.source = source.map(str::to_string);
+        diags.push(d);
+        ok = false;
+    }
+    ok.then_some(out)
+}
+
+/// Lowers the requested kernel instances of a program.
+pub(crate) fn lower_program(
+    program: &Program<'_>,
+    instances: &Instances,
+) -> (Module, Vec<Diagnostic>) {
+    let mut cx = Checker {
+        program,
+        module: Module::default(),
+        diags: Vec::new(),
+        instances: HashMap::new(),
+        in_progress: Vec::new(),
+        consts: HashMap::new(),
+    };
+    let mut names: Vec<&String> = program.consts.keys().collect();
+    names.sort();
+    for n in names {
+        cx.const_item(n);
+    }
+    match instances {
+        Instances::All { fixed } => {
+            for k in &program.kernels {
+                let Some(params) = kernel_type_params(k.item, &mut cx.diags, k.source) else {
+                    continue;
+                };
+                let mut combos: Vec<HashMap<String, Scalar>> = vec![HashMap::new()];
+                for (name, cands) in params {
+                    let cands = match fixed.get(&name) {
+                        Some(s) => vec![*s],
+                        None => cands,
+                    };
+                    combos = combos
+                        .into_iter()
+                        .flat_map(|m| {
+                            let name = name.clone();
+                            cands.iter().map(move |s| {
+                                let mut m = m.clone();
+                                m.insert(name.clone(), *s);
+                                m
+                            })
+                        })
+                        .collect();
+                }
+                for g in combos {
+                    lower_kernel(&mut cx, *k, &g);
+                }
+            }
+            check_plain_fns(&mut cx);
+        }
+        Instances::One { kernel, generics } => match program.kernel(kernel) {
+            Some(k) => {
+                if kernel_type_params(k.item, &mut cx.diags, k.source).is_some() {
+                    lower_kernel(&mut cx, k, generics);
+                }
+            }
+            None => cx
+                .diags
+                .push(errors::no_kernel(kernel, &program.kernel_names())),
+        },
+    }
+    (cx.module, cx.diags)
+}
+
+/// Checks non-generic `fn`s that no kernel called, so that their errors are reported too.
+fn check_plain_fns(cx: &mut Checker<'_>) {
+    let mut fns: Vec<_> = cx
+        .program
+        .fns
+        .values()
+        .copied()
+        .filter(|f| f.item.generics.is_empty())
+        .collect();
+    fns.sort_by_key(|f| f.item.span.start);
+    for f in fns {
+        if cx.instances.contains_key(&f.item.name.name) {
+            continue;
+        }
+        let mut b = FnBuilder::new(
+            cx,
+            String::new(),
+            FuncKind::Fn,
+            BodyKind::Launch,
+            HashMap::new(),
+            None,
+        );
+        b.check_uncalled(f);
+    }
+}
+
+/// The mangled symbol of a kernel instance: `name__f32`.
+fn symbol(k: &KernelItem, g: &HashMap<String, Scalar>) -> String {
+    let mut s = k.name.name.clone();
+    for p in &k.generics {
+        if let Some(t) = g.get(&p.name().name) {
+            s.push_str("__");
+            s.push_str(t.name());
+        }
+    }
+    s
+}
+
+impl FnBuilder<'_, '_> {
+    /// Declares the kernel's parameters and binds its shape variables (from the extents of
+    /// the first array that mentions each). Returns the parameter values and their kinds.
+    fn kernel_params(&mut self, k: &KernelItem) -> Option<(Vec<Value>, Vec<KernelParam>)> {
+        let mut values = Vec::new();
+        let mut kinds = Vec::new();
+        let mut ok = true;
+        for p in &k.params {
+            match &p.ty {
+                TypeExpr::Array {
+                    mutable,
+                    elem,
+                    dims,
+                    ..
+                } => {
+                    let TypeExpr::Named(en) = &**elem else {
+                        return None;
+                    };
+                    let e = self.scalar_type(en);
+                    let mut ds = Vec::new();
+                    for d in dims {
+                        match &d.kind {
+                            ExprKind::Name(n)
+                                if self.generics.get(&n.name).is_none()
+                                    && !self.cx.program.consts.contains_key(&n.name) =>
+                            {
+                                ds.push(Dim::Var(n.name.clone()))
+                            }
+                            _ => match self.const_eval(d) {
+                                Ok(Const::Int(v, _)) if v >= 0 => ds.push(Dim::Fixed(v as u64)),
+                                _ => {
+                                    self.error(errors::bad_array_dim(d.span));
+                                    ok = false;
+                                }
+                            },
+                        }
+                    }
+                    let Some(e) = e else {
+                        ok = false;
+                        continue;
+                    };
+                    if dims.is_empty() || dims.len() > 8 {
+                        self.error(errors::bad_array_rank(p.span));
+                        ok = false;
+                        continue;
+                    }
+                    let v = self.f.new_value(Type::Array {
+                        elem: e,
+                        rank: dims.len() as u8,
+                        mutable: *mutable,
+                    });
+                    let fixed = ds
+                        .iter()
+                        .map(|d| {
+                            if let Dim::Fixed(n) = d {
+                                Some(*n)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect();
+                    self.declare(
+                        &p.name.name,
+                        Binding::Array {
+                            value: v,
+                            mutable: *mutable,
+                            name: p.name.name.clone(),
+                            fixed,
+                        },
+                    );
+                    values.push(v);
+                    kinds.push(KernelParam {
+                        name: p.name.name.clone(),
+                        kind: ParamKind::Array {
+                            elem: e,
+                            dims: ds,
+                            mutable: *mutable,
+                        },
+                    });
+                }
+                TypeExpr::Named(n) => {
+                    let Some(s) = self.scalar_type(n) else {
+                        ok = false;
+                        continue;
+                    };
+                    let v = self.f.new_value(Type::Scalar(s));
+                    self.declare(&p.name.name, Binding::Var(v));
+                    values.push(v);
+                    kinds.push(KernelParam {
+                        name: p.name.name.clone(),
+                        kind: ParamKind::Scalar(s),
+                    });
+                }
+                other => {
+                    self.error(errors::bad_kernel_param(other.span()));
+                    ok = false;
+                }
+            }
+        }
+        if !ok {
+            return None;
+        }
+        // Shape variables: bound from the first array that mentions each.
+        for (v, kp) in values.clone().into_iter().zip(&kinds) {
+            if let ParamKind::Array { dims, .. } = &kp.kind {
+                for (axis, d) in dims.iter().enumerate() {
+                    if let Dim::Var(n) = d {
+                        if self.lookup(n).is_none() {
+                            let dv = self.emit1(
+                                OpKind::Dim(axis as u8),
+                                vec![v],
+                                Type::Scalar(Scalar::I32),
+                                k.header_span,
+                            );
+                            self.declare(n, Binding::Var(dv));
+                        }
+                    }
+                }
+            }
+        }
+        Some((values, kinds))
+    }
+
+    /// Checks a `fn` that nothing called.
+    fn check_uncalled(&mut self, f: From<'_, tilec_grammar::ast::FnItem>) {
+        let call = tilec_grammar::ast::Expr {
+            kind: ExprKind::Call(f.item.name.clone(), vec![]),
+            span: f.item.name.span,
+        };
+        let _ = self.instantiate_for_check(f, &call);
+    }
+}
+
+/// Lowers one kernel instance: its body function and its launch function.
+fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<String, Scalar>) {
+    let item = k.item;
+    let source = k.source.map(str::to_string);
+    let generics: HashMap<String, GenericVal> = g
+        .iter()
+        .map(|(n, s)| (n.clone(), GenericVal::Type(*s)))
+        .collect();
+    for p in &item.generics {
+        if !g.contains_key(&p.name().name) {
+            let mut d = errors::cannot_infer(item.name.span, &item.name.name, &p.name().name);
+            d.source = source.clone();
+            cx.diags.push(d);
+            return;
+        }
+    }
+    let rank = item.grid.len();
+    if rank == 0 || rank > 3 {
+        let mut d = errors::grid_rank(item.header_span, rank);
+        d.source = source.clone();
+        cx.diags.push(d);
+        return;
+    }
+    let sym = symbol(item, g);
+
+    // The body.
+    let mut b = FnBuilder::new(
+        cx,
+        sym.clone(),
+        FuncKind::Kernel,
+        BodyKind::Kernel {
+            grid_rank: rank as u8,
+        },
+        generics.clone(),
+        source.clone(),
+    );
+    let Some((params, kinds)) = b.kernel_params(item) else {
+        return;
+    };
+    let block = item
+        .block
+        .as_ref()
+        .and_then(|e| b.extent(e, "the `block` size"));
+    b.block(&item.body);
+    b.emit(OpKind::Return, vec![], vec![], item.body.span);
+    let body = b.finish(params);
+
+    // The launch function: grid extents as i64 and the flop count as f64.
+    let mut b = FnBuilder::new(
+        cx,
+        format!("{sym}__launch"),
+        FuncKind::Launch,
+        BodyKind::Launch,
+        generics,
+        source,
+    );
+    let Some((params, _)) = b.kernel_params(item) else {
+        return;
+    };
+    let mut outs = Vec::new();
+    for e in &item.grid {
+        if let Some(v) = b.int_value(e, "a grid extent") {
+            outs.push(b.emit1(
+                OpKind::Cast(Scalar::I64),
+                vec![v],
+                Type::Scalar(Scalar::I64),
+                e.span,
+            ));
+        }
+    }
+    while outs.len() < 3 {
+        outs.push(b.constant(Const::Int(1, Scalar::I64), item.header_span));
+    }
+    let flops = match &item.flops {
+        Some(e) => b.value(e, Some(Scalar::F64)).map(|v| {
+            b.emit1(
+                OpKind::Cast(Scalar::F64),
+                vec![v],
+                Type::Scalar(Scalar::F64),
+                e.span,
+            )
+        }),
+        None => Some(b.constant(Const::Float(f64::NAN, Scalar::F64), item.header_span)),
+    };
+    let Some(flops) = flops else { return };
+    if outs.len() != 3 {
+        return;
+    }
+    outs.push(flops);
+    b.emit(OpKind::Return, outs, vec![], item.header_span);
+    let mut launch = b.finish(params);
+    launch.ret = vec![
+        Type::Scalar(Scalar::I64),
+        Type::Scalar(Scalar::I64),
+        Type::Scalar(Scalar::I64),
+        Type::Scalar(Scalar::F64),
+    ];
+
+    cx.module.funcs.push(body);
+    cx.module.funcs.push(launch);
+    let n = cx.module.funcs.len() as u32;
+    cx.module.kernels.push(Kernel {
+        name: item.name.name.clone(),
+        symbol: sym,
+        params: kinds,
+        body: n - 2,
+        launch: n - 1,
+        grid_rank: rank as u8,
+        block,
+        has_flops: item.flops.is_some(),
+        doc: item.doc.clone(),
+    });
+}
+
+/// Infers a kernel's element-type parameters from its array arguments' dtypes.
+pub(crate) fn infer_generics(
+    program: &Program<'_>,
+    kernel: &str,
+    args: &HashMap<String, Scalar>,
+    fixed: &HashMap<String, Scalar>,
+) -> Result<HashMap<String, Scalar>, Diagnostic> {
+    let Some(k) = program.kernel(kernel) else {
+        return Err(errors::no_kernel(kernel, &program.kernel_names()));
+    };
+    let mut out = HashMap::new();
+    for g in &k.item.generics {
+        let GenericParam::Type { name, bound } = g else {
+            continue;
+        };
+        let cands = candidates(bound.as_ref()).unwrap_or_default();
+        if let Some(s) = fixed.get(&name.name) {
+            out.insert(name.name.clone(), *s);
+            continue;
+        }
+        let mut found: Option<(Scalar, &str)> = None;
+        for p in &k.item.params {
+            let TypeExpr::Array { elem, .. } = &p.ty else {
+                continue;
+            };
+            let TypeExpr::Named(en) = &**elem else {
+                continue;
+            };
+            if en.name != name.name {
+                continue;
+            }
+            let Some(dt) = args.get(&p.name.name) else {
+                continue;
+            };
+            if !cands.contains(dt) {
+                return Err(errors::generic_dtype(
+                    kernel,
+                    &name.name,
+                    &p.name.name,
+                    *dt,
+                    &cands,
+                ));
+            }
+            match found {
+                Some((s, other)) if s != *dt => {
+                    return Err(errors::generic_conflict(
+                        kernel,
+                        &name.name,
+                        other,
+                        s,
+                        &p.name.name,
+                        *dt,
+                    ));
+                }
+                _ => found = Some((*dt, &p.name.name)),
+            }
+        }
+        match found {
+            Some((s, _)) => {
+                out.insert(name.name.clone(), s);
+            }
+            None => return Err(errors::cannot_infer_launch(kernel, &name.name)),
+        }
+    }
+    Ok(out)
+}

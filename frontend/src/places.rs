@@ -1,0 +1,386 @@
+//! Indexing and assignment: array loads and stores with static slice extents, tile element
+//! access, masked loads `t[:] = A[..]`, and compound assignment to every kind of place.
+
+use crate::builder::{Binding, FnBuilder};
+use crate::errors;
+use crate::expr::Ev;
+use tilec_grammar::ast::{AssignOp, BinOp, Expr, ExprKind, IndexItem};
+use tilec_grammar::span::Span;
+use tilec_midend::{self as ir, Const, Index, OpKind, Scalar, Type, Value};
+
+/// A checked array access: the array value, per-dimension index kinds and index values, and
+/// the type of the accessed element or tile.
+pub(crate) struct Access {
+    pub(crate) array: Value,
+    pub(crate) kinds: Vec<Index>,
+    pub(crate) indices: Vec<Value>,
+    pub(crate) ty: Type,
+}
+
+/// Structural equality of expressions, ignoring spans (`k0 : k0 + 16`).
+fn same_expr(a: &Expr, b: &Expr) -> bool {
+    use ExprKind::*;
+    match (&a.kind, &b.kind) {
+        (Int(x), Int(y)) => x == y,
+        (Float(x), Float(y)) => x == y,
+        (Bool(x), Bool(y)) => x == y,
+        (Name(x), Name(y)) => x.name == y.name,
+        (Binary(o, a1, a2), Binary(p, b1, b2)) => o == p && same_expr(a1, b1) && same_expr(a2, b2),
+        (Unary(o, a1), Unary(p, b1)) => o == p && same_expr(a1, b1),
+        (Call(f, xs), Call(g, ys)) => {
+            f.name == g.name
+                && xs.len() == ys.len()
+                && xs.iter().zip(ys).all(|(x, y)| same_expr(x, y))
+        }
+        _ => false,
+    }
+}
+
+impl FnBuilder<'_, '_> {
+    /// The static extent of the slice `lo:hi`: both constant, or `hi` written as `lo + K`.
+    fn slice_extent(&mut self, lo: &Expr, hi: &Expr) -> Option<u32> {
+        let k = match (self.const_eval(lo), self.const_eval(hi)) {
+            (Ok(a), Ok(b)) => Some(b.as_i64() - a.as_i64()),
+            _ => match &hi.kind {
+                ExprKind::Binary(BinOp::Add, x, k) if same_expr(x, lo) => {
+                    self.const_eval(k).ok().map(|c| c.as_i64())
+                }
+                ExprKind::Binary(BinOp::Add, k, x) if same_expr(x, lo) => {
+                    self.const_eval(k).ok().map(|c| c.as_i64())
+                }
+                _ => None,
+            },
+        };
+        match k {
+            Some(k) if (1..=4096).contains(&k) => Some(k as u32),
+            Some(k) => {
+                self.error(errors::bad_extent(
+                    lo.span.to(hi.span),
+                    "a slice extent",
+                    k as f64,
+                ));
+                None
+            }
+            None => {
+                self.error(errors::slice_not_static(lo.span.to(hi.span)));
+                None
+            }
+        }
+    }
+
+    /// An index converted to `i32`.
+    fn index(&mut self, e: &Expr) -> Option<Value> {
+        let v = self.int_value(e, "an index")?;
+        if self.ty(v) == Type::Scalar(Scalar::I32) {
+            Some(v)
+        } else {
+            Some(self.emit1(
+                OpKind::Cast(Scalar::I32),
+                vec![v],
+                Type::Scalar(Scalar::I32),
+                e.span,
+            ))
+        }
+    }
+
+    /// Checks `A[items]` against the array parameter `A`.
+    pub(crate) fn array_access(
+        &mut self,
+        array: Value,
+        fixed: &[Option<u64>],
+        items: &[IndexItem],
+        span: Span,
+    ) -> Option<Access> {
+        let Type::Array { elem, rank, .. } = self.ty(array) else {
+            return None;
+        };
+        if items.len() != rank as usize {
+            self.error(errors::index_count(span, rank as usize, items.len()));
+            return None;
+        }
+        let mut kinds = Vec::new();
+        let mut indices = Vec::new();
+        let mut shape = Vec::new();
+        let mut ok = true;
+        for (d, item) in items.iter().enumerate() {
+            match item {
+                IndexItem::At(e) => match self.index(e) {
+                    Some(v) => {
+                        kinds.push(Index::At);
+                        indices.push(v);
+                    }
+                    None => ok = false,
+                },
+                IndexItem::Range(lo, hi) => {
+                    let v = self.index(lo);
+                    let k = self.slice_extent(lo, hi);
+                    match (v, k) {
+                        (Some(v), Some(k)) => {
+                            kinds.push(Index::Slice(k));
+                            indices.push(v);
+                            shape.push(k);
+                        }
+                        _ => ok = false,
+                    }
+                }
+                IndexItem::Full(s) => match fixed.get(d).copied().flatten() {
+                    Some(n) if (1..=4096).contains(&n) => {
+                        let zero = self.constant(Const::Int(0, Scalar::I32), *s);
+                        kinds.push(Index::Slice(n as u32));
+                        indices.push(zero);
+                        shape.push(n as u32);
+                    }
+                    _ => {
+                        self.error(errors::full_slice_dynamic(*s));
+                        ok = false;
+                    }
+                },
+            }
+        }
+        if !ok {
+            return None;
+        }
+        if shape.len() > 2 {
+            self.error(errors::tile_rank(span, shape.len()));
+            return None;
+        }
+        let ty = if shape.is_empty() {
+            Type::Scalar(elem)
+        } else {
+            Type::Tile { elem, shape }
+        };
+        Some(Access {
+            array,
+            kinds,
+            indices,
+            ty,
+        })
+    }
+
+    /// Element indices `t[i, j]` of a tile: one `At` index per dimension.
+    fn tile_indices(&mut self, t: Value, items: &[IndexItem], span: Span) -> Option<Vec<Value>> {
+        let Type::Tile { shape, .. } = self.ty(t) else {
+            return None;
+        };
+        if items.len() != shape.len() || items.iter().any(|i| !matches!(i, IndexItem::At(_))) {
+            self.error(errors::tile_index(span, shape.len()));
+            return None;
+        }
+        let mut out = Vec::new();
+        for (item, &n) in items.iter().zip(&shape) {
+            let IndexItem::At(e) = item else { return None };
+            if let Ok(c) = self.const_eval(e) {
+                if c.as_i64() < 0 || c.as_i64() >= n as i64 {
+                    self.error(errors::tile_index_range(e.span, c.as_i64(), n));
+                    return None;
+                }
+            }
+            out.push(self.index(e)?);
+        }
+        Some(out)
+    }
+
+    /// `base[items]` as a value: an array load or a tile element.
+    pub(crate) fn index_value(&mut self, base: &Expr, items: &[IndexItem], e: &Expr) -> Ev {
+        let binding = match &base.kind {
+            ExprKind::Name(n) => self.lookup(&n.name).cloned(),
+            _ => None,
+        };
+        match binding {
+            Some(Binding::Array { value, fixed, .. }) => {
+                let Some(acc) = self.array_access(value, &fixed, items, e.span) else {
+                    return Ev::Err;
+                };
+                let mut args = vec![acc.array];
+                args.extend(acc.indices);
+                Ev::Val(self.emit1(OpKind::Load(acc.kinds), args, acc.ty, e.span))
+            }
+            Some(Binding::Var(t)) if self.ty(t).is_tile() => {
+                let Some(idx) = self.tile_indices(t, items, e.span) else {
+                    return Ev::Err;
+                };
+                let elem = self.ty(t).elem();
+                let mut args = vec![t];
+                args.extend(idx);
+                Ev::Val(self.emit1(OpKind::Extract, args, Type::Scalar(elem), e.span))
+            }
+            _ => {
+                if let Ev::Val(v) = self.expr(base, None) {
+                    let t = self.ty(v);
+                    self.error(errors::not_indexable(base.span, &t));
+                }
+                Ev::Err
+            }
+        }
+    }
+
+    /// Applies `op` to an old value and the right-hand side of a compound assignment.
+    fn combine(&mut self, op: AssignOp, old: Value, rhs: &Expr, span: Span) -> Option<Value> {
+        let t = self.ty(old);
+        let v = self.value(rhs, Some(t.elem()))?;
+        if op == AssignOp::Set {
+            let tv = self.ty(v);
+            if tv != t {
+                self.error(errors::assign_type(rhs.span, &t, &tv));
+                return None;
+            }
+            return Some(v);
+        }
+        let tv = self.ty(v);
+        let ok = tv.elem() == t.elem() && (tv == t || !tv.is_tile()) && t.elem() != Scalar::Bool;
+        if !ok {
+            self.error(errors::assign_type(rhs.span, &t, &tv));
+            return None;
+        }
+        let k = match op {
+            AssignOp::Add => ir::BinOp::Add,
+            AssignOp::Sub => ir::BinOp::Sub,
+            AssignOp::Mul => ir::BinOp::Mul,
+            _ => ir::BinOp::Div,
+        };
+        Some(self.emit1(OpKind::Bin(k), vec![old, v], t, span))
+    }
+
+    /// `target op= value;`
+    pub(crate) fn assign(&mut self, target: &Expr, op: AssignOp, value: &Expr, span: Span) {
+        let (name, items) = match &target.kind {
+            ExprKind::Name(n) => (n, None),
+            ExprKind::Index(base, items) => match &base.kind {
+                ExprKind::Name(n) => (n, Some(items)),
+                _ => {
+                    self.error(errors::bad_target(target.span));
+                    return;
+                }
+            },
+            _ => {
+                self.error(errors::bad_target(target.span));
+                return;
+            }
+        };
+        match (self.lookup(&name.name).cloned(), items) {
+            (Some(Binding::Var(old)), None) => {
+                if let Some(v) = self.combine(op, old, value, span) {
+                    self.set_var(&name.name, v);
+                }
+            }
+            (Some(Binding::Var(old)), Some(items))
+                if self.ty(old).is_tile()
+                    && items.iter().all(|i| matches!(i, IndexItem::Full(_))) =>
+            {
+                let t = self.ty(old);
+                let Type::Tile { shape, .. } = &t else { return };
+                if items.len() != shape.len() && items.len() != 1 {
+                    self.error(errors::tile_index(target.span, shape.len()));
+                    return;
+                }
+                // `t[:] = A[..]` is the masked load: elements outside the array keep t's values.
+                if op == AssignOp::Set {
+                    if let ExprKind::Index(b, its) = &value.kind {
+                        if let ExprKind::Name(an) = &b.kind {
+                            if let Some(Binding::Array {
+                                value: arr, fixed, ..
+                            }) = self.lookup(&an.name).cloned()
+                            {
+                                let Some(acc) = self.array_access(arr, &fixed, its, value.span)
+                                else {
+                                    return;
+                                };
+                                if acc.ty != t {
+                                    self.error(errors::assign_type(value.span, &t, &acc.ty));
+                                    return;
+                                }
+                                let mut args = vec![old, acc.array];
+                                args.extend(acc.indices);
+                                let v = self.emit1(OpKind::LoadInto(acc.kinds), args, t, span);
+                                self.set_var(&name.name, v);
+                                return;
+                            }
+                        }
+                    }
+                }
+                if let Some(v) = self.combine(op, old, value, span) {
+                    self.set_var(&name.name, v);
+                }
+            }
+            (Some(Binding::Var(t)), Some(items)) if self.ty(t).is_tile() => {
+                let Some(idx) = self.tile_indices(t, items, target.span) else {
+                    return;
+                };
+                let elem = self.ty(t).elem();
+                let mut args = vec![t];
+                args.extend(idx.iter().copied());
+                let old = self.emit1(
+                    OpKind::Extract,
+                    args.clone(),
+                    Type::Scalar(elem),
+                    target.span,
+                );
+                let Some(v) = self.combine(op, old, value, span) else {
+                    return;
+                };
+                args.push(v);
+                let tt = self.ty(t);
+                let nt = self.emit1(OpKind::Insert, args, tt, span);
+                self.set_var(&name.name, nt);
+            }
+            (
+                Some(Binding::Array {
+                    value: arr,
+                    mutable,
+                    fixed,
+                    name: aname,
+                }),
+                Some(items),
+            ) => {
+                if !mutable {
+                    self.error(errors::read_only(target.span, &aname));
+                    return;
+                }
+                let Some(acc) = self.array_access(arr, &fixed, items, target.span) else {
+                    return;
+                };
+                let mut args = vec![acc.array];
+                args.extend(acc.indices.iter().copied());
+                let v = if op == AssignOp::Set {
+                    let Some(v) = self.value(value, Some(acc.ty.elem())) else {
+                        return;
+                    };
+                    let tv = self.ty(v);
+                    if tv != acc.ty {
+                        self.error(errors::store_type(value.span, &acc.ty, &tv));
+                        return;
+                    }
+                    v
+                } else {
+                    let old = self.emit1(
+                        OpKind::Load(acc.kinds.clone()),
+                        args.clone(),
+                        acc.ty.clone(),
+                        target.span,
+                    );
+                    let Some(v) = self.combine(op, old, value, span) else {
+                        return;
+                    };
+                    v
+                };
+                args.push(v);
+                self.emit(OpKind::Store(acc.kinds), args, vec![], span);
+            }
+            (Some(Binding::Array { .. }), None) => self.error(errors::bad_target(target.span)),
+            (Some(Binding::Var(v)), Some(_)) => {
+                let t = self.ty(v);
+                self.error(errors::not_indexable(target.span, &t));
+            }
+            (None, _) => {
+                let cands = self.names_in_scope();
+                if self.generics.contains_key(&name.name)
+                    || self.cx.program.consts.contains_key(&name.name)
+                {
+                    self.error(errors::assign_const(target.span, &name.name));
+                } else {
+                    self.error(errors::unknown_name(name, &cands));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! Resolution of written types (`f32`, `T`, `tile<T, 16, 16>`) to IR types in a body's scope.
+
+use crate::builder::{FnBuilder, GenericVal};
+use crate::errors;
+use tilec_grammar::ast::TypeExpr;
+use tilec_midend::{Scalar, Type};
+
+impl FnBuilder<'_, '_> {
+    /// Resolves a scalar type name (`f32`, or a type parameter bound to one).
+    pub(crate) fn scalar_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
+        if let Some(s) = Scalar::from_name(&name.name) {
+            return Some(s);
+        }
+        match self.generics.get(&name.name) {
+            Some(GenericVal::Type(s)) => Some(*s),
+            _ => {
+                self.error(errors::unknown_type(name));
+                None
+            }
+        }
+    }
+
+    /// Resolves a value type: a scalar or a register tile. Arrays are only kernel parameters
+    /// and shared arrays are not supported yet (E0221).
+    pub(crate) fn value_type(&mut self, t: &TypeExpr) -> Option<Type> {
+        match t {
+            TypeExpr::Named(n) => self.scalar_type(n).map(Type::Scalar),
+            TypeExpr::Tile { elem, dims, span } => {
+                let elem = match &**elem {
+                    TypeExpr::Named(n) => self.scalar_type(n),
+                    other => {
+                        self.error(errors::tile_elem(other.span()));
+                        None
+                    }
+                };
+                if dims.is_empty() || dims.len() > 2 {
+                    self.error(errors::tile_rank(*span, dims.len()));
+                    return None;
+                }
+                let mut shape = Vec::new();
+                for d in dims {
+                    shape.push(self.extent(d, "a tile extent"));
+                }
+                let shape: Option<Vec<u32>> = shape.into_iter().collect();
+                Some(Type::Tile {
+                    elem: elem?,
+                    shape: shape?,
+                })
+            }
+            TypeExpr::Shared { span, .. } => {
+                self.error(errors::unsupported(
+                    *span,
+                    "shared arrays (`shared<T, R, C>`)",
+                ));
+                None
+            }
+            TypeExpr::Array { span, .. } => {
+                self.error(errors::array_not_here(*span));
+                None
+            }
+            TypeExpr::Error(_) => None,
+        }
+    }
+}

@@ -1,0 +1,340 @@
+//! The Tile IR: functions of SSA values with structured control flow (`for`, `if`, `while`
+//! regions with block parameters and `yield`), whose values are scalars, register tiles or
+//! global arrays. Values live in a per-function arena and are named by typed indices.
+//! See `docs/ir.md` for the semantics of every operation.
+
+use crate::types::{Scalar, Type};
+
+/// An SSA value: an index into [`Function::values`]. Prints as `%N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Value(pub u32);
+
+/// A source location (byte span in the kernel's source file), kept for diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Loc {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// A compile-time scalar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Const {
+    Bool(bool),
+    Int(i64, Scalar),
+    Float(f64, Scalar),
+}
+
+impl Const {
+    /// The scalar type of the constant.
+    pub fn ty(self) -> Scalar {
+        match self {
+            Const::Bool(_) => Scalar::Bool,
+            Const::Int(_, s) | Const::Float(_, s) => s,
+        }
+    }
+
+    /// As an `f64` (booleans are 0 or 1).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Const::Bool(b) => b as i64 as f64,
+            Const::Int(v, _) => v as f64,
+            Const::Float(v, _) => v,
+        }
+    }
+
+    /// As an `i64` (floats truncate toward zero).
+    pub fn as_i64(self) -> i64 {
+        match self {
+            Const::Bool(b) => b as i64,
+            Const::Int(v, _) => v,
+            Const::Float(v, _) => v as i64,
+        }
+    }
+}
+
+/// Element-wise binary arithmetic, on scalars or tiles (a scalar operand broadcasts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+}
+
+/// Comparisons of two scalars, giving `bool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// Element-wise unary operations, on scalars or tiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum UnOp {
+    Neg,
+    Not,
+    Abs,
+    Sqrt,
+    Exp,
+    Log,
+    Sin,
+    Cos,
+    Tanh,
+}
+
+/// How a tile is filled by [`OpKind::Fill`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// All zeros.
+    Zeros,
+    /// Ones on the diagonal, zeros elsewhere.
+    Eye,
+    /// Every element set to the scalar argument.
+    Full,
+}
+
+/// One dimension of a global-array access: a single position or a slice of static extent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Index {
+    /// The index argument is the position in this dimension; the dimension is dropped.
+    At,
+    /// The index argument is the slice start; the slice covers `start..start+extent` and
+    /// becomes a tile dimension.
+    Slice(u32),
+}
+
+/// Reductions over all elements or along one axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reduce {
+    Sum,
+    Max,
+    Min,
+}
+
+/// The operations of the Tile IR. Argument and result conventions are given per variant; the
+/// verifier (`verify.rs`) checks them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OpKind {
+    /// `() -> scalar`
+    Const(Const),
+    /// `(a, b) -> c`: scalars, or tiles of one shape, or a tile and a scalar that broadcasts.
+    Bin(BinOp),
+    /// `(a, b) -> bool` on scalars.
+    Cmp(CmpOp),
+    /// `(a) -> b`, scalar or tile.
+    Un(UnOp),
+    /// `(a) -> b`: scalar conversion to the given type.
+    Cast(Scalar),
+    /// `(cond, a, b) -> a or b`, scalars.
+    Select,
+    /// `(a, b, c) -> a*b + c`, scalars.
+    Fma,
+    /// `() -> i32`: this program's index along an axis of the grid.
+    ProgramId(u8),
+    /// `() -> i32`: the grid's extent along an axis.
+    NumPrograms(u8),
+    /// `(array) -> i32`: the array's extent along an axis.
+    Dim(u8),
+    /// `([x]) -> tile`: a new tile (`Full` takes the scalar `x`).
+    Fill(Fill),
+    /// `(array, i0, .., i{rank-1}) -> tile | scalar`: value load; elements outside the array
+    /// read as zero.
+    Load(Vec<Index>),
+    /// `(tile, array, i0, ..) -> tile`: masked load; elements outside the array keep the tile's
+    /// values.
+    LoadInto(Vec<Index>),
+    /// `(array, i0, .., value)`: store of a tile or scalar; only in-bounds elements are written.
+    Store(Vec<Index>),
+    /// `(u: tile<R>, v: tile<C>) -> tile<R, C>`: `u v^T`.
+    Outer,
+    /// `(t, u, v) -> t + alpha * u v^T`: a fused rank-1 update (made by `simplify`).
+    Rank1(f64),
+    /// `(a: tile<M, K>, b: tile<K, N>) -> tile<M, N>`.
+    Matmul,
+    /// `(t: tile<R, C>) -> tile<C, R>`.
+    Transpose,
+    /// `(t) -> scalar` over all elements, or `tile<R>`/`tile<C>` along axis 1/0.
+    Reduce(Reduce, Option<u8>),
+    /// `(t, i[, j]) -> scalar`: one element (indices must be in range: checked, else zero).
+    Extract,
+    /// `(t, i[, j], x) -> tile`: the tile with one element replaced.
+    Insert,
+    /// `(t: tile<N, N>, eps) -> tile<N, N>`: lower Cholesky factor L with `A = L L^T`,
+    /// pivots clamped below by `eps`, upper triangle zeroed.
+    Cholesky,
+    /// `(l: tile<N, N>, b: tile<M, N>) -> tile<M, N>`: `X` with `X L^T = B`, L lower.
+    TrsmRightLowerT,
+    /// `(lo, hi, step, inits..) -> carried..`; region 0 has params `(iv, carried..)` and
+    /// ends with `Yield(carried..)`.
+    For,
+    /// `(cond) -> results..`; regions 0 (then) and 1 (else) end with `Yield(results..)`.
+    If,
+    /// `(inits..) -> carried..`; region 0 (before) has params `(carried..)` and ends with
+    /// `Yield(cond)`; region 1 (body) has params `(carried..)` and ends with `Yield(carried..)`.
+    While,
+    /// `(values..)`: terminator of a region.
+    Yield,
+    /// Ends the program (kernels) or returns the arguments (functions).
+    Return,
+    /// `(args..) -> results..`: a call of `Module::funcs[i]`, removed by `inline`.
+    Call(u32),
+}
+
+/// One operation: its kind, operands, results, nested regions and source location.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub args: Vec<Value>,
+    pub results: Vec<Value>,
+    pub regions: Vec<Region>,
+    pub loc: Loc,
+}
+
+/// A list of operations with block parameters, ending in a terminator where required.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Region {
+    pub params: Vec<Value>,
+    pub ops: Vec<Op>,
+}
+
+/// Per-value data: the type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueData {
+    pub ty: Type,
+}
+
+/// What a function is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FuncKind {
+    /// A kernel body: one program of the grid.
+    Kernel,
+    /// A `fn` item instance, inlined into its callers.
+    Fn,
+    /// The launch function of a kernel: computes `[grid0, grid1, grid2, flops]` (i64 x3, f64)
+    /// from the kernel's parameters, with scalar operations only.
+    Launch,
+}
+
+/// A function: parameters are the body region's params.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Function {
+    pub name: String,
+    pub kind: FuncKind,
+    pub body: Region,
+    pub ret: Vec<Type>,
+    pub values: Vec<ValueData>,
+}
+
+impl Function {
+    /// A function with no body yet.
+    pub fn new(name: impl Into<String>, kind: FuncKind) -> Function {
+        Function {
+            name: name.into(),
+            kind,
+            body: Region::default(),
+            ret: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Allocates a new value of type `ty`.
+    pub fn new_value(&mut self, ty: Type) -> Value {
+        self.values.push(ValueData { ty });
+        Value(self.values.len() as u32 - 1)
+    }
+
+    /// The type of `v`.
+    pub fn ty(&self, v: Value) -> &Type {
+        &self.values[v.0 as usize].ty
+    }
+
+    /// The parameters of the function.
+    pub fn params(&self) -> &[Value] {
+        &self.body.params
+    }
+}
+
+/// One dimension of an array parameter's declared shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dim {
+    /// A literal extent that the argument must have.
+    Fixed(u64),
+    /// A shape variable, bound by its first occurrence and checked against the others.
+    Var(String),
+}
+
+/// The declared kind of a kernel parameter, for binding launch arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParamKind {
+    Array {
+        elem: Scalar,
+        dims: Vec<Dim>,
+        mutable: bool,
+    },
+    Scalar(Scalar),
+}
+
+impl ParamKind {
+    /// The type of a scalar parameter (`None` for arrays).
+    pub fn scalar_type(&self) -> Option<Scalar> {
+        match self {
+            ParamKind::Scalar(s) => Some(*s),
+            ParamKind::Array { .. } => None,
+        }
+    }
+}
+
+/// A kernel parameter as declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelParam {
+    pub name: String,
+    pub kind: ParamKind,
+}
+
+/// A kernel instance: its signature, its body function and its launch function.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// Source name (`potrf_batched`).
+    pub name: String,
+    /// Mangled instance name (`potrf_batched__f32`), a valid C identifier.
+    pub symbol: String,
+    pub params: Vec<KernelParam>,
+    /// Index into `Module::funcs` of the body (kind `Kernel`).
+    pub body: u32,
+    /// Index into `Module::funcs` of the launch function (kind `Launch`).
+    pub launch: u32,
+    /// Rank of the grid clause (1 to 3).
+    pub grid_rank: u8,
+    /// The `block(n)` hint (lanes per program), if given.
+    pub block: Option<u32>,
+    /// Whether `flops(..)` was given (else the launch function returns NaN for it).
+    pub has_flops: bool,
+    pub doc: Option<String>,
+}
+
+/// A compiled module: every function instance and every kernel instance.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Module {
+    pub funcs: Vec<Function>,
+    pub kernels: Vec<Kernel>,
+}
+
+impl Module {
+    /// The kernel instance with this source name, if exactly one exists; else by symbol.
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        let mut by_name = self.kernels.iter().filter(|k| k.name == name);
+        match (by_name.next(), by_name.next()) {
+            (Some(k), None) => Some(k),
+            _ => self.kernels.iter().find(|k| k.symbol == name),
+        }
+    }
+}

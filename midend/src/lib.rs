@@ -1,0 +1,16 @@
+//! The Tile IR of tilec and its passes: SSA values in per-function arenas, structured control
+//! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
+//! const-fold, simplify) and a scalar evaluator for launch functions.
+
+pub mod eval;
+pub mod fold;
+pub mod inline;
+pub mod ir;
+pub mod passes;
+pub mod print;
+pub mod simplify;
+pub mod types;
+pub mod verify;
+
+pub use ir::*;
+pub use types::{Scalar, Type};

@@ -1,0 +1,62 @@
+//! The pass pipeline: named passes with one-line summaries, run in order, with the verifier
+//! after each pass (when asked) and the IR text captured after a named pass (`--dump-after`).
+
+use crate::ir::Module;
+use crate::verify::{verify, VerifyError};
+
+/// A pass: its name, a one-line summary and its entry point.
+pub struct Pass {
+    pub name: &'static str,
+    pub summary: &'static str,
+    pub run: fn(&mut Module),
+}
+
+/// The passes of the CPU path, in order.
+pub const PASSES: &[Pass] = &[
+    Pass {
+        name: "inline",
+        summary: "replace every call of a `fn` by its body",
+        run: crate::inline::run,
+    },
+    Pass {
+        name: "const-fold",
+        summary: "evaluate scalar operations on constants",
+        run: crate::fold::run,
+    },
+    Pass {
+        name: "simplify",
+        summary: "fuse t -/+ outer(u, v) into rank1 updates; remove dead code",
+        run: crate::simplify::run,
+    },
+];
+
+/// Options of [`run_pipeline`].
+#[derive(Debug, Clone, Default)]
+pub struct PipelineOptions {
+    /// Run the verifier before the first pass and after every pass.
+    pub verify: bool,
+    /// Capture the printed IR after the pass with this name.
+    pub dump_after: Option<String>,
+}
+
+/// Runs every pass over `m`. Returns the captured dump (if asked), or the verifier's errors
+/// with the name of the pass after which they were found (`"frontend"` before the first).
+pub fn run_pipeline(
+    m: &mut Module,
+    opts: &PipelineOptions,
+) -> Result<Option<String>, (String, Vec<VerifyError>)> {
+    if opts.verify {
+        verify(m).map_err(|e| ("frontend".to_string(), e))?;
+    }
+    let mut dump = None;
+    for p in PASSES {
+        (p.run)(m);
+        if opts.verify {
+            verify(m).map_err(|e| (p.name.to_string(), e))?;
+        }
+        if opts.dump_after.as_deref() == Some(p.name) {
+            dump = Some(crate::print::print_module(m));
+        }
+    }
+    Ok(dump)
+}

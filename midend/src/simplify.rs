@@ -1,0 +1,85 @@
+//! Pass `simplify`: fuses `t - outer(u, v)` and `t + outer(u, v)` into one `rank1` update
+//! (no temporary tile), and removes operations whose results are unused and that have no
+//! effect (dead code).
+
+use crate::ir::*;
+use std::collections::HashMap;
+
+fn count_uses(r: &Region, uses: &mut HashMap<Value, usize>) {
+    for op in &r.ops {
+        for a in &op.args {
+            *uses.entry(*a).or_default() += 1;
+        }
+        for reg in &op.regions {
+            count_uses(reg, uses);
+        }
+    }
+}
+
+fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
+    let mut outers: HashMap<Value, (Value, Value)> = HashMap::new();
+    for op in &mut r.ops {
+        for reg in &mut op.regions {
+            fuse_rank1(reg, uses);
+        }
+        match op.kind {
+            OpKind::Outer => {
+                outers.insert(op.results[0], (op.args[0], op.args[1]));
+            }
+            OpKind::Bin(b @ (BinOp::Sub | BinOp::Add)) => {
+                let (t, o) = (op.args[0], op.args[1]);
+                if let Some((u, v)) = outers.get(&o) {
+                    if uses.get(&o) == Some(&1) && t != o {
+                        let alpha = if b == BinOp::Sub { -1.0 } else { 1.0 };
+                        op.kind = OpKind::Rank1(alpha);
+                        op.args = vec![t, *u, *v];
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn has_effect(op: &Op) -> bool {
+    match op.kind {
+        OpKind::Store(_) | OpKind::Return | OpKind::Yield | OpKind::Call(_) => true,
+        OpKind::For | OpKind::If | OpKind::While => true,
+        _ => false,
+    }
+}
+
+/// Removes unused pure ops; returns whether anything changed.
+fn dce(r: &mut Region, uses: &HashMap<Value, usize>) -> bool {
+    let before = r.ops.len();
+    let mut changed = false;
+    for op in &mut r.ops {
+        for reg in &mut op.regions {
+            changed |= dce(reg, uses);
+        }
+    }
+    r.ops.retain(|op| {
+        has_effect(op)
+            || op
+                .results
+                .iter()
+                .any(|v| uses.get(v).copied().unwrap_or(0) > 0)
+    });
+    changed || r.ops.len() != before
+}
+
+/// Runs the pass over a module.
+pub fn run(m: &mut Module) {
+    for f in &mut m.funcs {
+        let mut uses = HashMap::new();
+        count_uses(&f.body, &mut uses);
+        fuse_rank1(&mut f.body, &uses);
+        loop {
+            let mut uses = HashMap::new();
+            count_uses(&f.body, &mut uses);
+            if !dce(&mut f.body, &uses) {
+                break;
+            }
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! Types of Tile IR values: scalars, register tiles and global arrays.
+
+use std::fmt;
+
+/// Scalar element types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scalar {
+    Bool,
+    I32,
+    U32,
+    I64,
+    F32,
+    F64,
+}
+
+impl Scalar {
+    /// Size in bytes (booleans take one byte in memory).
+    pub fn bytes(self) -> u32 {
+        match self {
+            Scalar::Bool => 1,
+            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
+            Scalar::I64 | Scalar::F64 => 8,
+        }
+    }
+
+    /// `f32` or `f64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, Scalar::F32 | Scalar::F64)
+    }
+
+    /// `i32`, `u32` or `i64`.
+    pub fn is_int(self) -> bool {
+        matches!(self, Scalar::I32 | Scalar::U32 | Scalar::I64)
+    }
+
+    /// The source name: `f32`, `i64`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            Scalar::Bool => "bool",
+            Scalar::I32 => "i32",
+            Scalar::U32 => "u32",
+            Scalar::I64 => "i64",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
+        }
+    }
+
+    /// Parses a source name.
+    pub fn from_name(s: &str) -> Option<Scalar> {
+        Some(match s {
+            "bool" => Scalar::Bool,
+            "i32" => Scalar::I32,
+            "u32" => Scalar::U32,
+            "i64" => Scalar::I64,
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
+            _ => return None,
+        })
+    }
+}
+
+/// The type of an IR value.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Type {
+    Scalar(Scalar),
+    /// A register tile of static shape (one or two extents), row-major.
+    Tile {
+        elem: Scalar,
+        shape: Vec<u32>,
+    },
+    /// A global array parameter: a pointer with `rank` run-time extents, row-major.
+    Array {
+        elem: Scalar,
+        rank: u8,
+        mutable: bool,
+    },
+}
+
+impl Type {
+    /// The element type of a tile or array, or the scalar itself.
+    pub fn elem(&self) -> Scalar {
+        match self {
+            Type::Scalar(s) => *s,
+            Type::Tile { elem, .. } | Type::Array { elem, .. } => *elem,
+        }
+    }
+
+    /// Number of elements of a tile (1 for scalars, 0 for arrays).
+    pub fn tile_len(&self) -> u32 {
+        match self {
+            Type::Scalar(_) => 1,
+            Type::Tile { shape, .. } => shape.iter().product(),
+            Type::Array { .. } => 0,
+        }
+    }
+
+    /// Whether this is a tile type.
+    pub fn is_tile(&self) -> bool {
+        matches!(self, Type::Tile { .. })
+    }
+
+    /// Rows and columns of a tile: `[R]` is treated as `R x 1`.
+    pub fn rows_cols(&self) -> (u32, u32) {
+        match self {
+            Type::Tile { shape, .. } if shape.len() == 2 => (shape[0], shape[1]),
+            Type::Tile { shape, .. } if shape.len() == 1 => (shape[0], 1),
+            _ => (1, 1),
+        }
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Scalar(s) => write!(f, "{}", s.name()),
+            Type::Tile { elem, shape } => {
+                write!(f, "tile<{}", elem.name())?;
+                for d in shape {
+                    write!(f, ", {d}")?;
+                }
+                write!(f, ">")
+            }
+            Type::Array {
+                elem,
+                rank,
+                mutable,
+            } => {
+                if *mutable {
+                    write!(f, "mut ")?;
+                }
+                write!(f, "{}[", elem.name())?;
+                for i in 0..*rank {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "?")?;
+                }
+                write!(f, "]")
+            }
+        }
+    }
+}

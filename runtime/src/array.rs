@@ -1,0 +1,265 @@
+//! [`HostArray`]: a row-major array in host memory with 8-byte aligned storage, as kernels
+//! read and write it.
+
+use tilec_midend::Scalar;
+
+use crate::error::RunError;
+
+// Array bytes are the host's native representation and `.npy` files are read and written
+// little-endian without conversion.
+#[cfg(target_endian = "big")]
+compile_error!("tilec-runtime supports little-endian hosts only");
+
+/// A dense row-major (C order) array of `f32`, `f64` or `i32` elements in host memory.
+///
+/// The storage is 8-byte aligned, so typed views and kernel pointers are always aligned; the
+/// shape and the element count always agree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostArray {
+    elem: Scalar,
+    shape: Vec<u64>,
+    len: usize,
+    words: Vec<u64>,
+}
+
+/// Number of elements of `shape`, if it is addressable with elements of `elem_bytes` bytes.
+fn element_count(shape: &[u64], elem_bytes: usize) -> Option<usize> {
+    let n = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+    let n = usize::try_from(n).ok()?;
+    let bytes = n.checked_mul(elem_bytes)?;
+    (bytes <= isize::MAX as usize).then_some(n)
+}
+
+fn check_elem(elem: Scalar) -> Result<(), RunError> {
+    match elem {
+        Scalar::F32 | Scalar::F64 | Scalar::I32 => Ok(()),
+        _ => Err(RunError::UnsupportedElem { elem }),
+    }
+}
+
+impl HostArray {
+    /// A zero-filled array. Errors: `elem` is not f32, f64 or i32 (E0406); the shape has more
+    /// elements than memory can address (E0405).
+    pub fn zeros(elem: Scalar, shape: &[u64]) -> Result<HostArray, RunError> {
+        check_elem(elem)?;
+        let esize = elem.bytes() as usize;
+        let Some(len) = element_count(shape, esize) else {
+            return Err(RunError::DataLength {
+                shape: shape.to_vec(),
+                expected: None,
+                actual: 0,
+            });
+        };
+        let words = vec![0u64; (len * esize).div_ceil(8)];
+        Ok(HostArray {
+            elem,
+            shape: shape.to_vec(),
+            len,
+            words,
+        })
+    }
+
+    fn from_slice<T: Copy>(elem: Scalar, data: &[T], shape: &[u64]) -> Result<HostArray, RunError> {
+        let mut a = HostArray::zeros(elem, shape).map_err(|e| match e {
+            RunError::DataLength {
+                shape, expected, ..
+            } => RunError::DataLength {
+                shape,
+                expected,
+                actual: data.len() as u64,
+            },
+            e => e,
+        })?;
+        if a.len != data.len() {
+            return Err(RunError::DataLength {
+                shape: shape.to_vec(),
+                expected: Some(a.len as u64),
+                actual: data.len() as u64,
+            });
+        }
+        // SAFETY: `a` holds `len` elements of `size_of::<T>()` bytes (T matches `elem`) in
+        // 8-byte aligned storage, and `data` has `len` elements.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                a.words.as_mut_ptr() as *mut T,
+                data.len(),
+            );
+        }
+        Ok(a)
+    }
+
+    /// An `f32` array of `shape` holding `data` (row-major). Error E0405 when the lengths differ.
+    pub fn from_f32(data: &[f32], shape: &[u64]) -> Result<HostArray, RunError> {
+        HostArray::from_slice(Scalar::F32, data, shape)
+    }
+
+    /// An `f64` array of `shape` holding `data` (row-major). Error E0405 when the lengths differ.
+    pub fn from_f64(data: &[f64], shape: &[u64]) -> Result<HostArray, RunError> {
+        HostArray::from_slice(Scalar::F64, data, shape)
+    }
+
+    /// An `i32` array of `shape` holding `data` (row-major). Error E0405 when the lengths differ.
+    pub fn from_i32(data: &[i32], shape: &[u64]) -> Result<HostArray, RunError> {
+        HostArray::from_slice(Scalar::I32, data, shape)
+    }
+
+    /// An array of element type `elem` converted from `f64` values: rounded to nearest for
+    /// `f32`, truncated toward zero (saturating) for `i32`. Errors as [`HostArray::zeros`] and
+    /// E0405 when the lengths differ.
+    pub fn from_f64_as(elem: Scalar, data: &[f64], shape: &[u64]) -> Result<HostArray, RunError> {
+        match elem {
+            Scalar::F32 => {
+                let v: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+                HostArray::from_f32(&v, shape)
+            }
+            Scalar::I32 => {
+                let v: Vec<i32> = data.iter().map(|&x| x as i32).collect();
+                HostArray::from_i32(&v, shape)
+            }
+            Scalar::F64 => HostArray::from_f64(data, shape),
+            _ => Err(RunError::UnsupportedElem { elem }),
+        }
+    }
+
+    /// The element type (f32, f64 or i32).
+    pub fn elem(&self) -> Scalar {
+        self.elem
+    }
+
+    /// The extents, outermost first.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Number of elements (the product of the shape).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size of the data in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len * self.elem.bytes() as usize
+    }
+
+    /// The data as raw little-endian bytes, row-major.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the words hold at least `byte_len` initialized bytes; u8 has alignment 1.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.byte_len()) }
+    }
+
+    /// The data as mutable raw little-endian bytes, row-major.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.byte_len();
+        // SAFETY: as in `bytes`, and `&mut self` gives exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, n) }
+    }
+
+    /// Pointer to the first element, 8-byte aligned (dangling but aligned when empty).
+    pub fn as_ptr(&self) -> *const u8 {
+        self.words.as_ptr() as *const u8
+    }
+
+    /// Mutable pointer to the first element, 8-byte aligned (dangling but aligned when empty).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.words.as_mut_ptr() as *mut u8
+    }
+
+    fn view<T>(&self, elem: Scalar) -> Option<&[T]> {
+        // SAFETY: `elem` matches T, the storage is 8-byte aligned (enough for T) and holds
+        // `len` initialized elements; every bit pattern is a valid f32, f64 or i32.
+        (self.elem == elem).then(|| unsafe {
+            std::slice::from_raw_parts(self.words.as_ptr() as *const T, self.len)
+        })
+    }
+
+    fn view_mut<T>(&mut self, elem: Scalar) -> Option<&mut [T]> {
+        let len = self.len;
+        // SAFETY: as in `view`, and `&mut self` gives exclusive access.
+        (self.elem == elem).then(|| unsafe {
+            std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut T, len)
+        })
+    }
+
+    /// The elements, if the array is `f32`.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        self.view(Scalar::F32)
+    }
+
+    /// The elements, if the array is `f64`.
+    pub fn as_f64(&self) -> Option<&[f64]> {
+        self.view(Scalar::F64)
+    }
+
+    /// The elements, if the array is `i32`.
+    pub fn as_i32(&self) -> Option<&[i32]> {
+        self.view(Scalar::I32)
+    }
+
+    /// The elements, mutably, if the array is `f32`.
+    pub fn as_f32_mut(&mut self) -> Option<&mut [f32]> {
+        self.view_mut(Scalar::F32)
+    }
+
+    /// The elements, mutably, if the array is `f64`.
+    pub fn as_f64_mut(&mut self) -> Option<&mut [f64]> {
+        self.view_mut(Scalar::F64)
+    }
+
+    /// The elements, mutably, if the array is `i32`.
+    pub fn as_i32_mut(&mut self) -> Option<&mut [i32]> {
+        self.view_mut(Scalar::I32)
+    }
+
+    /// The elements converted to `f64` (exact for all three element types).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        if let Some(v) = self.as_f32() {
+            v.iter().map(|&x| x as f64).collect()
+        } else if let Some(v) = self.as_i32() {
+            v.iter().map(|&x| x as f64).collect()
+        } else {
+            self.as_f64().map(<[f64]>::to_vec).unwrap_or_default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_and_views() {
+        let a = HostArray::from_f32(&[1.0, 2.5, -3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+        assert_eq!(a.shape(), &[2, 3]);
+        assert_eq!(a.len(), 6);
+        assert_eq!(a.byte_len(), 24);
+        assert_eq!(a.as_ptr() as usize % 8, 0);
+        assert_eq!(a.to_f64_vec(), vec![1.0, 2.5, -3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(&a.bytes()[4..8], &2.5f32.to_le_bytes());
+        assert!(a.as_f64().is_none());
+        let b = HostArray::from_f64_as(Scalar::I32, &[1.9, -1.9, 7.0], &[3]).unwrap();
+        assert_eq!(b.as_i32(), Some(&[1, -1, 7][..]));
+        let e = HostArray::zeros(Scalar::F64, &[0, 5]).unwrap();
+        assert!(e.is_empty());
+        assert_eq!(e.as_ptr() as usize % 8, 0);
+    }
+
+    #[test]
+    fn constructor_errors() {
+        let e = HostArray::from_f64(&[1.0, 2.0], &[3]).unwrap_err();
+        assert_eq!(e.code(), "E0405");
+        assert_eq!(
+            e.to_string(),
+            "an array of shape [3] needs 3 elements, 2 given"
+        );
+        let e = HostArray::zeros(Scalar::F32, &[u64::MAX, 2]).unwrap_err();
+        assert_eq!(e.code(), "E0405");
+        let e = HostArray::zeros(Scalar::Bool, &[1]).unwrap_err();
+        assert_eq!(e.code(), "E0406");
+    }
+}

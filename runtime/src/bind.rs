@@ -1,0 +1,493 @@
+//! Binding launch arguments to a kernel's parameters: type, rank and shape checks, shape
+//! variables, and parsing scalar arguments from text.
+
+use std::collections::HashMap;
+
+use tilec_midend::{Const, Dim, Kernel, ParamKind, Scalar};
+
+use crate::array::HostArray;
+use crate::error::RunError;
+
+/// The value of one launch argument.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// An array, for an array parameter.
+    Array(HostArray),
+    /// A scalar, for a scalar parameter; its type must be the parameter's type (see
+    /// [`parse_scalar`]).
+    Scalar(Const),
+}
+
+/// Launch arguments checked against a kernel's parameters: one value per parameter, in
+/// parameter order, and the values of the shape variables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bound {
+    symbol: String,
+    args: Vec<(String, ArgValue)>,
+    vars: Vec<(String, u64)>,
+}
+
+impl Bound {
+    /// The symbol of the kernel instance the arguments were bound to.
+    pub fn kernel_symbol(&self) -> &str {
+        &self.symbol
+    }
+
+    /// The arguments as `(parameter name, value)`, in parameter order.
+    pub fn args(&self) -> &[(String, ArgValue)] {
+        &self.args
+    }
+
+    /// Mutable access to the argument values, in parameter order.
+    pub(crate) fn args_mut(&mut self) -> &mut [(String, ArgValue)] {
+        &mut self.args
+    }
+
+    /// The argument bound to parameter `name`.
+    pub fn get(&self, name: &str) -> Option<&ArgValue> {
+        self.args.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The array bound to parameter `name`, if it is an array parameter.
+    pub fn array(&self, name: &str) -> Option<&HostArray> {
+        match self.get(name)? {
+            ArgValue::Array(a) => Some(a),
+            ArgValue::Scalar(_) => None,
+        }
+    }
+
+    /// The shape variables as `(name, value)`, in the order they were first bound.
+    pub fn shape_vars(&self) -> &[(String, u64)] {
+        &self.vars
+    }
+
+    /// The value of shape variable `name`.
+    pub fn shape_var(&self, name: &str) -> Option<u64> {
+        self.vars.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
+    }
+
+    /// The array bound to `name`, checked to be a `mut` array parameter of `kernel` (what an
+    /// output file may be written from). Error E0418 otherwise.
+    pub fn output(&self, kernel: &Kernel, name: &str) -> Result<&HostArray, RunError> {
+        let is_mut = kernel
+            .params
+            .iter()
+            .any(|p| p.name == name && matches!(p.kind, ParamKind::Array { mutable: true, .. }));
+        match self.array(name) {
+            Some(a) if is_mut && self.symbol == kernel.symbol => Ok(a),
+            _ => Err(RunError::NotAnOutput {
+                kernel: kernel.name.clone(),
+                name: name.to_string(),
+            }),
+        }
+    }
+}
+
+/// Writes a declared shape with variable names: `[B, 16, N]`.
+pub(crate) fn dims_text(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims
+        .iter()
+        .map(|d| match d {
+            Dim::Fixed(n) => n.to_string(),
+            Dim::Var(v) => v.clone(),
+        })
+        .collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// Writes a parameter's declared type: `mut f32[B, N, N]`, `f32`.
+pub fn param_type_text(kind: &ParamKind) -> String {
+    match kind {
+        ParamKind::Array {
+            elem,
+            dims,
+            mutable,
+        } => {
+            format!(
+                "{}{}{}",
+                if *mutable { "mut " } else { "" },
+                elem.name(),
+                dims_text(dims)
+            )
+        }
+        ParamKind::Scalar(s) => s.name().to_string(),
+    }
+}
+
+/// Parses a scalar argument given as text (surrounding whitespace ignored): `true`/`false`
+/// (or `1`/`0`) for `bool`, a decimal integer in range for `i32`/`u32`/`i64`, a decimal
+/// number (`1e-6`, `inf`, `nan` included) for `f32`/`f64`, rounded to the type.
+/// Error E0414 with the reason otherwise.
+pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
+    let t = text.trim();
+    let bad = |reason: String| RunError::BadScalar {
+        text: text.to_string(),
+        ty,
+        reason,
+    };
+    match ty {
+        Scalar::Bool => match t {
+            "true" | "1" => Ok(Const::Bool(true)),
+            "false" | "0" => Ok(Const::Bool(false)),
+            _ => Err(bad("expected `true` or `false`".into())),
+        },
+        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
+            let (lo, hi) = match ty {
+                Scalar::I32 => (i32::MIN as i128, i32::MAX as i128),
+                Scalar::U32 => (0, u32::MAX as i128),
+                _ => (i64::MIN as i128, i64::MAX as i128),
+            };
+            match t.parse::<i128>() {
+                Ok(v) if (lo..=hi).contains(&v) => Ok(Const::Int(v as i64, ty)),
+                Ok(_) => Err(bad(format!("out of range ({lo} to {hi})"))),
+                Err(_) if t.parse::<f64>().is_ok() => Err(bad(
+                    "expected an integer, not a floating-point number".into(),
+                )),
+                Err(_) => Err(bad("expected an integer".into())),
+            }
+        }
+        Scalar::F32 | Scalar::F64 => {
+            let v = if ty == Scalar::F32 {
+                t.parse::<f32>().map(f64::from)
+            } else {
+                t.parse::<f64>()
+            };
+            match v {
+                Ok(v) if v.is_infinite() && !t.to_ascii_lowercase().contains("inf") => {
+                    Err(bad(format!("out of range for {}", ty.name())))
+                }
+                Ok(v) => Ok(Const::Float(v, ty)),
+                Err(_) => Err(bad("expected a number".into())),
+            }
+        }
+    }
+}
+
+/// Checks `args` against the parameters of `kernel` and binds the shape variables.
+///
+/// Errors: an argument names no parameter (E0408, the alphabetically first such name); a
+/// parameter has no argument (E0407, naming it and its declared type); an array for a scalar
+/// parameter or the reverse (E0409); a wrong element or scalar type (E0410); a wrong rank
+/// (E0411); extents that differ from literal extents or from shape variables bound by this or
+/// an earlier argument (E0412, e.g. `expected shape [B, N, N] = [4096, 92, 92], got [4096,
+/// 92, 91]`); an extent above `i32::MAX` (E0413).
+pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Bound, RunError> {
+    let mut unknown: Vec<&String> = args
+        .keys()
+        .filter(|name| !kernel.params.iter().any(|p| &p.name == *name))
+        .collect();
+    unknown.sort();
+    if let Some(name) = unknown.first() {
+        return Err(RunError::UnknownArg {
+            kernel: kernel.name.clone(),
+            name: name.to_string(),
+            params: kernel.params.iter().map(|p| p.name.clone()).collect(),
+        });
+    }
+    let mut bound = Bound {
+        symbol: kernel.symbol.clone(),
+        args: Vec::new(),
+        vars: Vec::new(),
+    };
+    for p in &kernel.params {
+        let Some(value) = args.remove(&p.name) else {
+            return Err(RunError::MissingArg {
+                kernel: kernel.name.clone(),
+                name: p.name.clone(),
+                ty: param_type_text(&p.kind),
+            });
+        };
+        let kind_error = |given_array| RunError::ArgKind {
+            name: p.name.clone(),
+            ty: param_type_text(&p.kind),
+            given_array,
+        };
+        match (&p.kind, &value) {
+            (ParamKind::Scalar(s), ArgValue::Scalar(c)) => {
+                if c.ty() != *s {
+                    return Err(RunError::DtypeMismatch {
+                        name: p.name.clone(),
+                        expected: *s,
+                        actual: c.ty(),
+                    });
+                }
+            }
+            (ParamKind::Array { elem, dims, .. }, ArgValue::Array(a)) => {
+                if a.elem() != *elem {
+                    return Err(RunError::DtypeMismatch {
+                        name: p.name.clone(),
+                        expected: *elem,
+                        actual: a.elem(),
+                    });
+                }
+                bind_shape(&p.name, dims, a.shape(), &mut bound.vars)?;
+            }
+            (ParamKind::Scalar(_), ArgValue::Array(_)) => return Err(kind_error(true)),
+            (ParamKind::Array { .. }, ArgValue::Scalar(_)) => return Err(kind_error(false)),
+        }
+        bound.args.push((p.name.clone(), value));
+    }
+    Ok(bound)
+}
+
+/// Checks the extents `actual` of argument `name` against the declared `dims`, binding new
+/// shape variables into `vars` (only when the whole shape matches).
+fn bind_shape(
+    name: &str,
+    dims: &[Dim],
+    actual: &[u64],
+    vars: &mut Vec<(String, u64)>,
+) -> Result<(), RunError> {
+    if dims.len() != actual.len() {
+        return Err(RunError::RankMismatch {
+            name: name.to_string(),
+            expected: dims_text(dims),
+            rank: dims.len(),
+            actual: actual.to_vec(),
+        });
+    }
+    let mut new_vars: Vec<(String, u64)> = Vec::new();
+    let mut expected = Vec::with_capacity(dims.len());
+    for (d, &x) in dims.iter().zip(actual) {
+        expected.push(match d {
+            Dim::Fixed(n) => *n,
+            Dim::Var(v) => match vars.iter().chain(&new_vars).find(|(n, _)| n == v) {
+                Some(&(_, val)) => val,
+                None => {
+                    new_vars.push((v.clone(), x));
+                    x
+                }
+            },
+        });
+    }
+    if expected != actual {
+        return Err(RunError::ShapeMismatch {
+            name: name.to_string(),
+            expected: dims_text(dims),
+            expected_values: expected,
+            actual: actual.to_vec(),
+        });
+    }
+    if let Some((axis, &extent)) = actual
+        .iter()
+        .enumerate()
+        .find(|(_, &x)| x > i32::MAX as u64)
+    {
+        return Err(RunError::ExtentTooLarge {
+            name: name.to_string(),
+            axis,
+            extent,
+        });
+    }
+    vars.extend(new_vars);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tilec_midend::KernelParam;
+
+    fn var(s: &str) -> Dim {
+        Dim::Var(s.to_string())
+    }
+
+    /// `potrf(A: mut f32[B, N, N], eps: f32, idx: i32[B, 2])`
+    fn kernel() -> Kernel {
+        Kernel {
+            name: "potrf".into(),
+            symbol: "potrf__f32".into(),
+            params: vec![
+                KernelParam {
+                    name: "A".into(),
+                    kind: ParamKind::Array {
+                        elem: Scalar::F32,
+                        dims: vec![var("B"), var("N"), var("N")],
+                        mutable: true,
+                    },
+                },
+                KernelParam {
+                    name: "eps".into(),
+                    kind: ParamKind::Scalar(Scalar::F32),
+                },
+                KernelParam {
+                    name: "idx".into(),
+                    kind: ParamKind::Array {
+                        elem: Scalar::I32,
+                        dims: vec![var("B"), Dim::Fixed(2)],
+                        mutable: false,
+                    },
+                },
+            ],
+            body: 0,
+            launch: 1,
+            grid_rank: 1,
+            block: Some(16),
+            has_flops: false,
+            doc: None,
+        }
+    }
+
+    fn args(a_shape: &[u64], idx_shape: &[u64]) -> HashMap<String, ArgValue> {
+        let a = HostArray::zeros(Scalar::F32, a_shape).unwrap();
+        let idx = HostArray::zeros(Scalar::I32, idx_shape).unwrap();
+        HashMap::from([
+            ("A".to_string(), ArgValue::Array(a)),
+            (
+                "eps".to_string(),
+                ArgValue::Scalar(parse_scalar("1e-6", Scalar::F32).unwrap()),
+            ),
+            ("idx".to_string(), ArgValue::Array(idx)),
+        ])
+    }
+
+    #[test]
+    fn binds_and_records_shape_vars() {
+        let k = kernel();
+        let b = bind(&k, args(&[4, 3, 3], &[4, 2])).unwrap();
+        assert_eq!(
+            b.shape_vars(),
+            &[("B".to_string(), 4), ("N".to_string(), 3)]
+        );
+        assert_eq!(
+            b.args().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            ["A", "eps", "idx"]
+        );
+        assert_eq!(
+            b.get("eps"),
+            Some(&ArgValue::Scalar(Const::Float(1e-6f32 as f64, Scalar::F32)))
+        );
+        assert!(b.output(&k, "A").is_ok());
+        assert_eq!(b.output(&k, "idx").unwrap_err().code(), "E0418");
+        assert_eq!(b.output(&k, "eps").unwrap_err().code(), "E0418");
+    }
+
+    #[test]
+    fn missing_and_unknown() {
+        let k = kernel();
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.remove("A");
+        let e = bind(&k, a).unwrap_err();
+        assert_eq!(e.code(), "E0407");
+        assert_eq!(
+            e.to_string(),
+            "missing argument `A: mut f32[B, N, N]` of kernel `potrf`"
+        );
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.insert("a".into(), ArgValue::Scalar(Const::Bool(true)));
+        let e = bind(&k, a).unwrap_err();
+        assert_eq!(e.code(), "E0408");
+        assert_eq!(
+            e.to_string(),
+            "kernel `potrf` has no parameter `a` (its parameters: A, eps, idx)"
+        );
+    }
+
+    #[test]
+    fn shape_mismatch_names_argument() {
+        let k = kernel();
+        let e = bind(&k, args(&[4096, 92, 91], &[4096, 2])).unwrap_err();
+        assert_eq!(e.code(), "E0412");
+        assert_eq!(
+            e.to_string(),
+            "argument `A`: expected shape [B, N, N] = [4096, 92, 92], got [4096, 92, 91]"
+        );
+        let e = bind(&k, args(&[4, 3, 3], &[5, 2])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument `idx`: expected shape [B, 2] = [4, 2], got [5, 2]"
+        );
+        let e = bind(&k, args(&[4, 3, 3], &[4, 3])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument `idx`: expected shape [B, 2] = [4, 2], got [4, 3]"
+        );
+        let e = bind(&k, args(&[4, 3], &[4, 2])).unwrap_err();
+        assert_eq!(e.code(), "E0411");
+        assert_eq!(
+            e.to_string(),
+            "argument `A`: expected an array of rank 3 [B, N, N], got rank 2 [4, 3]"
+        );
+        let e = bind(&k, args(&[1 << 31, 0, 0], &[0, 2])).unwrap_err();
+        assert_eq!(e.code(), "E0413");
+    }
+
+    #[test]
+    fn dtype_and_kind_mismatch() {
+        let k = kernel();
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.insert(
+            "A".into(),
+            ArgValue::Array(HostArray::zeros(Scalar::F64, &[4, 3, 3]).unwrap()),
+        );
+        let e = bind(&k, a).unwrap_err();
+        assert_eq!(e.code(), "E0410");
+        assert_eq!(e.to_string(), "argument `A`: expected dtype f32, got f64");
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.insert(
+            "eps".into(),
+            ArgValue::Scalar(Const::Float(1.0, Scalar::F64)),
+        );
+        assert_eq!(bind(&k, a).unwrap_err().code(), "E0410");
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.insert(
+            "eps".into(),
+            ArgValue::Array(HostArray::zeros(Scalar::F32, &[1]).unwrap()),
+        );
+        assert_eq!(bind(&k, a).unwrap_err().code(), "E0409");
+        let mut a = args(&[4, 3, 3], &[4, 2]);
+        a.insert("A".into(), ArgValue::Scalar(Const::Float(1.0, Scalar::F32)));
+        let e = bind(&k, a).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "argument `A` is a scalar, but the parameter is an array `mut f32[B, N, N]`"
+        );
+    }
+
+    #[test]
+    fn scalars_from_text() {
+        assert_eq!(
+            parse_scalar(" 42 ", Scalar::I32).unwrap(),
+            Const::Int(42, Scalar::I32)
+        );
+        assert_eq!(
+            parse_scalar("4294967295", Scalar::U32).unwrap(),
+            Const::Int(u32::MAX as i64, Scalar::U32)
+        );
+        assert_eq!(parse_scalar("-1", Scalar::U32).unwrap_err().code(), "E0414");
+        assert_eq!(
+            parse_scalar("2147483648", Scalar::I32).unwrap_err().code(),
+            "E0414"
+        );
+        let e = parse_scalar("1.5", Scalar::I64).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "`1.5` is not a valid i64: expected an integer, not a floating-point number"
+        );
+        assert_eq!(
+            parse_scalar("0.1", Scalar::F32).unwrap(),
+            Const::Float(0.1f32 as f64, Scalar::F32)
+        );
+        assert_eq!(
+            parse_scalar("0.1", Scalar::F64).unwrap(),
+            Const::Float(0.1, Scalar::F64)
+        );
+        assert_eq!(
+            parse_scalar("1e40", Scalar::F32).unwrap_err().code(),
+            "E0414"
+        );
+        assert!(parse_scalar("-inf", Scalar::F32).is_ok());
+        assert_eq!(
+            parse_scalar("abc", Scalar::F64).unwrap_err().to_string(),
+            "`abc` is not a valid f64: expected a number"
+        );
+        assert_eq!(
+            parse_scalar("true", Scalar::Bool).unwrap(),
+            Const::Bool(true)
+        );
+        assert_eq!(
+            parse_scalar("yes", Scalar::Bool).unwrap_err().code(),
+            "E0414"
+        );
+    }
+}

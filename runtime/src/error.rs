@@ -1,0 +1,246 @@
+//! The error type of the runtime ([`RunError`]), with one stable code per case.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use tilec_midend::eval::EvalError;
+use tilec_midend::Scalar;
+
+/// The dtypes `.npy` files may have, as listed in error messages.
+pub(crate) const SUPPORTED_DTYPES: &str = "<f4 (f32), <f8 (f64), <i4 (i32)";
+
+/// Everything that can go wrong when reading, binding or launching. Each variant has a stable
+/// code ([`RunError::code`]) in `E0400..=E0419`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// E0400: a file could not be opened, read, written or renamed.
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        message: String,
+    },
+    /// E0401: the file is not a `.npy` file, or its header cannot be parsed.
+    NotNpy { path: PathBuf, detail: String },
+    /// E0402: the `.npy` dtype is not one of f32, f64, i32 (little-endian).
+    UnsupportedDtype { path: PathBuf, dtype: String },
+    /// E0403: the `.npy` array is stored in Fortran order.
+    FortranOrder { path: PathBuf },
+    /// E0404: the `.npy` data is shorter than its header says (sizes in bytes).
+    Truncated {
+        path: PathBuf,
+        expected: u64,
+        actual: u64,
+    },
+    /// E0405: a host array's data does not match its shape (element counts), or the shape
+    /// has more elements than memory can address.
+    DataLength {
+        shape: Vec<u64>,
+        expected: Option<u64>,
+        actual: u64,
+    },
+    /// E0406: host arrays of this element type are not supported.
+    UnsupportedElem { elem: Scalar },
+    /// E0407: a kernel parameter has no argument.
+    MissingArg {
+        kernel: String,
+        name: String,
+        ty: String,
+    },
+    /// E0408: an argument names no parameter of the kernel.
+    UnknownArg {
+        kernel: String,
+        name: String,
+        params: Vec<String>,
+    },
+    /// E0409: an array was given for a scalar parameter, or a scalar for an array parameter.
+    ArgKind {
+        name: String,
+        ty: String,
+        given_array: bool,
+    },
+    /// E0410: an argument's element or scalar type differs from the parameter's.
+    DtypeMismatch {
+        name: String,
+        expected: Scalar,
+        actual: Scalar,
+    },
+    /// E0411: an array argument's rank differs from the parameter's.
+    /// `expected` is the declared shape written with variable names, e.g. `[B, N, N]`.
+    RankMismatch {
+        name: String,
+        expected: String,
+        rank: usize,
+        actual: Vec<u64>,
+    },
+    /// E0412: an array argument's extents differ from the declared ones (literal extents or
+    /// shape variables bound by earlier arguments).
+    ShapeMismatch {
+        name: String,
+        expected: String,
+        expected_values: Vec<u64>,
+        actual: Vec<u64>,
+    },
+    /// E0413: an array extent does not fit in i32.
+    ExtentTooLarge {
+        name: String,
+        axis: usize,
+        extent: u64,
+    },
+    /// E0414: scalar argument text does not parse as the parameter's type.
+    BadScalar {
+        text: String,
+        ty: Scalar,
+        reason: String,
+    },
+    /// E0415: the launch function could not be evaluated.
+    Eval { kernel: String, error: EvalError },
+    /// E0416: a grid extent is above `i32::MAX`, or the grid has too many programs.
+    GridTooLarge { grid: [i64; 3] },
+    /// E0417: the bound arguments, the module and the kernel do not belong together (an
+    /// internal error of the caller).
+    Mismatch { detail: String },
+    /// E0418: an output was requested for something that is not a `mut` array parameter.
+    NotAnOutput { kernel: String, name: String },
+}
+
+impl RunError {
+    /// The stable error code, `E0400` to `E0419`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RunError::Io { .. } => "E0400",
+            RunError::NotNpy { .. } => "E0401",
+            RunError::UnsupportedDtype { .. } => "E0402",
+            RunError::FortranOrder { .. } => "E0403",
+            RunError::Truncated { .. } => "E0404",
+            RunError::DataLength { .. } => "E0405",
+            RunError::UnsupportedElem { .. } => "E0406",
+            RunError::MissingArg { .. } => "E0407",
+            RunError::UnknownArg { .. } => "E0408",
+            RunError::ArgKind { .. } => "E0409",
+            RunError::DtypeMismatch { .. } => "E0410",
+            RunError::RankMismatch { .. } => "E0411",
+            RunError::ShapeMismatch { .. } => "E0412",
+            RunError::ExtentTooLarge { .. } => "E0413",
+            RunError::BadScalar { .. } => "E0414",
+            RunError::Eval { .. } => "E0415",
+            RunError::GridTooLarge { .. } => "E0416",
+            RunError::Mismatch { .. } => "E0417",
+            RunError::NotAnOutput { .. } => "E0418",
+        }
+    }
+
+    /// An [`RunError::Io`] from a `std::io::Error`.
+    pub(crate) fn io(
+        path: impl Into<PathBuf>,
+        action: &'static str,
+        e: &std::io::Error,
+    ) -> RunError {
+        RunError::Io {
+            path: path.into(),
+            action,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// Writes `[a, b, c]`.
+pub(crate) fn list(xs: &[u64]) -> String {
+    let parts: Vec<String> = xs.iter().map(u64::to_string).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Io { path, action, message } => {
+                write!(f, "cannot {action} `{}`: {message}", path.display())
+            }
+            RunError::NotNpy { path, detail } => {
+                write!(f, "`{}` is not a valid .npy file: {detail}", path.display())
+            }
+            RunError::UnsupportedDtype { path, dtype } => write!(
+                f,
+                "`{}` has dtype `{dtype}`, which is not supported (supported: {SUPPORTED_DTYPES})",
+                path.display()
+            ),
+            RunError::FortranOrder { path } => write!(
+                f,
+                "`{}` is stored in Fortran order; only C order is supported \
+                 (save it with numpy.ascontiguousarray)",
+                path.display()
+            ),
+            RunError::Truncated { path, expected, actual } => write!(
+                f,
+                "`{}` is truncated: its header announces {expected} bytes of data, the file has {actual}",
+                path.display()
+            ),
+            RunError::DataLength { shape, expected: Some(n), actual } => {
+                write!(f, "an array of shape {} needs {n} elements, {actual} given", list(shape))
+            }
+            RunError::DataLength { shape, expected: None, .. } => {
+                write!(f, "an array of shape {} has too many elements for this machine", list(shape))
+            }
+            RunError::UnsupportedElem { elem } => {
+                write!(f, "arrays of {} are not supported (supported: f32, f64, i32)", elem.name())
+            }
+            RunError::MissingArg { kernel, name, ty } => {
+                write!(f, "missing argument `{name}: {ty}` of kernel `{kernel}`")
+            }
+            RunError::UnknownArg { kernel, name, params } => write!(
+                f,
+                "kernel `{kernel}` has no parameter `{name}` (its parameters: {})",
+                if params.is_empty() { "none".to_string() } else { params.join(", ") }
+            ),
+            RunError::ArgKind { name, ty, given_array: true } => {
+                write!(f, "argument `{name}` is an array, but the parameter is a scalar `{ty}`")
+            }
+            RunError::ArgKind { name, ty, given_array: false } => {
+                write!(f, "argument `{name}` is a scalar, but the parameter is an array `{ty}`")
+            }
+            RunError::DtypeMismatch { name, expected, actual } => write!(
+                f,
+                "argument `{name}`: expected dtype {}, got {}",
+                expected.name(),
+                actual.name()
+            ),
+            RunError::RankMismatch { name, expected, rank, actual } => write!(
+                f,
+                "argument `{name}`: expected an array of rank {rank} {expected}, got rank {} {}",
+                actual.len(),
+                list(actual)
+            ),
+            RunError::ShapeMismatch { name, expected, expected_values, actual } => write!(
+                f,
+                "argument `{name}`: expected shape {expected} = {}, got {}",
+                list(expected_values),
+                list(actual)
+            ),
+            RunError::ExtentTooLarge { name, axis, extent } => write!(
+                f,
+                "argument `{name}`: extent {extent} along axis {axis} is larger than {} (i32)",
+                i32::MAX
+            ),
+            RunError::BadScalar { text, ty, reason } => {
+                write!(f, "`{text}` is not a valid {}: {reason}", ty.name())
+            }
+            RunError::Eval { kernel, error } => {
+                write!(f, "cannot compute the launch grid of kernel `{kernel}`: {error}")
+            }
+            RunError::GridTooLarge { grid } => write!(
+                f,
+                "launch grid [{}, {}, {}] is too large (each extent must be at most {})",
+                grid[0],
+                grid[1],
+                grid[2],
+                i32::MAX
+            ),
+            RunError::Mismatch { detail } => write!(f, "internal launch error: {detail}"),
+            RunError::NotAnOutput { kernel, name } => write!(
+                f,
+                "`{name}` is not a `mut` array parameter of kernel `{kernel}`, so it cannot be an output"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}

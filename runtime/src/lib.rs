@@ -1,0 +1,26 @@
+//! The launch API of tilec, shared by all targets: `.npy` input and output ([`read_npy`],
+//! [`write_npy_atomic`]), host arrays ([`HostArray`]), binding arguments to a kernel's
+//! parameters with shape checks ([`bind`]), evaluating the launch grid ([`launch_values`]) and
+//! the parallel CPU launcher ([`launch_cpu`], [`run_cpu`]), plus deterministic test inputs
+//! ([`random_spd`], [`random_uniform`]).
+//!
+//! A CPU run is: read the arrays, [`parse_scalar`] the scalars, [`bind`] them to the kernel,
+//! then [`run_cpu`] with the compiled kernel's function pointer (or [`launch_values`],
+//! [`pack_args`] and [`launch_cpu`] separately), and write the outputs
+//! ([`Bound::output`], [`write_npy_atomic`]). Every failure is a [`RunError`] with a stable
+//! code; nothing here panics on bad input.
+
+mod array;
+mod bind;
+mod error;
+mod gen;
+mod launch;
+mod npy;
+
+pub use array::HostArray;
+pub use bind::{bind, param_type_text, parse_scalar, ArgValue, Bound};
+pub use error::RunError;
+pub use gen::{random_spd, random_uniform};
+pub use launch::{launch_cpu, launch_values, pack_args, run_cpu, CpuKernelFn};
+pub use npy::{read_npy, write_npy_atomic};
+pub use tilec_midend::eval::LaunchValues;

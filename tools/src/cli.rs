@@ -1,0 +1,475 @@
+//! The `tilec` command line: `check`, `build`, `run` and `gen-spd`. Everything it prints goes
+//! to the writers it is given, so tests run it in-process. Exit codes: 0 success, 1 errors in
+//! the program, 2 usage or input errors.
+
+use crate::{compile, render_diagnostics, CompileOptions, CpuRunner, ErrorFormat, SourceSet};
+use clap::{Parser, Subcommand, ValueEnum};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use tilec_frontend::Instances;
+use tilec_grammar::diag::Diagnostic;
+use tilec_midend::Scalar;
+use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, HostArray, RunError};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tilec",
+    version,
+    about = "Compiler and runner for .tile tile kernels"
+)]
+struct Cli {
+    /// How diagnostics are printed.
+    #[arg(long, value_enum, default_value_t = Format::Human, global = true)]
+    error_format: Format,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+enum Target {
+    Cpu,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
+enum Emit {
+    Tokens,
+    Ast,
+    Tir,
+    Clif,
+    Obj,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Check a program and report every error.
+    Check { file: PathBuf },
+    /// Compile a program.
+    Build {
+        file: PathBuf,
+        #[arg(long, value_enum, default_value_t = Target::Cpu)]
+        target: Target,
+        /// What to write: tokens, ast, tir (Tile IR after passes), clif, obj (the default).
+        #[arg(long, value_enum, default_value_t = Emit::Obj)]
+        emit: Emit,
+        /// Output file (default: stdout for text forms, FILE.o for objects).
+        #[arg(short, long)]
+        o: Option<PathBuf>,
+        /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
+        #[arg(long = "generic", value_name = "NAME=TYPE")]
+        generics: Vec<String>,
+        /// Print the Tile IR after this pass (inline, const-fold, simplify).
+        #[arg(long)]
+        dump_after: Option<String>,
+    },
+    /// Run a kernel on .npy inputs.
+    Run {
+        file: PathBuf,
+        #[arg(long)]
+        kernel: String,
+        /// `NAME=FILE.npy` for arrays, `NAME=VALUE` for scalars.
+        #[arg(long = "arg", value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// `NAME=FILE.npy`: write the `mut` array NAME after the run.
+        #[arg(long = "out", value_name = "NAME=FILE")]
+        outs: Vec<String>,
+        /// Run the kernel N times and report the median time.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        #[arg(long, value_enum, default_value_t = Target::Cpu)]
+        target: Target,
+        #[arg(long = "generic", value_name = "NAME=TYPE")]
+        generics: Vec<String>,
+    },
+    /// Write a batch of random symmetric positive definite matrices as .npy.
+    GenSpd {
+        #[arg(long)]
+        batch: usize,
+        #[arg(long)]
+        n: usize,
+        #[arg(long, default_value = "f32")]
+        dtype: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(short, long)]
+        o: PathBuf,
+    },
+}
+
+/// An error that ends a command: diagnostics with their exit code.
+struct Fail {
+    diags: Vec<Diagnostic>,
+    code: i32,
+}
+
+fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
+    Fail {
+        diags: vec![Diagnostic::error(code, msg)],
+        code: 2,
+    }
+}
+
+fn run_error(e: RunError) -> Fail {
+    Fail {
+        diags: vec![Diagnostic::error(e.code(), e.to_string())],
+        code: 2,
+    }
+}
+
+fn program(diags: Vec<Diagnostic>) -> Fail {
+    Fail { diags, code: 1 }
+}
+
+/// Runs the command line `args` (including the program name); returns the exit code.
+pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, color: bool) -> i32 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let text = e.to_string();
+            let _ = if code == 0 {
+                write!(out, "{text}")
+            } else {
+                write!(err, "{text}")
+            };
+            return code;
+        }
+    };
+    let format = match cli.error_format {
+        Format::Human => ErrorFormat::Human,
+        Format::Json => ErrorFormat::Json,
+    };
+    let mut src_for_render: Option<SourceSet> = None;
+    let result = dispatch(cli.cmd, out, &mut src_for_render);
+    match result {
+        Ok(()) => 0,
+        Err(f) => {
+            let src = src_for_render.unwrap_or_else(|| SourceSet::with_stdlib("<none>", ""));
+            let _ = write!(err, "{}", render_diagnostics(&f.diags, &src, format, color));
+            if format == ErrorFormat::Human {
+                let n = f.diags.len();
+                let _ = writeln!(
+                    err,
+                    "error: {} error{} found",
+                    n,
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            f.code
+        }
+    }
+}
+
+fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Fail> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
+    let s = SourceSet::with_stdlib(file.display().to_string(), text);
+    *slot = Some(s.clone());
+    Ok(s)
+}
+
+fn parse_generics(list: &[String]) -> Result<HashMap<String, Scalar>, Fail> {
+    let mut m = HashMap::new();
+    for g in list {
+        let Some((n, t)) = g.split_once('=') else {
+            return Err(usage(
+                "E0501",
+                format!("`--generic {g}`: expected NAME=TYPE, e.g. T=f32"),
+            ));
+        };
+        let s = Scalar::from_name(t.trim())
+            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: unknown type `{t}`")))?;
+        m.insert(n.trim().to_string(), s);
+    }
+    Ok(m)
+}
+
+fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Result<(), Fail> {
+    match cmd {
+        Cmd::Check { file } => {
+            let src = read_source(&file, slot)?;
+            compile(
+                &src,
+                &Instances::All {
+                    fixed: HashMap::new(),
+                },
+                &CompileOptions {
+                    verify: true,
+                    dump_after: None,
+                },
+            )
+            .map_err(program)?;
+            Ok(())
+        }
+        Cmd::Build {
+            file,
+            target: Target::Cpu,
+            emit,
+            o,
+            generics,
+            dump_after,
+        } => {
+            let src = read_source(&file, slot)?;
+            build(
+                &src,
+                &file,
+                emit,
+                o,
+                &parse_generics(&generics)?,
+                dump_after,
+                out,
+            )
+        }
+        Cmd::Run {
+            file,
+            kernel,
+            args,
+            outs,
+            repeat,
+            target: Target::Cpu,
+            generics,
+        } => {
+            let src = read_source(&file, slot)?;
+            run(
+                &src,
+                &kernel,
+                &args,
+                &outs,
+                repeat,
+                &parse_generics(&generics)?,
+                out,
+            )
+        }
+        Cmd::GenSpd {
+            batch,
+            n,
+            dtype,
+            seed,
+            o,
+        } => {
+            let elem = match dtype.as_str() {
+                "f32" => Scalar::F32,
+                "f64" => Scalar::F64,
+                _ => {
+                    return Err(usage(
+                        "E0501",
+                        format!("`--dtype {dtype}`: expected f32 or f64"),
+                    ))
+                }
+            };
+            let data = tilec_runtime::random_spd(batch, n, seed);
+            let arr = HostArray::from_f64_as(elem, &data, &[batch as u64, n as u64, n as u64])
+                .map_err(run_error)?;
+            write_npy_atomic(&o, &arr).map_err(run_error)?;
+            let _ = writeln!(
+                out,
+                "wrote {batch} SPD matrices of {n}x{n} {dtype} to {}",
+                o.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn write_out(
+    path: &Option<PathBuf>,
+    default: Option<PathBuf>,
+    bytes: &[u8],
+    out: &mut dyn Write,
+) -> Result<(), Fail> {
+    match path.clone().or(default) {
+        Some(p) => {
+            let arr_err =
+                |e: std::io::Error| usage("E0400", format!("cannot write `{}`: {e}", p.display()));
+            let tmp = p.with_extension("tmp~");
+            std::fs::write(&tmp, bytes).map_err(arr_err)?;
+            std::fs::rename(&tmp, &p).map_err(arr_err)?;
+            Ok(())
+        }
+        None => out
+            .write_all(bytes)
+            .map_err(|e| usage("E0400", format!("cannot write output: {e}"))),
+    }
+}
+
+fn build(
+    src: &SourceSet,
+    file: &Path,
+    emit: Emit,
+    o: Option<PathBuf>,
+    fixed: &HashMap<String, Scalar>,
+    dump_after: Option<String>,
+    out: &mut dyn Write,
+) -> Result<(), Fail> {
+    match emit {
+        Emit::Tokens => {
+            let lexed = tilec_grammar::lexer::lex(&src.main_src);
+            let mut s = String::new();
+            for (a, t, b) in &lexed.tokens {
+                s.push_str(&format!("{a}..{b} {t}\n"));
+            }
+            return write_out(&o, None, s.as_bytes(), out);
+        }
+        Emit::Ast => {
+            let (parsed, diags) = src.parse();
+            if !diags.is_empty() {
+                return Err(program(diags));
+            }
+            return write_out(&o, None, format!("{:#?}\n", parsed.main).as_bytes(), out);
+        }
+        _ => {}
+    }
+    let compiled = compile(
+        src,
+        &Instances::All {
+            fixed: fixed.clone(),
+        },
+        &CompileOptions {
+            verify: true,
+            dump_after: dump_after.clone(),
+        },
+    )
+    .map_err(program)?;
+    if let Some(d) = compiled.dump {
+        write_out(&None, None, d.as_bytes(), out)?;
+    } else if let Some(p) = dump_after {
+        return Err(usage(
+            "E0501",
+            format!("`--dump-after {p}`: no such pass (inline, const-fold, simplify)"),
+        ));
+    }
+    let m = &compiled.module;
+    match emit {
+        Emit::Tir => write_out(
+            &o,
+            None,
+            tilec_midend::print::print_module(m).as_bytes(),
+            out,
+        ),
+        Emit::Clif => {
+            let mut s = String::new();
+            for k in &m.kernels {
+                s.push_str(
+                    &tilec_codegen_cpu::emit_clif(m, k)
+                        .map_err(|e| usage("E0901", e.to_string()))?,
+                );
+                s.push('\n');
+            }
+            write_out(&o, None, s.as_bytes(), out)
+        }
+        _ => {
+            let bytes =
+                tilec_codegen_cpu::compile_object(m).map_err(|e| usage("E0901", e.to_string()))?;
+            write_out(&o, Some(file.with_extension("o")), &bytes, out)
+        }
+    }
+}
+
+fn run(
+    src: &SourceSet,
+    kernel: &str,
+    arg_texts: &[String],
+    outs: &[String],
+    repeat: u32,
+    fixed: &HashMap<String, Scalar>,
+    out: &mut dyn Write,
+) -> Result<(), Fail> {
+    // Arrays are read first: their dtypes choose the kernel's element types.
+    let mut arrays: HashMap<String, HostArray> = HashMap::new();
+    let mut scalars: Vec<(String, String)> = Vec::new();
+    for a in arg_texts {
+        let Some((n, v)) = a.split_once('=') else {
+            return Err(usage(
+                "E0501",
+                format!("`--arg {a}`: expected NAME=FILE.npy or NAME=VALUE"),
+            ));
+        };
+        if v.ends_with(".npy") {
+            arrays.insert(n.to_string(), read_npy(v).map_err(run_error)?);
+        } else {
+            scalars.push((n.to_string(), v.to_string()));
+        }
+    }
+    let mut outputs = Vec::new();
+    for o in outs {
+        let Some((n, p)) = o.split_once('=') else {
+            return Err(usage(
+                "E0501",
+                format!("`--out {o}`: expected NAME=FILE.npy"),
+            ));
+        };
+        outputs.push((n.to_string(), PathBuf::from(p)));
+    }
+    let mut args: HashMap<String, ArgValue> = arrays
+        .into_iter()
+        .map(|(n, a)| (n, ArgValue::Array(a)))
+        .collect();
+    let runner = CpuRunner::new(src, kernel, &args, fixed).map_err(|d| {
+        let code = if d.iter().any(|x| !x.labels.is_empty()) {
+            1
+        } else {
+            2
+        };
+        Fail { diags: d, code }
+    })?;
+    // Scalars take the types of their parameters.
+    for (n, v) in scalars {
+        let ty = runner
+            .kernel
+            .params
+            .iter()
+            .find(|p| p.name == n)
+            .and_then(|p| p.kind.scalar_type());
+        let value = match ty {
+            Some(t) => ArgValue::Scalar(parse_scalar(&v, t).map_err(run_error)?),
+            None => ArgValue::Scalar(parse_scalar(&v, Scalar::F64).map_err(run_error)?),
+        };
+        args.insert(n, value);
+    }
+    let mut bound = tilec_runtime::bind(&runner.kernel, args).map_err(run_error)?;
+    for (n, _) in &outputs {
+        bound.output(&runner.kernel, n).map_err(run_error)?;
+    }
+    // Repeated runs start from the same inputs: in-place kernels would otherwise see their
+    // own output.
+    let pristine = bound.clone();
+    let mut times = Vec::new();
+    let mut launch = None;
+    for i in 0..repeat.max(1) {
+        if i > 0 {
+            bound = pristine.clone();
+        }
+        let t0 = Instant::now();
+        launch = Some(runner.run_bound(&mut bound).map_err(run_error)?);
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    for (n, p) in &outputs {
+        let arr = bound.output(&runner.kernel, n).map_err(run_error)?;
+        write_npy_atomic(p, arr).map_err(run_error)?;
+    }
+    let launch = launch.expect("at least one run");
+    times.sort_by(|a, b| a.total_cmp(b));
+    let median = times[times.len() / 2];
+    let mut line = format!(
+        "{}: grid [{}, {}, {}], {} run{}, median {:.3} ms",
+        runner.kernel.symbol,
+        launch.grid[0],
+        launch.grid[1],
+        launch.grid[2],
+        times.len(),
+        if times.len() == 1 { "" } else { "s" },
+        median * 1e3
+    );
+    if let Some(f) = launch.flops {
+        line.push_str(&format!(", {:.2} GFLOP/s", f / median / 1e9));
+    }
+    let _ = writeln!(out, "{line}");
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! The tilec driver, as a library: source sets (a main file plus the standard library), the
+//! whole compile pipeline (parse, check, lower, passes with the verifier), diagnostic
+//! rendering (terminal and JSON), and one-call CPU launches on your own buffers.
+//!
+//! ```no_run
+//! use std::collections::HashMap;
+//! use tilec::{SourceSet, CpuRunner};
+//! use tilec_runtime::{ArgValue, HostArray};
+//!
+//! let src = SourceSet::with_stdlib("prog.tile", std::fs::read_to_string("prog.tile").unwrap());
+//! let mut args = HashMap::new();
+//! args.insert("A".to_string(), ArgValue::Array(HostArray::from_f32(&[4.0], &[1, 1, 1]).unwrap()));
+//! args.insert("eps".to_string(), ArgValue::Scalar(tilec_midend::Const::Float(1e-6, tilec_midend::Scalar::F32)));
+//! let runner = CpuRunner::new(&src, "potrf_batched", &args, &HashMap::new()).unwrap();
+//! let (bound, _) = runner.run(args).unwrap();
+//! ```
+
+pub mod cli;
+mod render;
+mod run;
+
+pub use render::{render_diagnostics, ErrorFormat};
+pub use run::{dtypes_of, CpuRunner, RunOutcome};
+
+use std::collections::HashMap;
+use tilec_frontend::{Instances, Sources};
+use tilec_grammar::ast;
+use tilec_grammar::diag::Diagnostic;
+use tilec_midend::passes::{run_pipeline, PipelineOptions};
+use tilec_midend::{Module, Scalar};
+
+/// The standard library modules, by import name, with their source text.
+pub const STDLIB: &[(&str, &str)] = &[("linalg", include_str!("../../stdlib/linalg.tile"))];
+
+/// A program's sources: the main file and the modules it may import.
+#[derive(Debug, Clone)]
+pub struct SourceSet {
+    /// File name of the main source, for diagnostics.
+    pub main_name: String,
+    pub main_src: String,
+    /// `(import name, source text)` of every importable module.
+    pub modules: Vec<(String, String)>,
+}
+
+/// A parsed source set.
+pub struct Parsed {
+    pub main: ast::File,
+    pub modules: Vec<(String, ast::File)>,
+}
+
+impl SourceSet {
+    /// A main file with the standard library importable.
+    pub fn with_stdlib(name: impl Into<String>, src: impl Into<String>) -> SourceSet {
+        SourceSet {
+            main_name: name.into(),
+            main_src: src.into(),
+            modules: STDLIB
+                .iter()
+                .map(|(n, s)| (n.to_string(), s.to_string()))
+                .collect(),
+        }
+    }
+
+    /// The text of the module a diagnostic points into (`None`: the main file), with its
+    /// display name.
+    pub fn text_of(&self, source: Option<&str>) -> (String, &str) {
+        match source.and_then(|s| self.modules.iter().find(|(n, _)| n == s)) {
+            Some((n, t)) => (format!("stdlib/{n}.tile"), t.as_str()),
+            None => (self.main_name.clone(), self.main_src.as_str()),
+        }
+    }
+
+    /// Parses every source. Syntax errors of modules are tagged with the module name.
+    pub fn parse(&self) -> (Parsed, Vec<Diagnostic>) {
+        let (main, mut diags) = tilec_grammar::parse(&self.main_src);
+        let mut modules = Vec::new();
+        for (n, s) in &self.modules {
+            let (f, ds) = tilec_grammar::parse(s);
+            diags.extend(ds.into_iter().map(|mut d| {
+                d.source = Some(n.clone());
+                d
+            }));
+            modules.push((n.clone(), f));
+        }
+        (Parsed { main, modules }, diags)
+    }
+}
+
+impl Parsed {
+    /// The frontend's view of the parsed sources.
+    pub fn sources(&self) -> Sources<'_> {
+        Sources {
+            main: &self.main,
+            modules: self.modules.iter().map(|(n, f)| (n.clone(), f)).collect(),
+        }
+    }
+}
+
+/// Options of [`compile`].
+#[derive(Debug, Clone, Default)]
+pub struct CompileOptions {
+    /// Run the IR verifier before and after every pass.
+    pub verify: bool,
+    /// Capture the IR after the named pass.
+    pub dump_after: Option<String>,
+}
+
+/// The result of [`compile`]: the module after all passes, and the IR dump if asked.
+pub struct Compiled {
+    pub module: Module,
+    pub dump: Option<String>,
+}
+
+/// Parses, checks and lowers `src` and runs the pass pipeline. Errors are diagnostics;
+/// a verifier failure (a compiler bug) is reported as E0900.
+pub fn compile(
+    src: &SourceSet,
+    instances: &Instances,
+    opts: &CompileOptions,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    let (parsed, mut diags) = src.parse();
+    let (mut module, more) = tilec_frontend::compile(&parsed.sources(), instances);
+    diags.extend(more);
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    let popts = PipelineOptions {
+        verify: opts.verify || cfg!(debug_assertions),
+        dump_after: opts.dump_after.clone(),
+    };
+    match run_pipeline(&mut module, &popts) {
+        Ok(dump) => Ok(Compiled { module, dump }),
+        Err((pass, errs)) => {
+            let mut d = Diagnostic::error(
+                "E0900",
+                format!("internal compiler error: the IR verifier failed after `{pass}`"),
+            );
+            for e in errs.iter().take(10) {
+                d = d.note(e.to_string());
+            }
+            Err(vec![d.help(
+                "this is a bug in tilec; please report it with the program",
+            )])
+        }
+    }
+}
+
+/// Infers a kernel's element-type parameters from argument dtypes (see
+/// [`tilec_frontend::infer_generics`]).
+pub fn infer_generics(
+    src: &SourceSet,
+    kernel: &str,
+    dtypes: &HashMap<String, Scalar>,
+    fixed: &HashMap<String, Scalar>,
+) -> Result<HashMap<String, Scalar>, Vec<Diagnostic>> {
+    let (parsed, diags) = src.parse();
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    tilec_frontend::infer_generics(&parsed.sources(), kernel, dtypes, fixed).map_err(|d| vec![d])
+}

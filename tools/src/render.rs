@@ -1,0 +1,59 @@
+//! Rendering of diagnostics for people (ariadne, via `Diagnostic::render`) and for tools
+//! (one JSON object per line).
+
+use crate::SourceSet;
+use tilec_grammar::diag::{Diagnostic, Severity};
+
+/// How diagnostics are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorFormat {
+    Human,
+    Json,
+}
+
+/// Line and column (1-based) of a byte offset.
+fn line_col(src: &str, off: usize) -> (usize, usize) {
+    let off = off.min(src.len());
+    let before = &src[..off];
+    let line = before.matches('\n').count() + 1;
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, col)
+}
+
+/// Renders every diagnostic against the source it points into.
+pub fn render_diagnostics(
+    diags: &[Diagnostic],
+    src: &SourceSet,
+    format: ErrorFormat,
+    color: bool,
+) -> String {
+    let mut out = String::new();
+    for d in diags {
+        let (name, text) = src.text_of(d.source.as_deref());
+        match format {
+            ErrorFormat::Human => out.push_str(&d.render(&name, text, color)),
+            ErrorFormat::Json => {
+                let labels: Vec<serde_json::Value> = d
+                    .labels
+                    .iter()
+                    .map(|l| {
+                        let (line, col) = line_col(text, l.span.start as usize);
+                        serde_json::json!({"start": l.span.start, "end": l.span.end, "line": line, "column": col, "text": l.text})
+                    })
+                    .collect();
+                let v = serde_json::json!({
+                    "code": d.code,
+                    "severity": if d.severity == Severity::Error { "error" } else { "warning" },
+                    "message": d.message,
+                    "file": if d.labels.is_empty() { serde_json::Value::Null } else { serde_json::Value::String(name) },
+                    "labels": labels,
+                    "notes": d.notes,
+                    "help": d.help,
+                });
+                out.push_str(&v.to_string());
+                out.push('\n');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,77 @@
+//! One-call CPU launches: compile a kernel instance for the argument dtypes, JIT it, bind
+//! arguments and run every program of the grid in parallel.
+
+use crate::{compile, infer_generics, CompileOptions, SourceSet};
+use std::collections::HashMap;
+use tilec_codegen_cpu::{compile_jit, JitKernel};
+use tilec_frontend::Instances;
+use tilec_grammar::diag::Diagnostic;
+use tilec_midend::{Kernel, Module, Scalar};
+use tilec_runtime::{bind, run_cpu, ArgValue, Bound, LaunchValues, RunError};
+
+/// A kernel instance compiled for the CPU, ready to launch any number of times.
+pub struct CpuRunner {
+    pub module: Module,
+    pub kernel: Kernel,
+    jit: JitKernel,
+}
+
+/// What one launch did: the grid and the flop count from the launch function.
+pub type RunOutcome = LaunchValues;
+
+/// The dtypes of the array arguments, for [`infer_generics`].
+pub fn dtypes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Scalar> {
+    args.iter()
+        .filter_map(|(n, a)| match a {
+            ArgValue::Array(h) => Some((n.clone(), h.elem())),
+            ArgValue::Scalar(_) => None,
+        })
+        .collect()
+}
+
+impl CpuRunner {
+    /// Compiles `kernel` with its element types inferred from the dtypes of `args` (or fixed
+    /// by `fixed`, `T -> f64`).
+    pub fn new(
+        src: &SourceSet,
+        kernel: &str,
+        args: &HashMap<String, ArgValue>,
+        fixed: &HashMap<String, Scalar>,
+    ) -> Result<CpuRunner, Vec<Diagnostic>> {
+        let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
+        let inst = Instances::One {
+            kernel: kernel.to_string(),
+            generics,
+        };
+        let compiled = compile(src, &inst, &CompileOptions::default())?;
+        let module = compiled.module;
+        let Some(k) = module.kernels.first().cloned() else {
+            return Err(vec![Diagnostic::error(
+                "E0107",
+                format!("no kernel named `{kernel}`"),
+            )]);
+        };
+        let jit = compile_jit(&module, &k)
+            .map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
+        Ok(CpuRunner {
+            module,
+            kernel: k,
+            jit,
+        })
+    }
+
+    /// Binds `args` (checking dtypes and shapes) and runs the kernel once.
+    pub fn run(&self, args: HashMap<String, ArgValue>) -> Result<(Bound, RunOutcome), RunError> {
+        let mut bound = bind(&self.kernel, args)?;
+        let out = self.run_bound(&mut bound)?;
+        Ok((bound, out))
+    }
+
+    /// Runs the kernel once on already bound arguments (updated in place).
+    pub fn run_bound(&self, bound: &mut Bound) -> Result<RunOutcome, RunError> {
+        // SAFETY: the function was compiled from this kernel, so it implements the packed
+        // argument ABI for exactly the parameters `bind` checked; programs of a launch write
+        // disjoint elements by the kernel's contract.
+        unsafe { run_cpu(self.jit.entry(), &self.module, &self.kernel, bound) }
+    }
+}
