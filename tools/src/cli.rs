@@ -372,6 +372,38 @@ fn build(
     }
 }
 
+/// A zero-filled array for a `mut` parameter named only by `--out`, shaped from the shape
+/// variables that the other array arguments bind.
+fn zeros_for_output(kernel: &tilec_midend::Kernel, args: &HashMap<String, ArgValue>, name: &str) -> Result<HostArray, Fail> {
+    use tilec_midend::{Dim, ParamKind};
+    let mut vars: HashMap<&str, u64> = HashMap::new();
+    for p in &kernel.params {
+        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) = (&p.kind, args.get(&p.name)) {
+            for (d, n) in dims.iter().zip(a.shape()) {
+                if let Dim::Var(v) = d {
+                    vars.entry(v.as_str()).or_insert(*n);
+                }
+            }
+        }
+    }
+    let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
+        return Err(usage("E0418", format!("`--out {name}`: kernel `{}` has no parameter `{name}`", kernel.name)));
+    };
+    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
+        return Err(usage("E0418", format!("`--out {name}`: `{name}` is not a `mut` array parameter")));
+    };
+    let mut shape = Vec::new();
+    for d in dims {
+        shape.push(match d {
+            Dim::Fixed(n) => *n,
+            Dim::Var(v) => *vars.get(v.as_str()).ok_or_else(|| {
+                usage("E0502", format!("`--out {name}`: the extent `{v}` is not bound by another argument; pass `--arg {name}=FILE.npy`"))
+            })?,
+        });
+    }
+    HostArray::zeros(*elem, &shape).map_err(run_error)
+}
+
 fn run(
     src: &SourceSet,
     kernel: &str,
@@ -432,6 +464,12 @@ fn run(
             None => ArgValue::Scalar(parse_scalar(&v, Scalar::F64).map_err(run_error)?),
         };
         args.insert(n, value);
+    }
+    for (n, _) in &outputs {
+        if !args.contains_key(n) {
+            let arr = zeros_for_output(&runner.kernel, &args, n)?;
+            args.insert(n.clone(), ArgValue::Array(arr));
+        }
     }
     let mut bound = tilec_runtime::bind(&runner.kernel, args).map_err(run_error)?;
     for (n, _) in &outputs {

@@ -1,0 +1,134 @@
+//! Run tests: kernels of the stdlib and the examples on the CPU target, against the plain f64
+//! Cholesky of `tilec_tests` (not the compiler's own path).
+
+use std::collections::HashMap;
+use tilec::{CpuRunner, SourceSet};
+use tilec_midend::{Const, Scalar};
+use tilec_runtime::{random_spd, ArgValue, HostArray};
+use tilec_tests::{cholesky_f64, max_rel_err, max_rel_err_lower};
+
+fn stdlib() -> SourceSet {
+    SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"))
+}
+
+fn example(name: &str) -> SourceSet {
+    let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    SourceSet::with_stdlib(format!("examples/{name}"), std::fs::read_to_string(path).expect("example"))
+}
+
+/// Factors a batch with `potrf_batched` and returns (factor, reference factor).
+fn potrf(batch: usize, n: usize, elem: Scalar, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    let a = random_spd(batch, n, seed);
+    let shape = [batch as u64, n as u64, n as u64];
+    let host = HostArray::from_f64_as(elem, &a, &shape).unwrap();
+    // The reference factors exactly the values the kernel sees (rounded to f32 if f32).
+    let seen = host.to_f64_vec();
+    let mut args = HashMap::new();
+    args.insert("A".to_string(), ArgValue::Array(host));
+    let eps = match elem {
+        Scalar::F32 => Const::Float(1e-6_f32 as f64, Scalar::F32),
+        _ => Const::Float(1e-12, Scalar::F64),
+    };
+    args.insert("eps".to_string(), ArgValue::Scalar(eps));
+    let runner = CpuRunner::new(&stdlib(), "potrf_batched", &args, &HashMap::new()).expect("compiles");
+    let (bound, launch) = runner.run(args).expect("runs");
+    assert_eq!(launch.grid, [batch as i64, 1, 1]);
+    let out = bound.array("A").unwrap().to_f64_vec();
+    let reference: Vec<f64> = seen.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
+    (out, reference)
+}
+
+const SIZES: &[usize] = &[1, 5, 15, 16, 17, 31, 32, 33, 92];
+
+#[test]
+fn potrf_f32_matches_f64_reference_for_all_sizes() {
+    for &n in SIZES {
+        for batch in [1, 7] {
+            let (out, reference) = potrf(batch, n, Scalar::F32, n as u64 * 31 + batch as u64);
+            let err = max_rel_err_lower(&out, &reference, n);
+            assert!(err <= 1e-4, "f32 n={n} batch={batch}: relative error {err:e}");
+        }
+    }
+}
+
+#[test]
+fn potrf_f64_matches_f64_reference_for_all_sizes() {
+    for &n in SIZES {
+        for batch in [1, 7] {
+            let (out, reference) = potrf(batch, n, Scalar::F64, n as u64 * 17 + batch as u64);
+            let err = max_rel_err_lower(&out, &reference, n);
+            assert!(err <= 1e-10, "f64 n={n} batch={batch}: relative error {err:e}");
+        }
+    }
+}
+
+#[test]
+fn potrf_leaves_blocks_above_the_diagonal_untouched() {
+    let n = 33;
+    let a = random_spd(2, n, 5);
+    let (out, _) = potrf(2, n, Scalar::F64, 5);
+    // Row 0, column 20 lies in block (0, 1), above the diagonal blocks.
+    assert_eq!(out[20], a[20]);
+    // Inside a diagonal block the upper triangle is zeroed.
+    assert_eq!(out[1], 0.0);
+}
+
+#[test]
+fn example_cholesky_matches_reference_and_zeroes_the_upper_triangle() {
+    for (n, elem, tol) in [(40usize, Scalar::F32, 1e-4), (17, Scalar::F64, 1e-10)] {
+        let batch = 5;
+        let a = random_spd(batch, n, 99);
+        let shape = [batch as u64, n as u64, n as u64];
+        let host = HostArray::from_f64_as(elem, &a, &shape).unwrap();
+        let seen = host.to_f64_vec();
+        let mut args = HashMap::new();
+        args.insert("A".to_string(), ArgValue::Array(host));
+        args.insert("L".to_string(), ArgValue::Array(HostArray::zeros(elem, &shape).unwrap()));
+        args.insert("eps".to_string(), ArgValue::Scalar(Const::Float(1e-12, elem)));
+        let runner = CpuRunner::new(&example("cholesky.tile"), "cholesky", &args, &HashMap::new()).expect("compiles");
+        let (bound, _) = runner.run(args).expect("runs");
+        let out = bound.array("L").unwrap().to_f64_vec();
+        let reference: Vec<f64> = seen.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
+        let err = max_rel_err(&out, &reference, n);
+        assert!(err <= tol, "{elem:?} n={n}: {err:e}");
+    }
+}
+
+/// The main job of the README, through the command line: 4096 SPD matrices of 92x92 in f32.
+#[test]
+fn cli_potrf_4096x92x92_f32_within_1e4_of_reference() {
+    let dir = std::env::temp_dir().join(format!("tilec-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("spd.npy");
+    let output = dir.join("l.npy");
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| {
+        let mut argv = vec!["tilec".to_string()];
+        argv.extend(args.iter().map(|s| s.to_string()));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+        String::from_utf8(out).unwrap()
+    };
+    run(&["gen-spd", "--batch", "4096", "--n", "92", "--dtype", "f32", "--seed", "7", "-o", input.to_str().unwrap()]);
+    let printed = run(&[
+        "run",
+        &format!("{root}/stdlib/linalg.tile"),
+        "--kernel",
+        "potrf_batched",
+        "--arg",
+        &format!("A={}", input.display()),
+        "--arg",
+        "eps=1e-6",
+        "--out",
+        &format!("A={}", output.display()),
+    ]);
+    assert!(printed.contains("potrf_batched__f32: grid [4096, 1, 1]"), "{printed}");
+    let a = tilec_runtime::read_npy(&input).unwrap();
+    let l = tilec_runtime::read_npy(&output).unwrap();
+    assert_eq!(l.shape(), &[4096, 92, 92]);
+    let reference: Vec<f64> = a.to_f64_vec().chunks(92 * 92).flat_map(|m| cholesky_f64(m, 92)).collect();
+    let err = max_rel_err_lower(&l.to_f64_vec(), &reference, 92);
+    assert!(err <= 1e-4, "relative error {err:e}");
+    std::fs::remove_dir_all(&dir).ok();
+}

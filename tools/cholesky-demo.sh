@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The main job: factor 4096 random SPD matrices of 92x92 (f32) with the stdlib's
+# potrf_batched on the CPU target, and write the factor to target/demo/L.npy.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -j"${TILEC_JOBS:-2}" -p tilec
+tilec=target/release/tilec
+mkdir -p target/demo
+"$tilec" gen-spd --batch 4096 --n 92 --dtype f32 --seed 1 -o target/demo/spd.npy
+"$tilec" run stdlib/linalg.tile --kernel potrf_batched \
+    --arg A=target/demo/spd.npy --arg eps=1e-6 --out A=target/demo/L.npy --repeat 10
+echo "factor written to target/demo/L.npy (lower triangle)"
