@@ -39,7 +39,11 @@ pub fn max_rel_err_lower(x: &[f64], r: &[f64], n: usize) -> f64 {
 pub fn max_rel_err(x: &[f64], r: &[f64], n: usize) -> f64 {
     let mut worst: f64 = 0.0;
     for (xb, rb) in x.chunks(n * n).zip(r.chunks(n * n)) {
-        let err = xb.iter().zip(rb).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let err = xb
+            .iter()
+            .zip(rb)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         let scale = rb.iter().map(|v| v.abs()).fold(0.0, f64::max);
         worst = worst.max(err / scale);
     }

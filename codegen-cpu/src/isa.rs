@@ -12,6 +12,9 @@ pub(crate) fn host(pic: bool) -> Result<OwnedTargetIsa, CodegenError> {
     flags
         .set("is_pic", if pic { "true" } else { "false" })
         .map_err(err)?;
+    // Tiles live in the stack frame, which can be large: probe it page by page.
+    flags.set("enable_probestack", "true").map_err(err)?;
+    flags.set("probestack_strategy", "inline").map_err(err)?;
     let builder = cranelift_native::builder().map_err(|e| err(format!("unsupported host: {e}")))?;
     builder.finish(settings::Flags::new(flags)).map_err(err)
 }

@@ -37,6 +37,9 @@ pub(crate) fn cl_type(s: Scalar) -> ir::Type {
     }
 }
 
+/// Most bytes of tile storage one program may use (its threads have 64 MiB stacks).
+const MAX_FRAME: u64 = 32 << 20;
+
 /// The translation state of one function.
 pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) b: FunctionBuilder<'b>,
@@ -79,6 +82,13 @@ pub(crate) fn lower_kernel<M: ClModule>(
     let args = l.b.block_params(entry)[0];
     l.ids = l.b.block_params(entry)[1];
     l.exit = l.b.create_block();
+    let frame: u64 = l.slots.sizes.iter().map(|s| *s as u64).sum();
+    if frame > MAX_FRAME {
+        return Err(err(format!(
+            "kernel `{}` needs {frame} bytes of tile storage per program, more than {MAX_FRAME}",
+            k.name
+        )));
+    }
     for size in l.slots.sizes.clone() {
         let s =
             l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 4));

@@ -32,6 +32,9 @@ fn vec_ty(s: Scalar) -> Option<ir::Type> {
     }
 }
 
+/// The per-element (or per-vector) body of an element-wise loop.
+type ElemFn<'a, L> = dyn FnMut(&mut L, &[ir::Value]) -> Result<ir::Value, CodegenError> + 'a;
+
 /// Chunks of one element-wise loop that are unrolled (above this, a loop is emitted).
 const UNROLL: u32 = 64;
 
@@ -67,7 +70,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         ops: &[Operand],
         dst: ir::Value,
         vector: bool,
-        f: &mut dyn FnMut(&mut Self, &[ir::Value]) -> Result<ir::Value, CodegenError>,
+        f: &mut ElemFn<'_, Self>,
     ) -> Result<(), CodegenError> {
         let esz = s.bytes();
         let mut start = 0u32;

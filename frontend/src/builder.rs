@@ -21,6 +21,8 @@ pub(crate) enum Binding {
         name: String,
         fixed: Vec<Option<u64>>,
     },
+    /// A variable whose initializer had an error (reported): uses are silently errors.
+    Poisoned,
 }
 
 /// A generic argument of an instance.

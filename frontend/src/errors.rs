@@ -26,7 +26,7 @@ fn suggest(d: Diagnostic, name: &str, cands: &[String]) -> Diagnostic {
         .iter()
         .filter(|c| c.as_str() != name)
         .map(|c| (distance(name, c), c))
-        .filter(|(d, c)| *d <= (c.len() / 3).max(1))
+        .filter(|(d, c)| name.len() > 1 && c.len() > 1 && *d <= (c.len() / 3).max(1))
         .min();
     match best {
         Some((_, c)) => d.help(format!("a name with a similar spelling exists: `{c}`")),
@@ -54,8 +54,8 @@ pub(crate) fn unknown_type(n: &Ident) -> Diagnostic {
 
 pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
     Diagnostic::error("E0104", format!("`{name}` is defined more than once"))
-        .label(second, "defined again here")
         .label(first, "first defined here")
+        .label(second, "defined again here")
 }
 
 pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>) -> Diagnostic {
@@ -186,6 +186,15 @@ pub(crate) fn bad_extent(span: Span, what: &str, v: f64) -> Diagnostic {
         format!("{what} must be an integer from 1 to 4096, found {v}"),
     )
     .label(span, "this extent")
+}
+
+pub(crate) fn tile_too_large(span: Span, len: u64, max: u64) -> Diagnostic {
+    Diagnostic::error(
+        "E0204",
+        format!("this tile has {len} elements, more than the limit of {max}"),
+    )
+    .label(span, "too large for a register tile")
+    .help("split the work into smaller tiles")
 }
 
 pub(crate) fn read_only(span: Span, name: &str) -> Diagnostic {
@@ -434,7 +443,7 @@ pub(crate) fn generic_conflict(
 pub(crate) fn early_return(span: Span) -> Diagnostic {
     Diagnostic::error("E0217", "`return` in a `fn` must be its last statement")
         .label(span, "early return")
-        .note("`fn`s are inlined into structured code; use if/else to choose the result")
+        .note("`fn`s are inlined into structured code: assign the result to a variable in the branches of an `if` and end the body with that variable")
 }
 
 pub(crate) fn kernel_return_value(span: Span) -> Diagnostic {

@@ -87,6 +87,7 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::array_as_value(n));
                     Ev::Err
                 }
+                Some(Binding::Poisoned) => Ev::Err,
                 None => match self.generics.get(&n.name).cloned() {
                     Some(GenericVal::Const(c)) => Ev::Val(self.constant(c, e.span)),
                     Some(GenericVal::Type(_)) => {

@@ -211,7 +211,7 @@ impl FnBuilder<'_, '_> {
         if !ok {
             return None;
         }
-        if note && self.cx.diags.len() > errors_before {
+        if note && !decl.generics.is_empty() && self.cx.diags.len() > errors_before {
             let d = errors::in_instance(call.span, &key);
             self.error(d);
         }

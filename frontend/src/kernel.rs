@@ -171,7 +171,7 @@ impl FnBuilder<'_, '_> {
                     for d in dims {
                         match &d.kind {
                             ExprKind::Name(n)
-                                if self.generics.get(&n.name).is_none()
+                                if !self.generics.contains_key(&n.name)
                                     && !self.cx.program.consts.contains_key(&n.name) =>
                             {
                                 ds.push(Dim::Var(n.name.clone()))
@@ -298,12 +298,18 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
         }
     }
     let rank = item.grid.len();
-    if rank == 0 || rank > 3 {
-        let mut d = errors::grid_rank(item.header_span, rank);
+    // A bad grid rank is reported, and the body is still checked (with the rank clamped).
+    let bad_rank = rank == 0 || rank > 3;
+    if bad_rank {
+        let span = match (item.grid.first(), item.grid.last()) {
+            (Some(a), Some(b)) => a.span.to(b.span),
+            _ => item.header_span,
+        };
+        let mut d = errors::grid_rank(span, rank);
         d.source = source.clone();
         cx.diags.push(d);
-        return;
     }
+    let rank = rank.clamp(1, 3);
     let sym = symbol(item, g);
 
     // The body.
@@ -327,6 +333,9 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
     b.block(&item.body);
     b.emit(OpKind::Return, vec![], vec![], item.body.span);
     let body = b.finish(params);
+    if bad_rank {
+        return;
+    }
 
     // The launch function: grid extents as i64 and the flop count as f64.
     let mut b = FnBuilder::new(

@@ -241,6 +241,12 @@ impl FnBuilder<'_, '_> {
         Some(self.emit1(OpKind::Bin(k), vec![old, v], t, span))
     }
 
+    /// Checks the right-hand side of an assignment whose target failed, so its errors are
+    /// reported too.
+    fn check_rhs(&mut self, value: &Expr) {
+        let _ = self.expr(value, None);
+    }
+
     /// `target op= value;`
     pub(crate) fn assign(&mut self, target: &Expr, op: AssignOp, value: &Expr, span: Span) {
         let (name, items) = match &target.kind {
@@ -334,9 +340,11 @@ impl FnBuilder<'_, '_> {
             ) => {
                 if !mutable {
                     self.error(errors::read_only(target.span, &aname));
+                    self.check_rhs(value);
                     return;
                 }
                 let Some(acc) = self.array_access(arr, &fixed, items, target.span) else {
+                    self.check_rhs(value);
                     return;
                 };
                 let mut args = vec![acc.array];
@@ -347,7 +355,11 @@ impl FnBuilder<'_, '_> {
                     };
                     let tv = self.ty(v);
                     if tv != acc.ty {
-                        self.error(errors::store_type(value.span, &acc.ty, &tv));
+                        if acc.ty.is_tile() {
+                            self.error(errors::store_type(value.span, &acc.ty, &tv));
+                        } else {
+                            self.error(errors::assign_type(value.span, &acc.ty, &tv));
+                        }
                         return;
                     }
                     v
@@ -366,12 +378,17 @@ impl FnBuilder<'_, '_> {
                 args.push(v);
                 self.emit(OpKind::Store(acc.kinds), args, vec![], span);
             }
-            (Some(Binding::Array { .. }), None) => self.error(errors::bad_target(target.span)),
+            (Some(Binding::Poisoned), _) => self.check_rhs(value),
+            (Some(Binding::Array { .. }), None) => {
+                self.error(errors::bad_target(target.span));
+                self.check_rhs(value);
+            }
             (Some(Binding::Var(v)), Some(_)) => {
                 let t = self.ty(v);
                 self.error(errors::not_indexable(target.span, &t));
             }
             (None, _) => {
+                self.check_rhs(value);
                 let cands = self.names_in_scope();
                 if self.generics.contains_key(&name.name)
                     || self.cx.program.consts.contains_key(&name.name)

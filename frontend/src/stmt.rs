@@ -136,12 +136,7 @@ impl FnBuilder<'_, '_> {
                 }
                 match v {
                     Some(v) => self.declare(&name.name, Binding::Var(v)),
-                    None => {
-                        // Bind a placeholder so later uses do not report unknown names.
-                        let t = want.unwrap_or(Type::Scalar(Scalar::I32));
-                        let v = self.f.new_value(t);
-                        self.declare(&name.name, Binding::Var(v));
-                    }
+                    None => self.declare(&name.name, Binding::Poisoned),
                 }
             }
             Stmt::Assign {

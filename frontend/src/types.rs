@@ -5,6 +5,10 @@ use crate::errors;
 use tilec_grammar::ast::TypeExpr;
 use tilec_midend::{Scalar, Type};
 
+/// Most elements of one register tile (register tiles live in registers on GPUs and in the
+/// stack frame on CPUs).
+const MAX_TILE_ELEMS: u64 = 16384;
+
 impl FnBuilder<'_, '_> {
     /// Resolves a scalar type name (`f32`, or a type parameter bound to one).
     pub(crate) fn scalar_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
@@ -41,11 +45,13 @@ impl FnBuilder<'_, '_> {
                 for d in dims {
                     shape.push(self.extent(d, "a tile extent"));
                 }
-                let shape: Option<Vec<u32>> = shape.into_iter().collect();
-                Some(Type::Tile {
-                    elem: elem?,
-                    shape: shape?,
-                })
+                let shape: Vec<u32> = shape.into_iter().collect::<Option<Vec<u32>>>()?;
+                let len: u64 = shape.iter().map(|&d| d as u64).product();
+                if len > MAX_TILE_ELEMS {
+                    self.error(errors::tile_too_large(*span, len, MAX_TILE_ELEMS));
+                    return None;
+                }
+                Some(Type::Tile { elem: elem?, shape })
             }
             TypeExpr::Shared { span, .. } => {
                 self.error(errors::unsupported(

@@ -92,7 +92,11 @@ impl Diagnostic {
             (file_name, a..b)
         };
         let mut report = Report::build(kind, clamp(self.labels[0].span))
-            .with_config(Config::default().with_color(color))
+            .with_config(
+                Config::default()
+                    .with_color(color)
+                    .with_index_type(ariadne::IndexType::Byte),
+            )
             .with_code(self.code)
             .with_message(&self.message);
         for l in &self.labels {

@@ -237,7 +237,14 @@ pub fn lex(src: &str) -> Lexed {
         match tok {
             Ok(Tok::DocComment(text)) => out.docs.push((span.start, span.end, text)),
             Ok(t) => out.tokens.push((span.start, t, span.end)),
-            Err(e) => out.errors.push((span.start, span.end, e)),
+            Err(e) => {
+                // A malformed number still stands for a number, so the parser does not report
+                // a second, spurious error.
+                if e == LexError::BadNumber {
+                    out.tokens.push((span.start, Tok::Int(0), span.end));
+                }
+                out.errors.push((span.start, span.end, e))
+            }
         }
     }
     out

@@ -42,11 +42,16 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
 }
 
 fn has_effect(op: &Op) -> bool {
-    match op.kind {
-        OpKind::Store(_) | OpKind::Return | OpKind::Yield | OpKind::Call(_) => true,
-        OpKind::For | OpKind::If | OpKind::While => true,
-        _ => false,
-    }
+    matches!(
+        op.kind,
+        OpKind::Store(_)
+            | OpKind::Return
+            | OpKind::Yield
+            | OpKind::Call(_)
+            | OpKind::For
+            | OpKind::If
+            | OpKind::While
+    )
 }
 
 /// Removes unused pure ops; returns whether anything changed.

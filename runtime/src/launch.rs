@@ -136,20 +136,44 @@ unsafe impl Sync for SharedArgs {}
 pub unsafe fn launch_cpu(f: CpuKernelFn, args: &[u64], grid: [i64; 3]) -> Result<(), RunError> {
     let ([g0, g1, _], n) = grid_size(grid)?;
     let shared = SharedArgs(args.as_ptr());
-    (0..n).into_par_iter().for_each(move |i| {
-        let shared = shared;
-        let ids = [
-            (i % g0) as i64,
-            (i / g0 % g1) as i64,
-            (i / (g0 * g1)) as i64,
-            grid[0],
-            grid[1],
-            grid[2],
-        ];
-        // SAFETY: by the contract of `launch_cpu`.
-        unsafe { f(shared.0, ids.as_ptr()) };
+    pool().install(|| {
+        (0..n).into_par_iter().for_each(move |i| {
+            let shared = shared;
+            let ids = [
+                (i % g0) as i64,
+                (i / g0 % g1) as i64,
+                (i / (g0 * g1)) as i64,
+                grid[0],
+                grid[1],
+                grid[2],
+            ];
+            // SAFETY: by the contract of `launch_cpu`.
+            unsafe { f(shared.0, ids.as_ptr()) };
+        })
     });
     Ok(())
+}
+
+/// Stack size of the launcher's threads: register tiles live in the kernel's stack frame
+/// (up to 32 MiB, checked by the CPU backend, which also emits stack probes).
+const PROGRAM_STACK: usize = 64 << 20;
+
+/// The thread pool that runs programs: one thread per core, with large stacks.
+fn pool() -> &'static rayon::ThreadPool {
+    static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .stack_size(PROGRAM_STACK)
+            .thread_name(|i| format!("tilec-program-{i}"))
+            .build()
+            .unwrap_or_else(|_| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .stack_size(PROGRAM_STACK)
+                    .build()
+                    .expect("a thread")
+            })
+    })
 }
 
 /// Evaluates the grid ([`launch_values`]), packs the arguments ([`pack_args`]) and runs all

@@ -374,11 +374,17 @@ fn build(
 
 /// A zero-filled array for a `mut` parameter named only by `--out`, shaped from the shape
 /// variables that the other array arguments bind.
-fn zeros_for_output(kernel: &tilec_midend::Kernel, args: &HashMap<String, ArgValue>, name: &str) -> Result<HostArray, Fail> {
+fn zeros_for_output(
+    kernel: &tilec_midend::Kernel,
+    args: &HashMap<String, ArgValue>,
+    name: &str,
+) -> Result<HostArray, Fail> {
     use tilec_midend::{Dim, ParamKind};
     let mut vars: HashMap<&str, u64> = HashMap::new();
     for p in &kernel.params {
-        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) = (&p.kind, args.get(&p.name)) {
+        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) =
+            (&p.kind, args.get(&p.name))
+        {
             for (d, n) in dims.iter().zip(a.shape()) {
                 if let Dim::Var(v) = d {
                     vars.entry(v.as_str()).or_insert(*n);
@@ -387,10 +393,24 @@ fn zeros_for_output(kernel: &tilec_midend::Kernel, args: &HashMap<String, ArgVal
         }
     }
     let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
-        return Err(usage("E0418", format!("`--out {name}`: kernel `{}` has no parameter `{name}`", kernel.name)));
+        return Err(usage(
+            "E0418",
+            format!(
+                "`--out {name}`: kernel `{}` has no parameter `{name}`",
+                kernel.name
+            ),
+        ));
     };
-    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
-        return Err(usage("E0418", format!("`--out {name}`: `{name}` is not a `mut` array parameter")));
+    let ParamKind::Array {
+        elem,
+        dims,
+        mutable: true,
+    } = &p.kind
+    else {
+        return Err(usage(
+            "E0418",
+            format!("`--out {name}`: `{name}` is not a `mut` array parameter"),
+        ));
     };
     let mut shape = Vec::new();
     for d in dims {

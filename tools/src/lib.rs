@@ -122,6 +122,8 @@ pub fn compile(
     let (mut module, more) = tilec_frontend::compile(&parsed.sources(), instances);
     diags.extend(more);
     if !diags.is_empty() {
+        // Report in source order: the main file first, then imported modules.
+        diags.sort_by_key(|d| (d.source.clone(), d.labels.first().map(|l| l.span.start)));
         return Err(diags);
     }
     let popts = PipelineOptions {
