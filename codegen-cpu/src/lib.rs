@@ -74,14 +74,14 @@ fn kernel_signature(isa: &OwnedTargetIsa) -> Signature {
     sig
 }
 
-/// JIT-compiles one kernel instance of a module that has been through the pass pipeline.
-pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, CodegenError> {
+/// A JIT module for the host and the lowered (not yet compiled) function of `kernel`.
+fn jit_function(
+    module: &Module,
+    kernel: &Kernel,
+) -> Result<(JITModule, cranelift_codegen::Context), CodegenError> {
     let isa = isa::host(false)?;
     let sig = kernel_signature(&isa);
-    let mut jit = JITModule::new(JITBuilder::with_isa(isa.clone(), default_libcall_names()));
-    let id = jit
-        .declare_function(&kernel.symbol, Linkage::Export, &sig)
-        .map_err(err)?;
+    let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
     lower::lower_kernel(
@@ -90,6 +90,15 @@ pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, Codege
         &module.funcs[kernel.body as usize],
         kernel,
     )?;
+    Ok((jit, ctx))
+}
+
+/// JIT-compiles one kernel instance of a module that has been through the pass pipeline.
+pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, CodegenError> {
+    let (mut jit, mut ctx) = jit_function(module, kernel)?;
+    let id = jit
+        .declare_function(&kernel.symbol, Linkage::Export, &ctx.func.signature)
+        .map_err(err)?;
     jit.define_function(id, &mut ctx)
         .map_err(|e| err(format!("{e:?}")))?;
     jit.finalize_definitions().map_err(err)?;
@@ -104,17 +113,7 @@ pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, Codege
 
 /// The Cranelift IR (CLIF text) of one kernel instance, before Cranelift's own optimisation.
 pub fn emit_clif(module: &Module, kernel: &Kernel) -> Result<String, CodegenError> {
-    let isa = isa::host(false)?;
-    let sig = kernel_signature(&isa);
-    let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
-    let mut ctx = jit.make_context();
-    ctx.func.signature = sig;
-    lower::lower_kernel(
-        &mut jit,
-        &mut ctx.func,
-        &module.funcs[kernel.body as usize],
-        kernel,
-    )?;
+    let (_, ctx) = jit_function(module, kernel)?;
     Ok(ctx.func.display().to_string())
 }
 

@@ -277,24 +277,6 @@ fn value_type(f: &Function, v: Value) -> Result<&Type, EvalError> {
     }
 }
 
-/// Wraps `v` to the two's-complement range of the integer type `s` (others unchanged).
-fn wrap(v: i64, s: Scalar) -> i64 {
-    match s {
-        Scalar::I32 => v as i32 as i64,
-        Scalar::U32 => v as u32 as i64,
-        _ => v,
-    }
-}
-
-/// Rounds `v` to `f32` when `s` is `f32`.
-fn round(v: f64, s: Scalar) -> f64 {
-    if s == Scalar::F32 {
-        v as f32 as f64
-    } else {
-        v
-    }
-}
-
 fn as_bool(c: Const) -> bool {
     c.as_f64() != 0.0
 }
@@ -323,10 +305,10 @@ fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
                 Max => x.max(y),
                 And | Or => return err(format!("{op:?} on floats in launch function")),
             };
-            Ok(Const::Float(round(v, ty), ty))
+            Ok(Const::Float(ty.round(v), ty))
         }
         Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let (x, y) = (wrap(a.as_i64(), ty), wrap(b.as_i64(), ty));
+            let (x, y) = (ty.wrap(a.as_i64()), ty.wrap(b.as_i64()));
             if matches!(op, Div | Rem) && y == 0 {
                 let what = if op == Div { "division" } else { "remainder" };
                 return err(format!(
@@ -344,7 +326,7 @@ fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
                 And => x & y,
                 Or => x | y,
             };
-            Ok(Const::Int(wrap(v, ty), ty))
+            Ok(Const::Int(ty.wrap(v), ty))
         }
     }
 }
@@ -353,7 +335,7 @@ fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
 fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
     let ord = match a.ty() {
         Scalar::F32 | Scalar::F64 => a.as_f64().partial_cmp(&b.as_f64()),
-        s => Some(wrap(a.as_i64(), s).cmp(&wrap(b.as_i64(), s))),
+        s => Some(s.wrap(a.as_i64()).cmp(&s.wrap(b.as_i64()))),
     };
     use std::cmp::Ordering::*;
     match op {
@@ -387,17 +369,17 @@ fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
                 Tanh => x.tanh(),
                 Not => return err("not on a float in launch function"),
             };
-            Ok(Const::Float(round(v, ty), ty))
+            Ok(Const::Float(ty.round(v), ty))
         }
         Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let x = wrap(a.as_i64(), ty);
+            let x = ty.wrap(a.as_i64());
             let v = match op {
                 Neg => x.wrapping_neg(),
                 Abs => x.wrapping_abs(),
                 Not => !x,
                 _ => return err(format!("{op:?} on an integer in launch function")),
             };
-            Ok(Const::Int(wrap(v, ty), ty))
+            Ok(Const::Int(ty.wrap(v), ty))
         }
     }
 }
@@ -424,7 +406,7 @@ fn cast(a: Const, to: Scalar) -> Const {
                 },
                 _ => a.as_i64(),
             };
-            Const::Int(wrap(v, to), to)
+            Const::Int(to.wrap(v), to)
         }
     }
 }
@@ -439,10 +421,11 @@ fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
         Scalar::F64 => Const::Float(a.as_f64().mul_add(b.as_f64(), c.as_f64()), ty),
         Scalar::Bool => Const::Bool((as_bool(a) && as_bool(b)) || as_bool(c)),
         _ => {
-            let v = wrap(a.as_i64(), ty)
-                .wrapping_mul(wrap(b.as_i64(), ty))
-                .wrapping_add(wrap(c.as_i64(), ty));
-            Const::Int(wrap(v, ty), ty)
+            let v = ty
+                .wrap(a.as_i64())
+                .wrapping_mul(ty.wrap(b.as_i64()))
+                .wrapping_add(ty.wrap(c.as_i64()));
+            Const::Int(ty.wrap(v), ty)
         }
     }
 }

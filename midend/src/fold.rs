@@ -5,22 +5,6 @@ use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 
-fn wrap(v: i64, s: Scalar) -> i64 {
-    match s {
-        Scalar::I32 => v as i32 as i64,
-        Scalar::U32 => v as u32 as i64,
-        _ => v,
-    }
-}
-
-fn round(v: f64, s: Scalar) -> f64 {
-    if s == Scalar::F32 {
-        v as f32 as f64
-    } else {
-        v
-    }
-}
-
 /// Folds one op with constant operands, if it is foldable.
 fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
     let Type::Scalar(s) = out else { return None };
@@ -38,7 +22,7 @@ fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
                 BinOp::Max => a.max(b),
                 _ => return None,
             };
-            Const::Int(wrap(v, s), s)
+            Const::Int(s.wrap(v), s)
         }
         (OpKind::Bin(op), [Const::Float(a, _), Const::Float(b, _)]) => {
             let v = match op {
@@ -50,7 +34,7 @@ fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
                 BinOp::Max => a.max(*b),
                 _ => return None,
             };
-            Const::Float(round(v, s), s)
+            Const::Float(s.round(v), s)
         }
         (OpKind::Bin(BinOp::And), [Const::Bool(a), Const::Bool(b)]) => Const::Bool(*a && *b),
         (OpKind::Bin(BinOp::Or), [Const::Bool(a), Const::Bool(b)]) => Const::Bool(*a || *b),
@@ -65,14 +49,14 @@ fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
                 CmpOp::Ge => x >= y,
             })
         }
-        (OpKind::Un(UnOp::Neg), [Const::Int(a, _)]) => Const::Int(wrap(a.wrapping_neg(), s), s),
+        (OpKind::Un(UnOp::Neg), [Const::Int(a, _)]) => Const::Int(s.wrap(a.wrapping_neg()), s),
         (OpKind::Un(UnOp::Neg), [Const::Float(a, _)]) => Const::Float(-a, s),
         (OpKind::Un(UnOp::Not), [Const::Bool(a)]) => Const::Bool(!a),
         (OpKind::Cast(to), [c]) if *to == s => match (c, to.is_float()) {
             (Const::Bool(_), _) => return None,
-            (_, true) => Const::Float(round(c.as_f64(), s), s),
-            (Const::Int(v, _), false) => Const::Int(wrap(*v, s), s),
-            (Const::Float(v, _), false) if v.is_finite() => Const::Int(wrap(*v as i64, s), s),
+            (_, true) => Const::Float(s.round(c.as_f64()), s),
+            (Const::Int(v, _), false) => Const::Int(s.wrap(*v), s),
+            (Const::Float(v, _), false) if v.is_finite() => Const::Int(s.wrap(*v as i64), s),
             _ => return None,
         },
         _ => return None,

@@ -33,6 +33,24 @@ impl Scalar {
         matches!(self, Scalar::I32 | Scalar::U32 | Scalar::I64)
     }
 
+    /// Wraps `v` to the two's-complement range of this integer type (other types: unchanged).
+    pub fn wrap(self, v: i64) -> i64 {
+        match self {
+            Scalar::I32 => v as i32 as i64,
+            Scalar::U32 => v as u32 as i64,
+            _ => v,
+        }
+    }
+
+    /// Rounds `v` to this type's precision (`f32`: to the nearest f32; others: unchanged).
+    pub fn round(self, v: f64) -> f64 {
+        if self == Scalar::F32 {
+            v as f32 as f64
+        } else {
+            v
+        }
+    }
+
     /// The source name: `f32`, `i64`, ...
     pub fn name(self) -> &'static str {
         match self {
