@@ -271,6 +271,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// `a * b + c`, fused where the host has FMA (as on the GPU targets).
     pub(crate) fn fma(&mut self, a: ir::Value, b: ir::Value, c: ir::Value) -> ir::Value {
+        if self.b.func.dfg.value_type(a).lane_type().is_int() {
+            let p = self.b.ins().imul(a, b);
+            return self.b.ins().iadd(p, c);
+        }
         if self.fma {
             self.b.ins().fma(a, b, c)
         } else {

@@ -58,6 +58,12 @@ pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
         .label(second, "defined again here")
 }
 
+pub(crate) fn duplicate_across(name: &str, span: Span, module: &str) -> Diagnostic {
+    Diagnostic::error("E0104", format!("`{name}` is defined here and in the imported module `{module}`"))
+        .label(span, "defined here too")
+        .help("item names are shared by a program and the modules it imports: rename this one")
+}
+
 pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>) -> Diagnostic {
     let known: Vec<&str> = known.collect();
     Diagnostic::error("E0105", format!("unknown module `{}`", m.name))
@@ -382,7 +388,7 @@ pub(crate) fn expected_int(span: Span, what: &str, t: &Type) -> Diagnostic {
 pub(crate) fn loop_bounds(span: Span, a: &Type, b: &Type) -> Diagnostic {
     Diagnostic::error(
         "E0215",
-        format!("loop bounds and step must have one integer type, found {a} and {b}"),
+        format!("loop bounds and step must have one type, i32 or i64, found {a} and {b}"),
     )
     .label(span, "here")
 }

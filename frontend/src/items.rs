@@ -41,8 +41,10 @@ impl<'s> Program<'s> {
         let mut diags = Vec::new();
         let mut seen: Vec<Option<&'s str>> = vec![None];
         let mut queue: Vec<(Option<&'s str>, &'s File)> = vec![(None, sources.main)];
+        // Item names are global to a program: a name defined twice, in one file or in two
+        // modules, is an error (the first definition is kept).
+        let mut names: HashMap<&str, (Span, Option<&'s str>)> = HashMap::new();
         while let Some((source, file)) = queue.pop() {
-            let mut names: HashMap<&str, Span> = HashMap::new();
             for item in &file.items {
                 let (name, span) = match item {
                     Item::Import(m) => {
@@ -66,11 +68,14 @@ impl<'s> Program<'s> {
                     }
                     Item::Const(c) => {
                         p.consts
-                            .insert(c.name.name.clone(), From { item: c, source });
+                            .entry(c.name.name.clone())
+                            .or_insert(From { item: c, source });
                         (&c.name.name, c.name.span)
                     }
                     Item::Fn(f) => {
-                        p.fns.insert(f.name.name.clone(), From { item: f, source });
+                        p.fns
+                            .entry(f.name.name.clone())
+                            .or_insert(From { item: f, source });
                         (&f.name.name, f.name.span)
                     }
                     Item::Kernel(k) => {
@@ -80,10 +85,24 @@ impl<'s> Program<'s> {
                     }
                     Item::Error(_) => continue,
                 };
-                if let Some(first) = names.insert(name, span) {
-                    let mut d = errors::duplicate(name, first, span);
-                    d.source = source.map(str::to_string);
-                    diags.push(d);
+                match names.get(name.as_str()) {
+                    Some((first, first_source)) if *first_source == source => {
+                        let mut d = errors::duplicate(name, *first, span);
+                        d.source = source.map(str::to_string);
+                        diags.push(d);
+                    }
+                    Some((first, first_source)) => {
+                        // Point at the main file's definition; name the module.
+                        let (at, module) = match (first_source, source) {
+                            (None, Some(m)) => (*first, m),
+                            (Some(m), _) => (span, *m),
+                            (None, None) => (span, ""),
+                        };
+                        diags.push(errors::duplicate_across(name, at, module));
+                    }
+                    None => {
+                        names.insert(name.as_str(), (span, source));
+                    }
                 }
             }
         }

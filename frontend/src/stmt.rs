@@ -264,6 +264,10 @@ impl FnBuilder<'_, '_> {
             return;
         };
         let it = self.ty(l);
+        if !matches!(it, Type::Scalar(Scalar::I32 | Scalar::I64)) {
+            self.error(errors::loop_bounds(lo.span, &it, &it));
+            return;
+        }
         if self.ty(h) != it || self.ty(st) != it {
             let th = self.ty(h);
             self.error(errors::loop_bounds(hi.span, &it, &th));
@@ -357,6 +361,10 @@ impl FnBuilder<'_, '_> {
         let carried = self.carried(&blocks);
         let mut regions = Vec::new();
         for b in [&s.then, &else_block] {
+            // Each branch starts from the values before the `if`.
+            for (n, v) in &carried {
+                self.set_var(n, *v);
+            }
             self.push_ops();
             self.block(b);
             self.yield_carried(&carried, b.span);
