@@ -14,6 +14,7 @@
 //! library's `expf`, `exp`, `logf`, ... (link with `-lm`).
 
 mod isa;
+mod linalg;
 mod lower;
 mod memory;
 mod scalar;

@@ -174,6 +174,35 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
     }
 
+    /// `map`: the region applied to every element, in a loop over the tile.
+    fn map(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let t = self.f.ty(op.args[0]).clone();
+        let (se, de) = (t.elem(), self.f.ty(op.results[0]).elem());
+        let src = self.tile_addr(op.args[0]);
+        let dst = self.tile_addr(op.results[0]);
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, t.tile_len() as i64);
+        let r = &op.regions[0];
+        let mut res = Ok(());
+        self.dyn_loop(lo, hi, |l, i| {
+            let sa = l.b.ins().imul_imm_s(i, se.bytes() as i64);
+            let sa = l.b.ins().iadd(src, sa);
+            let x = l.b.ins().load(cl_type(se), crate::memory::flags(), sa, 0);
+            l.bind(r.params[0], x);
+            match l.region_yield(r) {
+                Ok(Some(ys)) => {
+                    let y = l.val(ys[0]);
+                    let da = l.b.ins().imul_imm_s(i, de.bytes() as i64);
+                    let da = l.b.ins().iadd(dst, da);
+                    l.b.ins().store(crate::memory::flags(), y, da, 0);
+                }
+                Ok(None) => res = Err(err("`map` region does not yield")),
+                Err(e) => res = Err(e),
+            }
+        });
+        res
+    }
+
     pub(crate) fn bind(&mut self, v: Value, x: ir::Value) {
         self.held.insert(v, Held::Val(x));
     }
@@ -319,7 +348,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// Lowers a region that ends in `Yield` (or `Return`); returns the yielded values.
-    fn region_yield(&mut self, r: &Region) -> Result<Option<Vec<Value>>, CodegenError> {
+    pub(crate) fn region_yield(&mut self, r: &Region) -> Result<Option<Vec<Value>>, CodegenError> {
         for op in &r.ops {
             if op.kind == OpKind::Yield {
                 return Ok(Some(op.args.clone()));
@@ -341,6 +370,25 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 Ok(())
             }
             OpKind::Yield => Err(err("yield outside a structured region")),
+            // Programs run on one thread each on the CPU: shared arrays need no barrier.
+            OpKind::Barrier => Ok(()),
+            OpKind::AllocShared(shape) => {
+                let s = self.slots.of[&op.results[0]];
+                let ptr = self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0);
+                let bytes = shape.iter().product::<u32>() * self.f.ty(op.results[0]).elem().bytes();
+                self.zero_bytes(ptr, bytes);
+                let dims = shape
+                    .iter()
+                    .map(|d| self.b.ins().iconst(types::I64, *d as i64))
+                    .collect();
+                self.held.insert(op.results[0], Held::Array { ptr, dims });
+                Ok(())
+            }
+            OpKind::Map => {
+                self.bind_tile(op.results[0]);
+                self.map(op)
+            }
+            OpKind::AtomicAdd(_) => self.memory_op(op),
             OpKind::Call(_) => Err(err("calls must be inlined before CPU code generation")),
             _ => {
                 for res in &op.results {

@@ -5,7 +5,9 @@
 
 use crate::lower::{cl_type, Lower};
 use crate::CodegenError;
-use cranelift_codegen::ir::{self, condcodes::IntCC, types, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{
+    self, condcodes::IntCC, types, AtomicRmwOp, InstBuilder, MemFlagsData,
+};
 use cranelift_module::Module as ClModule;
 use tilec_midend::{Index, Op, OpKind, Scalar, Value};
 
@@ -27,6 +29,17 @@ struct Access {
     in_bounds: ir::Value,
     slices: Vec<SliceDim>,
     elem: Scalar,
+}
+
+/// What moves between an array and a tile.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Xfer {
+    /// Array to tile.
+    Load,
+    /// Tile to array.
+    Store,
+    /// Tile added atomically to the array.
+    AtomicAdd,
 }
 
 /// Memory flags for data that may be unaligned but is known to be accessible.
@@ -118,11 +131,60 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(self.b.use_var(var))
     }
 
-    /// Copies the in-bounds part of an access between an array and the tile at `tile`
-    /// (`to_array`: tile to array, else array to tile).
-    fn copy_slices(&mut self, acc: &Access, tile: ir::Value, to_array: bool) {
+    /// One element moved between the array (at `ga`) and the tile (at `ta`).
+    fn xfer_elem(&mut self, mode: Xfer, ga: ir::Value, ta: ir::Value, elem: Scalar) {
+        let ty = cl_type(elem);
+        match mode {
+            Xfer::Load => {
+                let v = self.b.ins().load(ty, flags(), ga, 0);
+                self.b.ins().store(flags(), v, ta, 0);
+            }
+            Xfer::Store => {
+                let v = self.b.ins().load(ty, flags(), ta, 0);
+                self.b.ins().store(flags(), v, ga, 0);
+            }
+            Xfer::AtomicAdd => {
+                let v = self.b.ins().load(ty, flags(), ta, 0);
+                self.atomic_add_elem(ga, v, elem);
+            }
+        }
+    }
+
+    /// `*addr += v` atomically: `atomic_rmw` for integers, a compare-and-swap loop on the bits
+    /// for floats.
+    fn atomic_add_elem(&mut self, addr: ir::Value, v: ir::Value, elem: Scalar) {
+        let fl = MemFlagsData::new();
+        if !elem.is_float() {
+            self.b
+                .ins()
+                .atomic_rmw(cl_type(elem), fl, AtomicRmwOp::Add, addr, v);
+            return;
+        }
+        let (ft, it) = (
+            cl_type(elem),
+            if elem == Scalar::F32 {
+                types::I32
+            } else {
+                types::I64
+            },
+        );
+        let (retry, done) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().jump(retry, &[]);
+        self.b.switch_to_block(retry);
+        let old = self.b.ins().atomic_load(it, fl, addr);
+        let oldf = self.b.ins().bitcast(ft, MemFlagsData::new(), old);
+        let newf = self.b.ins().fadd(oldf, v);
+        let new = self.b.ins().bitcast(it, MemFlagsData::new(), newf);
+        let seen = self.b.ins().atomic_cas(fl, addr, old, new);
+        let ok = self.b.ins().icmp(IntCC::Equal, seen, old);
+        self.b.ins().brif(ok, done, &[], retry, &[]);
+        self.b.switch_to_block(done);
+    }
+
+    /// Moves the in-bounds part of an access between an array and the tile at `tile`.
+    fn copy_slices(&mut self, acc: &Access, tile: ir::Value, mode: Xfer) {
         let esz = acc.elem.bytes() as i64;
-        let ty = cl_type(acc.elem);
+        let elem = acc.elem;
         match acc.slices.len() {
             1 => {
                 let s = &acc.slices[0];
@@ -132,9 +194,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let ga = l.elem_addr(acc, off);
                     let tb = l.b.ins().imul_imm_s(r, esz);
                     let ta = l.b.ins().iadd(tile, tb);
-                    let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
-                    let v = l.b.ins().load(ty, flags(), src, 0);
-                    l.b.ins().store(flags(), v, dst, 0);
+                    l.xfer_elem(mode, ga, ta, elem);
                 });
             }
             _ => {
@@ -142,32 +202,33 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let cols = s1.extent;
                 let (rlo, rhi, rstride) = (s0.lo, s0.hi, s0.stride);
                 let (clo, chi, cstride) = (s1.lo, s1.hi, s1.stride);
-                let lanes = (16 / esz) as u32;
-                // Whole rows in bounds and contiguous in the array: vector copies.
-                let kk = self.b.ins().iconst(types::I64, cols as i64);
-                let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, clo, 0);
-                let full_hi = self.b.ins().icmp(IntCC::Equal, chi, kk);
-                let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
-                let fast = self.b.ins().band(full_lo, full_hi);
-                let fast = self.b.ins().band(fast, unit);
-                let (fast_b, slow_b, done) = (
-                    self.b.create_block(),
-                    self.b.create_block(),
-                    self.b.create_block(),
-                );
-                self.b.ins().brif(fast, fast_b, &[], slow_b, &[]);
-                self.b.switch_to_block(fast_b);
-                self.dyn_loop(rlo, rhi, |l, r| {
-                    let off = l.b.ins().imul(r, rstride);
-                    let ga = l.elem_addr(acc, off);
-                    let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
-                    let ta = l.b.ins().iadd(tile, tb);
-                    let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
-                    l.copy_bytes(dst, src, cols * esz as u32);
-                });
-                let _ = lanes;
-                self.b.ins().jump(done, &[]);
-                self.b.switch_to_block(slow_b);
+                let done = self.b.create_block();
+                if mode != Xfer::AtomicAdd {
+                    // Whole rows in bounds and contiguous in the array: vector copies.
+                    let kk = self.b.ins().iconst(types::I64, cols as i64);
+                    let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, clo, 0);
+                    let full_hi = self.b.ins().icmp(IntCC::Equal, chi, kk);
+                    let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
+                    let fast = self.b.ins().band(full_lo, full_hi);
+                    let fast = self.b.ins().band(fast, unit);
+                    let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(fast, fast_b, &[], slow_b, &[]);
+                    self.b.switch_to_block(fast_b);
+                    self.dyn_loop(rlo, rhi, |l, r| {
+                        let off = l.b.ins().imul(r, rstride);
+                        let ga = l.elem_addr(acc, off);
+                        let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
+                        let ta = l.b.ins().iadd(tile, tb);
+                        let (src, dst) = if mode == Xfer::Store {
+                            (ta, ga)
+                        } else {
+                            (ga, ta)
+                        };
+                        l.copy_bytes(dst, src, cols * esz as u32);
+                    });
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(slow_b);
+                }
                 self.dyn_loop(rlo, rhi, |l, r| {
                     l.dyn_loop(clo, chi, |l, c| {
                         let ro = l.b.ins().imul(r, rstride);
@@ -178,9 +239,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         let t = l.b.ins().iadd(t, c);
                         let tb = l.b.ins().imul_imm_s(t, esz);
                         let ta = l.b.ins().iadd(tile, tb);
-                        let (src, dst) = if to_array { (ta, ga) } else { (ga, ta) };
-                        let v = l.b.ins().load(ty, flags(), src, 0);
-                        l.b.ins().store(flags(), v, dst, 0);
+                        l.xfer_elem(mode, ga, ta, elem);
                     });
                 });
                 self.b.ins().jump(done, &[]);
@@ -197,21 +256,33 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let dst = self.tile_addr(op.results[0]);
                 let bytes = self.f.ty(op.results[0]).tile_len() * acc.elem.bytes();
                 self.zero_bytes(dst, bytes);
-                self.copy_slices(&acc, dst, false);
+                self.copy_slices(&acc, dst, Xfer::Load);
             }
             OpKind::LoadInto(kinds) => {
                 let acc = self.access(op.args[1], kinds, &op.args[2..]);
                 self.copy_tile_to_result(op.args[0], op.results[0]);
                 let dst = self.tile_addr(op.results[0]);
-                self.copy_slices(&acc, dst, false);
+                self.copy_slices(&acc, dst, Xfer::Load);
             }
-            OpKind::Store(kinds) => {
+            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
                 let n = kinds.len();
                 let value = op.args[1 + n];
                 let acc = self.access(op.args[0], kinds, &op.args[1..1 + n]);
+                let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
+                let mode = if atomic { Xfer::AtomicAdd } else { Xfer::Store };
                 if self.f.ty(value).is_tile() {
                     let src = self.tile_addr(value);
-                    self.copy_slices(&acc, src, true);
+                    self.copy_slices(&acc, src, mode);
+                } else if atomic {
+                    let v = self.val(value);
+                    let (yes, done) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(acc.in_bounds, yes, &[], done, &[]);
+                    self.b.switch_to_block(yes);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let a = self.elem_addr(&acc, zero);
+                    self.atomic_add_elem(a, v, acc.elem);
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(done);
                 } else {
                     let v = self.val(value);
                     let (yes, done) = (self.b.create_block(), self.b.create_block());

@@ -1,7 +1,7 @@
 //! Stack storage of register tiles on the CPU: one slot per tile value, except that an
 //! operation whose tile operand dies at it writes its result in place (`d -= outer(v, v)`
 //! updates `d`'s slot), and loop-carried tiles share one slot with their init, block parameter,
-//! yielded value and result when that is safe. Liveness comes from a pre-order numbering of
+//! yielded value and result when that is safe. Shared arrays get a slot of their own. Liveness comes from a pre-order numbering of
 //! the ops, with uses inside a nested region extended to the end of the outermost op that
 //! encloses the use but not the definition (a loop keeps its outer operands alive).
 
@@ -96,7 +96,11 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
         | OpKind::Cholesky
         | OpKind::LoadInto(_)
         | OpKind::Insert => Some(op.args[0]),
-        OpKind::TrsmRightLowerT if op.args[0] != op.args[1] => Some(op.args[1]),
+        OpKind::Trsm(_) if op.args[0] != op.args[1] => Some(op.args[1]),
+        OpKind::MatmulAcc if op.args[0] != op.args[1] && op.args[0] != op.args[2] => {
+            Some(op.args[0])
+        }
+        OpKind::Map => Some(op.args[0]),
         _ => None,
     }?;
     (f.ty(cand) == res_ty).then_some(cand)
@@ -170,6 +174,15 @@ impl Alloc<'_> {
                 _ => {
                     for reg in &op.regions {
                         self.region(reg);
+                    }
+                    if let OpKind::AllocShared(shape) = &op.kind {
+                        let elems: u32 = shape.iter().product();
+                        let bytes = elems * self.f.ty(op.results[0]).elem().bytes();
+                        self.slots.sizes.push(bytes.max(16));
+                        self.slots
+                            .of
+                            .insert(op.results[0], self.slots.sizes.len() - 1);
+                        continue;
                     }
                     for (i, res) in op.results.iter().enumerate() {
                         if !self.f.ty(*res).is_tile() {

@@ -1,11 +1,7 @@
 //! Register-tile operations on the CPU. A tile is row-major in its stack slot; element-wise
 //! operations, fills, rank-1 updates, matmul rows and row copies use 128-bit vectors
 //! (`f32x4`, `f64x2`), and the factorisations walk the tile with scalar loops.
-//!
-//! Algorithms: `cholesky` is the right-looking unblocked Cholesky–Banachiewicz variant of
-//! Golub & Van Loan, *Matrix Computations* (4th ed.), Alg. 4.2.1, with pivots clamped below
-//! by `eps`; `trsm_right_lower_t` is column-wise forward substitution for `X L^T = B`
-//! (ibid., §3.1).
+//! Matmul, Cholesky and triangular solves are in `linalg.rs`.
 
 use crate::lower::{cl_type, Lower};
 use crate::memory::flags;
@@ -16,7 +12,7 @@ use tilec_midend::{BinOp, Const, Fill, Op, OpKind, Reduce, Scalar, Type, UnOp, V
 
 /// An element-wise operand: a tile (its address) or a scalar broadcast to every element.
 #[derive(Clone, Copy)]
-enum Operand {
+pub(crate) enum Operand {
     Tile(ir::Value),
     Scalar(ir::Value),
 }
@@ -39,31 +35,31 @@ type ElemFn<'a, L> = dyn FnMut(&mut L, &[ir::Value]) -> Result<ir::Value, Codege
 const UNROLL: u32 = 64;
 
 impl<M: ClModule> Lower<'_, '_, M> {
-    fn zero(&mut self, s: Scalar) -> ir::Value {
+    pub(crate) fn zero(&mut self, s: Scalar) -> ir::Value {
         self.const_val(Const::Int(0, s), s)
     }
 
-    fn one(&mut self, s: Scalar) -> ir::Value {
+    pub(crate) fn one(&mut self, s: Scalar) -> ir::Value {
         self.const_val(Const::Int(1, s), s)
     }
 
     /// Address of element `i` (an i64 value) of the tile at `base`.
-    fn at(&mut self, base: ir::Value, i: ir::Value, s: Scalar) -> ir::Value {
+    pub(crate) fn at(&mut self, base: ir::Value, i: ir::Value, s: Scalar) -> ir::Value {
         let b = self.b.ins().imul_imm_s(i, s.bytes() as i64);
         self.b.ins().iadd(base, b)
     }
 
-    fn ld(&mut self, s: Scalar, addr: ir::Value, off: i32) -> ir::Value {
+    pub(crate) fn ld(&mut self, s: Scalar, addr: ir::Value, off: i32) -> ir::Value {
         self.b.ins().load(cl_type(s), flags(), addr, off)
     }
 
-    fn st(&mut self, v: ir::Value, addr: ir::Value, off: i32) {
+    pub(crate) fn st(&mut self, v: ir::Value, addr: ir::Value, off: i32) {
         self.b.ins().store(flags(), v, addr, off);
     }
 
     /// `dst[k] = f(operands[k])` for `n` elements of type `s`; `vector` says whether `f` may
     /// be applied to whole vectors.
-    fn elementwise(
+    pub(crate) fn elementwise(
         &mut self,
         n: u32,
         s: Scalar,
@@ -215,7 +211,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 }
             }
             OpKind::Rank1(alpha) => self.rank1(op, *alpha, s)?,
-            OpKind::Matmul => self.matmul(op, s)?,
+            OpKind::Matmul => self.matmul(op, s, false)?,
             OpKind::Transpose => {
                 let (r, c) = self.f.ty(op.args[0]).rows_cols();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
@@ -258,7 +254,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.switch_to_block(done);
             }
             OpKind::Cholesky => self.cholesky(op, s)?,
-            OpKind::TrsmRightLowerT => self.trsm(op, s)?,
+            OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
+            OpKind::MatmulAcc => self.matmul(op, s, true)?,
             other => return Err(err(format!("unsupported tile op {other:?}"))),
         }
         Ok(())
@@ -340,162 +337,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
             )?;
         }
-        Ok(())
-    }
-
-    /// `A @ B`: rows of the result accumulate `a[i, k] * b[k, :]` with vector FMAs.
-    fn matmul(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        let ta = self.f.ty(op.args[0]).clone();
-        let tb = self.f.ty(op.args[1]).clone();
-        let (m, k) = ta.rows_cols();
-        let n = if let Type::Tile { shape, .. } = &tb {
-            if shape.len() == 2 {
-                shape[1]
-            } else {
-                1
-            }
-        } else {
-            1
-        };
-        let (a, b) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
-        let dst = self.tile_addr(op.results[0]);
-        let esz = s.bytes();
-        let z = self.zero(s);
-        self.elementwise(m * n, s, &[Operand::Scalar(z)], dst, true, &mut |_, x| {
-            Ok(x[0])
-        })?;
-        let lo = self.b.ins().iconst(types::I64, 0);
-        let hi = self.b.ins().iconst(types::I64, m as i64);
-        let mut res = Ok(());
-        self.dyn_loop(lo, hi, |l, i| {
-            let arow_off = l.b.ins().imul_imm_s(i, (k * esz) as i64);
-            let arow = l.b.ins().iadd(a, arow_off);
-            let crow_off = l.b.ins().imul_imm_s(i, (n * esz) as i64);
-            let crow = l.b.ins().iadd(dst, crow_off);
-            for kk in 0..k {
-                let aik = l.ld(s, arow, (kk * esz) as i32);
-                let brow = l.b.ins().iadd_imm_s(b, (kk * n * esz) as i64);
-                let r = l.elementwise(
-                    n,
-                    s,
-                    &[
-                        Operand::Scalar(aik),
-                        Operand::Tile(brow),
-                        Operand::Tile(crow),
-                    ],
-                    crow,
-                    true,
-                    &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
-                );
-                if let Err(e) = r {
-                    res = Err(e);
-                }
-            }
-        });
-        res
-    }
-
-    /// In-place Cholesky of an `n x n` tile (lower factor; upper triangle zeroed).
-    fn cholesky(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        self.copy_tile_to_result(op.args[0], op.results[0]);
-        let (n, _) = self.f.ty(op.results[0]).rows_cols();
-        let p = self.tile_addr(op.results[0]);
-        let eps = self.val(op.args[1]);
-        let nn = n as i64;
-        let lo = self.b.ins().iconst(types::I64, 0);
-        let hi = self.b.ins().iconst(types::I64, nn);
-        self.dyn_loop(lo, hi, |l, j| {
-            // Pivot: clamp below by eps, then the square root.
-            let jj = l.b.ins().imul_imm_s(j, nn + 1);
-            let ajj_addr = l.at(p, jj, s);
-            let ajj = l.ld(s, ajj_addr, 0);
-            let ajj = l.bin(BinOp::Max, s, ajj, eps);
-            let d = l.b.ins().sqrt(ajj);
-            l.st(d, ajj_addr, 0);
-            // Column below the pivot.
-            let j1 = l.b.ins().iadd_imm_s(j, 1);
-            let end = l.b.ins().iconst(types::I64, nn);
-            l.dyn_loop(j1, end, |l, i| {
-                let ij = l.b.ins().imul_imm_s(i, nn);
-                let ij = l.b.ins().iadd(ij, j);
-                let a = l.at(p, ij, s);
-                let x = l.ld(s, a, 0);
-                let y = l.bin(BinOp::Div, s, x, d);
-                l.st(y, a, 0);
-            });
-            // Trailing update of the lower triangle: a[i, k] -= l[i, j] * l[k, j], j < k <= i.
-            l.dyn_loop(j1, end, |l, i| {
-                let ij = l.b.ins().imul_imm_s(i, nn);
-                let ij = l.b.ins().iadd(ij, j);
-                let aij = l.at(p, ij, s);
-                let lij = l.ld(s, aij, 0);
-                let nlij = l.b.ins().fneg(lij);
-                let i1 = l.b.ins().iadd_imm_s(i, 1);
-                l.dyn_loop(j1, i1, |l, k| {
-                    let ik = l.b.ins().imul_imm_s(i, nn);
-                    let ik = l.b.ins().iadd(ik, k);
-                    let kj = l.b.ins().imul_imm_s(k, nn);
-                    let kj = l.b.ins().iadd(kj, j);
-                    let aik = l.at(p, ik, s);
-                    let akj = l.at(p, kj, s);
-                    let x = l.ld(s, aik, 0);
-                    let y = l.ld(s, akj, 0);
-                    let r = l.fma(nlij, y, x);
-                    l.st(r, aik, 0);
-                });
-            });
-        });
-        // Zero the strict upper triangle.
-        let z = self.zero(s);
-        for i in 0..n {
-            for k in i + 1..n {
-                self.st(z, p, ((i * n + k) * s.bytes()) as i32);
-            }
-        }
-        Ok(())
-    }
-
-    /// In place `X L^T = B` for `L: n x n` lower and `B: m x n`.
-    fn trsm(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        self.copy_tile_to_result(op.args[1], op.results[0]);
-        let (m, n) = self.f.ty(op.results[0]).rows_cols();
-        let lp = self.tile_addr(op.args[0]);
-        let x = self.tile_addr(op.results[0]);
-        let nn = n as i64;
-        let lo = self.b.ins().iconst(types::I64, 0);
-        let hi = self.b.ins().iconst(types::I64, nn);
-        let mm = self.b.ins().iconst(types::I64, m as i64);
-        self.dyn_loop(lo, hi, |l, j| {
-            let jj = l.b.ins().imul_imm_s(j, nn + 1);
-            let ljj_a = l.at(lp, jj, s);
-            let ljj = l.ld(s, ljj_a, 0);
-            let z = l.b.ins().iconst(types::I64, 0);
-            l.dyn_loop(z, mm, |l, i| {
-                let row = l.b.ins().imul_imm_s(i, nn);
-                let ij = l.b.ins().iadd(row, j);
-                let xij_a = l.at(x, ij, s);
-                let sum0 = l.ld(s, xij_a, 0);
-                let var = l.b.declare_var(cl_type(s));
-                l.b.def_var(var, sum0);
-                let z = l.b.ins().iconst(types::I64, 0);
-                l.dyn_loop(z, j, |l, k| {
-                    let ik = l.b.ins().iadd(row, k);
-                    let jk = l.b.ins().imul_imm_s(j, nn);
-                    let jk = l.b.ins().iadd(jk, k);
-                    let xa = l.at(x, ik, s);
-                    let la = l.at(lp, jk, s);
-                    let xv = l.ld(s, xa, 0);
-                    let lv = l.ld(s, la, 0);
-                    let nx = l.b.ins().fneg(xv);
-                    let acc = l.b.use_var(var);
-                    let r = l.fma(nx, lv, acc);
-                    l.b.def_var(var, r);
-                });
-                let acc = l.b.use_var(var);
-                let r = l.bin(BinOp::Div, s, acc, ljj);
-                l.st(r, xij_a, 0);
-            });
-        });
         Ok(())
     }
 }

@@ -68,6 +68,8 @@ pub(crate) struct FnBuilder<'c, 's> {
     pub(crate) terminated: bool,
     /// The value returned by a `fn` body's `return e;` (only as its last statement).
     pub(crate) returned: Option<Option<Value>>,
+    /// Static shapes of the shared arrays allocated in this body.
+    pub(crate) shared_shapes: HashMap<Value, Vec<u32>>,
 }
 
 impl<'c, 's> FnBuilder<'c, 's> {
@@ -89,6 +91,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
             source,
             terminated: false,
             returned: None,
+            shared_shapes: HashMap::new(),
         }
     }
 

@@ -27,6 +27,10 @@ pub(crate) const BUILTINS: &[&str] = &[
     "transpose",
     "sum",
     "sync",
+    "map",
+    "atomic_add",
+    "max_axis",
+    "min_axis",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -118,7 +122,7 @@ impl FnBuilder<'_, '_> {
                 };
                 self.elementwise2(k, &args[0], &args[1], e, expect)
             }
-            "min" | "max" | "sum" => self.reduce(f, args, e),
+            "min" | "max" | "sum" | "max_axis" | "min_axis" => self.reduce(f, args, e),
             "abs" | "sqrt" | "exp" | "log" | "sin" | "cos" | "tanh" => {
                 if !self.arity(f, args, 1, e) {
                     return Ev::Err;
@@ -213,13 +217,14 @@ impl FnBuilder<'_, '_> {
                 }
             }
             "sync" => {
-                // Register tiles need no barrier; shared arrays (which would) are not supported
-                // yet, so `sync()` is accepted and has no effect.
                 if !self.arity(f, args, 0, e) {
                     return Ev::Err;
                 }
+                self.emit(OpKind::Barrier, vec![], vec![], e.span);
                 Ev::Unit
             }
+            "map" => self.map(f, args, e),
+            "atomic_add" => self.atomic_add(f, args, e),
             _ => self.user_call(f, args, e),
         }
     }
@@ -259,8 +264,13 @@ impl FnBuilder<'_, '_> {
     }
 
     fn reduce(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
-        if args.is_empty() || args.len() > 2 || (f.name != "sum" && args.len() != 1) {
-            self.error(errors::arg_count(e.span, &f.name, 1, args.len()));
+        let want = match f.name.as_str() {
+            "max_axis" | "min_axis" => 2,
+            "sum" if args.len() == 2 => 2,
+            _ => 1,
+        };
+        if args.len() != want {
+            self.error(errors::arg_count(e.span, &f.name, want, args.len()));
             return Ev::Err;
         }
         let Some(v) = self.value(&args[0], None) else {
@@ -272,7 +282,7 @@ impl FnBuilder<'_, '_> {
         };
         let k = match f.name.as_str() {
             "sum" => ir::Reduce::Sum,
-            "max" => ir::Reduce::Max,
+            "max" | "max_axis" => ir::Reduce::Max,
             _ => ir::Reduce::Min,
         };
         if args.len() == 2 {
@@ -298,6 +308,9 @@ impl FnBuilder<'_, '_> {
 
     /// `tile<T, R, C>::zeros() | eye() | full(x)`.
     pub(crate) fn type_call(&mut self, t: &TypeExpr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if let TypeExpr::Shared { .. } = t {
+            return self.alloc_shared(t, m, args, e);
+        }
         let Some(ty) = self.value_type(t) else {
             return Ev::Err;
         };
@@ -351,7 +364,8 @@ impl FnBuilder<'_, '_> {
     /// In-place methods: `t.cholesky_(eps)`, `l.solve_triangular_(b)`, `t.eye_()`.
     pub(crate) fn method(&mut self, recv: &Expr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
         match m.name.as_str() {
-            "cholesky_" | "solve_triangular_" | "eye_" => {}
+            "cholesky_" | "eye_" => {}
+            name if name == "solve_triangular_" || ir::Trsm::from_name(name).is_some() => {}
             _ => {
                 self.error(errors::unknown_method(m));
                 return Ev::Err;
@@ -405,27 +419,41 @@ impl FnBuilder<'_, '_> {
                 if !self.arity(m, args, 1, e) {
                     return Ev::Err;
                 }
+                let kind = ir::Trsm::from_name(&m.name).unwrap_or(ir::Trsm::RIGHT_LOWER_T);
                 if shape.len() != 2 || shape[0] != shape[1] || !elem.is_float() {
-                    self.error(errors::needs_square(recv.span, "solve_triangular_", &tt));
+                    self.error(errors::needs_square(recv.span, &m.name, &tt));
                     return Ev::Err;
                 }
                 let Some((bname, b)) =
-                    self.place_var(&args[0], "the right-hand side of `solve_triangular_`")
+                    self.place_var(&args[0], "the right-hand side of a triangular solve")
                 else {
                     return Ev::Err;
                 };
                 let tb = self.ty(b);
-                match &tb {
+                let ok = match &tb {
                     Type::Tile {
                         elem: eb,
                         shape: sb,
-                    } if *eb == elem && sb.len() == 2 && sb[1] == shape[0] => {}
-                    _ => {
-                        self.error(errors::trsm_shape(args[0].span, &tt, &tb));
-                        return Ev::Err;
+                    } if *eb == elem => {
+                        if kind.left {
+                            sb[0] == shape[0]
+                        } else {
+                            sb.len() == 2 && sb[1] == shape[0]
+                        }
                     }
+                    _ => false,
+                };
+                if !ok {
+                    self.error(errors::trsm_shape(
+                        args[0].span,
+                        &m.name,
+                        kind.left,
+                        &tt,
+                        &tb,
+                    ));
+                    return Ev::Err;
                 }
-                let v = self.emit1(OpKind::TrsmRightLowerT, vec![t, b], tb, e.span);
+                let v = self.emit1(OpKind::Trsm(kind), vec![t, b], tb, e.span);
                 self.set_var(&bname, v);
             }
         }

@@ -59,9 +59,12 @@ pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
 }
 
 pub(crate) fn duplicate_across(name: &str, span: Span, module: &str) -> Diagnostic {
-    Diagnostic::error("E0104", format!("`{name}` is defined here and in the imported module `{module}`"))
-        .label(span, "defined here too")
-        .help("item names are shared by a program and the modules it imports: rename this one")
+    Diagnostic::error(
+        "E0104",
+        format!("`{name}` is defined here and in the imported module `{module}`"),
+    )
+    .label(span, "defined here too")
+    .help("item names are shared by a program and the modules it imports: rename this one")
 }
 
 pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>) -> Diagnostic {
@@ -74,7 +77,7 @@ pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>
 pub(crate) fn unknown_method(m: &Ident) -> Diagnostic {
     Diagnostic::error("E0106", format!("unknown method `{}`", m.name))
         .label(m.span, "not a tile method")
-        .help("tile methods are `cholesky_(eps)`, `solve_triangular_(b)` and `eye_()`")
+        .help("tile methods are `cholesky_(eps)`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
 }
 
 pub(crate) fn unknown_ctor(m: &Ident) -> Diagnostic {
@@ -311,13 +314,50 @@ pub(crate) fn needs_float(span: Span, name: &str, t: &Type) -> Diagnostic {
     .label(span, format!("this is {t}"))
 }
 
-pub(crate) fn trsm_shape(span: Span, l: &Type, b: &Type) -> Diagnostic {
+pub(crate) fn trsm_shape(span: Span, name: &str, left: bool, l: &Type, b: &Type) -> Diagnostic {
+    let (want, note) = if left {
+        (
+            "tile<T, N, M> or tile<T, N>",
+            "a left solve op(A) X = B needs B's row count to equal A's order",
+        )
+    } else {
+        (
+            "tile<T, M, N>",
+            "a right solve X op(A) = B needs B's column count to equal A's order",
+        )
+    };
     Diagnostic::error(
         "E0212",
-        format!("`solve_triangular_` needs b: tile<T, M, N> for L: {l}, found {b}"),
+        format!("`{name}` needs b: {want} for a: {l}, found {b}"),
     )
     .label(span, format!("this is {b}"))
-    .note("`l.solve_triangular_(b)` solves X L^T = B: b's column count must equal L's order")
+    .note(note)
+}
+
+pub(crate) fn map_fn(span: Span) -> Diagnostic {
+    Diagnostic::error("E0214", "the first argument of `map` must name a `fn`")
+        .label(span, "not a function name")
+}
+
+pub(crate) fn map_result(span: Span) -> Diagnostic {
+    Diagnostic::error("E0214", "the `fn` given to `map` must return a scalar")
+        .label(span, "this function")
+}
+
+pub(crate) fn atomic_target(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0211",
+        "`atomic_add` needs an array element or slice, like `A[i, j]` or `A[r:r+16, c]`",
+    )
+    .label(span, "not an indexed array")
+}
+
+pub(crate) fn shared_ctor(span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "E0106",
+        "shared arrays are created with `shared<T, R, C>::zeros()`",
+    )
+    .label(span, "here")
 }
 
 pub(crate) fn bad_cast(span: Span, t: &Type, to: Scalar) -> Diagnostic {
@@ -543,10 +583,14 @@ pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {
         .label(b.span, "bounds are `float` and `int`")
 }
 
-pub(crate) fn kernel_const_generic(n: &Ident) -> Diagnostic {
-    Diagnostic::error("E0302", "kernels take only element-type parameters")
-        .label(n.span, "a const parameter")
-        .help("use a `const` item, or a `fn` with const parameters called from the kernel")
+pub(crate) fn const_param_value(kernel: &str, p: &str) -> Diagnostic {
+    Diagnostic::error(
+        "E0302",
+        format!("the const parameter `{p}` of kernel `{kernel}` has no value"),
+    )
+    .help(format!(
+        "give it a default (`const {p}: i32 = 16`) or a value with `--generic {p}=16`"
+    ))
 }
 
 pub(crate) fn bad_array_dim(span: Span) -> Diagnostic {

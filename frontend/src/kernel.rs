@@ -5,7 +5,7 @@
 use crate::builder::{Binding, BodyKind, Checker, FnBuilder, GenericVal};
 use crate::errors;
 use crate::items::{From, Program};
-use crate::Instances;
+use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
 use tilec_grammar::diag::Diagnostic;
@@ -22,27 +22,48 @@ fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, 
     }
 }
 
-/// Checks the generic parameters of a kernel: type parameters only, known bounds.
-fn kernel_type_params(
+/// What a kernel's generic parameter may be instantiated with.
+enum Choice {
+    /// An element type from this list.
+    Types(Vec<Scalar>),
+    /// A constant, with its default if declared.
+    Const(Option<i64>),
+}
+
+/// Checks the generic parameters of a kernel: known bounds, constant defaults.
+fn kernel_params(
+    cx: &mut Checker<'_>,
     k: &KernelItem,
-    diags: &mut Vec<Diagnostic>,
     source: Option<&str>,
-) -> Option<Vec<(String, Vec<Scalar>)>> {
+) -> Option<Vec<(String, Choice)>> {
     let mut out = Vec::new();
     let mut ok = true;
     for g in &k.generics {
         let mut d = match g {
             GenericParam::Type { name, bound } => match candidates(bound.as_ref()) {
                 Ok(c) => {
-                    out.push((name.name.clone(), c));
+                    out.push((name.name.clone(), Choice::Types(c)));
                     continue;
                 }
                 Err(()) => errors::unknown_bound(bound.as_ref().expect("bound")),
             },
-            GenericParam::Const { name, .. } => errors::kernel_const_generic(name),
+            GenericParam::Const { name, default, .. } => {
+                let Some(e) = default else {
+                    out.push((name.name.clone(), Choice::Const(None)));
+                    continue;
+                };
+                let mut lookup = |n: &str| cx.const_item(n);
+                match crate::consteval::eval(e, &mut lookup) {
+                    Ok(c @ Const::Int(..)) => {
+                        out.push((name.name.clone(), Choice::Const(Some(c.as_i64()))));
+                        continue;
+                    }
+                    _ => errors::not_const(e.span, "a const parameter's default"),
+                }
+            }
         };
         d.source = source.map(str::to_string);
-        diags.push(d);
+        cx.diags.push(d);
         ok = false;
     }
     ok.then_some(out)
@@ -69,14 +90,21 @@ pub(crate) fn lower_program(
     match instances {
         Instances::All { fixed } => {
             for k in &program.kernels {
-                let Some(params) = kernel_type_params(k.item, &mut cx.diags, k.source) else {
+                let Some(params) = kernel_params(&mut cx, k.item, k.source) else {
                     continue;
                 };
-                let mut combos: Vec<HashMap<String, Scalar>> = vec![HashMap::new()];
-                for (name, cands) in params {
-                    let cands = match fixed.get(&name) {
-                        Some(s) => vec![*s],
-                        None => cands,
+                let mut combos: Vec<HashMap<String, GenericArg>> = vec![HashMap::new()];
+                for (name, choice) in params {
+                    let cands: Vec<GenericArg> = match (fixed.get(&name), choice) {
+                        (Some(v), _) => vec![*v],
+                        (None, Choice::Types(ts)) => ts.into_iter().map(GenericArg::Type).collect(),
+                        (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
+                        (None, Choice::Const(None)) => {
+                            let mut d = errors::const_param_value(&k.item.name.name, &name);
+                            d.source = k.source.map(str::to_string);
+                            cx.diags.push(d);
+                            vec![]
+                        }
                     };
                     combos = combos
                         .into_iter()
@@ -98,7 +126,7 @@ pub(crate) fn lower_program(
         }
         Instances::One { kernel, generics } => match program.kernel(kernel) {
             Some(k) => {
-                if kernel_type_params(k.item, &mut cx.diags, k.source).is_some() {
+                if kernel_params(&mut cx, k.item, k.source).is_some() {
                     lower_kernel(&mut cx, k, generics);
                 }
             }
@@ -137,12 +165,13 @@ fn check_plain_fns(cx: &mut Checker<'_>) {
 }
 
 /// The mangled symbol of a kernel instance: `name__f32`.
-fn symbol(k: &KernelItem, g: &HashMap<String, Scalar>) -> String {
+fn symbol(k: &KernelItem, g: &HashMap<String, GenericArg>) -> String {
     let mut s = k.name.name.clone();
     for p in &k.generics {
-        if let Some(t) = g.get(&p.name().name) {
-            s.push_str("__");
-            s.push_str(t.name());
+        match g.get(&p.name().name) {
+            Some(GenericArg::Type(t)) => s.push_str(&format!("__{}", t.name())),
+            Some(GenericArg::Const(v)) => s.push_str(&format!("__{v}")),
+            None => {}
         }
     }
     s
@@ -282,12 +311,31 @@ impl FnBuilder<'_, '_> {
 }
 
 /// Lowers one kernel instance: its body function and its launch function.
-fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<String, Scalar>) {
+fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<String, GenericArg>) {
     let item = k.item;
     let source = k.source.map(str::to_string);
-    let generics: HashMap<String, GenericVal> = g
+    let generics: HashMap<String, GenericVal> = item
+        .generics
         .iter()
-        .map(|(n, s)| (n.clone(), GenericVal::Type(*s)))
+        .filter_map(|p| {
+            let v = match (p, g.get(&p.name().name)?) {
+                (_, GenericArg::Type(s)) => GenericVal::Type(*s),
+                (
+                    GenericParam::Const {
+                        ty: TypeExpr::Named(t),
+                        ..
+                    },
+                    GenericArg::Const(v),
+                ) => {
+                    let s = Scalar::from_name(&t.name)
+                        .filter(|s| s.is_int())
+                        .unwrap_or(Scalar::I32);
+                    GenericVal::Const(Const::Int(*v, s))
+                }
+                (_, GenericArg::Const(v)) => GenericVal::Const(Const::Int(*v, Scalar::I32)),
+            };
+            Some((p.name().name.clone(), v))
+        })
         .collect();
     for p in &item.generics {
         if !g.contains_key(&p.name().name) {
@@ -409,21 +457,35 @@ pub(crate) fn infer_generics(
     program: &Program<'_>,
     kernel: &str,
     args: &HashMap<String, Scalar>,
-    fixed: &HashMap<String, Scalar>,
-) -> Result<HashMap<String, Scalar>, Diagnostic> {
+    fixed: &HashMap<String, GenericArg>,
+) -> Result<HashMap<String, GenericArg>, Diagnostic> {
     let Some(k) = program.kernel(kernel) else {
         return Err(errors::no_kernel(kernel, &program.kernel_names()));
     };
     let mut out = HashMap::new();
     for g in &k.item.generics {
-        let GenericParam::Type { name, bound } = g else {
-            continue;
-        };
-        let cands = candidates(bound.as_ref()).unwrap_or_default();
-        if let Some(s) = fixed.get(&name.name) {
-            out.insert(name.name.clone(), *s);
+        if let Some(v) = fixed.get(&g.name().name) {
+            out.insert(g.name().name.clone(), *v);
             continue;
         }
+        let (name, bound) = match g {
+            GenericParam::Type { name, bound } => (name, bound),
+            GenericParam::Const {
+                name,
+                default: Some(e),
+                ..
+            } => {
+                if let Ok(c) = crate::consteval::eval(e, &mut |_| None) {
+                    out.insert(name.name.clone(), GenericArg::Const(c.as_i64()));
+                    continue;
+                }
+                return Err(errors::const_param_value(kernel, &name.name));
+            }
+            GenericParam::Const { name, .. } => {
+                return Err(errors::const_param_value(kernel, &name.name))
+            }
+        };
+        let cands = candidates(bound.as_ref()).unwrap_or_default();
         let mut found: Option<(Scalar, &str)> = None;
         for p in &k.item.params {
             let TypeExpr::Array { elem, .. } = &p.ty else {
@@ -463,7 +525,7 @@ pub(crate) fn infer_generics(
         }
         match found {
             Some((s, _)) => {
-                out.insert(name.name.clone(), s);
+                out.insert(name.name.clone(), GenericArg::Type(s));
             }
             None => return Err(errors::cannot_infer_launch(kernel, &name.name)),
         }

@@ -11,6 +11,7 @@ mod expr;
 mod instance;
 mod items;
 mod kernel;
+mod memops;
 mod places;
 mod stmt;
 mod types;
@@ -22,16 +23,32 @@ use tilec_midend::{Module, Scalar};
 
 pub use items::Program;
 
+/// The value of a kernel's generic parameter: an element type or a constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GenericArg {
+    Type(Scalar),
+    Const(i64),
+}
+
+impl GenericArg {
+    /// Parses `f32`, `f64`, ... as a type, an integer as a constant.
+    pub fn parse(s: &str) -> Option<GenericArg> {
+        Scalar::from_name(s)
+            .map(GenericArg::Type)
+            .or_else(|| s.parse().ok().map(GenericArg::Const))
+    }
+}
+
 /// Which kernel instances to build.
 #[derive(Debug, Clone)]
 pub enum Instances {
     /// Every kernel, with every element type its type parameters allow (`float`: f32 and
     /// f64), unless `fixed` binds a parameter (`T=f32`).
-    All { fixed: HashMap<String, Scalar> },
+    All { fixed: HashMap<String, GenericArg> },
     /// One kernel with its type parameters bound.
     One {
         kernel: String,
-        generics: HashMap<String, Scalar>,
+        generics: HashMap<String, GenericArg>,
     },
 }
 
@@ -59,8 +76,8 @@ pub fn infer_generics(
     sources: &Sources<'_>,
     kernel: &str,
     args: &HashMap<String, Scalar>,
-    fixed: &HashMap<String, Scalar>,
-) -> Result<HashMap<String, Scalar>, Diagnostic> {
+    fixed: &HashMap<String, GenericArg>,
+) -> Result<HashMap<String, GenericArg>, Diagnostic> {
     let (program, _) = Program::collect(sources);
     kernel::infer_generics(&program, kernel, args, fixed)
 }

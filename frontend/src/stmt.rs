@@ -15,10 +15,12 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
     fn expr(e: &Expr, out: &mut Vec<String>) {
         match &e.kind {
             ExprKind::Method(recv, m, args) => {
-                if let (ExprKind::Name(n), true) = (&recv.kind, m.name != "solve_triangular_") {
+                let solve = m.name == "solve_triangular_"
+                    || tilec_midend::Trsm::from_name(&m.name).is_some();
+                if let (ExprKind::Name(n), false) = (&recv.kind, solve) {
                     out.push(n.name.clone());
                 }
-                if m.name == "solve_triangular_" {
+                if solve {
                     if let Some(Expr {
                         kind: ExprKind::Name(n),
                         ..
@@ -135,6 +137,9 @@ impl FnBuilder<'_, '_> {
                     }
                 }
                 match v {
+                    Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
+                        self.declare_shared(&name.name, v, name.span)
+                    }
                     Some(v) => self.declare(&name.name, Binding::Var(v)),
                     None => self.declare(&name.name, Binding::Poisoned),
                 }

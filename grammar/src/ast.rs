@@ -43,8 +43,16 @@ pub struct ConstItem {
 /// A generic parameter: a type (`T`, `T: float`) or a constant (`const R: i32`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum GenericParam {
-    Type { name: Ident, bound: Option<Ident> },
-    Const { name: Ident, ty: TypeExpr },
+    Type {
+        name: Ident,
+        bound: Option<Ident>,
+    },
+    /// `const R: i32`, with a default value for kernels (`const BM: i32 = 64`).
+    Const {
+        name: Ident,
+        ty: TypeExpr,
+        default: Option<Expr>,
+    },
 }
 
 impl GenericParam {

@@ -171,8 +171,22 @@ pub enum OpKind {
     /// `(t: tile<N, N>, eps) -> tile<N, N>`: lower Cholesky factor L with `A = L L^T`,
     /// pivots clamped below by `eps`, upper triangle zeroed.
     Cholesky,
-    /// `(l: tile<N, N>, b: tile<M, N>) -> tile<M, N>`: `X` with `X L^T = B`, L lower.
-    TrsmRightLowerT,
+    /// `(a: tile<N, N>, b) -> x`: triangular solve with `a`'s lower or upper triangle:
+    /// `op(a) x = b` (left; `b: tile<N, M>` or `tile<N>`) or `x op(a) = b` (right;
+    /// `b: tile<M, N>`), `op(a) = a` or `a^T`, unit diagonal assumed when `unit`.
+    Trsm(Trsm),
+    /// `(c, a: tile<M, K>, b: tile<K, N>) -> c + a @ b`: a fused matmul-accumulate (made by
+    /// `simplify` from `c + a @ b`).
+    MatmulAcc,
+    /// `(t) -> tile`: applies region 0 (params `(x)`, ends with `Yield(y)`) to every element.
+    Map,
+    /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
+    AtomicAdd(Vec<Index>),
+    /// `() -> array`: a zero-filled shared array of this static shape, private to the program
+    /// (shared by its lanes on GPUs); accessed with `Load`, `LoadInto` and `Store`.
+    AllocShared(Vec<u32>),
+    /// Orders the program's shared-array accesses (`sync()`).
+    Barrier,
     /// `(lo, hi, step, inits..) -> carried..`; region 0 has params `(iv, carried..)` and
     /// ends with `Yield(carried..)`.
     For,
@@ -187,6 +201,67 @@ pub enum OpKind {
     Return,
     /// `(args..) -> results..`: a call of `Module::funcs[i]`, removed by `inline`.
     Call(u32),
+}
+
+/// The variant of a triangular solve: which side the triangular tile is on, which triangle
+/// is used, whether it is transposed, and whether its diagonal is taken as ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Trsm {
+    pub left: bool,
+    pub lower: bool,
+    pub trans: bool,
+    pub unit: bool,
+}
+
+impl Trsm {
+    /// Quadrants' `L.solve_triangular_(B)`: `X L^T = B` with `L` lower.
+    pub const RIGHT_LOWER_T: Trsm = Trsm {
+        left: false,
+        lower: true,
+        trans: true,
+        unit: false,
+    };
+
+    /// The method-name form: `solve_right_lower_t_`, `solve_left_upper_unit_`, ...
+    pub fn name(self) -> String {
+        format!(
+            "solve_{}_{}{}{}_",
+            if self.left { "left" } else { "right" },
+            if self.lower { "lower" } else { "upper" },
+            if self.trans { "_t" } else { "" },
+            if self.unit { "_unit" } else { "" }
+        )
+    }
+
+    /// Parses the method-name form.
+    pub fn from_name(s: &str) -> Option<Trsm> {
+        let rest = s.strip_prefix("solve_")?.strip_suffix('_')?;
+        let (left, rest) = if let Some(r) = rest.strip_prefix("left_") {
+            (true, r)
+        } else {
+            (false, rest.strip_prefix("right_")?)
+        };
+        let (lower, rest) = if let Some(r) = rest.strip_prefix("lower") {
+            (true, r)
+        } else {
+            (false, rest.strip_prefix("upper")?)
+        };
+        let (trans, rest) = match rest.strip_prefix("_t") {
+            Some(r) => (true, r),
+            None => (false, rest),
+        };
+        let unit = match rest {
+            "" => false,
+            "_unit" => true,
+            _ => return None,
+        };
+        Some(Trsm {
+            left,
+            lower,
+            trans,
+            unit,
+        })
+    }
 }
 
 /// One operation: its kind, operands, results, nested regions and source location.

@@ -42,7 +42,15 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
         OpKind::Cholesky => "cholesky".into(),
-        OpKind::TrsmRightLowerT => "trsm_right_lower_t".into(),
+        OpKind::Trsm(t) => format!(
+            "trsm.{}",
+            t.name().trim_start_matches("solve_").trim_end_matches('_')
+        ),
+        OpKind::MatmulAcc => "matmul_acc".into(),
+        OpKind::Map => "map".into(),
+        OpKind::AtomicAdd(ix) => format!("atomic_add{}", index_str(ix)),
+        OpKind::AllocShared(shape) => format!("alloc_shared{shape:?}"),
+        OpKind::Barrier => "barrier".into(),
         OpKind::For => "for".into(),
         OpKind::If => "if".into(),
         OpKind::While => "while".into(),

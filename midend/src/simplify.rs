@@ -1,5 +1,5 @@
 //! Pass `simplify`: fuses `t - outer(u, v)` and `t + outer(u, v)` into one `rank1` update
-//! (no temporary tile), and removes operations whose results are unused and that have no
+//! and `c + a @ b` into one `matmul_acc` (no temporary tiles), and removes operations whose results are unused and that have no
 //! effect (dead code).
 
 use crate::ir::*;
@@ -18,6 +18,7 @@ fn count_uses(r: &Region, uses: &mut HashMap<Value, usize>) {
 
 fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
     let mut outers: HashMap<Value, (Value, Value)> = HashMap::new();
+    let mut matmuls: HashMap<Value, (Value, Value)> = HashMap::new();
     for op in &mut r.ops {
         for reg in &mut op.regions {
             fuse_rank1(reg, uses);
@@ -25,6 +26,19 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
         match op.kind {
             OpKind::Outer => {
                 outers.insert(op.results[0], (op.args[0], op.args[1]));
+            }
+            OpKind::Matmul => {
+                matmuls.insert(op.results[0], (op.args[0], op.args[1]));
+            }
+            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, op.args[1], op.args[0]) => {
+                let (a, b) = matmuls[&op.args[1]];
+                op.kind = OpKind::MatmulAcc;
+                op.args = vec![op.args[0], a, b];
+            }
+            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, op.args[0], op.args[1]) => {
+                let (a, b) = matmuls[&op.args[0]];
+                op.kind = OpKind::MatmulAcc;
+                op.args = vec![op.args[1], a, b];
             }
             OpKind::Bin(b @ (BinOp::Sub | BinOp::Add)) => {
                 let (t, o) = (op.args[0], op.args[1]);
@@ -41,10 +55,22 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
     }
 }
 
+/// Whether `m` is a matmul result used only here, added to the tile `c` of its type.
+fn fusable(
+    matmuls: &HashMap<Value, (Value, Value)>,
+    uses: &HashMap<Value, usize>,
+    m: Value,
+    c: Value,
+) -> bool {
+    matmuls.contains_key(&m) && uses.get(&m) == Some(&1) && m != c
+}
+
 fn has_effect(op: &Op) -> bool {
     matches!(
         op.kind,
         OpKind::Store(_)
+            | OpKind::AtomicAdd(_)
+            | OpKind::Barrier
             | OpKind::Return
             | OpKind::Yield
             | OpKind::Call(_)

@@ -7,7 +7,8 @@
 //! 3. Operand counts and types: arithmetic operands agree in element type and tile shape (or
 //!    broadcast a scalar); comparisons, selects and conditions take scalars; loads and stores
 //!    take one `i32` index per array dimension; `Store` targets a `mut` array; `Cholesky` and
-//!    `TrsmRightLowerT` take square `L`; `Outer`, `Rank1`, `Matmul` shapes compose.
+//!    `Trsm` take a square triangular tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
+//!    `Map`'s region maps one element to one element of the result's type.
 //! 4. Structured control flow: `For` has an `i32`/`i64` induction variable and carried values
 //!    whose types match its inits, region parameters and results; `If` and `While` likewise;
 //!    every region of a `For`, `If` or `While` ends with `Yield` of the right types, or with
@@ -102,7 +103,7 @@ impl V<'_> {
                     &mut errs,
                 );
             }
-            OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) => {
+            OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) | OpKind::AtomicAdd(ix) => {
                 let base = usize::from(matches!(op.kind, OpKind::LoadInto(_)));
                 match t(base) {
                     Some(Type::Array {
@@ -141,7 +142,7 @@ impl V<'_> {
                             }
                         };
                         match op.kind {
-                            OpKind::Store(_) => {
+                            OpKind::Store(_) | OpKind::AtomicAdd(_) => {
                                 bad(mutable, "stores go to a mut array", &mut errs);
                                 bad(
                                     t(1 + ix.len()) == Some(want),
@@ -175,11 +176,26 @@ impl V<'_> {
                     && r(0) == t(0);
                 bad(ok, "square tile in and out", &mut errs);
             }
-            OpKind::TrsmRightLowerT => {
+            OpKind::Trsm(k) => {
                 let ok = matches!((t(0), t(1)), (Some(Type::Tile { shape: l, .. }), Some(Type::Tile { shape: b, .. }))
-                    if l.len() == 2 && l[0] == l[1] && b.len() == 2 && b[1] == l[0])
+                    if l.len() == 2 && l[0] == l[1] && if k.left { b[0] == l[0] } else { b.len() == 2 && b[1] == l[0] })
                     && r(0) == t(1);
-                bad(ok, "L: tile<N, N>, B: tile<M, N> -> tile<M, N>", &mut errs);
+                bad(
+                    ok,
+                    "a: tile<N, N>; b: tile<N, M> (left) or tile<M, N> (right); result as b",
+                    &mut errs,
+                );
+            }
+            OpKind::Matmul | OpKind::MatmulAcc => {
+                let base = usize::from(op.kind == OpKind::MatmulAcc);
+                let ok = matches!((t(base), t(base + 1), r(0)), (Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(Type::Tile { shape: c, .. }))
+                    if a.len() == 2 && a[1] == b[0] && c[0] == a[0] && (b.len() == 1 || c.get(1) == b.get(1)))
+                    && (base == 0 || t(0) == r(0));
+                bad(
+                    ok,
+                    "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>",
+                    &mut errs,
+                );
             }
             OpKind::Call(i) => match self.m.funcs.get(*i as usize) {
                 Some(callee) => {
@@ -316,6 +332,25 @@ impl V<'_> {
                 }
                 self.region(&op.regions[0], Some(&[Type::Scalar(Scalar::Bool)]), scope);
                 self.region(&op.regions[1], Some(&res), scope);
+            }
+            OpKind::Map => {
+                let (
+                    Some(Type::Tile { elem: a, shape: sa }),
+                    Some(Type::Tile { elem: b, shape: sb }),
+                ) = (self.ty(op.args[0]).cloned(), res.first().cloned())
+                else {
+                    self.err("`map` takes a tile and gives a tile".into());
+                    return;
+                };
+                let params = tys(&op.regions.first().map_or(&[][..], |r| &r.params[..]), self);
+                if op.regions.len() != 1 || sa != sb || params != [Type::Scalar(a)] {
+                    self.err(
+                        "`map` has one region with one scalar parameter of the tile's element type"
+                            .into(),
+                    );
+                    return;
+                }
+                self.region(&op.regions[0], Some(&[Type::Scalar(b)]), scope);
             }
             _ => {
                 if !op.regions.is_empty() {

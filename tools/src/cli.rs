@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use tilec_frontend::Instances;
+use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::Scalar;
 use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, HostArray, RunError};
@@ -175,18 +175,22 @@ fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, F
     Ok(s)
 }
 
-fn parse_generics(list: &[String]) -> Result<HashMap<String, Scalar>, Fail> {
+fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Fail> {
     let mut m = HashMap::new();
     for g in list {
         let Some((n, t)) = g.split_once('=') else {
             return Err(usage(
                 "E0501",
-                format!("`--generic {g}`: expected NAME=TYPE, e.g. T=f32"),
+                format!("`--generic {g}`: expected NAME=TYPE or NAME=INTEGER, e.g. T=f32"),
             ));
         };
-        let s = Scalar::from_name(t.trim())
-            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: unknown type `{t}`")))?;
-        m.insert(n.trim().to_string(), s);
+        let v = GenericArg::parse(t.trim()).ok_or_else(|| {
+            usage(
+                "E0501",
+                format!("`--generic {g}`: `{t}` is neither a scalar type nor an integer"),
+            )
+        })?;
+        m.insert(n.trim().to_string(), v);
     }
     Ok(m)
 }
@@ -304,7 +308,7 @@ fn build(
     file: &Path,
     emit: Emit,
     o: Option<PathBuf>,
-    fixed: &HashMap<String, Scalar>,
+    fixed: &HashMap<String, GenericArg>,
     dump_after: Option<String>,
     out: &mut dyn Write,
 ) -> Result<(), Fail> {
@@ -430,7 +434,7 @@ fn run(
     arg_texts: &[String],
     outs: &[String],
     repeat: u32,
-    fixed: &HashMap<String, Scalar>,
+    fixed: &HashMap<String, GenericArg>,
     out: &mut dyn Write,
 ) -> Result<(), Fail> {
     // Arrays are read first: their dtypes choose the kernel's element types.

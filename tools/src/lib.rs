@@ -23,7 +23,7 @@ pub use render::{render_diagnostics, ErrorFormat};
 pub use run::{dtypes_of, CpuRunner, RunOutcome};
 
 use std::collections::HashMap;
-use tilec_frontend::{Instances, Sources};
+use tilec_frontend::{GenericArg, Instances, Sources};
 use tilec_grammar::ast;
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::passes::{run_pipeline, PipelineOptions};
@@ -153,8 +153,8 @@ pub fn infer_generics(
     src: &SourceSet,
     kernel: &str,
     dtypes: &HashMap<String, Scalar>,
-    fixed: &HashMap<String, Scalar>,
-) -> Result<HashMap<String, Scalar>, Vec<Diagnostic>> {
+    fixed: &HashMap<String, GenericArg>,
+) -> Result<HashMap<String, GenericArg>, Vec<Diagnostic>> {
     let (parsed, diags) = src.parse();
     if !diags.is_empty() {
         return Err(diags);

@@ -4,7 +4,7 @@
 use crate::{compile, infer_generics, CompileOptions, SourceSet};
 use std::collections::HashMap;
 use tilec_codegen_cpu::{compile_jit, JitKernel};
-use tilec_frontend::Instances;
+use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Kernel, Module, Scalar};
 use tilec_runtime::{bind, run_cpu, ArgValue, Bound, LaunchValues, RunError};
@@ -36,7 +36,7 @@ impl CpuRunner {
         src: &SourceSet,
         kernel: &str,
         args: &HashMap<String, ArgValue>,
-        fixed: &HashMap<String, Scalar>,
+        fixed: &HashMap<String, GenericArg>,
     ) -> Result<CpuRunner, Vec<Diagnostic>> {
         let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
         let inst = Instances::One {

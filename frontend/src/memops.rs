@@ -1,0 +1,180 @@
+//! Element-wise `map(f, t)` with a user `fn`, `atomic_add(A[..], v)`, and shared arrays
+//! (`shared<T, R, C>::zeros()`), which are indexed like array parameters.
+
+use crate::builder::{Binding, FnBuilder};
+use crate::errors;
+use crate::expr::Ev;
+use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
+use tilec_grammar::span::Span;
+use tilec_midend::{OpKind, Region, Type};
+
+/// The name under which `map` binds the element it passes to the user `fn`; it cannot be
+/// written in source.
+const MAP_ELEM: &str = "map#x";
+
+impl FnBuilder<'_, '_> {
+    /// `map(f, t)`: `f` applied to every element of the tile `t`.
+    pub(crate) fn map(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+            return Ev::Err;
+        }
+        let ExprKind::Name(func) = &args[0].kind else {
+            self.error(errors::map_fn(args[0].span));
+            return Ev::Err;
+        };
+        let Some(t) = self.value(&args[1], None) else {
+            return Ev::Err;
+        };
+        let Type::Tile { elem, shape } = self.ty(t) else {
+            let tt = self.ty(t);
+            self.error(errors::needs_tile(args[1].span, "map", &tt));
+            return Ev::Err;
+        };
+        self.push_scope();
+        let x = self.f.new_value(Type::Scalar(elem));
+        self.declare(MAP_ELEM, Binding::Var(x));
+        self.push_ops();
+        let arg = Expr {
+            kind: ExprKind::Name(Ident {
+                name: MAP_ELEM.to_string(),
+                span: args[1].span,
+            }),
+            span: args[1].span,
+        };
+        let y = self.user_call(func, &[arg], e);
+        let y = match y {
+            Ev::Val(y) if !self.ty(y).is_tile() && !matches!(self.ty(y), Type::Array { .. }) => {
+                Some(y)
+            }
+            Ev::Err => None,
+            _ => {
+                self.error(errors::map_result(args[0].span));
+                None
+            }
+        };
+        if let Some(y) = y {
+            self.emit(OpKind::Yield, vec![y], vec![], e.span);
+        }
+        let ops = self.pop_ops();
+        self.pop_scope();
+        let Some(y) = y else {
+            return Ev::Err;
+        };
+        let out = Type::Tile {
+            elem: self.ty(y).elem(),
+            shape,
+        };
+        let region = Region {
+            params: vec![x],
+            ops,
+        };
+        Ev::Val(self.emit_with_regions(OpKind::Map, vec![t], vec![out], vec![region], e.span)[0])
+    }
+
+    /// `atomic_add(A[..], v)`: adds `v` to the in-bounds elements of a `mut` array slice.
+    pub(crate) fn atomic_add(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+            return Ev::Err;
+        }
+        let target = match &args[0].kind {
+            ExprKind::Index(base, items) => match &base.kind {
+                ExprKind::Name(n) => match self.lookup(&n.name).cloned() {
+                    Some(Binding::Array {
+                        value,
+                        mutable,
+                        name,
+                        fixed,
+                    }) => Some((value, mutable, name, fixed, items)),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((arr, mutable, name, fixed, items)) = target else {
+            self.error(errors::atomic_target(args[0].span));
+            return Ev::Err;
+        };
+        if !mutable {
+            self.error(errors::read_only(args[0].span, &name));
+            return Ev::Err;
+        }
+        let Some(acc) = self.array_access(arr, &fixed, items, args[0].span) else {
+            return Ev::Err;
+        };
+        if !acc.ty.elem().is_float() && !acc.ty.elem().is_int() {
+            self.error(errors::math_operand(args[0].span, "atomic_add", &acc.ty));
+            return Ev::Err;
+        }
+        let Some(v) = self.value(&args[1], Some(acc.ty.elem())) else {
+            return Ev::Err;
+        };
+        let tv = self.ty(v);
+        if tv != acc.ty {
+            self.error(errors::store_type(args[1].span, &acc.ty, &tv));
+            return Ev::Err;
+        }
+        let mut ops = vec![acc.array];
+        ops.extend(acc.indices);
+        ops.push(v);
+        self.emit(OpKind::AtomicAdd(acc.kinds), ops, vec![], e.span);
+        Ev::Unit
+    }
+
+    /// `shared<T, R[, C]>::zeros()`: a new zero-filled shared array.
+    pub(crate) fn alloc_shared(&mut self, t: &TypeExpr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        let TypeExpr::Shared { elem, dims, span } = t else {
+            return Ev::Err;
+        };
+        if m.name != "zeros" || !args.is_empty() {
+            self.error(errors::shared_ctor(m.span.to(e.span)));
+            return Ev::Err;
+        }
+        let elem = match &**elem {
+            TypeExpr::Named(n) => self.scalar_type(n),
+            other => {
+                self.error(errors::tile_elem(other.span()));
+                None
+            }
+        };
+        if dims.is_empty() || dims.len() > 2 {
+            self.error(errors::tile_rank(*span, dims.len()));
+            return Ev::Err;
+        }
+        let shape: Option<Vec<u32>> = dims
+            .iter()
+            .map(|d| self.extent(d, "a shared array extent"))
+            .collect();
+        let (Some(elem), Some(shape)) = (elem, shape) else {
+            return Ev::Err;
+        };
+        let ty = Type::Array {
+            elem,
+            rank: shape.len() as u8,
+            mutable: true,
+        };
+        let v = self.emit1(OpKind::AllocShared(shape.clone()), vec![], ty, e.span);
+        self.shared_shapes.insert(v, shape);
+        Ev::Val(v)
+    }
+
+    /// Binds `let name = shared<..>::zeros();` as an array that can be indexed and written.
+    pub(crate) fn declare_shared(&mut self, name: &str, v: tilec_midend::Value, _span: Span) {
+        let fixed = self
+            .shared_shapes
+            .get(&v)
+            .map(|s| s.iter().map(|&d| Some(d as u64)).collect())
+            .unwrap_or_default();
+        self.declare(
+            name,
+            Binding::Array {
+                value: v,
+                mutable: true,
+                name: name.to_string(),
+                fixed,
+            },
+        );
+    }
+}
