@@ -88,6 +88,18 @@ enum Cmd {
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
     },
+    /// Write an array of random numbers, uniform in [-1, 1), as .npy.
+    GenUniform {
+        /// The shape, comma-separated: `512,512`.
+        #[arg(long)]
+        shape: String,
+        #[arg(long, default_value = "f32")]
+        dtype: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(short, long)]
+        o: PathBuf,
+    },
     /// Write a batch of random symmetric positive definite matrices as .npy.
     GenSpd {
         #[arg(long)]
@@ -251,6 +263,37 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
                 out,
             )
         }
+        Cmd::GenUniform {
+            shape,
+            dtype,
+            seed,
+            o,
+        } => {
+            let elem = gen_dtype(&dtype)?;
+            let dims: Result<Vec<u64>, _> =
+                shape.split(',').map(|d| d.trim().parse::<u64>()).collect();
+            let dims = dims.map_err(|_| {
+                usage(
+                    "E0501",
+                    format!("`--shape {shape}`: expected extents like 512,512"),
+                )
+            })?;
+            let len = dims
+                .iter()
+                .try_fold(1u64, |a, d| a.checked_mul(*d))
+                .filter(|n| *n <= 1 << 32);
+            let len =
+                len.ok_or_else(|| usage("E0501", format!("`--shape {shape}`: too many elements")))?;
+            let data = tilec_runtime::random_uniform(len as usize, seed);
+            let arr = HostArray::from_f64_as(elem, &data, &dims).map_err(run_error)?;
+            write_npy_atomic(&o, &arr).map_err(run_error)?;
+            let _ = writeln!(
+                out,
+                "wrote a {dtype} array of shape [{shape}] to {}",
+                o.display()
+            );
+            Ok(())
+        }
         Cmd::GenSpd {
             batch,
             n,
@@ -258,16 +301,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             seed,
             o,
         } => {
-            let elem = match dtype.as_str() {
-                "f32" => Scalar::F32,
-                "f64" => Scalar::F64,
-                _ => {
-                    return Err(usage(
-                        "E0501",
-                        format!("`--dtype {dtype}`: expected f32 or f64"),
-                    ))
-                }
-            };
+            let elem = gen_dtype(&dtype)?;
             let data = tilec_runtime::random_spd(batch, n, seed);
             let arr = HostArray::from_f64_as(elem, &data, &[batch as u64, n as u64, n as u64])
                 .map_err(run_error)?;
@@ -279,6 +313,17 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             );
             Ok(())
         }
+    }
+}
+
+fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
+    match dtype {
+        "f32" => Ok(Scalar::F32),
+        "f64" => Ok(Scalar::F64),
+        _ => Err(usage(
+            "E0501",
+            format!("`--dtype {dtype}`: expected f32 or f64"),
+        )),
     }
 }
 
