@@ -583,13 +583,15 @@ pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {
         .label(b.span, "bounds are `float` and `int`")
 }
 
-pub(crate) fn const_param_value(kernel: &str, p: &str) -> Diagnostic {
+pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {
+    let n = &p.name;
     Diagnostic::error(
         "E0302",
-        format!("the const parameter `{p}` of kernel `{kernel}` has no value"),
+        format!("the const parameter `{n}` of kernel `{kernel}` has no value"),
     )
+    .label(p.span, "no default value")
     .help(format!(
-        "give it a default (`const {p}: i32 = 16`) or a value with `--generic {p}=16`"
+        "give it a default (`const {n}: i32 = 16`) or a value with `--generic {n}=16`"
     ))
 }
 

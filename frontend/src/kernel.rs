@@ -100,7 +100,14 @@ pub(crate) fn lower_program(
                         (None, Choice::Types(ts)) => ts.into_iter().map(GenericArg::Type).collect(),
                         (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
                         (None, Choice::Const(None)) => {
-                            let mut d = errors::const_param_value(&k.item.name.name, &name);
+                            let ident = k
+                                .item
+                                .generics
+                                .iter()
+                                .map(|g| g.name())
+                                .find(|g| g.name == name)
+                                .expect("param");
+                            let mut d = errors::const_param_value(&k.item.name.name, ident);
                             d.source = k.source.map(str::to_string);
                             cx.diags.push(d);
                             vec![]
@@ -479,10 +486,10 @@ pub(crate) fn infer_generics(
                     out.insert(name.name.clone(), GenericArg::Const(c.as_i64()));
                     continue;
                 }
-                return Err(errors::const_param_value(kernel, &name.name));
+                return Err(errors::const_param_value(kernel, name));
             }
             GenericParam::Const { name, .. } => {
-                return Err(errors::const_param_value(kernel, &name.name))
+                return Err(errors::const_param_value(kernel, name))
             }
         };
         let cands = candidates(bound.as_ref()).unwrap_or_default();

@@ -86,9 +86,10 @@ pub fn infer_generics(
 fn dedup(diags: &mut Vec<Diagnostic>) {
     let mut seen = Vec::new();
     diags.retain(|d| {
+        // One error per code and place: instances of a generic item differ only in types.
         let key = (
             d.code,
-            d.message.clone(),
+            d.labels.is_empty().then(|| d.message.clone()),
             d.labels.first().map(|l| l.span),
             d.source.clone(),
         );
