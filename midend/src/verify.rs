@@ -342,7 +342,7 @@ impl V<'_> {
                     self.err("`map` takes a tile and gives a tile".into());
                     return;
                 };
-                let params = tys(&op.regions.first().map_or(&[][..], |r| &r.params[..]), self);
+                let params = tys(op.regions.first().map_or(&[][..], |r| &r.params[..]), self);
                 if op.regions.len() != 1 || sa != sb || params != [Type::Scalar(a)] {
                     self.err(
                         "`map` has one region with one scalar parameter of the tile's element type"
