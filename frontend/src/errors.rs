@@ -528,8 +528,21 @@ pub(crate) fn no_value(span: Span) -> Diagnostic {
         .note("in-place methods such as `cholesky_` update their tile and return nothing")
 }
 
-pub(crate) fn unsupported(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::error("E0221", format!("{what} are not supported yet")).label(span, "here")
+pub(crate) fn generic_kind(kernel: &str, p: &Ident, want_type: bool) -> Diagnostic {
+    let (what, example) = if want_type {
+        ("an element type", "f32")
+    } else {
+        ("an integer constant", "16")
+    };
+    Diagnostic::error(
+        "E0302",
+        format!(
+            "the generic parameter `{}` of kernel `{kernel}` takes {what}",
+            p.name
+        ),
+    )
+    .label(p.span, "declared here")
+    .help(format!("pass `--generic {}={example}`", p.name))
 }
 
 pub(crate) fn array_not_here(span: Span) -> Diagnostic {

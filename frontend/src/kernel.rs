@@ -321,29 +321,35 @@ impl FnBuilder<'_, '_> {
 fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<String, GenericArg>) {
     let item = k.item;
     let source = k.source.map(str::to_string);
-    let generics: HashMap<String, GenericVal> = item
-        .generics
-        .iter()
-        .filter_map(|p| {
-            let v = match (p, g.get(&p.name().name)?) {
-                (_, GenericArg::Type(s)) => GenericVal::Type(*s),
-                (
-                    GenericParam::Const {
-                        ty: TypeExpr::Named(t),
-                        ..
-                    },
-                    GenericArg::Const(v),
-                ) => {
-                    let s = Scalar::from_name(&t.name)
+    let mut generics: HashMap<String, GenericVal> = HashMap::new();
+    for p in &item.generics {
+        let Some(arg) = g.get(&p.name().name) else {
+            continue;
+        };
+        let v = match (p, arg) {
+            (GenericParam::Type { .. }, GenericArg::Type(s)) => GenericVal::Type(*s),
+            (GenericParam::Const { ty, .. }, GenericArg::Const(v)) => {
+                let s = match ty {
+                    TypeExpr::Named(t) => Scalar::from_name(&t.name)
                         .filter(|s| s.is_int())
-                        .unwrap_or(Scalar::I32);
-                    GenericVal::Const(Const::Int(*v, s))
-                }
-                (_, GenericArg::Const(v)) => GenericVal::Const(Const::Int(*v, Scalar::I32)),
-            };
-            Some((p.name().name.clone(), v))
-        })
-        .collect();
+                        .unwrap_or(Scalar::I32),
+                    _ => Scalar::I32,
+                };
+                GenericVal::Const(Const::Int(*v, s))
+            }
+            (p, _) => {
+                let mut d = errors::generic_kind(
+                    &item.name.name,
+                    p.name(),
+                    matches!(p, GenericParam::Type { .. }),
+                );
+                d.source = source.clone();
+                cx.diags.push(d);
+                return;
+            }
+        };
+        generics.insert(p.name().name.clone(), v);
+    }
     for p in &item.generics {
         if !g.contains_key(&p.name().name) {
             let mut d = errors::cannot_infer(item.name.span, &item.name.name, &p.name().name);
@@ -482,7 +488,19 @@ pub(crate) fn infer_generics(
                 default: Some(e),
                 ..
             } => {
-                if let Ok(c) = crate::consteval::eval(e, &mut |_| None) {
+                // Defaults may name `const` items (whose values are literals or other items).
+                fn item(program: &Program<'_>, n: &str, depth: u32) -> Option<Const> {
+                    let c = program.consts.get(n)?;
+                    let mut look = |m: &str| {
+                        if depth < 8 {
+                            item(program, m, depth + 1)
+                        } else {
+                            None
+                        }
+                    };
+                    crate::consteval::eval(&c.item.value, &mut look).ok()
+                }
+                if let Ok(c) = crate::consteval::eval(e, &mut |n| item(program, n, 0)) {
                     out.insert(name.name.clone(), GenericArg::Const(c.as_i64()));
                     continue;
                 }

@@ -113,7 +113,12 @@ impl FnBuilder<'_, '_> {
         };
         let tv = self.ty(v);
         if tv != acc.ty {
-            self.error(errors::store_type(args[1].span, &acc.ty, &tv));
+            let d = if acc.ty.is_tile() {
+                errors::store_type(args[1].span, &acc.ty, &tv)
+            } else {
+                errors::assign_type(args[1].span, &acc.ty, &tv)
+            };
+            self.error(d);
             return Ev::Err;
         }
         let mut ops = vec![acc.array];

@@ -54,10 +54,7 @@ impl FnBuilder<'_, '_> {
                 Some(Type::Tile { elem: elem?, shape })
             }
             TypeExpr::Shared { span, .. } => {
-                self.error(errors::unsupported(
-                    *span,
-                    "shared arrays (`shared<T, R, C>`)",
-                ));
+                self.error(errors::shared_ctor(*span));
                 None
             }
             TypeExpr::Array { span, .. } => {

@@ -332,7 +332,7 @@ fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
 }
 
 /// `a op b` compared in the type of `a`.
-fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
+pub(crate) fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
     let ord = match a.ty() {
         Scalar::F32 | Scalar::F64 => a.as_f64().partial_cmp(&b.as_f64()),
         s => Some(s.wrap(a.as_i64()).cmp(&s.wrap(b.as_i64()))),
@@ -349,7 +349,7 @@ fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
 }
 
 /// `op a` with result type `ty`.
-fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
+pub(crate) fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
     use UnOp::*;
     match ty {
         Scalar::Bool => match op {
@@ -386,7 +386,7 @@ fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
 
 /// Converts `a` to `to`: integers wrap, floats to integers truncate toward zero (saturating,
 /// NaN gives 0), integers to `f32` round once, anything to `bool` is `!= 0`.
-fn cast(a: Const, to: Scalar) -> Const {
+pub(crate) fn cast(a: Const, to: Scalar) -> Const {
     match to {
         Scalar::Bool => Const::Bool(as_bool(a)),
         Scalar::F32 => Const::Float(
@@ -412,7 +412,7 @@ fn cast(a: Const, to: Scalar) -> Const {
 }
 
 /// `a * b + c` with result type `ty`: one rounding for floats, wrapping for integers.
-fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
+pub(crate) fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
     match ty {
         Scalar::F32 => Const::Float(
             (a.as_f64() as f32).mul_add(b.as_f64() as f32, c.as_f64() as f32) as f64,

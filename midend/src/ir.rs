@@ -187,6 +187,11 @@ pub enum OpKind {
     AllocShared(Vec<u32>),
     /// Orders the program's shared-array accesses (`sync()`).
     Barrier,
+    /// SIMT form only: `() -> i32`, this lane's index in the subgroup (`0..lanes`).
+    LaneId,
+    /// SIMT form only: `(x, src: i32) -> x`, the value of `x` on lane `src` of the subgroup
+    /// (every lane takes part; `src` may differ between lanes).
+    Shuffle,
     /// `(lo, hi, step, inits..) -> carried..`; region 0 has params `(iv, carried..)` and
     /// ends with `Yield(carried..)`.
     For,

@@ -51,6 +51,8 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::AtomicAdd(ix) => format!("atomic_add{}", index_str(ix)),
         OpKind::AllocShared(shape) => format!("alloc_shared{shape:?}"),
         OpKind::Barrier => "barrier".into(),
+        OpKind::LaneId => "lane_id".into(),
+        OpKind::Shuffle => "shuffle".into(),
         OpKind::For => "for".into(),
         OpKind::If => "if".into(),
         OpKind::While => "while".into(),

@@ -16,12 +16,12 @@ fn count_uses(r: &Region, uses: &mut HashMap<Value, usize>) {
     }
 }
 
-fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
+fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData]) {
     let mut outers: HashMap<Value, (Value, Value)> = HashMap::new();
     let mut matmuls: HashMap<Value, (Value, Value)> = HashMap::new();
     for op in &mut r.ops {
         for reg in &mut op.regions {
-            fuse_rank1(reg, uses);
+            fuse_rank1(reg, uses, vals);
         }
         match op.kind {
             OpKind::Outer => {
@@ -30,12 +30,12 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
             OpKind::Matmul => {
                 matmuls.insert(op.results[0], (op.args[0], op.args[1]));
             }
-            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, op.args[1], op.args[0]) => {
+            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, vals, op.args[1], op.args[0]) => {
                 let (a, b) = matmuls[&op.args[1]];
                 op.kind = OpKind::MatmulAcc;
                 op.args = vec![op.args[0], a, b];
             }
-            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, op.args[0], op.args[1]) => {
+            OpKind::Bin(BinOp::Add) if fusable(&matmuls, uses, vals, op.args[0], op.args[1]) => {
                 let (a, b) = matmuls[&op.args[0]];
                 op.kind = OpKind::MatmulAcc;
                 op.args = vec![op.args[1], a, b];
@@ -43,7 +43,10 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
             OpKind::Bin(b @ (BinOp::Sub | BinOp::Add)) => {
                 let (t, o) = (op.args[0], op.args[1]);
                 if let Some((u, v)) = outers.get(&o) {
-                    if uses.get(&o) == Some(&1) && t != o {
+                    if uses.get(&o) == Some(&1)
+                        && t != o
+                        && vals[t.0 as usize].ty == vals[o.0 as usize].ty
+                    {
                         let alpha = if b == BinOp::Sub { -1.0 } else { 1.0 };
                         op.kind = OpKind::Rank1(alpha);
                         op.args = vec![t, *u, *v];
@@ -59,10 +62,14 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>) {
 fn fusable(
     matmuls: &HashMap<Value, (Value, Value)>,
     uses: &HashMap<Value, usize>,
+    vals: &[ValueData],
     m: Value,
     c: Value,
 ) -> bool {
-    matmuls.contains_key(&m) && uses.get(&m) == Some(&1) && m != c
+    matmuls.contains_key(&m)
+        && uses.get(&m) == Some(&1)
+        && m != c
+        && vals[c.0 as usize].ty == vals[m.0 as usize].ty
 }
 
 fn has_effect(op: &Op) -> bool {
@@ -104,7 +111,7 @@ pub fn run(m: &mut Module) {
     for f in &mut m.funcs {
         let mut uses = HashMap::new();
         count_uses(&f.body, &mut uses);
-        fuse_rank1(&mut f.body, &uses);
+        fuse_rank1(&mut f.body, &uses, &f.values);
         loop {
             let mut uses = HashMap::new();
             count_uses(&f.body, &mut uses);

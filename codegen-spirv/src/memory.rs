@@ -1,0 +1,288 @@
+//! Memory in the shader: the params buffer (extents, scalars, grid), array elements in
+//! storage buffers and shared arrays in workgroup memory, with the SIMT form's bounds rules
+//! (loads out of bounds read 0 or keep the old value; stores and atomic adds out of bounds do
+//! nothing), barriers, and float atomic adds as compare-and-swap loops.
+
+use crate::body::be;
+use crate::module::{Gen, Held};
+use crate::{err, SpirvError};
+use rspirv::spirv::{LoopControl, SelectionControl, StorageClass, Word};
+use tilec_midend::{Op, OpKind, Scalar, Type, Value};
+
+/// Scope and memory-semantics constants of SPIR-V.
+const SCOPE_DEVICE: u32 = 1;
+const SCOPE_WORKGROUP: u32 = 2;
+const SEM_ACQ_REL_WG: u32 = 0x8 | 0x100;
+const SEM_RELAXED: u32 = 0;
+
+impl Gen<'_> {
+    /// Word `w` of the params buffer, as a `u32`.
+    pub(crate) fn param_word(&mut self, w: u32) -> Result<Word, SpirvError> {
+        let pu = self
+            .b
+            .type_pointer(None, StorageClass::StorageBuffer, self.t_u32);
+        let (z, wi) = (self.i32c(0), self.i32c(w as i32));
+        let p = self
+            .b
+            .access_chain(pu, None, self.params, [z, wi])
+            .map_err(be)?;
+        self.b.load(self.t_u32, None, p, None, []).map_err(be)
+    }
+
+    /// Loads the scalar parameters from the params buffer (at the start of `main`).
+    pub(crate) fn load_scalar_params(&mut self) -> Result<(), SpirvError> {
+        let params = self.k.func.body.params.clone();
+        for (i, p) in params.iter().enumerate() {
+            let Type::Scalar(s) = self.k.func.ty(*p).clone() else {
+                continue;
+            };
+            let w = self.layout.offsets[i];
+            let t = self.ty(s);
+            let v = if s.bytes() == 8 {
+                let (lo, hi) = (self.param_word(w)?, self.param_word(w + 1)?);
+                let uv2 = self.b.type_vector(self.t_u32, 2);
+                let v2 = self
+                    .b
+                    .composite_construct(uv2, None, [lo, hi])
+                    .map_err(be)?;
+                self.b.bitcast(t, None, v2).map_err(be)?
+            } else if s == Scalar::Bool {
+                let x = self.param_word(w)?;
+                let z = self.u32c(0);
+                self.b.i_not_equal(self.t_bool, None, x, z).map_err(be)?
+            } else {
+                let x = self.param_word(w)?;
+                if s == Scalar::U32 {
+                    x
+                } else {
+                    self.b.bitcast(t, None, x).map_err(be)?
+                }
+            };
+            self.held.insert(*p, Held::Id(v));
+        }
+        Ok(())
+    }
+
+    /// Extent `axis` of an array (parameter or shared) as an `i32`.
+    pub(crate) fn dim(&mut self, array: Value, axis: u32) -> Result<Word, SpirvError> {
+        match self.held.get(&array).copied() {
+            Some(Held::Buffer { dims_word, .. }) => {
+                let w = self.param_word(dims_word + axis)?;
+                self.b.bitcast(self.t_i32, None, w).map_err(be)
+            }
+            Some(Held::Shared { dims, .. }) => {
+                let d = self.shared_dims[dims][axis as usize];
+                Ok(self.i32c(d as i32))
+            }
+            _ => Err(err("extent of a non-array")),
+        }
+    }
+
+    /// The pointer to element `idx` of an array, the in-bounds flag, and the element type.
+    /// Out of bounds, the pointer is to element 0 (never dereferenced for stores; loads
+    /// select the fallback value).
+    fn element(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word, Scalar), SpirvError> {
+        let elem = self.elem(array);
+        let mut lin = self.i32c(0);
+        let mut inb = self.constant_bits(Scalar::Bool, 1);
+        for (d, i) in idx.iter().enumerate() {
+            let iv = self.id(*i)?;
+            let n = self.dim(array, d as u32)?;
+            let (iu, nu) = (
+                self.b.bitcast(self.t_u32, None, iv).map_err(be)?,
+                self.b.bitcast(self.t_u32, None, n).map_err(be)?,
+            );
+            let ok = self.b.u_less_than(self.t_bool, None, iu, nu).map_err(be)?;
+            inb = self.b.logical_and(self.t_bool, None, inb, ok).map_err(be)?;
+            let scaled = self.b.i_mul(self.t_i32, None, lin, n).map_err(be)?;
+            lin = self.b.i_add(self.t_i32, None, scaled, iv).map_err(be)?;
+        }
+        let zero = self.i32c(0);
+        let safe = self
+            .b
+            .select(self.t_i32, None, inb, lin, zero)
+            .map_err(be)?;
+        let t = self.ty(elem);
+        let ptr = match self.held.get(&array).copied() {
+            Some(Held::Buffer { var, .. }) => {
+                let p = self.b.type_pointer(None, StorageClass::StorageBuffer, t);
+                self.b
+                    .access_chain(p, None, var, [zero, safe])
+                    .map_err(be)?
+            }
+            Some(Held::Shared { var, .. }) => {
+                let p = self.b.type_pointer(None, StorageClass::Workgroup, t);
+                self.b.access_chain(p, None, var, [safe]).map_err(be)?
+            }
+            _ => return Err(err("element of a non-array")),
+        };
+        Ok((ptr, inb, elem))
+    }
+
+    /// Emits `then` under `if cond`.
+    fn guarded(
+        &mut self,
+        cond: Word,
+        then: impl FnOnce(&mut Self) -> Result<(), SpirvError>,
+    ) -> Result<(), SpirvError> {
+        let (yes, merge) = (self.b.id(), self.b.id());
+        self.b
+            .selection_merge(merge, SelectionControl::NONE)
+            .map_err(be)?;
+        self.b
+            .branch_conditional(cond, yes, merge, [])
+            .map_err(be)?;
+        self.b.begin_block(Some(yes)).map_err(be)?;
+        self.cur = yes;
+        then(self)?;
+        self.b.branch(merge).map_err(be)?;
+        self.b.begin_block(Some(merge)).map_err(be)?;
+        self.cur = merge;
+        Ok(())
+    }
+
+    pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), SpirvError> {
+        match &op.kind {
+            OpKind::Load(_) | OpKind::LoadInto(_) => {
+                let into = matches!(op.kind, OpKind::LoadInto(_));
+                let base = usize::from(into);
+                let (ptr, inb, elem) = self.element(op.args[base], &op.args[base + 1..])?;
+                let t = self.ty(elem);
+                let v = self.b.load(t, None, ptr, None, []).map_err(be)?;
+                let fallback = if into {
+                    self.id(op.args[0])?
+                } else {
+                    self.constant(elem, 0.0)
+                };
+                let r = self.b.select(t, None, inb, v, fallback).map_err(be)?;
+                self.held.insert(op.results[0], Held::Id(r));
+            }
+            OpKind::Store(_) | OpKind::AtomicAdd(_) => {
+                let n = op.args.len();
+                let (ptr, inb, elem) = self.element(op.args[0], &op.args[1..n - 1])?;
+                let x = self.id(op.args[n - 1])?;
+                let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
+                let shared = matches!(self.held.get(&op.args[0]), Some(Held::Shared { .. }));
+                self.guarded(inb, |g| {
+                    if atomic {
+                        g.atomic_add(ptr, x, elem, shared)
+                    } else {
+                        g.b.store(ptr, x, None, []).map_err(be)
+                    }
+                })?;
+            }
+            OpKind::AllocShared(shape) => {
+                let elem = self.elem(op.results[0]);
+                let t = self.ty(elem);
+                let len: u32 = shape.iter().product();
+                let lc = self.u32c(len);
+                let arr = self.b.type_array(t, lc);
+                let p = self.b.type_pointer(None, StorageClass::Workgroup, arr);
+                let var = self.b.variable(p, None, StorageClass::Workgroup, None);
+                self.shared_dims.push(shape.clone());
+                self.held.insert(
+                    op.results[0],
+                    Held::Shared {
+                        var,
+                        dims: self.shared_dims.len() - 1,
+                    },
+                );
+                self.zero_shared(var, elem, len)?;
+            }
+            OpKind::Barrier => self.barrier()?,
+            _ => return Err(err("not a memory op")),
+        }
+        Ok(())
+    }
+
+    fn barrier(&mut self) -> Result<(), SpirvError> {
+        let (wg, sem) = (self.u32c(SCOPE_WORKGROUP), self.u32c(SEM_ACQ_REL_WG));
+        self.b.control_barrier(wg, wg, sem).map_err(be)
+    }
+
+    /// Zero-fills a shared array: lane `l` clears elements `l, l + lanes, ..`; then a barrier.
+    fn zero_shared(&mut self, var: Word, elem: Scalar, len: u32) -> Result<(), SpirvError> {
+        let t = self.ty(elem);
+        let p = self.b.type_pointer(None, StorageClass::Workgroup, t);
+        let lane = self
+            .b
+            .load(self.t_u32, None, self.lane_var, None, [])
+            .map_err(be)?;
+        let lane = self.b.bitcast(self.t_i32, None, lane).map_err(be)?;
+        let zero = self.constant(elem, 0.0);
+        let lanes = self.k.lanes;
+        for start in (0..len).step_by(lanes as usize) {
+            let s = self.i32c(start as i32);
+            let i = self.b.i_add(self.t_i32, None, s, lane).map_err(be)?;
+            let lim = self.i32c(len as i32);
+            let ok = self.b.s_less_than(self.t_bool, None, i, lim).map_err(be)?;
+            self.guarded(ok, |g| {
+                let ptr = g.b.access_chain(p, None, var, [i]).map_err(be)?;
+                g.b.store(ptr, zero, None, []).map_err(be)
+            })?;
+        }
+        self.barrier()
+    }
+
+    /// `*ptr += x` atomically: `OpAtomicIAdd` for integers, a compare-and-swap loop on the bits
+    /// for floats.
+    fn atomic_add(
+        &mut self,
+        ptr: Word,
+        x: Word,
+        elem: Scalar,
+        shared: bool,
+    ) -> Result<(), SpirvError> {
+        let scope = self.u32c(if shared {
+            SCOPE_WORKGROUP
+        } else {
+            SCOPE_DEVICE
+        });
+        let sem = self.u32c(SEM_RELAXED);
+        let t = self.ty(elem);
+        if !elem.is_float() {
+            self.b
+                .atomic_i_add(t, None, ptr, scope, sem, x)
+                .map_err(be)?;
+            return Ok(());
+        }
+        let bits = if elem == Scalar::F32 {
+            Scalar::U32
+        } else {
+            return Err(err("atomic_add on f64 arrays is not supported on Vulkan"));
+        };
+        let ut = self.ty(bits);
+        let sc = if shared {
+            StorageClass::Workgroup
+        } else {
+            StorageClass::StorageBuffer
+        };
+        let up = self.b.type_pointer(None, sc, ut);
+        let uptr = self.b.bitcast(up, None, ptr).map_err(be)?;
+        let (header, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
+        self.b.branch(header).map_err(be)?;
+        self.b.begin_block(Some(header)).map_err(be)?;
+        self.b
+            .loop_merge(merge, cont, LoopControl::NONE, [])
+            .map_err(be)?;
+        self.b.branch(body).map_err(be)?;
+        self.b.begin_block(Some(body)).map_err(be)?;
+        let old = self.b.atomic_load(ut, None, uptr, scope, sem).map_err(be)?;
+        let oldf = self.b.bitcast(t, None, old).map_err(be)?;
+        let newf = self.b.f_add(t, None, oldf, x).map_err(be)?;
+        let new = self.b.bitcast(ut, None, newf).map_err(be)?;
+        let seen = self
+            .b
+            .atomic_compare_exchange(ut, None, uptr, scope, sem, sem, new, old)
+            .map_err(be)?;
+        let done = self.b.i_equal(self.t_bool, None, seen, old).map_err(be)?;
+        self.b
+            .branch_conditional(done, merge, cont, [])
+            .map_err(be)?;
+        self.b.begin_block(Some(cont)).map_err(be)?;
+        self.b.branch(header).map_err(be)?;
+        self.b.begin_block(Some(merge)).map_err(be)?;
+        self.cur = merge;
+        Ok(())
+    }
+}

@@ -1,0 +1,1282 @@
+//! Reference interpreter of the SIMT form: runs a whole grid of a [`SimtKernel`] on host
+//! buffers, each program as `lanes` lanes in lockstep, to check the lowering against the
+//! tile-level backends.
+//!
+//! Every SSA value holds one scalar per lane (arrays are the same on all lanes). Operations
+//! apply lane-wise with the CPU backend's scalar semantics: integers wrap like two's
+//! complement of their type, integer division or remainder by zero gives 0 (`MIN / -1`
+//! wraps), `f32` arithmetic is rounded to `f32`, float remainder is `a - trunc(a / b) * b`,
+//! float `min`/`max` are `f64::min`/`max`, casts from floats to integers saturate (NaN gives
+//! 0). Memory ops address row-major arrays with one index per dimension; out-of-bounds loads
+//! read 0 (`LoadInto`: the old value) and out-of-bounds stores and atomic adds do nothing;
+//! lanes store in lane order. Branch conditions, loop bounds and steps must be the same on all
+//! lanes, else the run fails with "divergent control flow".
+
+use std::fmt;
+
+use super::SimtKernel;
+use crate::eval;
+use crate::ir::{BinOp, Const, Function, Index, Op, OpKind, Region, Value};
+use crate::print::op_name;
+use crate::types::{Scalar, Type};
+
+/// One argument of a launch: an array as raw little-endian bytes with its extents, or a scalar.
+#[derive(Debug)]
+pub enum InterpArg<'a> {
+    /// A row-major array of `elem` with extents `dims` (outermost first); `data` holds exactly
+    /// `dims.product() * elem.bytes()` bytes. `f32` elements are stored as `f32` bytes,
+    /// booleans as one byte (0 or 1).
+    Array {
+        elem: Scalar,
+        dims: Vec<u64>,
+        data: &'a mut [u8],
+    },
+    /// A scalar of the parameter's type.
+    Scalar(Const),
+}
+
+/// Why a SIMT kernel could not be run: mismatched arguments, an op or type not allowed in
+/// SIMT form, divergent control flow, a shuffle from a lane out of range, malformed IR.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InterpError {
+    pub message: String,
+}
+
+impl fmt::Display for InterpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SIMT interpreter: {}", self.message)
+    }
+}
+
+impl std::error::Error for InterpError {}
+
+fn err<T>(msg: impl Into<String>) -> Result<T, InterpError> {
+    Err(InterpError {
+        message: msg.into(),
+    })
+}
+
+/// Runs every program of `grid` (program ids over `0..grid[axis]`), each as `k.lanes` lanes
+/// in lockstep, on `args` (one per kernel parameter, in order). Programs run one after the
+/// other, axis 0 fastest.
+pub fn run(k: &SimtKernel, args: &mut [InterpArg<'_>], grid: [i64; 3]) -> Result<(), InterpError> {
+    let f = &k.func;
+    let lanes = k.lanes as usize;
+    if lanes == 0 {
+        return err("the kernel has 0 lanes");
+    }
+    check_args(f, args)?;
+    for (axis, &g) in grid.iter().enumerate() {
+        if !(0..=i32::MAX as i64).contains(&g) {
+            return err(format!("grid extent {g} along axis {axis} is out of range"));
+        }
+    }
+    let mut it = Interp {
+        f,
+        lanes,
+        grid,
+        pid: [0; 3],
+        vals: vec![None; f.values.len()],
+        mem: Memory {
+            args,
+            shared: Vec::new(),
+        },
+    };
+    for z in 0..grid[2] {
+        for y in 0..grid[1] {
+            for x in 0..grid[0] {
+                it.program([x, y, z]).map_err(|e| InterpError {
+                    message: format!("program ({x}, {y}, {z}): {}", e.message),
+                })?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `args` match the parameters of `f` in number, types, ranks and sizes.
+fn check_args(f: &Function, args: &[InterpArg<'_>]) -> Result<(), InterpError> {
+    let params = f.params();
+    if params.len() != args.len() {
+        return err(format!(
+            "kernel `{}` takes {} arguments, {} given",
+            f.name,
+            params.len(),
+            args.len()
+        ));
+    }
+    for (i, (&p, a)) in params.iter().zip(args.iter()).enumerate() {
+        let ty = value_type(f, p)?;
+        match (ty, a) {
+            (
+                Type::Array { elem, rank, .. },
+                InterpArg::Array {
+                    elem: e,
+                    dims,
+                    data,
+                },
+            ) => {
+                if e != elem || dims.len() != *rank as usize {
+                    return err(format!(
+                        "argument {i} is an array of {} with {} dimensions, parameter type is {ty}",
+                        e.name(),
+                        dims.len()
+                    ));
+                }
+                let size = dims
+                    .iter()
+                    .try_fold(elem.bytes() as u64, |acc, &d| acc.checked_mul(d));
+                if size != Some(data.len() as u64) {
+                    return err(format!(
+                        "argument {i} has {} bytes, its extents {dims:?} of {} need {}",
+                        data.len(),
+                        elem.name(),
+                        size.map_or("too many".to_string(), |s| s.to_string())
+                    ));
+                }
+            }
+            (Type::Scalar(s), InterpArg::Scalar(c)) if *s == c.ty() => {}
+            (ty, InterpArg::Scalar(c)) => {
+                return err(format!(
+                    "argument {i} ({c:?}) does not match parameter type {ty}"
+                ))
+            }
+            (ty, InterpArg::Array { elem, .. }) => {
+                return err(format!(
+                    "argument {i} (an array of {}) does not match parameter type {ty}",
+                    elem.name()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+fn value_type(f: &Function, v: Value) -> Result<&Type, InterpError> {
+    match f.values.get(v.0 as usize) {
+        Some(d) => Ok(&d.ty),
+        None => err(format!(
+            "value %{} is not in the function's value table",
+            v.0
+        )),
+    }
+}
+
+/// A run-time value: one scalar per lane, or an array (the same on every lane).
+#[derive(Debug, Clone)]
+enum Val {
+    Lanes(Vec<Const>),
+    Array(Mem),
+}
+
+/// An array: a kernel argument or a shared array of the current program.
+#[derive(Debug, Clone, Copy)]
+enum Mem {
+    Param(usize),
+    Shared(usize),
+}
+
+struct SharedArray {
+    elem: Scalar,
+    dims: Vec<u64>,
+    data: Vec<u8>,
+}
+
+struct Memory<'b, 'a> {
+    args: &'b mut [InterpArg<'a>],
+    shared: Vec<SharedArray>,
+}
+
+impl Memory<'_, '_> {
+    fn view(&self, m: Mem) -> Result<(Scalar, &[u64], &[u8]), InterpError> {
+        match m {
+            Mem::Param(i) => match self.args.get(i) {
+                Some(InterpArg::Array { elem, dims, data }) => Ok((*elem, dims, data)),
+                _ => err(format!("argument {i} is not an array")),
+            },
+            Mem::Shared(i) => match self.shared.get(i) {
+                Some(s) => Ok((s.elem, &s.dims, &s.data)),
+                None => err(format!("no shared array {i}")),
+            },
+        }
+    }
+
+    fn data_mut(&mut self, m: Mem) -> Result<(Scalar, &mut [u8]), InterpError> {
+        match m {
+            Mem::Param(i) => match self.args.get_mut(i) {
+                Some(InterpArg::Array { elem, data, .. }) => Ok((*elem, data)),
+                _ => err(format!("argument {i} is not an array")),
+            },
+            Mem::Shared(i) => match self.shared.get_mut(i) {
+                Some(s) => Ok((s.elem, &mut s.data)),
+                None => err(format!("no shared array {i}")),
+            },
+        }
+    }
+}
+
+/// Reads element `off` (in elements) of a little-endian array of `elem`.
+fn read(elem: Scalar, data: &[u8], off: usize) -> Const {
+    let n = elem.bytes() as usize;
+    let b = &data[off * n..off * n + n];
+    let b4 = || -> [u8; 4] { b.try_into().expect("4 bytes") };
+    let b8 = || -> [u8; 8] { b.try_into().expect("8 bytes") };
+    match elem {
+        Scalar::Bool => Const::Bool(b[0] != 0),
+        Scalar::I32 => Const::Int(i32::from_le_bytes(b4()) as i64, elem),
+        Scalar::U32 => Const::Int(u32::from_le_bytes(b4()) as i64, elem),
+        Scalar::I64 => Const::Int(i64::from_le_bytes(b8()), elem),
+        Scalar::F32 => Const::Float(f32::from_le_bytes(b4()) as f64, elem),
+        Scalar::F64 => Const::Float(f64::from_le_bytes(b8()), elem),
+    }
+}
+
+/// Writes `c` (of type `elem`) as element `off` of a little-endian array of `elem`.
+fn write(elem: Scalar, data: &mut [u8], off: usize, c: Const) -> Result<(), InterpError> {
+    if c.ty() != elem {
+        return err(format!(
+            "a {} value stored into an array of {}",
+            c.ty().name(),
+            elem.name()
+        ));
+    }
+    let n = elem.bytes() as usize;
+    let dst = &mut data[off * n..off * n + n];
+    match elem {
+        Scalar::Bool => dst[0] = (c.as_i64() != 0) as u8,
+        Scalar::I32 => dst.copy_from_slice(&(c.as_i64() as i32).to_le_bytes()),
+        Scalar::U32 => dst.copy_from_slice(&(c.as_i64() as u32).to_le_bytes()),
+        Scalar::I64 => dst.copy_from_slice(&c.as_i64().to_le_bytes()),
+        Scalar::F32 => dst.copy_from_slice(&(c.as_f64() as f32).to_le_bytes()),
+        Scalar::F64 => dst.copy_from_slice(&c.as_f64().to_le_bytes()),
+    }
+    Ok(())
+}
+
+/// `a op b` with result type `ty`, as the CPU backend computes it.
+fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, InterpError> {
+    use BinOp::*;
+    match ty {
+        Scalar::Bool => {
+            let (x, y) = (a.as_f64() != 0.0, b.as_f64() != 0.0);
+            Ok(Const::Bool(match op {
+                And | Min => x && y,
+                Or | Max => x || y,
+                _ => return err(format!("{op:?} on bool")),
+            }))
+        }
+        Scalar::F32 | Scalar::F64 => {
+            let (x, y) = (a.as_f64(), b.as_f64());
+            let r = |v: f64| ty.round(v);
+            let v = match op {
+                Add => r(x + y),
+                Sub => r(x - y),
+                Mul => r(x * y),
+                Div => r(x / y),
+                Rem => {
+                    let t = r(x / y).trunc();
+                    r(x - r(t * y))
+                }
+                Min => x.min(y),
+                Max => x.max(y),
+                And | Or => return err(format!("{op:?} on floats")),
+            };
+            Ok(Const::Float(v, ty))
+        }
+        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
+            let (x, y) = (ty.wrap(a.as_i64()), ty.wrap(b.as_i64()));
+            let v = match op {
+                Add => x.wrapping_add(y),
+                Sub => x.wrapping_sub(y),
+                Mul => x.wrapping_mul(y),
+                Div if y == 0 => 0,
+                Div => x.wrapping_div(y),
+                Rem if y == 0 => 0,
+                Rem => x.wrapping_rem(y),
+                Min => x.min(y),
+                Max => x.max(y),
+                And => x & y,
+                Or => x | y,
+            };
+            Ok(Const::Int(ty.wrap(v), ty))
+        }
+    }
+}
+
+/// How a region ended.
+enum Flow {
+    /// A `Return`: the program is over.
+    Return,
+    Yield(Vec<Val>),
+    /// The region ran off its end (no terminator).
+    End,
+}
+
+struct Interp<'f, 'b, 'a> {
+    f: &'f Function,
+    lanes: usize,
+    grid: [i64; 3],
+    pid: [i64; 3],
+    vals: Vec<Option<Val>>,
+    mem: Memory<'b, 'a>,
+}
+
+impl Interp<'_, '_, '_> {
+    /// Runs one program.
+    fn program(&mut self, pid: [i64; 3]) -> Result<(), InterpError> {
+        self.pid = pid;
+        self.vals.iter_mut().for_each(|v| *v = None);
+        self.mem.shared.clear();
+        let f = self.f;
+        for (i, &p) in f.params().iter().enumerate() {
+            let v = match &self.mem.args[i] {
+                InterpArg::Array { .. } => Val::Array(Mem::Param(i)),
+                InterpArg::Scalar(c) => Val::Lanes(vec![*c; self.lanes]),
+            };
+            self.set(p, v)?;
+        }
+        match self.region(&f.body)? {
+            Flow::Yield(_) => err("the kernel body ends in `yield`"),
+            Flow::Return | Flow::End => Ok(()),
+        }
+    }
+
+    /// Binds `v`, checking that its type is allowed in SIMT form and matches `val`.
+    fn set(&mut self, v: Value, val: Val) -> Result<(), InterpError> {
+        let ty = value_type(self.f, v)?;
+        match (ty, &val) {
+            (Type::Scalar(s), Val::Lanes(cs)) => {
+                if let Some(c) = cs.iter().find(|c| c.ty() != *s) {
+                    return err(format!("value %{} of type {ty} is given {c:?}", v.0));
+                }
+            }
+            (Type::Array { .. }, Val::Array(_)) => {}
+            (Type::Tile { .. }, _) => {
+                return err(format!(
+                    "value %{} has tile type {ty}, not allowed in SIMT form",
+                    v.0
+                ))
+            }
+            (ty, val) => {
+                return err(format!("value %{} of type {ty} is given {val:?}", v.0));
+            }
+        }
+        self.vals[v.0 as usize] = Some(val);
+        Ok(())
+    }
+
+    fn get(&self, v: Value) -> Result<&Val, InterpError> {
+        match self.vals.get(v.0 as usize) {
+            Some(Some(val)) => Ok(val),
+            _ => err(format!("value %{} is used before it is defined", v.0)),
+        }
+    }
+
+    /// The per-lane scalars of `v`.
+    fn scalars(&self, v: Value) -> Result<&[Const], InterpError> {
+        match self.get(v)? {
+            Val::Lanes(cs) => Ok(cs),
+            Val::Array(_) => err(format!("value %{} is an array, expected a scalar", v.0)),
+        }
+    }
+
+    fn array(&self, v: Value) -> Result<Mem, InterpError> {
+        match self.get(v)? {
+            Val::Array(m) => Ok(*m),
+            Val::Lanes(_) => err(format!("value %{} is a scalar, expected an array", v.0)),
+        }
+    }
+
+    /// The value of a scalar that must be the same on every lane.
+    fn uniform(&self, val: &Val, what: &str) -> Result<Const, InterpError> {
+        let Val::Lanes(cs) = val else {
+            return err(format!("{what} is an array"));
+        };
+        let c0 = cs[0];
+        if let Some((l, c)) = cs.iter().enumerate().find(|(_, c)| **c != c0) {
+            return err(format!(
+                "divergent control flow: {what} is {c0:?} on lane 0 but {c:?} on lane {l}"
+            ));
+        }
+        Ok(c0)
+    }
+
+    fn uniform_bool(&self, val: &Val, what: &str) -> Result<bool, InterpError> {
+        match self.uniform(val, what)? {
+            Const::Bool(b) => Ok(b),
+            c => err(format!("{what} {c:?} is not a bool")),
+        }
+    }
+
+    fn vals_of(&self, vs: &[Value]) -> Result<Vec<Val>, InterpError> {
+        vs.iter().map(|&v| self.get(v).cloned()).collect()
+    }
+
+    fn bind(&mut self, to: &[Value], vals: Vec<Val>, what: &str) -> Result<(), InterpError> {
+        if to.len() != vals.len() {
+            return err(format!(
+                "{what}: {} values for {} slots",
+                vals.len(),
+                to.len()
+            ));
+        }
+        for (&v, val) in to.iter().zip(vals) {
+            self.set(v, val)?;
+        }
+        Ok(())
+    }
+
+    fn region(&mut self, r: &Region) -> Result<Flow, InterpError> {
+        for op in &r.ops {
+            match op.kind {
+                OpKind::Return => return Ok(Flow::Return),
+                OpKind::Yield => return Ok(Flow::Yield(self.vals_of(&op.args)?)),
+                _ => {
+                    if self.op(op)? {
+                        return Ok(Flow::Return);
+                    }
+                }
+            }
+        }
+        Ok(Flow::End)
+    }
+
+    /// Runs a region of a structured op that must yield `n` values (or return). `None`: the
+    /// program returned.
+    fn sub_region(&mut self, op: &Op, i: usize, n: usize) -> Result<Option<Vec<Val>>, InterpError> {
+        let Some(r) = op.regions.get(i) else {
+            return err(format!("`{}` has no region {i}", op_name(&op.kind)));
+        };
+        match self.region(r)? {
+            Flow::Return => Ok(None),
+            Flow::Yield(ys) if ys.len() == n => Ok(Some(ys)),
+            Flow::End if n == 0 => Ok(Some(Vec::new())),
+            Flow::Yield(ys) => err(format!(
+                "region {i} of `{}` yields {} values, expected {n}",
+                op_name(&op.kind),
+                ys.len()
+            )),
+            Flow::End => err(format!(
+                "region {i} of `{}` does not end in `yield`",
+                op_name(&op.kind)
+            )),
+        }
+    }
+
+    /// Runs one op other than `Yield` and `Return`; `true` when the program returned.
+    fn op(&mut self, op: &Op) -> Result<bool, InterpError> {
+        match op.kind {
+            OpKind::For => self.for_op(op),
+            OpKind::If => self.if_op(op),
+            OpKind::While => self.while_op(op),
+            _ => {
+                self.leaf(op).map_err(|e| {
+                    if e.message.starts_with("op `") {
+                        e
+                    } else {
+                        InterpError {
+                            message: format!("`{}`: {}", op_name(&op.kind), e.message),
+                        }
+                    }
+                })?;
+                Ok(false)
+            }
+        }
+    }
+
+    fn for_op(&mut self, op: &Op) -> Result<bool, InterpError> {
+        if op.args.len() < 3 {
+            return err("`for` has fewer than 3 operands");
+        }
+        let lo = self.uniform(self.get(op.args[0])?, "the lower bound of a `for`")?;
+        let hi = self.uniform(self.get(op.args[1])?, "the upper bound of a `for`")?;
+        let step = self.uniform(self.get(op.args[2])?, "the step of a `for`")?;
+        let (Const::Int(mut iv, ty), Const::Int(hi, _), Const::Int(step, _)) = (lo, hi, step)
+        else {
+            return err(format!(
+                "`for` bounds {lo:?}, {hi:?}, {step:?} are not integers"
+            ));
+        };
+        if step <= 0 && iv < hi {
+            return err(format!(
+                "`for` from {iv} to {hi} with step {step} does not terminate"
+            ));
+        }
+        let Some(r) = op.regions.first() else {
+            return err("`for` has no region");
+        };
+        let Some((&iv_param, carried_params)) = r.params.split_first() else {
+            return err("`for` region has no induction variable");
+        };
+        let mut carried = self.vals_of(&op.args[3..])?;
+        while iv < hi {
+            self.set(iv_param, Val::Lanes(vec![Const::Int(iv, ty); self.lanes]))?;
+            self.bind(carried_params, carried, "`for` region parameters")?;
+            match self.sub_region(op, 0, op.results.len())? {
+                Some(ys) => carried = ys,
+                None => return Ok(true),
+            }
+            iv = ty.wrap(iv.wrapping_add(step));
+        }
+        self.bind(&op.results, carried, "`for` results")?;
+        Ok(false)
+    }
+
+    fn if_op(&mut self, op: &Op) -> Result<bool, InterpError> {
+        let Some(&c) = op.args.first() else {
+            return err("`if` has no condition");
+        };
+        let cond = self.uniform_bool(self.get(c)?, "the condition of an `if`")?;
+        match self.sub_region(op, if cond { 0 } else { 1 }, op.results.len())? {
+            Some(ys) => {
+                self.bind(&op.results, ys, "`if` results")?;
+                Ok(false)
+            }
+            None => Ok(true),
+        }
+    }
+
+    fn while_op(&mut self, op: &Op) -> Result<bool, InterpError> {
+        if op.regions.len() != 2 {
+            return err("`while` must have two regions");
+        }
+        let mut carried = self.vals_of(&op.args)?;
+        loop {
+            self.bind(
+                &op.regions[0].params,
+                carried.clone(),
+                "`while` before-region parameters",
+            )?;
+            let Some(ys) = self.sub_region(op, 0, 1)? else {
+                return Ok(true);
+            };
+            if !self.uniform_bool(&ys[0], "the condition of a `while`")? {
+                break;
+            }
+            self.bind(&op.regions[1].params, carried, "`while` body parameters")?;
+            match self.sub_region(op, 1, op.results.len())? {
+                Some(ys) => carried = ys,
+                None => return Ok(true),
+            }
+        }
+        self.bind(&op.results, carried, "`while` results")?;
+        Ok(false)
+    }
+
+    /// The single result of `op` and its scalar type.
+    fn result(&self, op: &Op) -> Result<(Value, Scalar), InterpError> {
+        let [r] = op.results[..] else {
+            return err(format!("{} results, expected one", op.results.len()));
+        };
+        match value_type(self.f, r)? {
+            Type::Scalar(s) => Ok((r, *s)),
+            ty => err(format!("result %{} has type {ty}, expected a scalar", r.0)),
+        }
+    }
+
+    /// Applies `f` lane by lane to the `N` scalar operands of `op`.
+    fn lanewise<const N: usize>(
+        &self,
+        op: &Op,
+        f: impl Fn([Const; N]) -> Result<Const, InterpError>,
+    ) -> Result<Vec<Const>, InterpError> {
+        if op.args.len() != N {
+            return err(format!("{} operands, expected {N}", op.args.len()));
+        }
+        let mut xs: [&[Const]; N] = [&[]; N];
+        for (x, &a) in xs.iter_mut().zip(&op.args) {
+            *x = self.scalars(a)?;
+        }
+        (0..self.lanes)
+            .map(|l| f(std::array::from_fn(|i| xs[i][l])))
+            .collect()
+    }
+
+    /// The same `c` on every lane.
+    fn splat(&self, c: Const) -> Vec<Const> {
+        vec![c; self.lanes]
+    }
+
+    /// The array operand at `pos` of a memory op and, per lane, the element offset addressed
+    /// by the index operands after it, or `None` when out of bounds.
+    fn address(
+        &self,
+        op: &Op,
+        kinds: &[Index],
+        pos: usize,
+        extra: usize,
+    ) -> Result<(Mem, Vec<Option<usize>>), InterpError> {
+        if op.args.len() != pos + 1 + kinds.len() + extra {
+            return err(format!(
+                "{} operands, expected {}",
+                op.args.len(),
+                pos + 1 + kinds.len() + extra
+            ));
+        }
+        if let Some(k) = kinds.iter().find(|k| **k != Index::At) {
+            return err(format!("index {k:?} is not allowed in SIMT form"));
+        }
+        let m = self.array(op.args[pos])?;
+        let (_, dims, _) = self.mem.view(m)?;
+        if dims.len() != kinds.len() {
+            return err(format!(
+                "{} indices into an array of rank {}",
+                kinds.len(),
+                dims.len()
+            ));
+        }
+        let mut offs: Vec<Option<usize>> = vec![Some(0); self.lanes];
+        for (d, &extent) in dims.iter().enumerate() {
+            let idx = self.scalars(op.args[pos + 1 + d])?;
+            for (off, c) in offs.iter_mut().zip(idx) {
+                let Const::Int(i, _) = *c else {
+                    return err(format!("index {c:?} is not an integer"));
+                };
+                *off = match *off {
+                    Some(o) if i >= 0 && (i as u64) < extent => {
+                        Some(o * extent as usize + i as usize)
+                    }
+                    _ => None,
+                };
+            }
+        }
+        Ok((m, offs))
+    }
+
+    /// Runs an op without regions.
+    fn leaf(&mut self, op: &Op) -> Result<(), InterpError> {
+        let lanes = self.lanes;
+        let vals: Vec<Const> = match &op.kind {
+            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
+                let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
+                if !op.results.is_empty() {
+                    return err("a store has no results");
+                }
+                let (m, offs) = self.address(op, kinds, 0, 1)?;
+                let src = self.scalars(op.args[op.args.len() - 1])?.to_vec();
+                let (elem, data) = self.mem.data_mut(m)?;
+                for (off, &v) in offs.iter().zip(&src) {
+                    let Some(off) = *off else { continue };
+                    let v = if atomic {
+                        bin(BinOp::Add, read(elem, data, off), v, elem)?
+                    } else {
+                        v
+                    };
+                    write(elem, data, off, v)?;
+                }
+                return Ok(());
+            }
+            OpKind::Barrier => return Ok(()),
+            OpKind::AllocShared(shape) => {
+                let [r] = op.results[..] else {
+                    return err("expected one result");
+                };
+                let Type::Array { elem, rank, .. } = value_type(self.f, r)? else {
+                    return err(format!("result type {} is not an array", self.f.ty(r)));
+                };
+                if *rank as usize != shape.len() {
+                    return err(format!("shape {shape:?} for an array of rank {rank}"));
+                }
+                let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+                let n = dims.iter().product::<u64>() as usize * elem.bytes() as usize;
+                self.mem.shared.push(SharedArray {
+                    elem: *elem,
+                    dims,
+                    data: vec![0; n],
+                });
+                let m = Mem::Shared(self.mem.shared.len() - 1);
+                return self.set(r, Val::Array(m));
+            }
+            OpKind::Load(kinds) => {
+                let (m, offs) = self.address(op, kinds, 0, 0)?;
+                let (elem, _, data) = self.mem.view(m)?;
+                offs.iter()
+                    .map(|o| match o {
+                        Some(o) => read(elem, data, *o),
+                        None if elem.is_float() => Const::Float(0.0, elem),
+                        None if elem == Scalar::Bool => Const::Bool(false),
+                        None => Const::Int(0, elem),
+                    })
+                    .collect()
+            }
+            OpKind::LoadInto(kinds) => {
+                let (m, offs) = self.address(op, kinds, 1, 0)?;
+                let old = self.scalars(op.args[0])?;
+                let (elem, _, data) = self.mem.view(m)?;
+                offs.iter()
+                    .zip(old)
+                    .map(|(o, &old)| match o {
+                        Some(o) => read(elem, data, *o),
+                        None => old,
+                    })
+                    .collect()
+            }
+            OpKind::Const(c) => self.splat(*c),
+            OpKind::LaneId => (0..lanes)
+                .map(|l| Const::Int(l as i64, Scalar::I32))
+                .collect(),
+            OpKind::ProgramId(a) | OpKind::NumPrograms(a) => {
+                let ids = if matches!(op.kind, OpKind::ProgramId(_)) {
+                    self.pid
+                } else {
+                    self.grid
+                };
+                let Some(&v) = ids.get(*a as usize) else {
+                    return err(format!("grid axis {a} is out of range"));
+                };
+                self.splat(Const::Int(v, Scalar::I32))
+            }
+            OpKind::Dim(a) => {
+                let [arr] = op.args[..] else {
+                    return err("expected one operand");
+                };
+                let (_, dims, _) = self.mem.view(self.array(arr)?)?;
+                let Some(&d) = dims.get(*a as usize) else {
+                    return err(format!("axis {a} of an array of rank {}", dims.len()));
+                };
+                let Ok(d) = i32::try_from(d) else {
+                    return err(format!(
+                        "array extent {d} along axis {a} does not fit in i32"
+                    ));
+                };
+                self.splat(Const::Int(d as i64, Scalar::I32))
+            }
+            OpKind::Shuffle => {
+                let [x, src] = op.args[..] else {
+                    return err("expected two operands");
+                };
+                let (x, src) = (self.scalars(x)?, self.scalars(src)?);
+                src.iter()
+                    .enumerate()
+                    .map(|(l, s)| match *s {
+                        Const::Int(s, _) if (0..lanes as i64).contains(&s) => Ok(x[s as usize]),
+                        s => err(format!("lane {l} reads lane {s:?}, outside 0..{lanes}")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
+            OpKind::Bin(b) => {
+                let (_, ty) = self.result(op)?;
+                self.lanewise(op, |[x, y]| bin(*b, x, y, ty))?
+            }
+            OpKind::Cmp(c) => self.lanewise(op, |[x, y]| Ok(Const::Bool(eval::cmp(*c, x, y))))?,
+            OpKind::Un(u) => {
+                let (_, ty) = self.result(op)?;
+                self.lanewise(op, |[x]| {
+                    eval::un(*u, x, ty).map_err(|e| InterpError { message: e.0 })
+                })?
+            }
+            OpKind::Cast(s) => self.lanewise(op, |[x]| Ok(eval::cast(x, *s)))?,
+            OpKind::Select => self.lanewise(op, |[c, a, b]| match c {
+                Const::Bool(c) => Ok(if c { a } else { b }),
+                c => err(format!("condition {c:?} is not a bool")),
+            })?,
+            OpKind::Fma => {
+                let (_, ty) = self.result(op)?;
+                self.lanewise(op, |[a, b, c]| Ok(eval::fma(a, b, c, ty)))?
+            }
+            other => {
+                return err(format!(
+                    "op `{}` is not allowed in SIMT form",
+                    op_name(other)
+                ))
+            }
+        };
+        let (r, _) = self.result(op)?;
+        self.set(r, Val::Lanes(vals))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CmpOp, Fill, FuncKind, Kernel, Loc};
+
+    const I32: Scalar = Scalar::I32;
+    const F32: Scalar = Scalar::F32;
+    const F64: Scalar = Scalar::F64;
+
+    /// Builds SIMT kernels by hand; ops go to the innermost open region.
+    struct B {
+        f: Function,
+        open: Vec<Vec<Op>>,
+    }
+
+    impl B {
+        fn new(params: &[Type]) -> B {
+            let mut f = Function::new("k", FuncKind::Kernel);
+            for t in params {
+                let v = f.new_value(t.clone());
+                f.body.params.push(v);
+            }
+            B {
+                f,
+                open: vec![Vec::new()],
+            }
+        }
+
+        fn p(&self, i: usize) -> Value {
+            self.f.params()[i]
+        }
+
+        fn val(&mut self, ty: Type) -> Value {
+            self.f.new_value(ty)
+        }
+
+        fn op(&mut self, kind: OpKind, args: &[Value], results: &[Value], regions: Vec<Region>) {
+            self.open.last_mut().unwrap().push(Op {
+                kind,
+                args: args.to_vec(),
+                results: results.to_vec(),
+                regions,
+                loc: Loc::default(),
+            });
+        }
+
+        fn push(&mut self, kind: OpKind, args: &[Value], ty: Scalar) -> Value {
+            let r = self.val(Type::Scalar(ty));
+            self.op(kind, args, &[r], vec![]);
+            r
+        }
+
+        fn c(&mut self, c: Const) -> Value {
+            self.push(OpKind::Const(c), &[], c.ty())
+        }
+
+        fn i32(&mut self, v: i64) -> Value {
+            self.c(Const::Int(v, I32))
+        }
+
+        fn bin(&mut self, op: BinOp, a: Value, b: Value, ty: Scalar) -> Value {
+            self.push(OpKind::Bin(op), &[a, b], ty)
+        }
+
+        fn lane(&mut self) -> Value {
+            self.push(OpKind::LaneId, &[], I32)
+        }
+
+        fn store(&mut self, arr: Value, idx: &[Value], v: Value) {
+            let mut args = vec![arr];
+            args.extend_from_slice(idx);
+            args.push(v);
+            self.op(
+                OpKind::Store(vec![Index::At; idx.len()]),
+                &args,
+                &[],
+                vec![],
+            );
+        }
+
+        fn load(&mut self, arr: Value, idx: &[Value], ty: Scalar) -> Value {
+            let mut args = vec![arr];
+            args.extend_from_slice(idx);
+            self.push(OpKind::Load(vec![Index::At; idx.len()]), &args, ty)
+        }
+
+        fn begin(&mut self) {
+            self.open.push(Vec::new());
+        }
+
+        /// Closes the innermost region, ending it with `term` of `args`.
+        fn end(&mut self, params: Vec<Value>, term: OpKind, args: &[Value]) -> Region {
+            self.op(term, args, &[], vec![]);
+            Region {
+                params,
+                ops: self.open.pop().unwrap(),
+            }
+        }
+
+        fn kernel(mut self, lanes: u32) -> SimtKernel {
+            self.op(OpKind::Return, &[], &[], vec![]);
+            self.f.body.ops = self.open.pop().unwrap();
+            SimtKernel {
+                kernel: Kernel {
+                    name: "k".into(),
+                    symbol: "k".into(),
+                    params: vec![],
+                    body: 0,
+                    launch: 0,
+                    grid_rank: 1,
+                    block: None,
+                    has_flops: false,
+                    doc: None,
+                },
+                func: self.f,
+                lanes,
+                shared_bytes: 0,
+            }
+        }
+    }
+
+    fn arr(elem: Scalar, rank: u8) -> Type {
+        Type::Array {
+            elem,
+            rank,
+            mutable: true,
+        }
+    }
+
+    fn i32_bytes(v: &[i32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn i32s(b: &[u8]) -> Vec<i32> {
+        b.chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    fn f32s(b: &[u8]) -> Vec<f32> {
+        b.chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    fn array<'a>(elem: Scalar, dims: &[u64], data: &'a mut [u8]) -> InterpArg<'a> {
+        InterpArg::Array {
+            elem,
+            dims: dims.to_vec(),
+            data,
+        }
+    }
+
+    /// ids[p * 8 + l] = l; rot[p * 8 + l] = value of lane (l + 1) % 8, where lane l holds
+    /// 10 l + 100 p.
+    #[test]
+    fn lane_ids_and_shuffle_rotation() {
+        let mut b = B::new(&[arr(I32, 1), arr(I32, 1)]);
+        let (ids, rot) = (b.p(0), b.p(1));
+        let lane = b.lane();
+        let pid = b.push(OpKind::ProgramId(0), &[], I32);
+        let (one, eight, ten, hundred) = (b.i32(1), b.i32(8), b.i32(10), b.i32(100));
+        let base = b.bin(BinOp::Mul, pid, hundred, I32);
+        let v = b.push(OpKind::Fma, &[lane, ten, base], I32);
+        let next = b.bin(BinOp::Add, lane, one, I32);
+        let src = b.bin(BinOp::Rem, next, eight, I32);
+        let s = b.push(OpKind::Shuffle, &[v, src], I32);
+        let at = b.push(OpKind::Fma, &[pid, eight, lane], I32);
+        b.store(ids, &[at], lane);
+        b.store(rot, &[at], s);
+        let k = b.kernel(8);
+        let (mut d0, mut d1) = (vec![0u8; 64], vec![0u8; 64]);
+        run(
+            &k,
+            &mut [array(I32, &[16], &mut d0), array(I32, &[16], &mut d1)],
+            [2, 1, 1],
+        )
+        .unwrap();
+        let want_ids: Vec<i32> = (0..16).map(|i| i % 8).collect();
+        let want_rot: Vec<i32> = (0..16)
+            .map(|i| (i / 8) * 100 + ((i + 1) % 8) * 10)
+            .collect();
+        assert_eq!(i32s(&d0), want_ids);
+        assert_eq!(i32s(&d1), want_rot);
+    }
+
+    #[test]
+    fn shuffle_from_a_lane_out_of_range_is_an_error() {
+        let mut b = B::new(&[]);
+        let lane = b.lane();
+        let one = b.i32(1);
+        let src = b.bin(BinOp::Add, lane, one, I32);
+        b.push(OpKind::Shuffle, &[lane, src], I32);
+        let e = run(&b.kernel(4), &mut [], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("shuffle"), "{e}");
+        assert!(e.to_string().contains("lane 3 reads lane"), "{e}");
+    }
+
+    /// out[l] = sum over iv in 1, 3, 5, 7 of (iv + l).
+    #[test]
+    fn for_loop_with_carried_value() {
+        let mut b = B::new(&[arr(I32, 1)]);
+        let out = b.p(0);
+        let lane = b.lane();
+        let (lo, hi, step, zero) = (b.i32(1), b.i32(8), b.i32(2), b.i32(0));
+        let (iv, acc) = (b.val(Type::Scalar(I32)), b.val(Type::Scalar(I32)));
+        let res = b.val(Type::Scalar(I32));
+        b.begin();
+        let t = b.bin(BinOp::Add, acc, iv, I32);
+        let t = b.bin(BinOp::Add, t, lane, I32);
+        let body = b.end(vec![iv, acc], OpKind::Yield, &[t]);
+        b.op(OpKind::For, &[lo, hi, step, zero], &[res], vec![body]);
+        b.store(out, &[lane], res);
+        let mut d = vec![0u8; 16];
+        run(&b.kernel(4), &mut [array(I32, &[4], &mut d)], [1, 1, 1]).unwrap();
+        assert_eq!(i32s(&d), vec![16, 20, 24, 28]);
+    }
+
+    /// for iv in 0..10 { out[iv] = iv; if iv == 3 { return } }: stops after iteration 3.
+    #[test]
+    fn return_inside_a_loop_ends_the_program() {
+        let mut b = B::new(&[arr(I32, 1)]);
+        let out = b.p(0);
+        let (lo, hi, step, three) = (b.i32(0), b.i32(10), b.i32(1), b.i32(3));
+        let iv = b.val(Type::Scalar(I32));
+        b.begin();
+        b.store(out, &[iv], iv);
+        let is3 = b.push(OpKind::Cmp(CmpOp::Eq), &[iv, three], Scalar::Bool);
+        b.begin();
+        let then = b.end(vec![], OpKind::Return, &[]);
+        b.begin();
+        let els = b.end(vec![], OpKind::Yield, &[]);
+        b.op(OpKind::If, &[is3], &[], vec![then, els]);
+        let body = b.end(vec![iv], OpKind::Yield, &[]);
+        b.op(OpKind::For, &[lo, hi, step], &[], vec![body]);
+        let last = b.i32(9);
+        b.store(out, &[last], last);
+        let mut d = i32_bytes(&[-1; 10]);
+        run(&b.kernel(2), &mut [array(I32, &[10], &mut d)], [1, 1, 1]).unwrap();
+        assert_eq!(i32s(&d), vec![0, 1, 2, 3, -1, -1, -1, -1, -1, -1]);
+    }
+
+    /// y[l] = x[l - 1, 2] (0 out of bounds), then y[l + 3] = 99 and y[l - 10] = 7 (only lane 0
+    /// of the first is in bounds).
+    #[test]
+    fn out_of_bounds_load_reads_zero_and_store_is_skipped() {
+        let mut b = B::new(&[arr(F32, 2), arr(F32, 1)]);
+        let (x, y) = (b.p(0), b.p(1));
+        let lane = b.lane();
+        let (one, two, three, ten) = (b.i32(1), b.i32(2), b.i32(3), b.i32(10));
+        let row = b.bin(BinOp::Sub, lane, one, I32);
+        let v = b.load(x, &[row, two], F32);
+        b.store(y, &[lane], v);
+        let at = b.bin(BinOp::Add, lane, three, I32);
+        let c99 = b.c(Const::Float(99.0, F32));
+        b.store(y, &[at], c99);
+        let neg = b.bin(BinOp::Sub, lane, ten, I32);
+        let c7 = b.c(Const::Float(7.0, F32));
+        b.store(y, &[neg], c7);
+        let mut dx = f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        let mut dy = f32_bytes(&[-1.0; 4]);
+        run(
+            &b.kernel(4),
+            &mut [array(F32, &[2, 3], &mut dx), array(F32, &[4], &mut dy)],
+            [1, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(f32s(&dy), vec![0.0, 3.0, 6.0, 99.0]);
+    }
+
+    /// out[l] = x[l] if in bounds, else 100 l.
+    #[test]
+    fn load_into_keeps_old() {
+        let mut b = B::new(&[arr(I32, 1), arr(I32, 1)]);
+        let (x, out) = (b.p(0), b.p(1));
+        let lane = b.lane();
+        let hundred = b.i32(100);
+        let old = b.bin(BinOp::Mul, lane, hundred, I32);
+        let v = b.push(OpKind::LoadInto(vec![Index::At]), &[old, x, lane], I32);
+        b.store(out, &[lane], v);
+        let mut dx = i32_bytes(&[7, 8]);
+        let mut d = vec![0u8; 16];
+        run(
+            &b.kernel(4),
+            &mut [array(I32, &[2], &mut dx), array(I32, &[4], &mut d)],
+            [1, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(i32s(&d), vec![7, 8, 200, 300]);
+    }
+
+    /// Every lane of 3 programs adds its id to out[l % 2]; adds to out[l + 2] are skipped.
+    #[test]
+    fn atomic_add_from_all_lanes() {
+        let mut b = B::new(&[arr(F64, 1)]);
+        let out = b.p(0);
+        let lane = b.lane();
+        let two = b.i32(2);
+        let at = b.bin(BinOp::Rem, lane, two, I32);
+        let v = b.push(OpKind::Cast(F64), &[lane], F64);
+        b.op(
+            OpKind::AtomicAdd(vec![Index::At]),
+            &[out, at, v],
+            &[],
+            vec![],
+        );
+        let oob = b.bin(BinOp::Add, lane, two, I32);
+        b.op(
+            OpKind::AtomicAdd(vec![Index::At]),
+            &[out, oob, v],
+            &[],
+            vec![],
+        );
+        let mut d = vec![0u8; 16];
+        run(&b.kernel(32), &mut [array(F64, &[2], &mut d)], [3, 1, 1]).unwrap();
+        let got: Vec<f64> = d
+            .chunks(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, vec![3.0 * 240.0, 3.0 * 256.0]);
+    }
+
+    /// out[l] = if cond { 1 } else { 2 }.
+    fn if_kernel(divergent: bool) -> SimtKernel {
+        let mut b = B::new(&[arr(I32, 1)]);
+        let out = b.p(0);
+        let lane = b.lane();
+        let pid = b.push(OpKind::ProgramId(0), &[], I32);
+        let two = b.i32(2);
+        let x = if divergent { lane } else { pid };
+        let cond = b.push(OpKind::Cmp(CmpOp::Lt), &[x, two], Scalar::Bool);
+        let r = b.val(Type::Scalar(I32));
+        b.begin();
+        let one = b.i32(1);
+        let then = b.end(vec![], OpKind::Yield, &[one]);
+        b.begin();
+        let els = b.end(vec![], OpKind::Yield, &[two]);
+        b.op(OpKind::If, &[cond], &[r], vec![then, els]);
+        b.store(out, &[lane], r);
+        b.kernel(4)
+    }
+
+    #[test]
+    fn divergent_if_is_an_error() {
+        let mut d = vec![0u8; 16];
+        let e = run(&if_kernel(true), &mut [array(I32, &[4], &mut d)], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("divergent control flow"), "{e}");
+        run(
+            &if_kernel(false),
+            &mut [array(I32, &[4], &mut d)],
+            [1, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(i32s(&d), vec![1; 4]);
+    }
+
+    #[test]
+    fn divergent_loop_bound_is_an_error() {
+        let mut b = B::new(&[]);
+        let lane = b.lane();
+        let (lo, step) = (b.i32(0), b.i32(1));
+        let iv = b.val(Type::Scalar(I32));
+        b.begin();
+        let body = b.end(vec![iv], OpKind::Yield, &[]);
+        b.op(OpKind::For, &[lo, lane, step], &[], vec![body]);
+        let e = run(&b.kernel(2), &mut [], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("divergent control flow"), "{e}");
+        assert!(e.to_string().contains("upper bound"), "{e}");
+    }
+
+    /// k = 0; while k < n { k += 1 }; out[l] = k.
+    #[test]
+    fn while_loop() {
+        let mut b = B::new(&[arr(I32, 1), Type::Scalar(I32)]);
+        let (out, n) = (b.p(0), b.p(1));
+        let lane = b.lane();
+        let (zero, one) = (b.i32(0), b.i32(1));
+        let (k0, k1, res) = (
+            b.val(Type::Scalar(I32)),
+            b.val(Type::Scalar(I32)),
+            b.val(Type::Scalar(I32)),
+        );
+        b.begin();
+        let c = b.push(OpKind::Cmp(CmpOp::Lt), &[k0, n], Scalar::Bool);
+        let before = b.end(vec![k0], OpKind::Yield, &[c]);
+        b.begin();
+        let k2 = b.bin(BinOp::Add, k1, one, I32);
+        let body = b.end(vec![k1], OpKind::Yield, &[k2]);
+        b.op(OpKind::While, &[zero], &[res], vec![before, body]);
+        b.store(out, &[lane], res);
+        let mut d = vec![0u8; 12];
+        let k = b.kernel(3);
+        run(
+            &k,
+            &mut [
+                array(I32, &[3], &mut d),
+                InterpArg::Scalar(Const::Int(5, I32)),
+            ],
+            [1, 1, 1],
+        )
+        .unwrap();
+        assert_eq!(i32s(&d), vec![5; 3]);
+        let e = run(&k, &mut [array(I32, &[3], &mut d)], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("takes 2 arguments"), "{e}");
+    }
+
+    /// s[l] = l; barrier; out[l] = s[(l + 1) % 8].
+    #[test]
+    fn shared_array_rotation() {
+        let mut b = B::new(&[arr(F32, 1)]);
+        let out = b.p(0);
+        let s = b.val(arr(F32, 1));
+        b.op(OpKind::AllocShared(vec![8]), &[], &[s], vec![]);
+        let lane = b.lane();
+        let lf = b.push(OpKind::Cast(F32), &[lane], F32);
+        b.store(s, &[lane], lf);
+        b.op(OpKind::Barrier, &[], &[], vec![]);
+        let (one, eight) = (b.i32(1), b.i32(8));
+        let next = b.bin(BinOp::Add, lane, one, I32);
+        let src = b.bin(BinOp::Rem, next, eight, I32);
+        let v = b.load(s, &[src], F32);
+        b.store(out, &[lane], v);
+        let mut d = vec![0u8; 32];
+        run(&b.kernel(8), &mut [array(F32, &[8], &mut d)], [1, 1, 1]).unwrap();
+        assert_eq!(f32s(&d), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 0.0]);
+    }
+
+    #[test]
+    fn tile_ops_are_rejected() {
+        let mut b = B::new(&[]);
+        let t = b.val(Type::Tile {
+            elem: F32,
+            shape: vec![4, 4],
+        });
+        b.op(OpKind::Fill(Fill::Zeros), &[], &[t], vec![]);
+        let e = run(&b.kernel(4), &mut [], [1, 1, 1]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("op `fill.zeros` is not allowed in SIMT form"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_arguments_are_rejected() {
+        let k = B::new(&[arr(F32, 1)]).kernel(1);
+        let mut d = vec![0u8; 12];
+        let e = run(&k, &mut [array(F32, &[4], &mut d)], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("has 12 bytes"), "{e}");
+        let e = run(&k, &mut [array(I32, &[3], &mut d)], [1, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("parameter type"), "{e}");
+    }
+
+    #[test]
+    fn scalar_semantics_follow_the_cpu_backend() {
+        let i = |v| Const::Int(v, I32);
+        assert_eq!(bin(BinOp::Div, i(5), i(0), I32).unwrap(), i(0));
+        assert_eq!(bin(BinOp::Rem, i(5), i(0), I32).unwrap(), i(0));
+        assert_eq!(
+            bin(BinOp::Div, i(i32::MIN as i64), i(-1), I32).unwrap(),
+            i(i32::MIN as i64)
+        );
+        assert_eq!(
+            bin(BinOp::Rem, i(i32::MIN as i64), i(-1), I32).unwrap(),
+            i(0)
+        );
+        assert_eq!(
+            bin(BinOp::Add, i(i32::MAX as i64), i(1), I32).unwrap(),
+            i(i32::MIN as i64)
+        );
+        let u = |v| Const::Int(v, Scalar::U32);
+        assert_eq!(
+            bin(BinOp::Sub, u(0), u(1), Scalar::U32).unwrap(),
+            u(u32::MAX as i64)
+        );
+        assert_eq!(
+            bin(BinOp::Div, u(u32::MAX as i64), u(2), Scalar::U32).unwrap(),
+            u(u32::MAX as i64 / 2)
+        );
+        let f = |v| Const::Float(v, F32);
+        assert_eq!(bin(BinOp::Rem, f(7.5), f(2.0), F32).unwrap(), f(1.5));
+        assert_eq!(bin(BinOp::Rem, f(-7.5), f(2.0), F32).unwrap(), f(-1.5));
+        assert_eq!(bin(BinOp::Add, f(1.0), f(1e-10), F32).unwrap(), f(1.0));
+        assert_eq!(bin(BinOp::Min, f(f64::NAN), f(2.0), F32).unwrap(), f(2.0));
+        assert_eq!(
+            bin(BinOp::Div, f(1.0), f(0.0), F32).unwrap(),
+            f(f64::INFINITY)
+        );
+    }
+}

@@ -1,0 +1,61 @@
+//! The SIMT form of the Tile IR and the lowering to it, shared by every GPU backend.
+//!
+//! A kernel in SIMT form is the program of one *lane* of a subgroup of `lanes` lanes; a
+//! program (grid block) is one subgroup. Tiles are gone: every register tile is spread over
+//! the lanes as per-lane scalar SSA values (its *registers*), with every register index
+//! static, so backends never index local arrays (no spills by construction):
+//!
+//! - `tile<T, R, C>` is row-distributed: lane `l` holds rows `l, l + lanes, l + 2 lanes, ..`
+//!   (`ceil(R / lanes)` row slots of `C` registers); row slots past `R` hold padding that is
+//!   never stored or broadcast. With `lanes = 32` and `R = 16`, lanes 16..31 idle; with
+//!   `lanes = 8`, each lane holds two rows.
+//! - `tile<T, N>` (a vector) is replicated: every lane holds all `N` elements. A vector used
+//!   against the rows of a matrix (`outer(u, v)`'s `u`) is also kept row-distributed.
+//!
+//! Cross-lane traffic is `Shuffle` (read a register of another lane) only, always of a
+//! register with a static index: rank-1 updates need none, matmul and triangular solves
+//! broadcast rows of their right operand, Cholesky broadcasts along the diagonal.
+//!
+//! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Select Fma`, `ProgramId
+//! NumPrograms Dim LaneId Shuffle`, scalar memory ops with one `Index::At` index per
+//! dimension — `Load` (out of bounds: 0), `LoadInto(old, array, ..)` (out of bounds: `old`),
+//! `Store` and `AtomicAdd` (out of bounds: nothing) — `AllocShared`, `Barrier`, and the
+//! structured `For If While Yield Return`. Masked-off lanes store to index -1 (out of
+//! bounds) instead of branching, so every branch condition is uniform across the subgroup.
+
+pub mod interp;
+mod linalg;
+mod lower;
+mod ops;
+
+pub use lower::lower_kernel;
+
+use crate::ir::{Function, Kernel};
+use std::fmt;
+
+/// A kernel lowered to SIMT form for a subgroup of `lanes` lanes.
+#[derive(Debug, Clone)]
+pub struct SimtKernel {
+    /// The signature of the kernel (parameters, grid rank).
+    pub kernel: Kernel,
+    /// The per-lane program. Its parameters are the kernel's, in order.
+    pub func: Function,
+    /// Lanes per subgroup (= per program) this form was made for.
+    pub lanes: u32,
+    /// Bytes of shared memory the program uses (its shared arrays).
+    pub shared_bytes: u32,
+}
+
+/// Why a kernel could not be lowered to SIMT form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimtError {
+    pub message: String,
+}
+
+impl fmt::Display for SimtError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SIMT lowering failed: {}", self.message)
+    }
+}
+
+impl std::error::Error for SimtError {}

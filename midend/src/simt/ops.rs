@@ -1,0 +1,757 @@
+//! SIMT lowering of element-wise tile operations, fills, memory accesses, outer products,
+//! reductions, element access and `map`.
+
+use super::lower::{err, Lower, Lv};
+use super::SimtError;
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+
+/// The identity of a reduction, for masked-off elements.
+fn identity(k: Reduce, s: Scalar) -> f64 {
+    match (k, s.is_float()) {
+        (Reduce::Sum, _) => 0.0,
+        (Reduce::Max, true) => f64::NEG_INFINITY,
+        (Reduce::Min, true) => f64::INFINITY,
+        (Reduce::Max, false) => {
+            if s == Scalar::I64 {
+                i64::MIN as f64
+            } else if s == Scalar::U32 {
+                0.0
+            } else {
+                i32::MIN as f64
+            }
+        }
+        (Reduce::Min, false) => {
+            if s == Scalar::I64 {
+                i64::MAX as f64
+            } else if s == Scalar::U32 {
+                u32::MAX as f64
+            } else {
+                i32::MAX as f64
+            }
+        }
+    }
+}
+
+fn reduce_op(k: Reduce) -> BinOp {
+    match k {
+        Reduce::Sum => BinOp::Add,
+        Reduce::Max => BinOp::Max,
+        Reduce::Min => BinOp::Min,
+    }
+}
+
+impl Lower<'_> {
+    /// Lowers an operation that has tile operands or results, or accesses memory.
+    pub(super) fn tile_op(
+        &mut self,
+        op: &Op,
+        res_ty: Option<Type>,
+    ) -> Result<Option<Lv>, SimtError> {
+        let lv = match &op.kind {
+            OpKind::Fill(f) => Some(self.fill(*f, op, res_ty.expect("tile result"))?),
+            OpKind::Bin(k) => {
+                Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?)
+            }
+            OpKind::Un(k) => Some(self.map_regs(self.get(op.args[0])?, |l, x, s| {
+                l.emit1(OpKind::Un(*k), vec![x], Type::Scalar(s))
+            })),
+            OpKind::Load(kinds) => Some(self.load(kinds, op, None)?),
+            OpKind::LoadInto(kinds) => {
+                let old = self.get(op.args[0])?;
+                Some(self.load(kinds, op, Some(old))?)
+            }
+            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
+                self.store(kinds, op)?;
+                None
+            }
+            OpKind::Outer => {
+                let (u, v) = (self.get(op.args[0])?, self.get(op.args[1])?);
+                let du = self.dist(&u)?;
+                let Lv::Vec {
+                    n: m, elem, rep, ..
+                } = v
+                else {
+                    return Err(err("outer of non-vectors"));
+                };
+                let Lv::Vec { n, .. } = u else {
+                    return Err(err("outer of non-vectors"));
+                };
+                let mut regs = Vec::new();
+                for x in &du {
+                    for y in &rep {
+                        regs.push(self.bin(BinOp::Mul, *x, *y, elem));
+                    }
+                }
+                Some(Lv::Mat {
+                    rows: n,
+                    cols: m,
+                    elem,
+                    regs,
+                })
+            }
+            OpKind::Rank1(alpha) => {
+                let (t, u, v) = (
+                    self.get(op.args[0])?,
+                    self.get(op.args[1])?,
+                    self.get(op.args[2])?,
+                );
+                let du = self.dist(&u)?;
+                let (
+                    Lv::Mat {
+                        rows,
+                        cols,
+                        elem,
+                        regs,
+                    },
+                    Lv::Vec { rep, .. },
+                ) = (t, v)
+                else {
+                    return Err(err("rank1 operands"));
+                };
+                let a = self.elemc(*alpha, elem);
+                let mut out = Vec::new();
+                for (s, x) in du.iter().enumerate() {
+                    let ax = self.bin(BinOp::Mul, a, *x, elem);
+                    for (c, y) in rep.iter().enumerate() {
+                        out.push(self.fma(ax, *y, regs[s * cols as usize + c], elem));
+                    }
+                }
+                Some(Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs: out,
+                })
+            }
+            OpKind::Transpose => Some(self.transpose(self.get(op.args[0])?)?),
+            OpKind::Reduce(k, axis) => Some(self.reduce(*k, *axis, self.get(op.args[0])?)?),
+            OpKind::Extract => Some(self.extract(op)?),
+            OpKind::Insert => Some(self.insert(op)?),
+            OpKind::Map => Some(self.map_op(op)?),
+            OpKind::Matmul | OpKind::MatmulAcc => Some(self.matmul(op)?),
+            OpKind::Cholesky => Some(self.cholesky(op)?),
+            OpKind::Trsm(k) => Some(self.trsm(*k, op)?),
+            other => {
+                return Err(err(format!(
+                    "no SIMT lowering for `{}`",
+                    crate::print::op_name(other)
+                )))
+            }
+        };
+        Ok(lv)
+    }
+
+    /// Applies `f` to every register (and to a vector's distributed form).
+    fn map_regs(&mut self, v: Lv, mut f: impl FnMut(&mut Self, Value, Scalar) -> Value) -> Lv {
+        match v {
+            Lv::Mat {
+                rows,
+                cols,
+                elem,
+                regs,
+            } => {
+                let regs = regs.iter().map(|r| f(self, *r, elem)).collect();
+                Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs,
+                }
+            }
+            Lv::Vec { n, elem, rep, dist } => {
+                let rep = rep.iter().map(|r| f(self, *r, elem)).collect();
+                let dist = dist.map(|d| d.iter().map(|r| f(self, *r, elem)).collect());
+                Lv::Vec { n, elem, rep, dist }
+            }
+            other => other,
+        }
+    }
+
+    fn fill(&mut self, f: Fill, op: &Op, ty: Type) -> Result<Lv, SimtError> {
+        let Type::Tile { elem, shape } = ty else {
+            return Err(err("fill of a non-tile"));
+        };
+        let x = match f {
+            Fill::Full => self.scalar(op.args[0])?,
+            _ => self.elemc(0.0, elem),
+        };
+        if shape.len() == 1 {
+            let mut rep = vec![x; shape[0] as usize];
+            if f == Fill::Eye {
+                rep[0] = self.elemc(1.0, elem);
+            }
+            return Ok(Lv::Vec {
+                n: shape[0],
+                elem,
+                rep,
+                dist: None,
+            });
+        }
+        let (rows, cols) = (shape[0], shape[1]);
+        let mut regs = vec![x; (self.slots(rows) * cols) as usize];
+        if f == Fill::Eye {
+            let one = self.elemc(1.0, elem);
+            for s in 0..self.slots(rows) {
+                for c in 0..cols {
+                    let cc = self.i32c(c as i64);
+                    let on = self.cmp(CmpOp::Eq, self.rows[s as usize], cc);
+                    regs[(s * cols + c) as usize] = self.select(on, one, x, elem);
+                }
+            }
+        }
+        Ok(Lv::Mat {
+            rows,
+            cols,
+            elem,
+            regs,
+        })
+    }
+
+    fn bin_tile(&mut self, k: BinOp, a: Lv, b: Lv) -> Result<Lv, SimtError> {
+        Ok(match (a, b) {
+            (
+                Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs: ra,
+                },
+                Lv::Mat { regs: rb, .. },
+            ) => {
+                let regs = ra
+                    .iter()
+                    .zip(&rb)
+                    .map(|(x, y)| self.bin(k, *x, *y, elem))
+                    .collect();
+                Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs,
+                }
+            }
+            (
+                Lv::Vec {
+                    n,
+                    elem,
+                    rep: ra,
+                    dist: da,
+                },
+                Lv::Vec {
+                    rep: rb, dist: db, ..
+                },
+            ) => {
+                let rep = ra
+                    .iter()
+                    .zip(&rb)
+                    .map(|(x, y)| self.bin(k, *x, *y, elem))
+                    .collect();
+                let dist = match (da, db) {
+                    (Some(da), Some(db)) => Some(
+                        da.iter()
+                            .zip(&db)
+                            .map(|(x, y)| self.bin(k, *x, *y, elem))
+                            .collect(),
+                    ),
+                    _ => None,
+                };
+                Lv::Vec { n, elem, rep, dist }
+            }
+            (t, Lv::Scalar(y)) => self.map_regs(t, |l, x, s| l.bin(k, x, y, s)),
+            (Lv::Scalar(x), t) => self.map_regs(t, |l, y, s| l.bin(k, x, y, s)),
+            _ => return Err(err("mismatched tile operands")),
+        })
+    }
+
+    /// Index operands of a memory op: for a tile access, the positions of the slice
+    /// dimensions; the other indices are scalars.
+    fn indices(&self, args: &[Value]) -> Result<Vec<Value>, SimtError> {
+        args.iter().map(|a| self.scalar(*a)).collect()
+    }
+
+    /// A scalar memory op at `idx` (one index per dimension).
+    fn access(
+        &mut self,
+        kind: &OpKind,
+        array: Value,
+        idx: Vec<Value>,
+        extra: Option<Value>,
+        elem: Scalar,
+        old: Option<Value>,
+    ) -> Option<Value> {
+        let at = vec![Index::At; idx.len()];
+        match kind {
+            OpKind::Store(_) | OpKind::AtomicAdd(_) => {
+                let k = if matches!(kind, OpKind::Store(_)) {
+                    OpKind::Store(at)
+                } else {
+                    OpKind::AtomicAdd(at)
+                };
+                let mut args = vec![array];
+                args.extend(idx);
+                args.push(extra.expect("stored value"));
+                self.emit(k, args, vec![]);
+                None
+            }
+            _ => match old {
+                Some(o) => {
+                    let mut args = vec![o, array];
+                    args.extend(idx);
+                    Some(self.emit1(OpKind::LoadInto(at), args, Type::Scalar(elem)))
+                }
+                None => {
+                    let mut args = vec![array];
+                    args.extend(idx);
+                    Some(self.emit1(OpKind::Load(at), args, Type::Scalar(elem)))
+                }
+            },
+        }
+    }
+
+    fn load(&mut self, kinds: &[Index], op: &Op, old: Option<Lv>) -> Result<Lv, SimtError> {
+        let base = usize::from(old.is_some());
+        let array = self.scalar(op.args[base])?;
+        let idx = self.indices(&op.args[base + 1..])?;
+        let elem = self.src.ty(op.args[base]).elem();
+        let slices: Vec<(usize, u32)> = kinds
+            .iter()
+            .enumerate()
+            .filter_map(|(d, k)| {
+                if let Index::Slice(n) = k {
+                    Some((d, *n))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        match slices.len() {
+            0 => {
+                let o = match old {
+                    Some(Lv::Scalar(o)) => Some(o),
+                    _ => None,
+                };
+                Ok(Lv::Scalar(
+                    self.access(&op.kind, array, idx, None, elem, o)
+                        .expect("value"),
+                ))
+            }
+            1 => {
+                let (d, n) = slices[0];
+                let (old_rep, old_dist) = match &old {
+                    Some(Lv::Vec { rep, .. }) => (
+                        Some(rep.clone()),
+                        old.as_ref().map(|o| self.dist(o)).transpose()?,
+                    ),
+                    _ => (None, None),
+                };
+                let mut rep = Vec::new();
+                for i in 0..n {
+                    let off = self.i32c(i as i64);
+                    let mut ix = idx.clone();
+                    ix[d] = self.bin(BinOp::Add, idx[d], off, Scalar::I32);
+                    let o = old_rep.as_ref().map(|r| r[i as usize]);
+                    rep.push(
+                        self.access(&op.kind, array, ix, None, elem, o)
+                            .expect("value"),
+                    );
+                }
+                let mut dist = Vec::new();
+                for s in 0..self.slots(n) {
+                    let mut ix = idx.clone();
+                    ix[d] = self.bin(BinOp::Add, idx[d], self.rows[s as usize], Scalar::I32);
+                    let o = old_dist.as_ref().map(|r| r[s as usize]);
+                    dist.push(
+                        self.access(&op.kind, array, ix, None, elem, o)
+                            .expect("value"),
+                    );
+                }
+                Ok(Lv::Vec {
+                    n,
+                    elem,
+                    rep,
+                    dist: Some(dist),
+                })
+            }
+            _ => {
+                let ((d1, rows), (d2, cols)) = (slices[0], slices[1]);
+                let old_regs = match &old {
+                    Some(Lv::Mat { regs, .. }) => Some(regs.clone()),
+                    _ => None,
+                };
+                let mut regs = Vec::new();
+                for s in 0..self.slots(rows) {
+                    let r = self.bin(BinOp::Add, idx[d1], self.rows[s as usize], Scalar::I32);
+                    for c in 0..cols {
+                        let off = self.i32c(c as i64);
+                        let mut ix = idx.clone();
+                        ix[d1] = r;
+                        ix[d2] = self.bin(BinOp::Add, idx[d2], off, Scalar::I32);
+                        let o = old_regs.as_ref().map(|r| r[(s * cols + c) as usize]);
+                        regs.push(
+                            self.access(&op.kind, array, ix, None, elem, o)
+                                .expect("value"),
+                        );
+                    }
+                }
+                Ok(Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs,
+                })
+            }
+        }
+    }
+
+    /// `i` if `keep`, else -1 (an index that is always out of bounds).
+    fn masked(&mut self, keep: Value, i: Value) -> Value {
+        let m1 = self.i32c(-1);
+        self.select(keep, i, m1, Scalar::I32)
+    }
+
+    fn store(&mut self, kinds: &[Index], op: &Op) -> Result<(), SimtError> {
+        let n = kinds.len();
+        let array = self.scalar(op.args[0])?;
+        let idx = self.indices(&op.args[1..1 + n])?;
+        let elem = self.src.ty(op.args[0]).elem();
+        let value = self.get(op.args[1 + n])?;
+        let slices: Vec<(usize, u32)> = kinds
+            .iter()
+            .enumerate()
+            .filter_map(|(d, k)| {
+                if let Index::Slice(n) = k {
+                    Some((d, *n))
+                } else {
+                    None
+                }
+            })
+            .collect();
+        let zero = self.i32c(0);
+        let lane0 = self.cmp(CmpOp::Eq, self.lane, zero);
+        match (slices.len(), value) {
+            (0, Lv::Scalar(x)) => {
+                // Every lane holds the value: lane 0 stores it.
+                let mut ix = idx.clone();
+                ix[0] = self.masked(lane0, idx[0]);
+                self.access(&op.kind, array, ix, Some(x), elem, None);
+            }
+            (1, Lv::Vec { rep, .. }) => {
+                // Element i is stored by lane i % lanes.
+                let (d, len) = slices[0];
+                for i in 0..len {
+                    let owner = self.i32c((i % self.lanes) as i64);
+                    let mine = self.cmp(CmpOp::Eq, self.lane, owner);
+                    let off = self.i32c(i as i64);
+                    let at = self.bin(BinOp::Add, idx[d], off, Scalar::I32);
+                    let mut ix = idx.clone();
+                    ix[d] = self.masked(mine, at);
+                    self.access(&op.kind, array, ix, Some(rep[i as usize]), elem, None);
+                }
+            }
+            (
+                2,
+                Lv::Mat {
+                    rows, cols, regs, ..
+                },
+            ) => {
+                let ((d1, _), (d2, _)) = (slices[0], slices[1]);
+                for s in 0..self.slots(rows) {
+                    let valid = self.row_lt(s, rows as i64);
+                    let r = self.bin(BinOp::Add, idx[d1], self.rows[s as usize], Scalar::I32);
+                    let r = self.masked(valid, r);
+                    for c in 0..cols {
+                        let off = self.i32c(c as i64);
+                        let mut ix = idx.clone();
+                        ix[d1] = r;
+                        ix[d2] = self.bin(BinOp::Add, idx[d2], off, Scalar::I32);
+                        self.access(
+                            &op.kind,
+                            array,
+                            ix,
+                            Some(regs[(s * cols + c) as usize]),
+                            elem,
+                            None,
+                        );
+                    }
+                }
+            }
+            _ => return Err(err("store value does not match its slice")),
+        }
+        Ok(())
+    }
+
+    fn transpose(&mut self, t: Lv) -> Result<Lv, SimtError> {
+        let Lv::Mat {
+            rows,
+            cols,
+            elem,
+            regs,
+        } = t
+        else {
+            return Err(err("transpose of a non-matrix"));
+        };
+        // out[r][c] = in[c][r]: broadcast in[c][j] from its lane, keep it where r == j.
+        let zero = self.elemc(0.0, elem);
+        let out_slots = self.slots(cols);
+        let mut out = vec![zero; (out_slots * rows) as usize];
+        for c in 0..rows {
+            for j in 0..cols {
+                let x = self.shuffle(
+                    regs[((c / self.lanes) * cols + j) as usize],
+                    c % self.lanes,
+                    elem,
+                );
+                let jc = self.i32c(j as i64);
+                for s in 0..out_slots {
+                    let here = self.cmp(CmpOp::Eq, self.rows[s as usize], jc);
+                    let k = (s * rows + c) as usize;
+                    out[k] = self.select(here, x, out[k], elem);
+                }
+            }
+        }
+        Ok(Lv::Mat {
+            rows: cols,
+            cols: rows,
+            elem,
+            regs: out,
+        })
+    }
+
+    /// Sum (max, min) over the lanes of a per-lane value: the result is uniform.
+    fn across_lanes(&mut self, k: Reduce, p: Value, elem: Scalar) -> Value {
+        let mut acc = self.shuffle(p, 0, elem);
+        for l in 1..self.lanes {
+            let x = self.shuffle(p, l, elem);
+            acc = self.bin(reduce_op(k), acc, x, elem);
+        }
+        acc
+    }
+
+    fn reduce(&mut self, k: Reduce, axis: Option<u8>, t: Lv) -> Result<Lv, SimtError> {
+        match (t, axis) {
+            (Lv::Vec { elem, rep, .. }, None) => {
+                let mut acc = rep[0];
+                for x in &rep[1..] {
+                    acc = self.bin(reduce_op(k), acc, *x, elem);
+                }
+                Ok(Lv::Scalar(acc))
+            }
+            (
+                Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs,
+                },
+                axis,
+            ) => {
+                let id = self.elemc(identity(k, elem), elem);
+                let slots = self.slots(rows);
+                let masked: Vec<Value> = {
+                    let mut m = Vec::new();
+                    for s in 0..slots {
+                        let valid = self.row_lt(s, rows as i64);
+                        for c in 0..cols {
+                            m.push(self.select(valid, regs[(s * cols + c) as usize], id, elem));
+                        }
+                    }
+                    m
+                };
+                match axis {
+                    None => {
+                        let mut p = masked[0];
+                        for x in &masked[1..] {
+                            p = self.bin(reduce_op(k), p, *x, elem);
+                        }
+                        Ok(Lv::Scalar(self.across_lanes(k, p, elem)))
+                    }
+                    Some(1) => {
+                        // Along the columns of each row: local to the lane.
+                        let mut dist = Vec::new();
+                        for s in 0..slots {
+                            let mut p = regs[(s * cols) as usize];
+                            for c in 1..cols {
+                                p = self.bin(reduce_op(k), p, regs[(s * cols + c) as usize], elem);
+                            }
+                            dist.push(p);
+                        }
+                        Ok(self.vec_from_dist(rows, elem, dist))
+                    }
+                    _ => {
+                        // Down the rows of each column: across lanes.
+                        let mut rep = Vec::new();
+                        for c in 0..cols {
+                            let mut p = masked[c as usize];
+                            for s in 1..slots {
+                                p = self.bin(
+                                    reduce_op(k),
+                                    p,
+                                    masked[(s * cols + c) as usize],
+                                    elem,
+                                );
+                            }
+                            rep.push(self.across_lanes(k, p, elem));
+                        }
+                        Ok(Lv::Vec {
+                            n: cols,
+                            elem,
+                            rep,
+                            dist: None,
+                        })
+                    }
+                }
+            }
+            _ => Err(err("reduction of a non-tile")),
+        }
+    }
+
+    /// `0 <= i < n` for a uniform index `i`.
+    fn in_range(&mut self, i: Value, n: u32) -> Value {
+        let zero = self.i32c(0);
+        let nn = self.i32c(n as i64);
+        let ge = self.cmp(CmpOp::Ge, i, zero);
+        let lt = self.cmp(CmpOp::Lt, i, nn);
+        self.bin(BinOp::And, ge, lt, Scalar::Bool)
+    }
+
+    fn extract(&mut self, op: &Op) -> Result<Lv, SimtError> {
+        let t = self.get(op.args[0])?;
+        let idx = self.indices(&op.args[1..])?;
+        match t {
+            Lv::Vec { n, elem, rep, .. } => {
+                let zero = self.elemc(0.0, elem);
+                let mut x = zero;
+                for (k, r) in rep.iter().enumerate() {
+                    let kc = self.i32c(k as i64);
+                    let is = self.cmp(CmpOp::Eq, idx[0], kc);
+                    x = self.select(is, *r, x, elem);
+                }
+                let ok = self.in_range(idx[0], n);
+                Ok(Lv::Scalar(self.select(ok, x, zero, elem)))
+            }
+            Lv::Mat {
+                rows,
+                cols,
+                elem,
+                regs,
+            } => {
+                let (i, j) = (idx[0], idx[1]);
+                let lanes = self.i32c(self.lanes as i64);
+                let slot = self.bin(BinOp::Div, i, lanes, Scalar::I32);
+                let src = self.bin(BinOp::Rem, i, lanes, Scalar::I32);
+                let zero = self.elemc(0.0, elem);
+                let mut x = zero;
+                for s in 0..self.slots(rows) {
+                    let sc = self.i32c(s as i64);
+                    let at_s = self.cmp(CmpOp::Eq, slot, sc);
+                    for c in 0..cols {
+                        let cc = self.i32c(c as i64);
+                        let at_c = self.cmp(CmpOp::Eq, j, cc);
+                        let here = self.bin(BinOp::And, at_s, at_c, Scalar::Bool);
+                        x = self.select(here, regs[(s * cols + c) as usize], x, elem);
+                    }
+                }
+                let ri = self.in_range(i, rows);
+                let rj = self.in_range(j, cols);
+                let ok = self.bin(BinOp::And, ri, rj, Scalar::Bool);
+                let z = self.i32c(0);
+                let src = self.select(ok, src, z, Scalar::I32);
+                let y = self.emit1(OpKind::Shuffle, vec![x, src], Type::Scalar(elem));
+                Ok(Lv::Scalar(self.select(ok, y, zero, elem)))
+            }
+            _ => Err(err("element of a non-tile")),
+        }
+    }
+
+    fn insert(&mut self, op: &Op) -> Result<Lv, SimtError> {
+        let t = self.get(op.args[0])?;
+        let n = op.args.len();
+        let idx = self.indices(&op.args[1..n - 1])?;
+        let x = self.scalar(op.args[n - 1])?;
+        match t {
+            Lv::Vec { n, elem, rep, .. } => {
+                let mut out = Vec::new();
+                for (k, r) in rep.iter().enumerate() {
+                    let kc = self.i32c(k as i64);
+                    let is = self.cmp(CmpOp::Eq, idx[0], kc);
+                    out.push(self.select(is, x, *r, elem));
+                }
+                Ok(Lv::Vec {
+                    n,
+                    elem,
+                    rep: out,
+                    dist: None,
+                })
+            }
+            Lv::Mat {
+                rows,
+                cols,
+                elem,
+                regs,
+            } => {
+                let mut out = Vec::new();
+                for s in 0..self.slots(rows) {
+                    let at_r = self.cmp(CmpOp::Eq, self.rows[s as usize], idx[0]);
+                    for c in 0..cols {
+                        let cc = self.i32c(c as i64);
+                        let at_c = self.cmp(CmpOp::Eq, idx[1], cc);
+                        let here = self.bin(BinOp::And, at_r, at_c, Scalar::Bool);
+                        out.push(self.select(here, x, regs[(s * cols + c) as usize], elem));
+                    }
+                }
+                Ok(Lv::Mat {
+                    rows,
+                    cols,
+                    elem,
+                    regs: out,
+                })
+            }
+            _ => Err(err("element of a non-tile")),
+        }
+    }
+
+    /// `map(f, t)`: the region, inlined once per register.
+    fn map_op(&mut self, op: &Op) -> Result<Lv, SimtError> {
+        let t = self.get(op.args[0])?;
+        let r = &op.regions[0];
+        let out_elem = self.src.ty(op.results[0]).elem();
+        let apply = |l: &mut Self, x: Value| -> Result<Value, SimtError> {
+            l.map.insert(r.params[0], Lv::Scalar(x));
+            let mut shared = 0;
+            match l.region_ops(r, &mut shared)? {
+                Some(ys) => Ok(ys[0]),
+                None => Err(err("`map` region does not yield")),
+            }
+        };
+        match t {
+            Lv::Mat {
+                rows, cols, regs, ..
+            } => {
+                let mut out = Vec::new();
+                for x in regs {
+                    out.push(apply(self, x)?);
+                }
+                Ok(Lv::Mat {
+                    rows,
+                    cols,
+                    elem: out_elem,
+                    regs: out,
+                })
+            }
+            Lv::Vec { n, rep, .. } => {
+                let mut out = Vec::new();
+                for x in rep {
+                    out.push(apply(self, x)?);
+                }
+                Ok(Lv::Vec {
+                    n,
+                    elem: out_elem,
+                    rep: out,
+                    dist: None,
+                })
+            }
+            _ => Err(err("map of a non-tile")),
+        }
+    }
+}
