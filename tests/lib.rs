@@ -50,6 +50,310 @@ pub fn max_rel_err(x: &[f64], r: &[f64], n: usize) -> f64 {
     worst
 }
 
+/// A small deterministic generator (splitmix64) for test inputs, independent of the runtime's.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5851_f42d_4c95_7f2d)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `[lo, hi)`, rounded to a value that `f32` represents exactly, so that an
+    /// `f32` and an `f64` kernel see the same inputs and share one f64 reference.
+    pub fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        (lo + (hi - lo) * u) as f32 as f64
+    }
+
+    /// `len` values uniform in `[lo, hi)` (f32-representable).
+    pub fn vec(&mut self, len: usize, lo: f64, hi: f64) -> Vec<f64> {
+        (0..len).map(|_| self.uniform(lo, hi)).collect()
+    }
+
+    /// A uniform integer in `lo..hi`.
+    pub fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + (self.next_u64() % (hi - lo) as u64) as i64
+    }
+}
+
+/// Round every value to `f32` and back (what an `f32` kernel sees of `f64` data).
+pub fn round_f32(v: &[f64]) -> Vec<f64> {
+    v.iter().map(|&x| x as f32 as f64).collect()
+}
+
+/// `C <- alpha A B + beta C` in plain f64, row-major, `A: m x k`, `B: k x n`, `C: m x n`
+/// (i-k-j loop order). With `beta == 0`, `C` is not read (NaN in `C` does not propagate).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_f64(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: &[f64],
+    b: &[f64],
+    beta: f64,
+    c: &mut [f64],
+) {
+    assert_eq!(a.len(), m * k);
+    assert_eq!(b.len(), k * n);
+    assert_eq!(c.len(), m * n);
+    let mut row = vec![0.0; n];
+    for i in 0..m {
+        row.iter_mut().for_each(|x| *x = 0.0);
+        for p in 0..k {
+            let aip = a[i * k + p];
+            let brow = &b[p * n..(p + 1) * n];
+            for (r, &bv) in row.iter_mut().zip(brow) {
+                *r += aip * bv;
+            }
+        }
+        let crow = &mut c[i * n..(i + 1) * n];
+        for (cv, &r) in crow.iter_mut().zip(&row) {
+            *cv = if beta == 0.0 {
+                alpha * r
+            } else {
+                alpha * r + beta * *cv
+            };
+        }
+    }
+}
+
+/// The plain product `A B` of `A: m x k` and `B: k x n` (row-major), in f64.
+pub fn matmul_f64(m: usize, k: usize, n: usize, a: &[f64], b: &[f64]) -> Vec<f64> {
+    let mut c = vec![0.0; m * n];
+    gemm_f64(m, n, k, 1.0, a, b, 0.0, &mut c);
+    c
+}
+
+/// The transpose of a row-major `r x c` matrix.
+pub fn transpose_f64(a: &[f64], r: usize, c: usize) -> Vec<f64> {
+    let mut t = vec![0.0; r * c];
+    for i in 0..r {
+        for j in 0..c {
+            t[j * r + i] = a[i * c + j];
+        }
+    }
+    t
+}
+
+/// Which triangular solve: `left`: `op(A) X = B` (X and B are `n x m`); otherwise
+/// `X op(A) = B` (X and B are `m x n`). `op(A) = A^T` if `trans`. Only the `lower` (or upper)
+/// triangle of `A` is read, and its diagonal is taken as ones if `unit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrsmOp {
+    pub left: bool,
+    pub lower: bool,
+    pub trans: bool,
+    pub unit: bool,
+}
+
+impl TrsmOp {
+    /// All 16 variants.
+    pub fn all() -> Vec<TrsmOp> {
+        let mut v = Vec::new();
+        for left in [true, false] {
+            for lower in [true, false] {
+                for trans in [false, true] {
+                    for unit in [false, true] {
+                        v.push(TrsmOp {
+                            left,
+                            lower,
+                            trans,
+                            unit,
+                        });
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The tile method name: `solve_left_lower_t_unit_`, ...
+    pub fn method(self) -> String {
+        format!(
+            "solve_{}_{}{}{}_",
+            if self.left { "left" } else { "right" },
+            if self.lower { "lower" } else { "upper" },
+            if self.trans { "_t" } else { "" },
+            if self.unit { "_unit" } else { "" }
+        )
+    }
+
+    /// The stdlib kernel name (`unit` has no stdlib kernel): `trsm_left_upper_t_batched`.
+    pub fn stdlib_kernel(self) -> String {
+        assert!(!self.unit, "the stdlib has no unit-diagonal trsm");
+        format!(
+            "trsm_{}_{}{}_batched",
+            if self.left { "left" } else { "right" },
+            if self.lower { "lower" } else { "upper" },
+            if self.trans { "_t" } else { "" },
+        )
+    }
+}
+
+/// Solves one triangular system in f64 (see [`TrsmOp`]). `a` is `n x n`; `b` has `n * m`
+/// elements (`n x m` for left, `m x n` for right). Returns `X` in `b`'s layout.
+pub fn trsm_f64(op: TrsmOp, a: &[f64], n: usize, b: &[f64], m: usize) -> Vec<f64> {
+    assert_eq!(a.len(), n * n);
+    assert_eq!(b.len(), n * m);
+    // t = op(tri(A)), dense.
+    let mut t = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            let inside = if op.lower { j <= i } else { j >= i };
+            let v = if i == j && op.unit {
+                1.0
+            } else if inside {
+                a[i * n + j]
+            } else {
+                0.0
+            };
+            if op.trans {
+                t[j * n + i] = v;
+            } else {
+                t[i * n + j] = v;
+            }
+        }
+    }
+    let t_lower = op.lower != op.trans;
+    if op.left {
+        solve_left_dense(&t, t_lower, n, b, m)
+    } else {
+        // X T = B  <=>  T^T X^T = B^T.
+        let tt = transpose_f64(&t, n, n);
+        let bt = transpose_f64(b, m, n);
+        let xt = solve_left_dense(&tt, !t_lower, n, &bt, m);
+        transpose_f64(&xt, n, m)
+    }
+}
+
+/// `T X = B` for a dense `lower` (or upper) triangular `T`, `B: n x m`.
+fn solve_left_dense(t: &[f64], lower: bool, n: usize, b: &[f64], m: usize) -> Vec<f64> {
+    let mut x = b.to_vec();
+    let order: Vec<usize> = if lower {
+        (0..n).collect()
+    } else {
+        (0..n).rev().collect()
+    };
+    for &i in &order {
+        let mut row = x[i * m..(i + 1) * m].to_vec();
+        let ks: Box<dyn Iterator<Item = usize>> = if lower {
+            Box::new(0..i)
+        } else {
+            Box::new(i + 1..n)
+        };
+        for k in ks {
+            let tik = t[i * n + k];
+            if tik != 0.0 {
+                for (r, &xv) in row.iter_mut().zip(&x[k * m..(k + 1) * m]) {
+                    *r -= tik * xv;
+                }
+            }
+        }
+        let d = t[i * n + i];
+        for (dst, r) in x[i * m..(i + 1) * m].iter_mut().zip(row) {
+            *dst = r / d;
+        }
+    }
+    x
+}
+
+/// Cholesky solve in f64: `X = (L L^T)^-1 B` with the lower triangle of `l` (`n x n`) and
+/// `B: n x k`.
+pub fn potrs_f64(l: &[f64], n: usize, b: &[f64], k: usize) -> Vec<f64> {
+    let fwd = TrsmOp {
+        left: true,
+        lower: true,
+        trans: false,
+        unit: false,
+    };
+    let y = trsm_f64(fwd, l, n, b, k);
+    trsm_f64(TrsmOp { trans: true, ..fwd }, l, n, &y, k)
+}
+
+/// The Cholesky factorization of `tile.cholesky_(eps)`: the lower factor of the symmetric
+/// matrix whose lower triangle is `a`'s (the upper triangle is not read), pivots clamped
+/// below by `eps` (`L[j, j] = sqrt(max(d_j, eps))`), zeros above the diagonal. Computed in
+/// the column (right-looking) order of the definition.
+pub fn cholesky_clamped_f64(a: &[f64], n: usize, eps: f64) -> Vec<f64> {
+    let mut w = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..=i {
+            w[i * n + j] = a[i * n + j];
+        }
+    }
+    for j in 0..n {
+        let p = w[j * n + j].max(eps).sqrt();
+        w[j * n + j] = p;
+        for i in j + 1..n {
+            w[i * n + j] /= p;
+        }
+        for i in j + 1..n {
+            for k in j + 1..=i {
+                w[i * n + k] -= w[i * n + j] * w[k * n + j];
+            }
+        }
+    }
+    w
+}
+
+/// A well-conditioned triangular `n x n` matrix (condition number below about 10): diagonal
+/// in `[1, 2)` with random signs, off-diagonal entries of the `lower` (or upper) triangle
+/// uniform in `[-1, 1) / n`. The other triangle holds `garbage` values (large, from `rng`)
+/// that a solve must not read. All values are f32-representable.
+pub fn random_triangular(rng: &mut Rng, n: usize, lower: bool, garbage: f64) -> Vec<f64> {
+    let mut a = vec![0.0; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            a[i * n + j] = if i == j {
+                let d = rng.uniform(1.0, 2.0);
+                if rng.next_u64() & 1 == 0 {
+                    d
+                } else {
+                    -d
+                }
+            } else if (j < i) == lower {
+                rng.uniform(-1.0, 1.0) / n as f64
+            } else {
+                rng.uniform(-garbage, garbage)
+            };
+        }
+    }
+    // Keep everything exactly f32-representable (the division by n may not be).
+    round_f32(&a)
+}
+
+/// Largest normwise relative error of `x` against the reference `r` over consecutive chunks
+/// of `chunk` elements: `max_chunk max |x - r| / max |r|`. NaN anywhere counts as infinite.
+pub fn max_rel_err_chunks(x: &[f64], r: &[f64], chunk: usize) -> f64 {
+    assert_eq!(x.len(), r.len(), "lengths differ");
+    let mut worst: f64 = 0.0;
+    for (xb, rb) in x.chunks(chunk).zip(r.chunks(chunk)) {
+        let mut err: f64 = 0.0;
+        for (a, b) in xb.iter().zip(rb) {
+            let d = (a - b).abs();
+            err = if d.is_nan() {
+                f64::INFINITY
+            } else {
+                err.max(d)
+            };
+        }
+        let scale = rb.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let e = if scale == 0.0 { err } else { err / scale };
+        worst = worst.max(e);
+    }
+    worst
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +363,44 @@ mod tests {
         let a = [4.0, 2.0, 2.0, 5.0];
         let l = cholesky_f64(&a, 2);
         assert_eq!(l, vec![2.0, 0.0, 1.0, 2.0]);
+    }
+    #[test]
+    fn reference_trsm_solves_every_variant() {
+        let mut rng = Rng::new(1);
+        let (n, m) = (7, 3);
+        for op in TrsmOp::all() {
+            let a = random_triangular(&mut rng, n, op.lower, 100.0);
+            let b = rng.vec(n * m, -1.0, 1.0);
+            let x = trsm_f64(op, &a, n, &b, m);
+            // Rebuild op(A) and check the product.
+            let mut t = vec![0.0; n * n];
+            for i in 0..n {
+                for j in 0..n {
+                    let inside = if op.lower { j <= i } else { j >= i };
+                    let v = if i == j && op.unit {
+                        1.0
+                    } else if inside {
+                        a[i * n + j]
+                    } else {
+                        0.0
+                    };
+                    t[if op.trans { j * n + i } else { i * n + j }] = v;
+                }
+            }
+            let back = if op.left {
+                matmul_f64(n, n, m, &t, &x)
+            } else {
+                matmul_f64(m, n, n, &x, &t)
+            };
+            assert!(max_rel_err_chunks(&back, &b, b.len()) < 1e-13, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn reference_clamped_cholesky_matches_the_plain_one_on_spd_input() {
+        let a = [4.0, 99.0, 2.0, 5.0];
+        assert_eq!(cholesky_clamped_f64(&a, 2, 1e-9), vec![2.0, 0.0, 1.0, 2.0]);
+        let z = cholesky_clamped_f64(&[0.0, 0.0, 0.0, -3.0], 2, 0.25);
+        assert_eq!(z, vec![0.5, 0.0, 0.0, 0.5]);
     }
 }

@@ -10,7 +10,7 @@ use tilec_midend::Scalar;
 pub(crate) const SUPPORTED_DTYPES: &str = "<f4 (f32), <f8 (f64), <i4 (i32)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
-/// code ([`RunError::code`]) in `E0400..=E0419`.
+/// code ([`RunError::code`]) in `E0400..=E0429` (`E0420..` are the Vulkan launcher's).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
     /// E0400: a file could not be opened, read, written or renamed.
@@ -101,10 +101,49 @@ pub enum RunError {
     Mismatch { detail: String },
     /// E0418: an output was requested for something that is not a `mut` array parameter.
     NotAnOutput { kernel: String, name: String },
+    /// E0420: the Vulkan loader library could not be loaded.
+    VulkanLoader {
+        library: &'static str,
+        detail: String,
+    },
+    /// E0421: a Vulkan call failed; `result` is the `VkResult` name (`VK_ERROR_DEVICE_LOST`).
+    VulkanCall { call: &'static str, result: String },
+    /// E0422: the Vulkan loader found no physical device.
+    NoVulkanDevice,
+    /// E0423: a Vulkan device index is out of range (`devices` lists the available ones).
+    VulkanDeviceIndex { index: usize, devices: Vec<String> },
+    /// E0424: the device (or the loader) lacks something the Vulkan launcher needs: Vulkan
+    /// 1.1, subgroup shuffles in compute shaders, a compute queue, host-visible memory.
+    VulkanUnsupported { device: String, reason: String },
+    /// E0425: the shader was compiled for a subgroup size other than the device's.
+    SubgroupSize {
+        device: String,
+        lanes: u32,
+        subgroup: u32,
+    },
+    /// E0426: the shader needs more shared memory than the device has (bytes).
+    SharedMemory {
+        device: String,
+        needed: u32,
+        available: u32,
+    },
+    /// E0427: the shader uses 64-bit floats or integers, which the device does not support.
+    DeviceFeature {
+        device: String,
+        feature: &'static str,
+    },
+    /// E0428: a buffer is larger than the device allows (bytes); `name` says what it holds
+    /// (``array `A` ``, `the params buffer`).
+    BufferTooLarge {
+        device: String,
+        name: String,
+        bytes: u64,
+        limit: u64,
+    },
 }
 
 impl RunError {
-    /// The stable error code, `E0400` to `E0419`.
+    /// The stable error code, `E0400` to `E0429`.
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Io { .. } => "E0400",
@@ -126,6 +165,15 @@ impl RunError {
             RunError::GridTooLarge { .. } => "E0416",
             RunError::Mismatch { .. } => "E0417",
             RunError::NotAnOutput { .. } => "E0418",
+            RunError::VulkanLoader { .. } => "E0420",
+            RunError::VulkanCall { .. } => "E0421",
+            RunError::NoVulkanDevice => "E0422",
+            RunError::VulkanDeviceIndex { .. } => "E0423",
+            RunError::VulkanUnsupported { .. } => "E0424",
+            RunError::SubgroupSize { .. } => "E0425",
+            RunError::SharedMemory { .. } => "E0426",
+            RunError::DeviceFeature { .. } => "E0427",
+            RunError::BufferTooLarge { .. } => "E0428",
         }
     }
 
@@ -238,6 +286,47 @@ impl fmt::Display for RunError {
             RunError::NotAnOutput { kernel, name } => write!(
                 f,
                 "`{name}` is not a `mut` array parameter of kernel `{kernel}`, so it cannot be an output"
+            ),
+            RunError::VulkanLoader { library, detail } => write!(
+                f,
+                "the Vulkan loader {library} was not found or could not be loaded ({detail}); \
+                 install it with a driver, e.g. `apt-get install libvulkan1 mesa-vulkan-drivers` \
+                 for lavapipe, a CPU driver"
+            ),
+            RunError::VulkanCall { call, result } => {
+                write!(f, "Vulkan call {call} failed: {result}")
+            }
+            RunError::NoVulkanDevice => write!(
+                f,
+                "no Vulkan device found (for a CPU device, install lavapipe: \
+                 `apt-get install mesa-vulkan-drivers`)"
+            ),
+            RunError::VulkanDeviceIndex { index, devices } => {
+                let list: Vec<String> =
+                    devices.iter().enumerate().map(|(i, d)| format!("{i}: {d}")).collect();
+                write!(f, "there is no Vulkan device {index} (devices: {})", list.join(", "))
+            }
+            RunError::VulkanUnsupported { device, reason } => {
+                write!(f, "Vulkan device `{device}` cannot run tilec kernels: {reason}")
+            }
+            RunError::SubgroupSize { device, lanes, subgroup } => write!(
+                f,
+                "the shader was compiled for {lanes} lanes, but Vulkan device `{device}` has \
+                 subgroups of {subgroup}; compile it for {subgroup} lanes"
+            ),
+            RunError::SharedMemory { device, needed, available } => write!(
+                f,
+                "the kernel needs {needed} bytes of shared memory, Vulkan device `{device}` has \
+                 {available} bytes"
+            ),
+            RunError::DeviceFeature { device, feature } => write!(
+                f,
+                "the kernel uses {feature}, which Vulkan device `{device}` does not support"
+            ),
+            RunError::BufferTooLarge { device, name, bytes, limit } => write!(
+                f,
+                "{name} needs a buffer of {bytes} bytes, Vulkan device `{device}` allows at \
+                 most {limit} bytes"
             ),
         }
     }

@@ -1,8 +1,8 @@
 //! The launch API of tilec, shared by all targets: `.npy` input and output ([`read_npy`],
 //! [`write_npy_atomic`]), host arrays ([`HostArray`]), binding arguments to a kernel's
 //! parameters with shape checks ([`bind`]), evaluating the launch grid ([`launch_values`]) and
-//! the parallel CPU launcher ([`launch_cpu`], [`run_cpu`]), plus deterministic test inputs
-//! ([`random_spd`], [`random_uniform`]).
+//! the parallel CPU launcher ([`launch_cpu`], [`run_cpu`]), the Vulkan launcher
+//! ([`VulkanDevice`]), plus deterministic test inputs ([`random_spd`], [`random_uniform`]).
 //!
 //! A CPU run is: read the arrays, [`parse_scalar`] the scalars, [`bind`] them to the kernel,
 //! then [`run_cpu`] with the compiled kernel's function pointer (or [`launch_values`],
@@ -16,6 +16,7 @@ mod error;
 mod gen;
 mod launch;
 mod npy;
+mod vulkan;
 
 pub use array::HostArray;
 pub use bind::{bind, param_type_text, parse_scalar, ArgValue, Bound};
@@ -24,3 +25,4 @@ pub use gen::{random_spd, random_uniform};
 pub use launch::{launch_cpu, launch_values, pack_args, run_cpu, CpuKernelFn};
 pub use npy::{read_npy, write_npy_atomic};
 pub use tilec_midend::eval::LaunchValues;
+pub use vulkan::VulkanDevice;

@@ -2,16 +2,16 @@
 //! to the writers it is given, so tests run it in-process. Exit codes: 0 success, 1 errors in
 //! the program, 2 usage or input errors.
 
-use crate::{compile, render_diagnostics, CompileOptions, CpuRunner, ErrorFormat, SourceSet};
+use crate::run_cmd::{Backend, RunRequest};
+use crate::{compile, render_diagnostics, CompileOptions, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::Scalar;
-use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, HostArray, RunError};
+use tilec_runtime::{write_npy_atomic, ArgValue, HostArray, RunError};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -35,16 +35,26 @@ enum Format {
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
 enum Target {
+    /// Native code through Cranelift (run: JIT; build: an object file).
     Cpu,
+    /// SPIR-V compute shaders (build only; `run` uses `vulkan`).
+    Spirv,
+    /// Run on a Vulkan device (run only; `build` uses `spirv`).
+    Vulkan,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
-enum Emit {
+pub(crate) enum Emit {
     Tokens,
     Ast,
     Tir,
     Clif,
+    /// The target's binary: an object file (cpu) or SPIR-V modules (spirv).
     Obj,
+    /// The SIMT form of each kernel (spirv target).
+    Simt,
+    /// SPIR-V disassembly (spirv target).
+    SpirvAsm,
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,6 +78,9 @@ enum Cmd {
         /// Print the Tile IR after this pass (inline, const-fold, simplify).
         #[arg(long)]
         dump_after: Option<String>,
+        /// Lanes per subgroup for GPU targets (the device's subgroup size; NVIDIA: 32).
+        #[arg(long, default_value_t = 32)]
+        lanes: u32,
     },
     /// Run a kernel on .npy inputs.
     Run {
@@ -87,6 +100,9 @@ enum Cmd {
         target: Target,
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
+        /// The Vulkan device (`--target vulkan`; default: the first discrete GPU, else any).
+        #[arg(long)]
+        device: Option<usize>,
     },
     /// Write an array of random numbers, uniform in [-1, 1), as .npy.
     GenUniform {
@@ -116,26 +132,26 @@ enum Cmd {
 }
 
 /// An error that ends a command: diagnostics with their exit code.
-struct Fail {
-    diags: Vec<Diagnostic>,
-    code: i32,
+pub(crate) struct Fail {
+    pub(crate) diags: Vec<Diagnostic>,
+    pub(crate) code: i32,
 }
 
-fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
+pub(crate) fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
     Fail {
         diags: vec![Diagnostic::error(code, msg)],
         code: 2,
     }
 }
 
-fn run_error(e: RunError) -> Fail {
+pub(crate) fn run_error(e: RunError) -> Fail {
     Fail {
         diags: vec![Diagnostic::error(e.code(), e.to_string())],
         code: 2,
     }
 }
 
-fn program(diags: Vec<Diagnostic>) -> Fail {
+pub(crate) fn program(diags: Vec<Diagnostic>) -> Fail {
     Fail { diags, code: 1 }
 }
 
@@ -226,11 +242,46 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
         }
         Cmd::Build {
             file,
+            target: Target::Spirv,
+            emit,
+            o,
+            generics,
+            dump_after: _,
+            lanes,
+        } => {
+            let src = read_source(&file, slot)?;
+            crate::gpu::build_spirv(
+                &src,
+                &file,
+                emit,
+                o,
+                &parse_generics(&generics)?,
+                lanes,
+                out,
+            )
+        }
+        Cmd::Build {
+            target: Target::Vulkan,
+            ..
+        } => Err(usage(
+            "E0503",
+            "`build --target vulkan`: use `--target spirv` to build SPIR-V",
+        )),
+        Cmd::Run {
+            target: Target::Spirv,
+            ..
+        } => Err(usage(
+            "E0503",
+            "`run --target spirv`: use `--target vulkan` to run SPIR-V",
+        )),
+        Cmd::Build {
+            file,
             target: Target::Cpu,
             emit,
             o,
             generics,
             dump_after,
+            lanes: _,
         } => {
             let src = read_source(&file, slot)?;
             build(
@@ -249,19 +300,25 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             args,
             outs,
             repeat,
-            target: Target::Cpu,
+            target,
             generics,
+            device,
         } => {
             let src = read_source(&file, slot)?;
-            run(
-                &src,
-                &kernel,
-                &args,
-                &outs,
+            let backend = if target == Target::Vulkan {
+                Backend::Vulkan { device }
+            } else {
+                Backend::Cpu
+            };
+            let req = RunRequest {
+                kernel: &kernel,
+                args: &args,
+                outs: &outs,
                 repeat,
-                &parse_generics(&generics)?,
-                out,
-            )
+                fixed: &parse_generics(&generics)?,
+                backend,
+            };
+            crate::run_cmd::run(&src, &req, out)
         }
         Cmd::GenUniform {
             shape,
@@ -327,7 +384,7 @@ fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
     }
 }
 
-fn write_out(
+pub(crate) fn write_out(
     path: &Option<PathBuf>,
     default: Option<PathBuf>,
     bytes: &[u8],
@@ -396,6 +453,10 @@ fn build(
     }
     let m = &compiled.module;
     match emit {
+        Emit::Simt | Emit::SpirvAsm => Err(usage(
+            "E0503",
+            "`--emit simt` and `--emit spirv-asm` need `--target spirv`",
+        )),
         Emit::Tir => write_out(
             &o,
             None,
@@ -423,7 +484,7 @@ fn build(
 
 /// A zero-filled array for a `mut` parameter named only by `--out`, shaped from the shape
 /// variables that the other array arguments bind.
-fn zeros_for_output(
+pub(crate) fn zeros_for_output(
     kernel: &tilec_midend::Kernel,
     args: &HashMap<String, ArgValue>,
     name: &str,
@@ -471,112 +532,4 @@ fn zeros_for_output(
         });
     }
     HostArray::zeros(*elem, &shape).map_err(run_error)
-}
-
-fn run(
-    src: &SourceSet,
-    kernel: &str,
-    arg_texts: &[String],
-    outs: &[String],
-    repeat: u32,
-    fixed: &HashMap<String, GenericArg>,
-    out: &mut dyn Write,
-) -> Result<(), Fail> {
-    // Arrays are read first: their dtypes choose the kernel's element types.
-    let mut arrays: HashMap<String, HostArray> = HashMap::new();
-    let mut scalars: Vec<(String, String)> = Vec::new();
-    for a in arg_texts {
-        let Some((n, v)) = a.split_once('=') else {
-            return Err(usage(
-                "E0501",
-                format!("`--arg {a}`: expected NAME=FILE.npy or NAME=VALUE"),
-            ));
-        };
-        if v.ends_with(".npy") {
-            arrays.insert(n.to_string(), read_npy(v).map_err(run_error)?);
-        } else {
-            scalars.push((n.to_string(), v.to_string()));
-        }
-    }
-    let mut outputs = Vec::new();
-    for o in outs {
-        let Some((n, p)) = o.split_once('=') else {
-            return Err(usage(
-                "E0501",
-                format!("`--out {o}`: expected NAME=FILE.npy"),
-            ));
-        };
-        outputs.push((n.to_string(), PathBuf::from(p)));
-    }
-    let mut args: HashMap<String, ArgValue> = arrays
-        .into_iter()
-        .map(|(n, a)| (n, ArgValue::Array(a)))
-        .collect();
-    let runner = CpuRunner::new(src, kernel, &args, fixed).map_err(|d| {
-        let code = if d.iter().any(|x| !x.labels.is_empty()) {
-            1
-        } else {
-            2
-        };
-        Fail { diags: d, code }
-    })?;
-    // Scalars take the types of their parameters.
-    for (n, v) in scalars {
-        let ty = runner
-            .kernel
-            .params
-            .iter()
-            .find(|p| p.name == n)
-            .and_then(|p| p.kind.scalar_type());
-        let value = match ty {
-            Some(t) => ArgValue::Scalar(parse_scalar(&v, t).map_err(run_error)?),
-            None => ArgValue::Scalar(parse_scalar(&v, Scalar::F64).map_err(run_error)?),
-        };
-        args.insert(n, value);
-    }
-    for (n, _) in &outputs {
-        if !args.contains_key(n) {
-            let arr = zeros_for_output(&runner.kernel, &args, n)?;
-            args.insert(n.clone(), ArgValue::Array(arr));
-        }
-    }
-    let mut bound = tilec_runtime::bind(&runner.kernel, args).map_err(run_error)?;
-    for (n, _) in &outputs {
-        bound.output(&runner.kernel, n).map_err(run_error)?;
-    }
-    // Repeated runs start from the same inputs: in-place kernels would otherwise see their
-    // own output.
-    let pristine = bound.clone();
-    let mut times = Vec::new();
-    let mut launch = None;
-    for i in 0..repeat.max(1) {
-        if i > 0 {
-            bound = pristine.clone();
-        }
-        let t0 = Instant::now();
-        launch = Some(runner.run_bound(&mut bound).map_err(run_error)?);
-        times.push(t0.elapsed().as_secs_f64());
-    }
-    for (n, p) in &outputs {
-        let arr = bound.output(&runner.kernel, n).map_err(run_error)?;
-        write_npy_atomic(p, arr).map_err(run_error)?;
-    }
-    let launch = launch.expect("at least one run");
-    times.sort_by(|a, b| a.total_cmp(b));
-    let median = times[times.len() / 2];
-    let mut line = format!(
-        "{}: grid [{}, {}, {}], {} run{}, median {:.3} ms",
-        runner.kernel.symbol,
-        launch.grid[0],
-        launch.grid[1],
-        launch.grid[2],
-        times.len(),
-        if times.len() == 1 { "" } else { "s" },
-        median * 1e3
-    );
-    if let Some(f) = launch.flops {
-        line.push_str(&format!(", {:.2} GFLOP/s", f / median / 1e9));
-    }
-    let _ = writeln!(out, "{line}");
-    Ok(())
 }

@@ -16,8 +16,10 @@
 //! ```
 
 pub mod cli;
+mod gpu;
 mod render;
 mod run;
+mod run_cmd;
 
 pub use render::{render_diagnostics, ErrorFormat};
 pub use run::{dtypes_of, CpuRunner, RunOutcome};

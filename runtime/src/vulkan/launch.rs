@@ -1,0 +1,417 @@
+//! [`VulkanDevice::launch`]: buffers for the arguments, the params buffer with one region per
+//! dispatch, the descriptor set, the compute pipeline, and the timed submissions.
+
+use std::time::{Duration, Instant};
+
+use ash::vk;
+use tilec_codegen_spirv::SpirvKernel;
+use tilec_midend::{Kernel, ParamKind};
+
+use super::device::VulkanDevice;
+use super::params::{check_bound, module_uses, params_words, split_grid, Chunk};
+use super::resources::LaunchObjects;
+use super::vk_err;
+use crate::bind::{ArgValue, Bound};
+use crate::error::RunError;
+
+impl VulkanDevice {
+    /// Runs every program of `grid` with the compiled shader `k` of `kernel` on the bound
+    /// arguments, `repeat` times (0 counts as 1), and returns the wall time of each run
+    /// (submission to completion: the GPU work, without buffer setup or copies). Every run
+    /// starts from the arguments as bound (an in-place kernel does not see its own output);
+    /// after the last one the `mut` arrays in `bound` hold the results. A grid with an extent
+    /// of zero or below runs nothing (the times are then zero).
+    ///
+    /// Grids larger than the device's workgroup-count limits are split into several
+    /// dispatches, each with its program-id offsets in the params buffer.
+    ///
+    /// Errors: `k`, `kernel` and `bound` do not belong together (E0417); `k` was compiled for
+    /// another subgroup size (E0425) or needs more shared memory than the device has (E0426);
+    /// it uses `f64` or `i64` and the device does not support them (E0427) or has more arrays
+    /// than a shader may bind (E0424); an extent of the grid is above `i32::MAX` (E0416); an
+    /// array is larger than a storage buffer may be (E0428); a Vulkan call fails (E0421).
+    /// Every object of the launch is destroyed before it returns, also on errors.
+    pub fn launch(
+        &self,
+        k: &SpirvKernel,
+        kernel: &Kernel,
+        bound: &mut Bound,
+        grid: [i64; 3],
+        repeat: u32,
+    ) -> Result<Vec<Duration>, RunError> {
+        self.launch_split(k, kernel, bound, grid, repeat, self.limits.max_group_count)
+    }
+
+    /// [`VulkanDevice::launch`] with dispatches of at most `max_groups` workgroups per axis
+    /// (the device's limits, or smaller ones to test the split).
+    pub(super) fn launch_split(
+        &self,
+        k: &SpirvKernel,
+        kernel: &Kernel,
+        bound: &mut Bound,
+        grid: [i64; 3],
+        repeat: u32,
+        max_groups: [u32; 3],
+    ) -> Result<Vec<Duration>, RunError> {
+        self.check(k, kernel, bound)?;
+        if grid.iter().any(|&g| g > i32::MAX as i64) {
+            return Err(RunError::GridTooLarge { grid });
+        }
+        let runs = repeat.max(1) as usize;
+        if grid.iter().any(|&g| g <= 0) {
+            return Ok(vec![Duration::ZERO; runs]);
+        }
+        let grid32 = grid.map(|g| g as u32);
+        let chunks = split_grid(grid32, max_groups).ok_or(RunError::GridTooLarge { grid })?;
+        let words = params_words(&k.params, bound, grid32);
+        let region = (words.len() * 4) as u64;
+        let stride = region.next_multiple_of(self.limits.min_storage_offset_alignment);
+
+        // The queue is used by one launch at a time; `objects` (declared later, dropped
+        // earlier) waits for it while this is held.
+        let _queue = self
+            .queue_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut objects = LaunchObjects::new(&self.device, self.queue);
+        let o = &mut objects;
+
+        // Storage buffers: the arrays in parameter order, then the params buffer.
+        let mut arrays: Vec<(usize, usize)> = Vec::new();
+        for (i, (name, arg)) in bound.args().iter().enumerate() {
+            if let ArgValue::Array(a) = arg {
+                let limit = self.limits.max_storage_buffer_range as u64;
+                let what = format!("array `{name}`");
+                let b = o.create_buffer(
+                    &self.limits,
+                    self.name(),
+                    &what,
+                    a.bytes().len() as u64,
+                    limit,
+                )?;
+                o.buffers[b].write(a.bytes());
+                arrays.push((i, b));
+            }
+        }
+        let mut params = vec![0u8; (stride * chunks.len() as u64) as usize];
+        for (c, chunk) in chunks.iter().enumerate() {
+            let mut w = words.clone();
+            w[3..6].copy_from_slice(&chunk.offset);
+            let at = c * stride as usize;
+            for (j, x) in w.iter().enumerate() {
+                params[at + 4 * j..at + 4 * j + 4].copy_from_slice(&x.to_le_bytes());
+            }
+        }
+        // Dynamic offsets are 32-bit.
+        let pb = o.create_buffer(
+            &self.limits,
+            self.name(),
+            "the params buffer",
+            params.len() as u64,
+            u32::MAX as u64,
+        )?;
+        o.buffers[pb].write(&params);
+
+        let set = self.descriptor_set(o, &arrays, pb, region)?;
+        self.pipeline(o, k)?;
+        let cmd = self.record(o, set, &chunks, stride)?;
+
+        let d = &self.device;
+        // SAFETY: a valid create info.
+        o.fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map_err(vk_err("vkCreateFence"))?;
+        let cmds = [cmd];
+        let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+        let mut times = Vec::with_capacity(runs);
+        for run in 0..runs {
+            if run > 0 {
+                // Start again from the bound arguments (only `mut` arrays were written).
+                for &(i, b) in &arrays {
+                    if let (true, ArgValue::Array(a)) = (is_mut(kernel, i), &bound.args()[i].1) {
+                        o.buffers[b].write(a.bytes());
+                    }
+                }
+                // SAFETY: the fence is signaled and no longer in use (waited for below).
+                unsafe { d.reset_fences(&[o.fence]) }.map_err(vk_err("vkResetFences"))?;
+            }
+            let t0 = Instant::now();
+            // SAFETY: the command buffer is recorded and not pending (the previous run was
+            // waited for); the queue is held through `_queue`; every object it uses lives in
+            // `objects`, which waits for the queue before destroying them.
+            unsafe { d.queue_submit(self.queue, &submit, o.fence) }
+                .map_err(vk_err("vkQueueSubmit"))?;
+            o.submitted = true;
+            // SAFETY: a fence of this device.
+            unsafe { d.wait_for_fences(&[o.fence], true, u64::MAX) }
+                .map_err(vk_err("vkWaitForFences"))?;
+            times.push(t0.elapsed());
+        }
+
+        let args = bound.args_mut();
+        for &(i, b) in &arrays {
+            if let (true, ArgValue::Array(a)) = (is_mut(kernel, i), &mut args[i].1) {
+                o.buffers[b].read(a.bytes_mut());
+            }
+        }
+        Ok(times)
+    }
+
+    /// The checks of a launch that do not depend on the grid.
+    fn check(&self, k: &SpirvKernel, kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
+        check_bound(kernel, &k.params, bound)?;
+        let arrays = kernel
+            .params
+            .iter()
+            .filter(|p| matches!(p.kind, ParamKind::Array { .. }))
+            .count();
+        if k.arrays as usize != arrays {
+            return Err(RunError::Mismatch {
+                detail: format!(
+                    "the SPIR-V shader has {} array bindings, kernel `{}` has {arrays} arrays",
+                    k.arrays, kernel.symbol
+                ),
+            });
+        }
+        if k.arrays >= self.limits.max_storage_buffers {
+            return Err(RunError::VulkanUnsupported {
+                device: self.name().to_string(),
+                reason: format!(
+                    "kernel `{}` has {} array parameters, but a shader may use only {} storage \
+                     buffers (one of them for the parameters)",
+                    kernel.symbol, k.arrays, self.limits.max_storage_buffers
+                ),
+            });
+        }
+        if k.lanes != self.limits.subgroup_size {
+            return Err(RunError::SubgroupSize {
+                device: self.name().to_string(),
+                lanes: k.lanes,
+                subgroup: self.limits.subgroup_size,
+            });
+        }
+        if k.shared_bytes > self.limits.max_shared_bytes {
+            return Err(RunError::SharedMemory {
+                device: self.name().to_string(),
+                needed: k.shared_bytes,
+                available: self.limits.max_shared_bytes,
+            });
+        }
+        let uses = module_uses(&k.words)?;
+        let missing = if uses.f64 && !self.supports_f64() {
+            Some("f64 (shaderFloat64)")
+        } else if uses.i64 && !self.supports_i64() {
+            Some("i64 (shaderInt64)")
+        } else {
+            None
+        };
+        if let Some(feature) = missing {
+            return Err(RunError::DeviceFeature {
+                device: self.name().to_string(),
+                feature,
+            });
+        }
+        Ok(())
+    }
+
+    /// The descriptor set layout, pool and set: binding `j` is the `j`-th array's buffer,
+    /// the last binding the params buffer (dynamic: its offset is chosen per dispatch).
+    fn descriptor_set(
+        &self,
+        o: &mut LaunchObjects<'_>,
+        arrays: &[(usize, usize)],
+        params: usize,
+        region: u64,
+    ) -> Result<vk::DescriptorSet, RunError> {
+        let d = &self.device;
+        let n = arrays.len() as u32;
+        let kind = |b: u32| {
+            if b < n {
+                vk::DescriptorType::STORAGE_BUFFER
+            } else {
+                vk::DescriptorType::STORAGE_BUFFER_DYNAMIC
+            }
+        };
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..=n)
+            .map(|b| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b)
+                    .descriptor_type(kind(b))
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: a valid create info; the layout is destroyed by `o`.
+        o.set_layout = unsafe { d.create_descriptor_set_layout(&info, None) }
+            .map_err(vk_err("vkCreateDescriptorSetLayout"))?;
+        let mut sizes = vec![vk::DescriptorPoolSize {
+            ty: vk::DescriptorType::STORAGE_BUFFER_DYNAMIC,
+            descriptor_count: 1,
+        }];
+        if n > 0 {
+            sizes.push(vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::STORAGE_BUFFER,
+                descriptor_count: n,
+            });
+        }
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .max_sets(1)
+            .pool_sizes(&sizes);
+        // SAFETY: as above.
+        o.descriptor_pool = unsafe { d.create_descriptor_pool(&info, None) }
+            .map_err(vk_err("vkCreateDescriptorPool"))?;
+        let layouts = [o.set_layout];
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(o.descriptor_pool)
+            .set_layouts(&layouts);
+        // SAFETY: the pool has room for this one set; it is freed with the pool.
+        let sets = unsafe { d.allocate_descriptor_sets(&info) }
+            .map_err(vk_err("vkAllocateDescriptorSets"))?;
+        let Some(&set) = sets.first() else {
+            return Err(vk_err("vkAllocateDescriptorSets")(
+                vk::Result::ERROR_UNKNOWN,
+            ));
+        };
+        let infos: Vec<vk::DescriptorBufferInfo> = arrays
+            .iter()
+            .map(|&(_, b)| (b, vk::WHOLE_SIZE))
+            .chain([(params, region)])
+            .map(|(b, range)| vk::DescriptorBufferInfo {
+                buffer: o.buffers[b].buffer,
+                offset: 0,
+                range,
+            })
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
+            .iter()
+            .enumerate()
+            .map(|(b, info)| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b as u32)
+                    .descriptor_type(kind(b as u32))
+                    .buffer_info(std::slice::from_ref(info))
+            })
+            .collect();
+        // SAFETY: the writes name live buffers of matching descriptor types; the set is not
+        // in use.
+        unsafe { d.update_descriptor_sets(&writes, &[]) };
+        Ok(set)
+    }
+
+    /// The shader module, the pipeline layout and the compute pipeline (requiring full
+    /// subgroups of `k.lanes` where the device can).
+    fn pipeline(&self, o: &mut LaunchObjects<'_>, k: &SpirvKernel) -> Result<(), RunError> {
+        let d = &self.device;
+        let info = vk::ShaderModuleCreateInfo::default().code(&k.words);
+        // SAFETY: the words are a SPIR-V module (magic checked); the module is destroyed by `o`.
+        o.shader = unsafe { d.create_shader_module(&info, None) }
+            .map_err(vk_err("vkCreateShaderModule"))?;
+        let layouts = [o.set_layout];
+        let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
+        // SAFETY: as above.
+        o.pipeline_layout = unsafe { d.create_pipeline_layout(&info, None) }
+            .map_err(vk_err("vkCreatePipelineLayout"))?;
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(k.lanes);
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(o.shader)
+            .name(c"main");
+        if self.limits.size_control {
+            stage = stage
+                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
+                .push_next(&mut required);
+        }
+        let infos = [vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(o.pipeline_layout)];
+        // SAFETY: valid create infos (the subgroup-size features are enabled where used).
+        let made = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) };
+        let (pipelines, error) = match made {
+            Ok(p) => (p, None),
+            Err((p, e)) => (p, Some(e)),
+        };
+        o.pipeline = pipelines.first().copied().unwrap_or_default();
+        match error {
+            Some(e) => Err(vk_err("vkCreateComputePipelines")(e)),
+            None if o.pipeline == vk::Pipeline::null() => Err(vk_err("vkCreateComputePipelines")(
+                vk::Result::ERROR_UNKNOWN,
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// The command pool and buffer: one dispatch per chunk, then a barrier that makes the
+    /// shader writes visible to the host.
+    fn record(
+        &self,
+        o: &mut LaunchObjects<'_>,
+        set: vk::DescriptorSet,
+        chunks: &[Chunk],
+        stride: u64,
+    ) -> Result<vk::CommandBuffer, RunError> {
+        let d = &self.device;
+        let info = vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family);
+        // SAFETY: a valid create info; the pool is destroyed by `o`.
+        o.command_pool =
+            unsafe { d.create_command_pool(&info, None) }.map_err(vk_err("vkCreateCommandPool"))?;
+        let info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(o.command_pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        // SAFETY: as above; the buffer is freed with the pool.
+        let cmds = unsafe { d.allocate_command_buffers(&info) }
+            .map_err(vk_err("vkAllocateCommandBuffers"))?;
+        let Some(&cmd) = cmds.first() else {
+            return Err(vk_err("vkAllocateCommandBuffers")(
+                vk::Result::ERROR_UNKNOWN,
+            ));
+        };
+        let sets = [set];
+        // SAFETY: recording a fresh command buffer with objects that live in `o`; every
+        // dynamic offset is a multiple of `minStorageBufferOffsetAlignment` inside the params
+        // buffer (`stride` is).
+        unsafe {
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .map_err(vk_err("vkBeginCommandBuffer"))?;
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, o.pipeline);
+            for (c, chunk) in chunks.iter().enumerate() {
+                let offset = [(c as u64 * stride) as u32];
+                d.cmd_bind_descriptor_sets(
+                    cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    o.pipeline_layout,
+                    0,
+                    &sets,
+                    &offset,
+                );
+                let [x, y, z] = chunk.count;
+                d.cmd_dispatch(cmd, x, y, z);
+            }
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::HOST_READ);
+            d.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::HOST,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            );
+            d.end_command_buffer(cmd)
+                .map_err(vk_err("vkEndCommandBuffer"))?;
+        }
+        Ok(cmd)
+    }
+}
+
+/// Whether parameter `param` of `kernel` is a `mut` array.
+fn is_mut(kernel: &Kernel, param: usize) -> bool {
+    matches!(
+        kernel.params.get(param).map(|p| &p.kind),
+        Some(ParamKind::Array { mutable: true, .. })
+    )
+}

@@ -1,0 +1,91 @@
+//! GPU targets of the driver: `build --target spirv` (SPIR-V modules, their disassembly, or
+//! the SIMT form) and `run --target vulkan`.
+
+use crate::cli::{program, usage, write_out, Emit, Fail};
+use crate::{compile, CompileOptions, SourceSet};
+use rspirv::binary::Disassemble;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use tilec_frontend::{GenericArg, Instances};
+use tilec_midend::simt::{lower_kernel, SimtKernel};
+use tilec_midend::{Kernel, Module};
+
+/// Lowers a kernel instance to SIMT form and compiles it to SPIR-V, as diagnostics on failure.
+pub(crate) fn spirv_kernel(
+    m: &Module,
+    k: &Kernel,
+    lanes: u32,
+) -> Result<(SimtKernel, tilec_codegen_spirv::SpirvKernel), Fail> {
+    let simt = lower_kernel(m, k, lanes)
+        .map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    let spv = tilec_codegen_spirv::compile(&simt)
+        .map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    Ok((simt, spv))
+}
+
+/// The SPIR-V disassembly of a module.
+pub(crate) fn disassemble(words: &[u32]) -> String {
+    match rspirv::dr::load_words(words) {
+        Ok(m) => m.disassemble(),
+        Err(e) => format!("; cannot disassemble: {e}\n"),
+    }
+}
+
+/// `tilec build --target spirv`: one `.spv` per kernel instance (`FILE.SYMBOL.spv`, or `-o`
+/// when there is exactly one), or the SIMT form / disassembly of all of them.
+pub(crate) fn build_spirv(
+    src: &SourceSet,
+    file: &Path,
+    emit: Emit,
+    o: Option<PathBuf>,
+    fixed: &HashMap<String, GenericArg>,
+    lanes: u32,
+    out: &mut dyn Write,
+) -> Result<(), Fail> {
+    let opts = CompileOptions {
+        verify: true,
+        dump_after: None,
+    };
+    let m = compile(
+        src,
+        &Instances::All {
+            fixed: fixed.clone(),
+        },
+        &opts,
+    )
+    .map_err(program)?
+    .module;
+    let mut text = String::new();
+    let several = m.kernels.len() > 1;
+    for k in &m.kernels {
+        let (simt, spv) = spirv_kernel(&m, k, lanes)?;
+        match emit {
+            Emit::Simt => text.push_str(&tilec_midend::print::print_function(&simt.func)),
+            Emit::SpirvAsm => {
+                text.push_str(&format!("; kernel {} ({} lanes)\n", k.symbol, lanes));
+                text.push_str(&disassemble(&spv.words));
+                text.push('\n');
+            }
+            Emit::Obj => {
+                let bytes: Vec<u8> = spv.words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let path = match (&o, several) {
+                    (Some(p), false) => p.clone(),
+                    (Some(dir), true) if dir.is_dir() => dir.join(format!("{}.spv", k.symbol)),
+                    (_, _) => file.with_extension(format!("{}.spv", k.symbol)),
+                };
+                write_out(&Some(path), None, &bytes, out)?;
+            }
+            _ => {
+                return Err(usage(
+                    "E0503",
+                    "`--target spirv` emits obj (SPIR-V), spirv-asm or simt",
+                ))
+            }
+        }
+    }
+    if !text.is_empty() {
+        write_out(&o, None, text.as_bytes(), out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,185 @@
+//! `tilec run`: read the `.npy` inputs, infer the kernel's element types from their dtypes,
+//! compile for the target (CPU JIT or Vulkan), bind and check every argument, launch
+//! `--repeat` times from the same inputs, report the median kernel time, and write the
+//! outputs atomically.
+
+use crate::cli::{program, run_error, usage, zeros_for_output, Fail};
+use crate::{compile, infer_generics, CompileOptions, SourceSet};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tilec_frontend::{GenericArg, Instances};
+use tilec_midend::{Kernel, Module, Scalar};
+use tilec_runtime::{
+    launch_values, parse_scalar, read_npy, write_npy_atomic, ArgValue, Bound, HostArray,
+    LaunchValues,
+};
+
+/// Where a kernel runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Backend {
+    Cpu,
+    Vulkan { device: Option<usize> },
+}
+
+/// A parsed `tilec run` request.
+pub(crate) struct RunRequest<'a> {
+    pub(crate) kernel: &'a str,
+    pub(crate) args: &'a [String],
+    pub(crate) outs: &'a [String],
+    pub(crate) repeat: u32,
+    pub(crate) fixed: &'a HashMap<String, GenericArg>,
+    pub(crate) backend: Backend,
+}
+
+fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), Fail> {
+    s.split_once('=')
+        .ok_or_else(|| usage("E0501", format!("`--{flag} {s}`: expected {want}")))
+}
+
+/// Runs the request; prints one line with the grid and the median time.
+pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) -> Result<(), Fail> {
+    // Arrays are read first: their dtypes choose the kernel's element types.
+    let mut args: HashMap<String, ArgValue> = HashMap::new();
+    let mut scalars = Vec::new();
+    for a in req.args {
+        let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
+        if v.ends_with(".npy") {
+            args.insert(
+                n.to_string(),
+                ArgValue::Array(read_npy(v).map_err(run_error)?),
+            );
+        } else {
+            scalars.push((n.to_string(), v.to_string()));
+        }
+    }
+    let mut outputs = Vec::new();
+    for o in req.outs {
+        let (n, p) = split("out", o, "NAME=FILE.npy")?;
+        outputs.push((n.to_string(), PathBuf::from(p)));
+    }
+    let compile_fail = |d: Vec<tilec_grammar::diag::Diagnostic>| {
+        let code = if d.iter().any(|x| !x.labels.is_empty()) {
+            1
+        } else {
+            2
+        };
+        Fail { diags: d, code }
+    };
+    let dtypes = crate::dtypes_of(&args);
+    let generics = infer_generics(src, req.kernel, &dtypes, req.fixed).map_err(compile_fail)?;
+    let inst = Instances::One {
+        kernel: req.kernel.to_string(),
+        generics,
+    };
+    let module = compile(src, &inst, &CompileOptions::default())
+        .map_err(compile_fail)?
+        .module;
+    let kernel = module
+        .kernels
+        .first()
+        .cloned()
+        .ok_or_else(|| program(vec![]))?;
+    // Scalars take the types of their parameters.
+    for (n, v) in scalars {
+        let ty = kernel
+            .params
+            .iter()
+            .find(|p| p.name == n)
+            .and_then(|p| p.kind.scalar_type())
+            .unwrap_or(Scalar::F64);
+        args.insert(
+            n,
+            ArgValue::Scalar(parse_scalar(&v, ty).map_err(run_error)?),
+        );
+    }
+    for (n, _) in &outputs {
+        if !args.contains_key(n) {
+            let arr = zeros_for_output(&kernel, &args, n)?;
+            args.insert(n.clone(), ArgValue::Array(arr));
+        }
+    }
+    let bound = tilec_runtime::bind(&kernel, args).map_err(run_error)?;
+    for (n, _) in &outputs {
+        bound.output(&kernel, n).map_err(run_error)?;
+    }
+    let (bound, launch, mut times, device) = match req.backend {
+        Backend::Cpu => run_cpu(&module, &kernel, bound, req.repeat)?,
+        Backend::Vulkan { device } => run_vulkan(&module, &kernel, bound, req.repeat, device)?,
+    };
+    for (n, p) in &outputs {
+        let arr: &HostArray = bound.output(&kernel, n).map_err(run_error)?;
+        write_npy_atomic(p, arr).map_err(run_error)?;
+    }
+    times.sort();
+    let median = times[times.len() / 2].as_secs_f64();
+    let g = launch.grid;
+    let runs = times.len();
+    let mut line = format!(
+        "{}: grid [{}, {}, {}], {runs} run{}, median {:.3} ms",
+        kernel.symbol,
+        g[0],
+        g[1],
+        g[2],
+        if runs == 1 { "" } else { "s" },
+        median * 1e3
+    );
+    if let Some(f) = launch.flops {
+        line.push_str(&format!(", {:.2} GFLOP/s", f / median / 1e9));
+    }
+    if let Some(d) = device {
+        line.push_str(&format!(" on {d}"));
+    }
+    let _ = writeln!(out, "{line}");
+    Ok(())
+}
+
+type Ran = (Bound, LaunchValues, Vec<Duration>, Option<String>);
+
+/// Repeated runs start from the same inputs: in-place kernels would otherwise see their own
+/// output.
+fn run_cpu(module: &Module, kernel: &Kernel, pristine: Bound, repeat: u32) -> Result<Ran, Fail> {
+    let jit = tilec_codegen_cpu::compile_jit(module, kernel)
+        .map_err(|e| usage("E0901", e.to_string()))?;
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..repeat.max(1) {
+        let mut bound = pristine.clone();
+        let t0 = Instant::now();
+        // SAFETY: the function was compiled from this kernel, so it implements the packed
+        // argument ABI for exactly the parameters `bind` checked.
+        let launch = unsafe { tilec_runtime::run_cpu(jit.entry(), module, kernel, &mut bound) }
+            .map_err(run_error)?;
+        times.push(t0.elapsed());
+        last = Some((bound, launch));
+    }
+    let (bound, launch) = last.expect("at least one run");
+    Ok((bound, launch, times, None))
+}
+
+fn run_vulkan(
+    module: &Module,
+    kernel: &Kernel,
+    pristine: Bound,
+    repeat: u32,
+    device: Option<usize>,
+) -> Result<Ran, Fail> {
+    let dev = tilec_runtime::VulkanDevice::open(device).map_err(run_error)?;
+    let (_, spv) = crate::gpu::spirv_kernel(module, kernel, dev.subgroup_size())?;
+    let launch = launch_values(module, kernel, &pristine).map_err(run_error)?;
+    // One more run than asked: drivers may compile the shader at its first dispatch, which
+    // is not kernel time. Every run starts from the same inputs.
+    let mut bound = pristine;
+    let mut times = dev
+        .launch(&spv, kernel, &mut bound, launch.grid, repeat.max(1) + 1)
+        .map_err(run_error)?;
+    if times.len() > 1 {
+        times.remove(0);
+    }
+    if times.is_empty() {
+        times.push(Duration::ZERO);
+    }
+    let name = format!("{} (subgroup {})", dev.name(), dev.subgroup_size());
+    Ok((bound, launch, times, Some(name)))
+}
