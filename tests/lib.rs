@@ -39,11 +39,7 @@ pub fn max_rel_err_lower(x: &[f64], r: &[f64], n: usize) -> f64 {
 pub fn max_rel_err(x: &[f64], r: &[f64], n: usize) -> f64 {
     let mut worst: f64 = 0.0;
     for (xb, rb) in x.chunks(n * n).zip(r.chunks(n * n)) {
-        let err = xb
-            .iter()
-            .zip(rb)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let err = xb.iter().zip(rb).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
         let scale = rb.iter().map(|v| v.abs()).fold(0.0, f64::max);
         worst = worst.max(err / scale);
     }
@@ -93,16 +89,7 @@ pub fn round_f32(v: &[f64]) -> Vec<f64> {
 /// `C <- alpha A B + beta C` in plain f64, row-major, `A: m x k`, `B: k x n`, `C: m x n`
 /// (i-k-j loop order). With `beta == 0`, `C` is not read (NaN in `C` does not propagate).
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_f64(
-    m: usize,
-    n: usize,
-    k: usize,
-    alpha: f64,
-    a: &[f64],
-    b: &[f64],
-    beta: f64,
-    c: &mut [f64],
-) {
+pub fn gemm_f64(m: usize, n: usize, k: usize, alpha: f64, a: &[f64], b: &[f64], beta: f64, c: &mut [f64]) {
     assert_eq!(a.len(), m * k);
     assert_eq!(b.len(), k * n);
     assert_eq!(c.len(), m * n);
@@ -118,11 +105,7 @@ pub fn gemm_f64(
         }
         let crow = &mut c[i * n..(i + 1) * n];
         for (cv, &r) in crow.iter_mut().zip(&row) {
-            *cv = if beta == 0.0 {
-                alpha * r
-            } else {
-                alpha * r + beta * *cv
-            };
+            *cv = if beta == 0.0 { alpha * r } else { alpha * r + beta * *cv };
         }
     }
 }
@@ -164,12 +147,7 @@ impl TrsmOp {
             for lower in [true, false] {
                 for trans in [false, true] {
                     for unit in [false, true] {
-                        v.push(TrsmOp {
-                            left,
-                            lower,
-                            trans,
-                            unit,
-                        });
+                        v.push(TrsmOp { left, lower, trans, unit });
                     }
                 }
             }
@@ -239,18 +217,10 @@ pub fn trsm_f64(op: TrsmOp, a: &[f64], n: usize, b: &[f64], m: usize) -> Vec<f64
 /// `T X = B` for a dense `lower` (or upper) triangular `T`, `B: n x m`.
 fn solve_left_dense(t: &[f64], lower: bool, n: usize, b: &[f64], m: usize) -> Vec<f64> {
     let mut x = b.to_vec();
-    let order: Vec<usize> = if lower {
-        (0..n).collect()
-    } else {
-        (0..n).rev().collect()
-    };
+    let order: Vec<usize> = if lower { (0..n).collect() } else { (0..n).rev().collect() };
     for &i in &order {
         let mut row = x[i * m..(i + 1) * m].to_vec();
-        let ks: Box<dyn Iterator<Item = usize>> = if lower {
-            Box::new(0..i)
-        } else {
-            Box::new(i + 1..n)
-        };
+        let ks: Box<dyn Iterator<Item = usize>> = if lower { Box::new(0..i) } else { Box::new(i + 1..n) };
         for k in ks {
             let tik = t[i * n + k];
             if tik != 0.0 {
@@ -270,12 +240,7 @@ fn solve_left_dense(t: &[f64], lower: bool, n: usize, b: &[f64], m: usize) -> Ve
 /// Cholesky solve in f64: `X = (L L^T)^-1 B` with the lower triangle of `l` (`n x n`) and
 /// `B: n x k`.
 pub fn potrs_f64(l: &[f64], n: usize, b: &[f64], k: usize) -> Vec<f64> {
-    let fwd = TrsmOp {
-        left: true,
-        lower: true,
-        trans: false,
-        unit: false,
-    };
+    let fwd = TrsmOp { left: true, lower: true, trans: false, unit: false };
     let y = trsm_f64(fwd, l, n, b, k);
     trsm_f64(TrsmOp { trans: true, ..fwd }, l, n, &y, k)
 }
@@ -341,11 +306,7 @@ pub fn max_rel_err_chunks(x: &[f64], r: &[f64], chunk: usize) -> f64 {
         let mut err: f64 = 0.0;
         for (a, b) in xb.iter().zip(rb) {
             let d = (a - b).abs();
-            err = if d.is_nan() {
-                f64::INFINITY
-            } else {
-                err.max(d)
-            };
+            err = if d.is_nan() { f64::INFINITY } else { err.max(d) };
         }
         let scale = rb.iter().map(|v| v.abs()).fold(0.0, f64::max);
         let e = if scale == 0.0 { err } else { err / scale };
@@ -387,11 +348,7 @@ mod tests {
                     t[if op.trans { j * n + i } else { i * n + j }] = v;
                 }
             }
-            let back = if op.left {
-                matmul_f64(n, n, m, &t, &x)
-            } else {
-                matmul_f64(m, n, n, &x, &t)
-            };
+            let back = if op.left { matmul_f64(n, n, m, &t, &x) } else { matmul_f64(m, n, n, &x, &t) };
             assert!(max_rel_err_chunks(&back, &b, b.len()) < 1e-13, "{op:?}");
         }
     }

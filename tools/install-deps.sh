@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Rust, with Debian's packages: spirv-tools (spirv-val)
-# and Mesa's lavapipe Vulkan CPU driver with the Vulkan loader. Idempotent: installs only
-# what is missing; needs root or sudo.
+# Installs what the tests need beyond Rust, idempotently (only what is missing; needs root or
+# sudo for apt):
+# - Debian: spirv-tools (spirv-val), Mesa's lavapipe Vulkan CPU driver and the Vulkan loader,
+#   LLVM 16 (llvm-16-dev, libpolly-16-dev) for the PTX backend (`--features ptx`);
+# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas.
 set -euo pipefail
 need=()
 command -v spirv-val >/dev/null 2>&1 || need+=(spirv-tools)
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-drivers)
 { ldconfig -p 2>/dev/null || true; } | grep -q 'libvulkan\.so\.1' || need+=(libvulkan1)
+[ -x /usr/lib/llvm-16/bin/llvm-config ] || need+=(llvm-16-dev)
+ls /usr/lib/llvm-16/lib/libPolly*.a >/dev/null 2>&1 || need+=(libpolly-16-dev)
+[ -e /usr/include/zstd.h ] || need+=(libzstd-dev)
+[ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
     echo "installing: ${need[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if ! python3 -c 'import nvidia.cuda_nvcc' >/dev/null 2>&1; then
+    echo "installing: nvidia-cuda-nvcc-cu12 (ptxas)"
+    python3 -m pip install --quiet nvidia-cuda-nvcc-cu12
 fi

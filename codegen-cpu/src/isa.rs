@@ -9,9 +9,7 @@ use cranelift_codegen::settings::{self, Configurable};
 pub(crate) fn host(pic: bool) -> Result<OwnedTargetIsa, CodegenError> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(err)?;
-    flags
-        .set("is_pic", if pic { "true" } else { "false" })
-        .map_err(err)?;
+    flags.set("is_pic", if pic { "true" } else { "false" }).map_err(err)?;
     // Tiles live in the stack frame, which can be large: probe it page by page.
     flags.set("enable_probestack", "true").map_err(err)?;
     flags.set("probestack_strategy", "inline").map_err(err)?;

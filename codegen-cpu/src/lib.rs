@@ -45,9 +45,7 @@ impl fmt::Display for CodegenError {
 impl std::error::Error for CodegenError {}
 
 pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
-    CodegenError {
-        message: e.to_string(),
-    }
+    CodegenError { message: e.to_string() }
 }
 
 /// The entry point of a compiled kernel (see the crate docs for the ABI).
@@ -68,48 +66,32 @@ impl JitKernel {
 
 fn kernel_signature(isa: &OwnedTargetIsa) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
-    sig.params
-        .push(AbiParam::new(cranelift_codegen::ir::types::I64));
-    sig.params
-        .push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    sig.params.push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    sig.params.push(AbiParam::new(cranelift_codegen::ir::types::I64));
     sig
 }
 
 /// A JIT module for the host and the lowered (not yet compiled) function of `kernel`.
-fn jit_function(
-    module: &Module,
-    kernel: &Kernel,
-) -> Result<(JITModule, cranelift_codegen::Context), CodegenError> {
+fn jit_function(module: &Module, kernel: &Kernel) -> Result<(JITModule, cranelift_codegen::Context), CodegenError> {
     let isa = isa::host(false)?;
     let sig = kernel_signature(&isa);
     let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
-    lower::lower_kernel(
-        &mut jit,
-        &mut ctx.func,
-        &module.funcs[kernel.body as usize],
-        kernel,
-    )?;
+    lower::lower_kernel(&mut jit, &mut ctx.func, &module.funcs[kernel.body as usize], kernel)?;
     Ok((jit, ctx))
 }
 
 /// JIT-compiles one kernel instance of a module that has been through the pass pipeline.
 pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, CodegenError> {
     let (mut jit, mut ctx) = jit_function(module, kernel)?;
-    let id = jit
-        .declare_function(&kernel.symbol, Linkage::Export, &ctx.func.signature)
-        .map_err(err)?;
-    jit.define_function(id, &mut ctx)
-        .map_err(|e| err(format!("{e:?}")))?;
+    let id = jit.declare_function(&kernel.symbol, Linkage::Export, &ctx.func.signature).map_err(err)?;
+    jit.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
     jit.finalize_definitions().map_err(err)?;
     let ptr = jit.get_finalized_function(id);
     // SAFETY: the function was compiled with the signature of `KernelFn`.
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-    Ok(JitKernel {
-        _module: jit,
-        entry,
-    })
+    Ok(JitKernel { _module: jit, entry })
 }
 
 /// The Cranelift IR (CLIF text) of one kernel instance, before Cranelift's own optimisation.
@@ -126,14 +108,11 @@ pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
     let builder = ObjectBuilder::new(isa, "tilec", default_libcall_names()).map_err(err)?;
     let mut obj = ObjectModule::new(builder);
     for k in &module.kernels {
-        let id = obj
-            .declare_function(&k.symbol, Linkage::Export, &sig)
-            .map_err(err)?;
+        let id = obj.declare_function(&k.symbol, Linkage::Export, &sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = sig.clone();
         lower::lower_kernel(&mut obj, &mut ctx.func, &module.funcs[k.body as usize], k)?;
-        obj.define_function(id, &mut ctx)
-            .map_err(|e| err(format!("{e:?}")))?;
+        obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
     }
     obj.finish().emit().map_err(err)
 }

@@ -25,10 +25,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `a @ b` (`acc`: `c + a @ b` with `c` the first operand), into the result tile.
     pub(crate) fn matmul(&mut self, op: &Op, s: Scalar, acc: bool) -> Result<(), CodegenError> {
         let base = usize::from(acc);
-        let (ta, tb) = (
-            self.f.ty(op.args[base]).clone(),
-            self.f.ty(op.args[base + 1]).clone(),
-        );
+        let (ta, tb) = (self.f.ty(op.args[base]).clone(), self.f.ty(op.args[base + 1]).clone());
         let (m, k) = ta.rows_cols();
         let n = match &tb {
             Type::Tile { shape, .. } if shape.len() == 2 => shape[1],
@@ -57,16 +54,25 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             j += w;
         }
-        // Columns past the last whole vector: scalar dot products.
+        // Columns past the last whole vector: scalar dot products, looping over k.
         for col in nv * lanes..n {
             for row in 0..m {
                 let cell = ((row * n + col) * s.bytes()) as i32;
-                let mut sum = self.ld(s, c, cell);
-                for kk in 0..k {
-                    let x = self.ld(s, a, ((row * k + kk) * s.bytes()) as i32);
-                    let y = self.ld(s, b, ((kk * n + col) * s.bytes()) as i32);
-                    sum = self.fma(x, y, sum);
-                }
+                let init = self.ld(s, c, cell);
+                let var = self.b.declare_var(cl_type(s));
+                self.b.def_var(var, init);
+                let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, k as i64));
+                self.dyn_loop(lo, hi, |l, kk| {
+                    let ai = l.b.ins().iadd_imm_s(kk, (row * k) as i64);
+                    let bi = l.b.ins().imul_imm_s(kk, n as i64);
+                    let bi = l.b.ins().iadd_imm_s(bi, col as i64);
+                    let (aa, ba) = (l.at(a, ai, s), l.at(b, bi, s));
+                    let (x, y) = (l.ld(s, aa, 0), l.ld(s, ba, 0));
+                    let acc = l.b.use_var(var);
+                    let nx = l.fma(x, y, acc);
+                    l.b.def_var(var, nx);
+                });
+                let sum = self.b.use_var(var);
                 self.st(sum, c, cell);
             }
         }
@@ -107,18 +113,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             // B[k, j0 + v*lanes] and A[i0 + r, k].
             let brow = l.b.ins().imul_imm_s(kk, (n * esz) as i64);
             let brow = l.b.ins().iadd(b, brow);
-            let bs: Vec<ir::Value> = (0..w)
-                .map(|v| {
-                    l.b.ins()
-                        .load(vt, flags(), brow, ((j0 + v * lanes) * esz) as i32)
-                })
-                .collect();
+            let bs: Vec<ir::Value> =
+                (0..w).map(|v| l.b.ins().load(vt, flags(), brow, ((j0 + v * lanes) * esz) as i32)).collect();
             let acol = l.b.ins().imul_imm_s(kk, esz as i64);
             let acol = l.b.ins().iadd(a, acol);
             for r in 0..h {
-                let x =
-                    l.b.ins()
-                        .load(cl_type(s), flags(), acol, ((i0 + r) * k * esz) as i32);
+                let x = l.b.ins().load(cl_type(s), flags(), acol, ((i0 + r) * k * esz) as i32);
                 let xs = l.b.ins().splat(vt, x);
                 for (v, bv) in bs.iter().enumerate() {
                     let var = accs[(r * w) as usize + v];
@@ -209,11 +209,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let t_lower = kind.lower != kind.trans;
         // Left: T X = B, solved column by column of X (each column a substitution over its
         // n rows). Right: X T = B, row by row (x T = b for each row x).
-        let (systems, sys_stride, elem_stride) = if kind.left {
-            (bc, 1i64, bc as i64)
-        } else {
-            (br, bc as i64, 1i64)
-        };
+        let (systems, sys_stride, elem_stride) = if kind.left { (bc, 1i64, bc as i64) } else { (br, bc as i64, 1i64) };
         // In a left solve with lower T the substitution runs forward (i = 0..n) and reads
         // T[i][k], k < i; in a right solve with lower T it runs backward and reads T[k][i],
         // k > i (the column of T below the diagonal).
@@ -238,11 +234,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let var = l.b.declare_var(cl_type(s));
                 l.b.def_var(var, acc0);
                 // Earlier unknowns k: 0..i forward, i+1..n backward.
-                let (klo, khi) = if forward {
-                    (lo, i)
-                } else {
-                    (l.b.ins().iadd_imm_s(i, 1), n_hi)
-                };
+                let (klo, khi) = if forward { (lo, i) } else { (l.b.ins().iadd_imm_s(i, 1), n_hi) };
                 l.dyn_loop(klo, khi, |l, kk| {
                     // The coefficient of x_k in equation i: T[i][k] (left) or T[k][i] (right).
                     let (r, c) = if kind.left { (i, kk) } else { (kk, i) };

@@ -6,8 +6,7 @@
 use crate::slots::{self, Slots};
 use crate::{err, CodegenError};
 use cranelift_codegen::ir::{
-    self, types, AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData,
-    StackSlotKind,
+    self, types, AbiParam, Block, FuncRef, InstBuilder, MemFlagsData, StackSlot, StackSlotData, StackSlotKind,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{Linkage, Module as ClModule};
@@ -20,10 +19,7 @@ pub(crate) enum Held {
     Val(ir::Value),
     Var(Variable),
     Tile,
-    Array {
-        ptr: ir::Value,
-        dims: Vec<ir::Value>,
-    },
+    Array { ptr: ir::Value, dims: Vec<ir::Value> },
 }
 
 /// The Cranelift type of a scalar (booleans are `i8` holding 0 or 1).
@@ -90,8 +86,7 @@ pub(crate) fn lower_kernel<M: ClModule>(
         )));
     }
     for size in l.slots.sizes.clone() {
-        let s =
-            l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 4));
+        let s = l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 4));
         l.slot_ids.push(s);
     }
     // Parameters from the argument block.
@@ -102,25 +97,16 @@ pub(crate) fn lower_kernel<M: ClModule>(
     for p in &f.body.params {
         match f.ty(*p).clone() {
             Type::Array { rank, .. } => {
-                let ptr =
-                    l.b.ins()
-                        .load(types::I64, MemFlagsData::trusted(), args, off);
+                let ptr = l.b.ins().load(types::I64, MemFlagsData::trusted(), args, off);
                 let mut dims = Vec::new();
                 for d in 0..rank as i32 {
-                    dims.push(l.b.ins().load(
-                        types::I64,
-                        MemFlagsData::trusted(),
-                        args,
-                        off + 8 * (d + 1),
-                    ));
+                    dims.push(l.b.ins().load(types::I64, MemFlagsData::trusted(), args, off + 8 * (d + 1)));
                 }
                 off += 8 * (1 + rank as i32);
                 l.held.insert(*p, Held::Array { ptr, dims });
             }
             Type::Scalar(s) => {
-                let v =
-                    l.b.ins()
-                        .load(cl_type(s), MemFlagsData::trusted(), args, off);
+                let v = l.b.ins().load(cl_type(s), MemFlagsData::trusted(), args, off);
                 off += 8;
                 l.held.insert(*p, Held::Val(v));
             }
@@ -212,21 +198,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// A C library function `name` taking and returning one `ty`.
-    pub(crate) fn libm(
-        &mut self,
-        name: &'static str,
-        ty: ir::Type,
-    ) -> Result<FuncRef, CodegenError> {
+    pub(crate) fn libm(&mut self, name: &'static str, ty: ir::Type) -> Result<FuncRef, CodegenError> {
         if let Some(r) = self.libm.get(name) {
             return Ok(*r);
         }
         let mut sig = self.module.make_signature();
         sig.params.push(AbiParam::new(ty));
         sig.returns.push(AbiParam::new(ty));
-        let id = self
-            .module
-            .declare_function(name, Linkage::Import, &sig)
-            .map_err(err)?;
+        let id = self.module.declare_function(name, Linkage::Import, &sig).map_err(err)?;
         let r = self.module.declare_func_in_func(id, self.b.func);
         self.libm.insert(name, r);
         Ok(r)
@@ -245,10 +224,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             return;
         }
         let src = self.tile_addr(from);
-        let dst = self
-            .b
-            .ins()
-            .stack_addr(types::I64, self.slot_ids[to_slot], 0);
+        let dst = self.b.ins().stack_addr(types::I64, self.slot_ids[to_slot], 0);
         let bytes = self.f.ty(from).tile_len() * self.f.ty(from).elem().bytes();
         self.copy_bytes(dst, src, bytes);
     }
@@ -267,16 +243,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
             .into_iter()
             .map(|(var, v)| (var, self.val(v)))
             .collect();
-        let dsts: Vec<slots::SlotId> = targets
-            .iter()
-            .filter_map(|t| {
-                if let Carried::Slot(s) = t {
-                    Some(*s)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let dsts: Vec<slots::SlotId> =
+            targets.iter().filter_map(|t| if let Carried::Slot(s) = t { Some(*s) } else { None }).collect();
         let moves: Vec<(Value, slots::SlotId)> = vals
             .iter()
             .zip(targets)
@@ -285,19 +253,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 _ => None,
             })
             .collect();
-        let conflict = moves
-            .iter()
-            .any(|(v, s)| dsts.iter().any(|d| d != s && *d == self.slots.of[v]));
+        let conflict = moves.iter().any(|(v, s)| dsts.iter().any(|d| d != s && *d == self.slots.of[v]));
         if conflict {
             // Stage every move through a temporary so no source is overwritten early.
             let mut staged = Vec::new();
             for (v, s) in &moves {
                 let bytes = self.f.ty(*v).tile_len() * self.f.ty(*v).elem().bytes();
-                let tmp = self.b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    bytes.max(16),
-                    4,
-                ));
+                let tmp =
+                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
                 let src = self.tile_addr(*v);
                 let dst = self.b.ins().stack_addr(types::I64, tmp, 0);
                 self.copy_bytes(dst, src, bytes);
@@ -377,10 +340,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ptr = self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0);
                 let bytes = shape.iter().product::<u32>() * self.f.ty(op.results[0]).elem().bytes();
                 self.zero_bytes(ptr, bytes);
-                let dims = shape
-                    .iter()
-                    .map(|d| self.b.ins().iconst(types::I64, *d as i64))
-                    .collect();
+                let dims = shape.iter().map(|d| self.b.ins().iconst(types::I64, *d as i64)).collect();
                 self.held.insert(op.results[0], Held::Array { ptr, dims });
                 Ok(())
             }
@@ -396,9 +356,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         self.bind_tile(*res);
                     }
                 }
-                if op.results.iter().any(|r| self.f.ty(*r).is_tile())
-                    || matches!(op.kind, OpKind::Store(_))
-                {
+                if op.results.iter().any(|r| self.f.ty(*r).is_tile()) || matches!(op.kind, OpKind::Store(_)) {
                     self.tile_op(op)
                 } else {
                     self.scalar_op(op)
@@ -408,29 +366,18 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn for_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
-        let (lo, hi, step) = (
-            self.val(op.args[0]),
-            self.val(op.args[1]),
-            self.val(op.args[2]),
-        );
+        let (lo, hi, step) = (self.val(op.args[0]), self.val(op.args[1]), self.val(op.args[2]));
         let ity = cl_type(self.f.ty(op.args[0]).elem());
         let carried = self.carried(&op.results);
         // Initial values.
         self.yield_to(&op.args[3..], &carried);
         let iv = self.b.declare_var(ity);
         self.b.def_var(iv, lo);
-        let (header, body, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (header, body, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         let i = self.b.use_var(iv);
-        let c = self
-            .b
-            .ins()
-            .icmp(ir::condcodes::IntCC::SignedLessThan, i, hi);
+        let c = self.b.ins().icmp(ir::condcodes::IntCC::SignedLessThan, i, hi);
         self.b.ins().brif(c, body, &[], exit, &[]);
         self.b.switch_to_block(body);
         let r = &op.regions[0];
@@ -452,11 +399,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn while_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
         let carried = self.carried(&op.results);
         self.yield_to(&op.args, &carried);
-        let (header, body, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (header, body, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         self.bind_carried(&op.regions[0].params, &carried);
@@ -483,11 +426,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn if_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         let c = self.val(op.args[0]);
         let carried = self.carried(&op.results);
-        let (then, els, merge) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (then, els, merge) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().brif(c, then, &[], els, &[]);
         for (blk, r) in [(then, &op.regions[0]), (els, &op.regions[1])] {
             self.b.switch_to_block(blk);

@@ -5,9 +5,7 @@
 
 use crate::lower::{cl_type, Lower};
 use crate::CodegenError;
-use cranelift_codegen::ir::{
-    self, condcodes::IntCC, types, AtomicRmwOp, InstBuilder, MemFlagsData,
-};
+use cranelift_codegen::ir::{self, condcodes::IntCC, types, AtomicRmwOp, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
 use tilec_midend::{Index, Op, OpKind, Scalar, Value};
 
@@ -79,12 +77,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let room = self.b.ins().isub(dims[d], i);
                     let hi = self.b.ins().smin(room, kk);
                     let hi = self.b.ins().smax(hi, lo);
-                    slices.push(SliceDim {
-                        extent: k,
-                        lo,
-                        hi,
-                        stride: strides[d],
-                    });
+                    slices.push(SliceDim { extent: k, lo, hi, stride: strides[d] });
                 }
             }
         }
@@ -92,13 +85,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for s in &mut slices {
             s.hi = self.b.ins().select(in_bounds, s.hi, s.lo);
         }
-        Access {
-            ptr,
-            base,
-            in_bounds,
-            slices,
-            elem,
-        }
+        Access { ptr, base, in_bounds, slices, elem }
     }
 
     /// The address of array element `base + off` (element units).
@@ -109,11 +96,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// A scalar load `A[i, j]`: zero when out of bounds.
-    pub(crate) fn load_scalar(
-        &mut self,
-        op: &Op,
-        kinds: &[Index],
-    ) -> Result<ir::Value, CodegenError> {
+    pub(crate) fn load_scalar(&mut self, op: &Op, kinds: &[Index]) -> Result<ir::Value, CodegenError> {
         let acc = self.access(op.args[0], kinds, &op.args[1..]);
         let ty = cl_type(acc.elem);
         let var = self.b.declare_var(ty);
@@ -155,19 +138,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn atomic_add_elem(&mut self, addr: ir::Value, v: ir::Value, elem: Scalar) {
         let fl = MemFlagsData::new();
         if !elem.is_float() {
-            self.b
-                .ins()
-                .atomic_rmw(cl_type(elem), fl, AtomicRmwOp::Add, addr, v);
+            self.b.ins().atomic_rmw(cl_type(elem), fl, AtomicRmwOp::Add, addr, v);
             return;
         }
-        let (ft, it) = (
-            cl_type(elem),
-            if elem == Scalar::F32 {
-                types::I32
-            } else {
-                types::I64
-            },
-        );
+        let (ft, it) = (cl_type(elem), if elem == Scalar::F32 { types::I32 } else { types::I64 });
         let (retry, done) = (self.b.create_block(), self.b.create_block());
         self.b.ins().jump(retry, &[]);
         self.b.switch_to_block(retry);
@@ -219,11 +193,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         let ga = l.elem_addr(acc, off);
                         let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
                         let ta = l.b.ins().iadd(tile, tb);
-                        let (src, dst) = if mode == Xfer::Store {
-                            (ta, ga)
-                        } else {
-                            (ga, ta)
-                        };
+                        let (src, dst) = if mode == Xfer::Store { (ta, ga) } else { (ga, ta) };
                         l.copy_bytes(dst, src, cols * esz as u32);
                     });
                     self.b.ins().jump(done, &[]);
@@ -301,19 +271,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// A counted loop `for i in lo..hi` (i64 bounds) around `body`.
-    pub(crate) fn dyn_loop(
-        &mut self,
-        lo: ir::Value,
-        hi: ir::Value,
-        mut body: impl FnMut(&mut Self, ir::Value),
-    ) {
+    pub(crate) fn dyn_loop(&mut self, lo: ir::Value, hi: ir::Value, mut body: impl FnMut(&mut Self, ir::Value)) {
         let var = self.b.declare_var(types::I64);
         self.b.def_var(var, lo);
-        let (header, blk, exit) = (
-            self.b.create_block(),
-            self.b.create_block(),
-            self.b.create_block(),
-        );
+        let (header, blk, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         let i = self.b.use_var(var);

@@ -3,9 +3,7 @@
 
 use crate::lower::{cl_type, Lower};
 use crate::{err, CodegenError};
-use cranelift_codegen::ir::{
-    self, condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, MemFlagsData,
-};
+use cranelift_codegen::ir::{self, condcodes::FloatCC, condcodes::IntCC, types, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
 use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Scalar, UnOp};
 
@@ -81,12 +79,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// A unary operation on a scalar of type `s`.
-    pub(crate) fn unary(
-        &mut self,
-        op: UnOp,
-        s: Scalar,
-        a: ir::Value,
-    ) -> Result<ir::Value, CodegenError> {
+    pub(crate) fn unary(&mut self, op: UnOp, s: Scalar, a: ir::Value) -> Result<ir::Value, CodegenError> {
         let f32 = s == Scalar::F32;
         let name = match op {
             UnOp::Neg if s.is_float() => return Ok(self.b.ins().fneg(a)),
@@ -150,11 +143,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let i = &mut self.b;
         if to == Scalar::Bool {
             return if from.is_float() {
-                let z = if from == Scalar::F32 {
-                    i.ins().f32const(0.0)
-                } else {
-                    i.ins().f64const(0.0)
-                };
+                let z = if from == Scalar::F32 { i.ins().f32const(0.0) } else { i.ins().f64const(0.0) };
                 i.ins().fcmp(FloatCC::NotEqual, a, z)
             } else {
                 i.ins().icmp_imm_s(IntCC::NotEqual, a, 0)
@@ -166,9 +155,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             (true, true) => i.ins().fdemote(tt, a),
             (true, false) if to == Scalar::U32 => i.ins().fcvt_to_uint_sat(tt, a),
             (true, false) => i.ins().fcvt_to_sint_sat(tt, a),
-            (false, true) if from == Scalar::U32 || from == Scalar::Bool => {
-                i.ins().fcvt_from_uint(tt, a)
-            }
+            (false, true) if from == Scalar::U32 || from == Scalar::Bool => i.ins().fcvt_from_uint(tt, a),
             (false, true) => i.ins().fcvt_from_sint(tt, a),
             (false, false) if ft == tt => a,
             (false, false) if ft.bits() > tt.bits() => i.ins().ireduce(tt, a),
@@ -226,34 +213,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.cast(from, *to, a)
             }
             OpKind::Select => {
-                let (c, a, b) = (
-                    self.val(op.args[0]),
-                    self.val(op.args[1]),
-                    self.val(op.args[2]),
-                );
+                let (c, a, b) = (self.val(op.args[0]), self.val(op.args[1]), self.val(op.args[2]));
                 self.b.ins().select(c, a, b)
             }
             OpKind::Fma => {
-                let (a, b, c) = (
-                    self.val(op.args[0]),
-                    self.val(op.args[1]),
-                    self.val(op.args[2]),
-                );
+                let (a, b, c) = (self.val(op.args[0]), self.val(op.args[1]), self.val(op.args[2]));
                 self.fma(a, b, c)
             }
             OpKind::ProgramId(a) | OpKind::NumPrograms(a) => {
-                let off = if matches!(op.kind, OpKind::ProgramId(_)) {
-                    0
-                } else {
-                    3
-                };
+                let off = if matches!(op.kind, OpKind::ProgramId(_)) { 0 } else { 3 };
                 let ids = self.ids_ptr();
-                let v = self.b.ins().load(
-                    types::I64,
-                    MemFlagsData::trusted(),
-                    ids,
-                    8 * (off + *a as i32),
-                );
+                let v = self.b.ins().load(types::I64, MemFlagsData::trusted(), ids, 8 * (off + *a as i32));
                 self.b.ins().ireduce(types::I32, v)
             }
             OpKind::Dim(a) => {

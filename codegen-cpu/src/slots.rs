@@ -91,15 +91,9 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
             // Prefer the first operand; the second when only it is a tile.
             op.args.iter().copied().find(|a| f.ty(*a) == res_ty)
         }
-        OpKind::Un(_)
-        | OpKind::Rank1(_)
-        | OpKind::Cholesky
-        | OpKind::LoadInto(_)
-        | OpKind::Insert => Some(op.args[0]),
+        OpKind::Un(_) | OpKind::Rank1(_) | OpKind::Cholesky | OpKind::LoadInto(_) | OpKind::Insert => Some(op.args[0]),
         OpKind::Trsm(_) if op.args[0] != op.args[1] => Some(op.args[1]),
-        OpKind::MatmulAcc if op.args[0] != op.args[1] && op.args[0] != op.args[2] => {
-            Some(op.args[0])
-        }
+        OpKind::MatmulAcc if op.args[0] != op.args[1] && op.args[0] != op.args[2] => Some(op.args[0]),
         OpKind::Map => Some(op.args[0]),
         _ => None,
     }?;
@@ -132,11 +126,7 @@ impl Alloc<'_> {
             self.pos += 1;
             match op.kind {
                 OpKind::For | OpKind::While => {
-                    let inits = if op.kind == OpKind::For {
-                        &op.args[3..]
-                    } else {
-                        &op.args[..]
-                    };
+                    let inits = if op.kind == OpKind::For { &op.args[3..] } else { &op.args[..] };
                     let skip = usize::from(op.kind == OpKind::For);
                     for (k, init) in inits.iter().enumerate() {
                         if !self.f.ty(*init).is_tile() {
@@ -145,11 +135,7 @@ impl Alloc<'_> {
                         let shared = inits.iter().filter(|x| *x == init).count() == 1
                             && self.dies_at(*init, at)
                             && self.slots.of.contains_key(init);
-                        let s = if shared {
-                            self.slots.of[init]
-                        } else {
-                            self.fresh(op.results[k])
-                        };
+                        let s = if shared { self.slots.of[init] } else { self.fresh(op.results[k]) };
                         self.slots.of.insert(op.results[k], s);
                         for reg in &op.regions {
                             if let Some(p) = reg.params.get(k + skip) {
@@ -179,20 +165,14 @@ impl Alloc<'_> {
                         let elems: u32 = shape.iter().product();
                         let bytes = elems * self.f.ty(op.results[0]).elem().bytes();
                         self.slots.sizes.push(bytes.max(16));
-                        self.slots
-                            .of
-                            .insert(op.results[0], self.slots.sizes.len() - 1);
+                        self.slots.of.insert(op.results[0], self.slots.sizes.len() - 1);
                         continue;
                     }
                     for (i, res) in op.results.iter().enumerate() {
                         if !self.f.ty(*res).is_tile() {
                             continue;
                         }
-                        let reuse = if i == 0 {
-                            in_place_operand(self.f, op)
-                        } else {
-                            None
-                        };
+                        let reuse = if i == 0 { in_place_operand(self.f, op) } else { None };
                         match reuse {
                             Some(a) if self.dies_at(a, at) && self.slots.of.contains_key(&a) => {
                                 let s = self.slots.of[&a];
@@ -211,25 +191,14 @@ impl Alloc<'_> {
 
 /// Assigns slots to every tile value of `f`.
 pub(crate) fn assign(f: &Function) -> Slots {
-    let mut live = Live {
-        def: HashMap::new(),
-        last: HashMap::new(),
-    };
+    let mut live = Live { def: HashMap::new(), last: HashMap::new() };
     for p in &f.body.params {
         live.def.insert(*p, 0);
     }
     let mut pos = 0;
     let mut ends = Vec::new();
     number(&f.body, &mut pos, &mut Vec::new(), &mut live, &mut ends);
-    let mut a = Alloc {
-        f,
-        live,
-        slots: Slots {
-            of: HashMap::new(),
-            sizes: Vec::new(),
-        },
-        pos: 0,
-    };
+    let mut a = Alloc { f, live, slots: Slots { of: HashMap::new(), sizes: Vec::new() }, pos: 0 };
     a.region(&f.body);
     a.slots
 }

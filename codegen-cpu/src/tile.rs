@@ -80,30 +80,29 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     Operand::Tile(_) => None,
                 })
                 .collect();
-            let mut chunk =
-                |l: &mut Self, off: Option<ir::Value>, coff: i32| -> Result<(), CodegenError> {
-                    let mut args = Vec::new();
-                    for (o, sp) in ops.iter().zip(&splats) {
-                        args.push(match (o, sp) {
-                            (_, Some(x)) => *x,
-                            (Operand::Tile(a), None) => {
-                                let a = match off {
-                                    Some(o) => l.b.ins().iadd(*a, o),
-                                    None => *a,
-                                };
-                                l.b.ins().load(vt, flags(), a, coff)
-                            }
-                            (Operand::Scalar(x), None) => *x,
-                        });
-                    }
-                    let r = f(l, &args)?;
-                    let d = match off {
-                        Some(o) => l.b.ins().iadd(dst, o),
-                        None => dst,
-                    };
-                    l.b.ins().store(flags(), r, d, coff);
-                    Ok(())
+            let mut chunk = |l: &mut Self, off: Option<ir::Value>, coff: i32| -> Result<(), CodegenError> {
+                let mut args = Vec::new();
+                for (o, sp) in ops.iter().zip(&splats) {
+                    args.push(match (o, sp) {
+                        (_, Some(x)) => *x,
+                        (Operand::Tile(a), None) => {
+                            let a = match off {
+                                Some(o) => l.b.ins().iadd(*a, o),
+                                None => *a,
+                            };
+                            l.b.ins().load(vt, flags(), a, coff)
+                        }
+                        (Operand::Scalar(x), None) => *x,
+                    });
+                }
+                let r = f(l, &args)?;
+                let d = match off {
+                    Some(o) => l.b.ins().iadd(dst, o),
+                    None => dst,
                 };
+                l.b.ins().store(flags(), r, d, coff);
+                Ok(())
+            };
             if chunks <= UNROLL {
                 for c in 0..chunks {
                     chunk(self, None, (c * 16) as i32)?;
@@ -173,24 +172,16 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ops = [self.operand(op.args[0]), self.operand(op.args[1])];
                 let dst = self.tile_addr(op.results[0]);
                 let k = *k;
-                let vector = if s.is_float() {
-                    k != BinOp::Rem
-                } else {
-                    matches!(k, BinOp::Add | BinOp::Sub | BinOp::Mul)
-                };
-                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| {
-                    Ok(l.bin(k, s, a[0], a[1]))
-                })?;
+                let vector =
+                    if s.is_float() { k != BinOp::Rem } else { matches!(k, BinOp::Add | BinOp::Sub | BinOp::Mul) };
+                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| Ok(l.bin(k, s, a[0], a[1])))?;
             }
             OpKind::Un(k) => {
                 let ops = [self.operand(op.args[0])];
                 let dst = self.tile_addr(op.results[0]);
                 let k = *k;
-                let vector = if s.is_float() {
-                    matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
-                } else {
-                    k == UnOp::Neg
-                };
+                let vector =
+                    if s.is_float() { matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt) } else { k == UnOp::Neg };
                 self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
             }
             OpKind::Outer => {
@@ -200,14 +191,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 for r in 0..rows {
                     let ur = self.ld(s, u, (r * s.bytes()) as i32);
                     let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-                    self.elementwise(
-                        cols,
-                        s,
-                        &[Operand::Scalar(ur), Operand::Tile(v)],
-                        row,
-                        true,
-                        &mut |l, a| Ok(l.bin(BinOp::Mul, s, a[0], a[1])),
-                    )?;
+                    self.elementwise(cols, s, &[Operand::Scalar(ur), Operand::Tile(v)], row, true, &mut |l, a| {
+                        Ok(l.bin(BinOp::Mul, s, a[0], a[1]))
+                    })?;
                 }
             }
             OpKind::Rank1(alpha) => self.rank1(op, *alpha, s)?,
@@ -215,30 +201,46 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Transpose => {
                 let (r, c) = self.f.ty(op.args[0]).rows_cols();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
-                for i in 0..r {
-                    for j in 0..c {
-                        let v = self.ld(s, src, ((i * c + j) * s.bytes()) as i32);
-                        self.st(v, dst, ((j * r + i) * s.bytes()) as i32);
+                if r * c <= 256 {
+                    // Small tiles: unrolled, with constant offsets.
+                    for i in 0..r {
+                        for j in 0..c {
+                            let v = self.ld(s, src, ((i * c + j) * s.bytes()) as i32);
+                            self.st(v, dst, ((j * r + i) * s.bytes()) as i32);
+                        }
                     }
+                    return Ok(());
                 }
+                let (lo, rows, cols) = (
+                    self.b.ins().iconst(types::I64, 0),
+                    self.b.ins().iconst(types::I64, r as i64),
+                    self.b.ins().iconst(types::I64, c as i64),
+                );
+                self.dyn_loop(lo, rows, |l, i| {
+                    l.dyn_loop(lo, cols, |l, j| {
+                        let from = l.b.ins().imul_imm_s(i, c as i64);
+                        let from = l.b.ins().iadd(from, j);
+                        let to = l.b.ins().imul_imm_s(j, r as i64);
+                        let to = l.b.ins().iadd(to, i);
+                        let (fa, ta) = (l.at(src, from, s), l.at(dst, to, s));
+                        let v = l.ld(s, fa, 0);
+                        l.st(v, ta, 0);
+                    });
+                });
             }
             OpKind::Reduce(k, Some(axis)) => {
                 let (r, c) = self.f.ty(op.args[0]).rows_cols();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
-                let (outer, inner) = if *axis == 0 { (c, r) } else { (r, c) };
-                for o in 0..outer {
-                    let mut acc = None;
-                    for i in 0..inner {
-                        let idx = if *axis == 0 { i * c + o } else { o * c + i };
-                        let v = self.ld(s, src, (idx * s.bytes()) as i32);
-                        acc = Some(match acc {
-                            None => v,
-                            Some(a) => self.reduce_step(*k, s, a, v),
-                        });
-                    }
-                    let acc = acc.expect("non-empty tile");
-                    self.st(acc, dst, (o * s.bytes()) as i32);
-                }
+                // Axis 0: down each column (stride c); axis 1: along each row (stride 1).
+                let (outer, inner, step, stride) = if *axis == 0 { (c, r, 1, c) } else { (r, c, c, 1) };
+                let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, outer as i64));
+                let k = *k;
+                self.dyn_loop(lo, hi, |l, o| {
+                    let first = l.b.ins().imul_imm_s(o, step as i64);
+                    let acc = l.fold(k, s, src, first, inner, stride);
+                    let d = l.at(dst, o, s);
+                    l.st(acc, d, 0);
+                });
             }
             OpKind::Insert => {
                 self.copy_tile_to_result(op.args[0], op.results[0]);
@@ -272,14 +274,29 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// A whole-tile reduction to a scalar.
     pub(crate) fn reduce_all(&mut self, op: &Op, k: Reduce) -> Result<ir::Value, CodegenError> {
         let t = self.f.ty(op.args[0]).clone();
-        let s = t.elem();
         let src = self.tile_addr(op.args[0]);
-        let mut acc = self.ld(s, src, 0);
-        for i in 1..t.tile_len() {
-            let v = self.ld(s, src, (i * s.bytes()) as i32);
-            acc = self.reduce_step(k, s, acc, v);
-        }
-        Ok(acc)
+        let first = self.b.ins().iconst(types::I64, 0);
+        Ok(self.fold(k, t.elem(), src, first, t.tile_len(), 1))
+    }
+
+    /// Reduces `count` elements of the tile at `base`, from element `first` (i64) with
+    /// `stride` elements between them, in a loop.
+    fn fold(&mut self, k: Reduce, s: Scalar, base: ir::Value, first: ir::Value, count: u32, stride: u32) -> ir::Value {
+        let a0 = self.at(base, first, s);
+        let init = self.ld(s, a0, 0);
+        let var = self.b.declare_var(cl_type(s));
+        self.b.def_var(var, init);
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 1), self.b.ins().iconst(types::I64, count as i64));
+        self.dyn_loop(lo, hi, |l, i| {
+            let off = l.b.ins().imul_imm_s(i, stride as i64);
+            let idx = l.b.ins().iadd(first, off);
+            let a = l.at(base, idx, s);
+            let v = l.ld(s, a, 0);
+            let acc = l.b.use_var(var);
+            let n = l.reduce_step(k, s, acc, v);
+            l.b.def_var(var, n);
+        });
+        self.b.use_var(var)
     }
 
     /// The flat index (i64) of `t[i, j]` and whether it is in range.
@@ -293,10 +310,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for (d, v) in idx.iter().enumerate() {
             let i = self.val(*v);
             let i = self.b.ins().sextend(types::I64, i);
-            let inb = self
-                .b
-                .ins()
-                .icmp_imm_s(IntCC::UnsignedLessThan, i, shape[d] as i64);
+            let inb = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, i, shape[d] as i64);
             ok = self.b.ins().band(ok, inb);
             flat = self.b.ins().imul_imm_s(flat, shape[d] as i64);
             flat = self.b.ins().iadd(flat, i);

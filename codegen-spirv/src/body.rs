@@ -28,9 +28,7 @@ impl Gen<'_> {
     pub(crate) fn glsl(&mut self, s: Scalar, op: GLOp, args: &[Word]) -> Result<Word, SpirvError> {
         let t = self.ty(s);
         let ops = args.iter().map(|a| Operand::IdRef(*a));
-        self.b
-            .ext_inst(t, None, self.glsl, op as u32, ops)
-            .map_err(be)
+        self.b.ext_inst(t, None, self.glsl, op as u32, ops).map_err(be)
     }
 
     /// Emits the ops of a region; returns true if it ended in a terminator (`return`). A
@@ -70,11 +68,7 @@ impl Gen<'_> {
     }
 
     fn scalar_op(&mut self, op: &Op) -> Result<Word, SpirvError> {
-        let rs = op
-            .results
-            .first()
-            .map(|r| self.elem(*r))
-            .ok_or_else(|| err("op without result"))?;
+        let rs = op.results.first().map(|r| self.elem(*r)).ok_or_else(|| err("op without result"))?;
         let t = self.ty(rs);
         let a = |g: &Self, i: usize| g.id(op.args[i]);
         Ok(match &op.kind {
@@ -113,10 +107,7 @@ impl Gen<'_> {
             OpKind::ProgramId(ax) => {
                 let uvec3 = self.b.type_vector(self.t_u32, 3);
                 let w = self.b.load(uvec3, None, self.wg_id, None, []).map_err(be)?;
-                let c = self
-                    .b
-                    .composite_extract(self.t_u32, None, w, [*ax as u32])
-                    .map_err(be)?;
+                let c = self.b.composite_extract(self.t_u32, None, w, [*ax as u32]).map_err(be)?;
                 let base = self.param_word(3 + *ax as u32)?;
                 let s = self.b.i_add(self.t_u32, None, c, base).map_err(be)?;
                 self.b.bitcast(self.t_i32, None, s).map_err(be)?
@@ -127,36 +118,20 @@ impl Gen<'_> {
             }
             OpKind::Dim(ax) => self.dim(op.args[0], *ax as u32)?,
             OpKind::LaneId => {
-                let l = self
-                    .b
-                    .load(self.t_u32, None, self.lane_var, None, [])
-                    .map_err(be)?;
+                let l = self.b.load(self.t_u32, None, self.lane_var, None, []).map_err(be)?;
                 self.b.bitcast(self.t_i32, None, l).map_err(be)?
             }
             OpKind::Shuffle => {
                 let (x, src) = (a(self, 0)?, a(self, 1)?);
                 let src = self.b.bitcast(self.t_u32, None, src).map_err(be)?;
                 let scope = self.u32c(3);
-                self.b
-                    .group_non_uniform_shuffle(t, None, scope, x, src)
-                    .map_err(be)?
+                self.b.group_non_uniform_shuffle(t, None, scope, x, src).map_err(be)?
             }
-            other => {
-                return Err(err(format!(
-                    "`{}` is not in SIMT form",
-                    tilec_midend::print::op_name(other)
-                )))
-            }
+            other => return Err(err(format!("`{}` is not in SIMT form", tilec_midend::print::op_name(other)))),
         })
     }
 
-    pub(crate) fn bin(
-        &mut self,
-        k: BinOp,
-        s: Scalar,
-        x: Word,
-        y: Word,
-    ) -> Result<Word, SpirvError> {
+    pub(crate) fn bin(&mut self, k: BinOp, s: Scalar, x: Word, y: Word) -> Result<Word, SpirvError> {
         let t = self.ty(s);
         let b = &mut self.b;
         Ok(if s.is_float() {
@@ -186,12 +161,8 @@ impl Gen<'_> {
                 BinOp::Mul => b.i_mul(t, None, x, y).map_err(be)?,
                 BinOp::And => b.bitwise_and(t, None, x, y).map_err(be)?,
                 BinOp::Or => b.bitwise_or(t, None, x, y).map_err(be)?,
-                BinOp::Min => {
-                    return self.glsl(s, if signed { GLOp::SMin } else { GLOp::UMin }, &[x, y])
-                }
-                BinOp::Max => {
-                    return self.glsl(s, if signed { GLOp::SMax } else { GLOp::UMax }, &[x, y])
-                }
+                BinOp::Min => return self.glsl(s, if signed { GLOp::SMin } else { GLOp::UMin }, &[x, y]),
+                BinOp::Max => return self.glsl(s, if signed { GLOp::SMax } else { GLOp::UMax }, &[x, y]),
                 BinOp::Div | BinOp::Rem => {
                     // As on the CPU: division by zero gives 0, MIN / -1 wraps.
                     let zero = self.constant(s, 0.0);

@@ -28,34 +28,19 @@ impl Gen<'_> {
             Some(op) if op.kind == tilec_midend::OpKind::Yield => (&r.ops[..n - 1], Some(op)),
             _ => (&r.ops[..], None),
         };
-        let sub = Region {
-            params: vec![],
-            ops: body.to_vec(),
-        };
+        let sub = Region { params: vec![], ops: body.to_vec() };
         if self.region(&sub)? {
             return Ok(None);
         }
         match last {
-            Some(y) => Ok(Some(
-                y.args
-                    .iter()
-                    .map(|a| self.id(*a))
-                    .collect::<Result<_, _>>()?,
-            )),
+            Some(y) => Ok(Some(y.args.iter().map(|a| self.id(*a)).collect::<Result<_, _>>()?)),
             None => Err(err("a structured region ends without yield")),
         }
     }
 
     pub(crate) fn for_loop(&mut self, op: &Op) -> Result<(), SpirvError> {
-        let (lo, hi, step) = (
-            self.id(op.args[0])?,
-            self.id(op.args[1])?,
-            self.id(op.args[2])?,
-        );
-        let inits: Vec<Word> = op.args[3..]
-            .iter()
-            .map(|a| self.id(*a))
-            .collect::<Result<_, _>>()?;
+        let (lo, hi, step) = (self.id(op.args[0])?, self.id(op.args[1])?, self.id(op.args[2])?);
+        let inits: Vec<Word> = op.args[3..].iter().map(|a| self.id(*a)).collect::<Result<_, _>>()?;
         let r = &op.regions[0];
         let pre = self.cur;
         let (header, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
@@ -64,26 +49,18 @@ impl Gen<'_> {
         self.b.branch(header).map_err(be)?;
         self.begin(header)?;
         let ity = self.vty(r.params[0]);
-        let iv = self
-            .b
-            .phi(ity, None, [(lo, pre), (iv_next, cont)])
-            .map_err(be)?;
+        let iv = self.b.phi(ity, None, [(lo, pre), (iv_next, cont)]).map_err(be)?;
         self.held.insert(r.params[0], Held::Id(iv));
         let mut phis = Vec::new();
         for (k, p) in r.params[1..].iter().enumerate() {
             let t = self.vty(*p);
-            let ph = self
-                .b
-                .phi(t, None, [(inits[k], pre), (nexts[k], cont)])
-                .map_err(be)?;
+            let ph = self.b.phi(t, None, [(inits[k], pre), (nexts[k], cont)]).map_err(be)?;
             self.held.insert(*p, Held::Id(ph));
             phis.push(ph);
         }
         let tb = self.t_bool;
         let c = self.b.s_less_than(tb, None, iv, hi).map_err(be)?;
-        self.b
-            .loop_merge(merge, cont, LoopControl::NONE, [])
-            .map_err(be)?;
+        self.b.loop_merge(merge, cont, LoopControl::NONE, []).map_err(be)?;
         self.b.branch_conditional(c, body, merge, []).map_err(be)?;
         self.begin(body)?;
         let ys = self.region_yield(r)?;
@@ -110,45 +87,26 @@ impl Gen<'_> {
     }
 
     pub(crate) fn while_loop(&mut self, op: &Op) -> Result<(), SpirvError> {
-        let inits: Vec<Word> = op
-            .args
-            .iter()
-            .map(|a| self.id(*a))
-            .collect::<Result<_, _>>()?;
+        let inits: Vec<Word> = op.args.iter().map(|a| self.id(*a)).collect::<Result<_, _>>()?;
         let pre = self.cur;
-        let (header, cond_b, body, cont, merge) = (
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-            self.b.id(),
-        );
+        let (header, cond_b, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id(), self.b.id());
         let nexts: Vec<Word> = inits.iter().map(|_| self.b.id()).collect();
         self.b.branch(header).map_err(be)?;
         self.begin(header)?;
         let mut phis = Vec::new();
         for (k, r) in op.results.iter().enumerate() {
             let t = self.vty(*r);
-            let ph = self
-                .b
-                .phi(t, None, [(inits[k], pre), (nexts[k], cont)])
-                .map_err(be)?;
+            let ph = self.b.phi(t, None, [(inits[k], pre), (nexts[k], cont)]).map_err(be)?;
             phis.push(ph);
         }
-        self.b
-            .loop_merge(merge, cont, LoopControl::NONE, [])
-            .map_err(be)?;
+        self.b.loop_merge(merge, cont, LoopControl::NONE, []).map_err(be)?;
         self.b.branch(cond_b).map_err(be)?;
         self.begin(cond_b)?;
         for (p, ph) in op.regions[0].params.iter().zip(&phis) {
             self.held.insert(*p, Held::Id(*ph));
         }
-        let c = self
-            .region_yield(&op.regions[0])?
-            .ok_or_else(|| err("return in a while condition"))?;
-        self.b
-            .branch_conditional(c[0], body, merge, [])
-            .map_err(be)?;
+        let c = self.region_yield(&op.regions[0])?.ok_or_else(|| err("return in a while condition"))?;
+        self.b.branch_conditional(c[0], body, merge, []).map_err(be)?;
         self.begin(body)?;
         for (p, ph) in op.regions[1].params.iter().zip(&phis) {
             self.held.insert(*p, Held::Id(*ph));
@@ -175,12 +133,8 @@ impl Gen<'_> {
     pub(crate) fn if_op(&mut self, op: &Op) -> Result<(), SpirvError> {
         let c = self.id(op.args[0])?;
         let (then_b, else_b, merge) = (self.b.id(), self.b.id(), self.b.id());
-        self.b
-            .selection_merge(merge, SelectionControl::NONE)
-            .map_err(be)?;
-        self.b
-            .branch_conditional(c, then_b, else_b, [])
-            .map_err(be)?;
+        self.b.selection_merge(merge, SelectionControl::NONE).map_err(be)?;
+        self.b.branch_conditional(c, then_b, else_b, []).map_err(be)?;
         let mut incoming: Vec<(Vec<Word>, Word)> = Vec::new();
         for (label, r) in [(then_b, &op.regions[0]), (else_b, &op.regions[1])] {
             self.begin(label)?;

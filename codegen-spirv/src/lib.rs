@@ -19,10 +19,10 @@ mod control;
 mod memory;
 mod module;
 
-pub use module::compile;
+pub use module::{compile, compile_with};
 
 use std::fmt;
-use tilec_midend::{Kernel, ParamKind};
+pub use tilec_midend::simt::{ParamsLayout, HEADER_WORDS};
 
 /// Why SPIR-V generation failed: an operation or type the Vulkan target does not support.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,40 +55,23 @@ pub struct SpirvKernel {
     pub params: ParamsLayout,
     /// Bytes of shared (workgroup) memory.
     pub shared_bytes: u32,
+    /// How each array parameter is bound (see [`Chunks`]); empty: all single buffers.
+    pub chunks: Vec<Option<Chunks>>,
 }
 
-/// Word offsets of the params buffer (see the crate docs).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParamsLayout {
-    /// For every kernel parameter: the word of its first extent (arrays) or of its value.
-    pub offsets: Vec<u32>,
-    /// Total words.
-    pub words: u32,
+/// How one array parameter is bound: one buffer, or `count` buffers of `2^log2` elements
+/// each (the last one holding the rest) as a descriptor array at its binding. Element `e` is
+/// element `e & (2^log2 - 1)` of descriptor `e >> log2`. Used for arrays larger than the
+/// device's `maxStorageBufferRange`; needs the device's non-uniform storage-buffer indexing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Chunks {
+    pub log2: u8,
+    pub count: u32,
 }
 
-/// Words 0..3: grid extents; 3..6: program-id offsets of the dispatch.
-pub const HEADER_WORDS: u32 = 6;
-
-impl ParamsLayout {
-    /// The layout for a kernel's parameters.
-    pub fn of(kernel: &Kernel) -> ParamsLayout {
-        let mut offsets = Vec::new();
-        let mut w = HEADER_WORDS;
-        for p in &kernel.params {
-            match &p.kind {
-                ParamKind::Array { dims, .. } => {
-                    offsets.push(w);
-                    w += dims.len() as u32;
-                }
-                ParamKind::Scalar(s) => {
-                    if s.bytes() == 8 {
-                        w += w % 2;
-                    }
-                    offsets.push(w);
-                    w += if s.bytes() == 8 { 2 } else { 1 };
-                }
-            }
-        }
-        ParamsLayout { offsets, words: w }
-    }
+/// Options of [`compile_with`].
+#[derive(Debug, Clone, Default)]
+pub struct SpirvOptions {
+    /// `chunks[i]` for the `i`-th array parameter (`None` or missing: a single buffer).
+    pub chunks: Vec<Option<Chunks>>,
 }

@@ -6,8 +6,19 @@
 use crate::body::be;
 use crate::module::{Gen, Held};
 use crate::{err, SpirvError};
-use rspirv::spirv::{LoopControl, SelectionControl, StorageClass, Word};
+use rspirv::dr::{Instruction, Operand};
+use rspirv::spirv::{Capability, LoopControl, Op as SpvOp, SelectionControl, StorageClass, Word};
 use tilec_midend::{Op, OpKind, Scalar, Type, Value};
+
+/// An access to a chunked array (see `Chunks`).
+struct ChunkedAccess {
+    var: Word,
+    count: u32,
+    which: Word,
+    at: Word,
+    inb: Word,
+    elem: Scalar,
+}
 
 /// Scope and memory-semantics constants of SPIR-V.
 const SCOPE_DEVICE: u32 = 1;
@@ -18,14 +29,9 @@ const SEM_RELAXED: u32 = 0;
 impl Gen<'_> {
     /// Word `w` of the params buffer, as a `u32`.
     pub(crate) fn param_word(&mut self, w: u32) -> Result<Word, SpirvError> {
-        let pu = self
-            .b
-            .type_pointer(None, StorageClass::StorageBuffer, self.t_u32);
+        let pu = self.b.type_pointer(None, StorageClass::StorageBuffer, self.t_u32);
         let (z, wi) = (self.i32c(0), self.i32c(w as i32));
-        let p = self
-            .b
-            .access_chain(pu, None, self.params, [z, wi])
-            .map_err(be)?;
+        let p = self.b.access_chain(pu, None, self.params, [z, wi]).map_err(be)?;
         self.b.load(self.t_u32, None, p, None, []).map_err(be)
     }
 
@@ -41,10 +47,7 @@ impl Gen<'_> {
             let v = if s.bytes() == 8 {
                 let (lo, hi) = (self.param_word(w)?, self.param_word(w + 1)?);
                 let uv2 = self.b.type_vector(self.t_u32, 2);
-                let v2 = self
-                    .b
-                    .composite_construct(uv2, None, [lo, hi])
-                    .map_err(be)?;
+                let v2 = self.b.composite_construct(uv2, None, [lo, hi]).map_err(be)?;
                 self.b.bitcast(t, None, v2).map_err(be)?
             } else if s == Scalar::Bool {
                 let x = self.param_word(w)?;
@@ -78,38 +81,38 @@ impl Gen<'_> {
         }
     }
 
-    /// The pointer to element `idx` of an array, the in-bounds flag, and the element type.
-    /// Out of bounds, the pointer is to element 0 (never dereferenced for stores; loads
-    /// select the fallback value).
-    fn element(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word, Scalar), SpirvError> {
-        let elem = self.elem(array);
+    /// The row-major linear index of `idx` in an array, and whether every index is in bounds.
+    fn linear(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word), SpirvError> {
         let mut lin = self.i32c(0);
         let mut inb = self.constant_bits(Scalar::Bool, 1);
         for (d, i) in idx.iter().enumerate() {
             let iv = self.id(*i)?;
             let n = self.dim(array, d as u32)?;
-            let (iu, nu) = (
-                self.b.bitcast(self.t_u32, None, iv).map_err(be)?,
-                self.b.bitcast(self.t_u32, None, n).map_err(be)?,
-            );
+            let (iu, nu) =
+                (self.b.bitcast(self.t_u32, None, iv).map_err(be)?, self.b.bitcast(self.t_u32, None, n).map_err(be)?);
             let ok = self.b.u_less_than(self.t_bool, None, iu, nu).map_err(be)?;
             inb = self.b.logical_and(self.t_bool, None, inb, ok).map_err(be)?;
             let scaled = self.b.i_mul(self.t_i32, None, lin, n).map_err(be)?;
             lin = self.b.i_add(self.t_i32, None, scaled, iv).map_err(be)?;
         }
+        Ok((lin, inb))
+    }
+
+    /// The pointer to element `idx` of an array, the in-bounds flag, and the element type.
+    /// Out of bounds, the pointer is to element 0 (never dereferenced for stores; loads
+    /// select the fallback value).
+    fn element(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word, Scalar), SpirvError> {
+        let elem = self.elem(array);
+        let (lin, inb) = self.linear(array, idx)?;
         let zero = self.i32c(0);
-        let safe = self
-            .b
-            .select(self.t_i32, None, inb, lin, zero)
-            .map_err(be)?;
+        let safe = self.b.select(self.t_i32, None, inb, lin, zero).map_err(be)?;
         let t = self.ty(elem);
         let ptr = match self.held.get(&array).copied() {
-            Some(Held::Buffer { var, .. }) => {
+            Some(Held::Buffer { var, chunk: None, .. }) => {
                 let p = self.b.type_pointer(None, StorageClass::StorageBuffer, t);
-                self.b
-                    .access_chain(p, None, var, [zero, safe])
-                    .map_err(be)?
+                self.b.access_chain(p, None, var, [zero, safe]).map_err(be)?
             }
+            Some(Held::Buffer { chunk: Some(_), .. }) => return Err(err("chunked array accessed as one buffer")),
             Some(Held::Shared { var, .. }) => {
                 let p = self.b.type_pointer(None, StorageClass::Workgroup, t);
                 self.b.access_chain(p, None, var, [safe]).map_err(be)?
@@ -126,12 +129,8 @@ impl Gen<'_> {
         then: impl FnOnce(&mut Self) -> Result<(), SpirvError>,
     ) -> Result<(), SpirvError> {
         let (yes, merge) = (self.b.id(), self.b.id());
-        self.b
-            .selection_merge(merge, SelectionControl::NONE)
-            .map_err(be)?;
-        self.b
-            .branch_conditional(cond, yes, merge, [])
-            .map_err(be)?;
+        self.b.selection_merge(merge, SelectionControl::NONE).map_err(be)?;
+        self.b.branch_conditional(cond, yes, merge, []).map_err(be)?;
         self.b.begin_block(Some(yes)).map_err(be)?;
         self.cur = yes;
         then(self)?;
@@ -141,7 +140,83 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// For a chunked array: `(descriptor array variable, element type, chunks, log2)` and the
+    /// linear index and in-bounds flag of `idx`.
+    fn chunked(&mut self, array: Value, idx: &[Value]) -> Result<Option<ChunkedAccess>, SpirvError> {
+        let Some(Held::Buffer { var, chunk: Some(log2), .. }) = self.held.get(&array).copied() else {
+            return Ok(None);
+        };
+        if log2 >= 31 {
+            return Err(err(format!("chunks of 2^{log2} elements are too large")));
+        }
+        let count = self.chunk_counts.get(&var).copied().unwrap_or(1);
+        let (lin, inb) = self.linear(array, idx)?;
+        let lu = self.b.bitcast(self.t_u32, None, lin).map_err(be)?;
+        let sh = self.u32c(log2 as u32);
+        let mask = self.u32c(((1u64 << log2) - 1) as u32);
+        let which = self.b.shift_right_logical(self.t_u32, None, lu, sh).map_err(be)?;
+        let at = self.b.bitwise_and(self.t_u32, None, lu, mask).map_err(be)?;
+        Ok(Some(ChunkedAccess { var, count, which, at, inb, elem: self.elem(array) }))
+    }
+
+    /// Pointer to element `at` of chunk `j` (a constant descriptor index: no device feature
+    /// is needed); `at` is replaced by 0 unless `which == j`, so the address is always valid.
+    fn chunk_ptr(&mut self, c: &ChunkedAccess, j: u32) -> Result<(Word, Word), SpirvError> {
+        let jc = self.u32c(j);
+        let here = self.b.i_equal(self.t_bool, None, c.which, jc).map_err(be)?;
+        let z = self.u32c(0);
+        let at = self.b.select(self.t_u32, None, here, c.at, z).map_err(be)?;
+        let t = self.ty(c.elem);
+        let p = self.b.type_pointer(None, StorageClass::StorageBuffer, t);
+        let ptr = self.b.access_chain(p, None, c.var, [jc, z, at]).map_err(be)?;
+        Ok((ptr, here))
+    }
+
+    fn chunked_op(&mut self, op: &Op, c: ChunkedAccess) -> Result<(), SpirvError> {
+        let t = self.ty(c.elem);
+        match &op.kind {
+            OpKind::Load(_) | OpKind::LoadInto(_) => {
+                let into = matches!(op.kind, OpKind::LoadInto(_));
+                let fallback = if into { self.id(op.args[0])? } else { self.constant(c.elem, 0.0) };
+                let mut v = fallback;
+                for j in 0..c.count {
+                    let (ptr, here) = self.chunk_ptr(&c, j)?;
+                    let x = self.b.load(t, None, ptr, None, []).map_err(be)?;
+                    v = self.b.select(t, None, here, x, v).map_err(be)?;
+                }
+                let r = self.b.select(t, None, c.inb, v, fallback).map_err(be)?;
+                self.held.insert(op.results[0], Held::Id(r));
+            }
+            _ => {
+                let x = self.id(*op.args.last().expect("value"))?;
+                let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
+                for j in 0..c.count {
+                    let (ptr, here) = self.chunk_ptr(&c, j)?;
+                    let go = self.b.logical_and(self.t_bool, None, here, c.inb).map_err(be)?;
+                    self.guarded(go, |g| {
+                        if atomic {
+                            g.atomic_add(ptr, x, c.elem, false)
+                        } else {
+                            g.b.store(ptr, x, None, []).map_err(be)
+                        }
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), SpirvError> {
+        if matches!(op.kind, OpKind::Load(_) | OpKind::LoadInto(_) | OpKind::Store(_) | OpKind::AtomicAdd(_)) {
+            let (array, idx) = match op.kind {
+                OpKind::LoadInto(_) => (op.args[1], &op.args[2..]),
+                OpKind::Load(_) => (op.args[0], &op.args[1..]),
+                _ => (op.args[0], &op.args[1..op.args.len() - 1]),
+            };
+            if let Some(c) = self.chunked(array, idx)? {
+                return self.chunked_op(op, c);
+            }
+        }
         match &op.kind {
             OpKind::Load(_) | OpKind::LoadInto(_) => {
                 let into = matches!(op.kind, OpKind::LoadInto(_));
@@ -149,11 +224,7 @@ impl Gen<'_> {
                 let (ptr, inb, elem) = self.element(op.args[base], &op.args[base + 1..])?;
                 let t = self.ty(elem);
                 let v = self.b.load(t, None, ptr, None, []).map_err(be)?;
-                let fallback = if into {
-                    self.id(op.args[0])?
-                } else {
-                    self.constant(elem, 0.0)
-                };
+                let fallback = if into { self.id(op.args[0])? } else { self.constant(elem, 0.0) };
                 let r = self.b.select(t, None, inb, v, fallback).map_err(be)?;
                 self.held.insert(op.results[0], Held::Id(r));
             }
@@ -178,15 +249,17 @@ impl Gen<'_> {
                 let lc = self.u32c(len);
                 let arr = self.b.type_array(t, lc);
                 let p = self.b.type_pointer(None, StorageClass::Workgroup, arr);
-                let var = self.b.variable(p, None, StorageClass::Workgroup, None);
-                self.shared_dims.push(shape.clone());
-                self.held.insert(
-                    op.results[0],
-                    Held::Shared {
-                        var,
-                        dims: self.shared_dims.len() - 1,
-                    },
+                // Workgroup variables live at module scope, not in the function's blocks.
+                let var = self.b.id();
+                let inst = Instruction::new(
+                    SpvOp::Variable,
+                    Some(p),
+                    Some(var),
+                    vec![Operand::StorageClass(StorageClass::Workgroup)],
                 );
+                self.b.module_mut().types_global_values.push(inst);
+                self.shared_dims.push(shape.clone());
+                self.held.insert(op.results[0], Held::Shared { var, dims: self.shared_dims.len() - 1 });
                 self.zero_shared(var, elem, len)?;
             }
             OpKind::Barrier => self.barrier()?,
@@ -204,10 +277,7 @@ impl Gen<'_> {
     fn zero_shared(&mut self, var: Word, elem: Scalar, len: u32) -> Result<(), SpirvError> {
         let t = self.ty(elem);
         let p = self.b.type_pointer(None, StorageClass::Workgroup, t);
-        let lane = self
-            .b
-            .load(self.t_u32, None, self.lane_var, None, [])
-            .map_err(be)?;
+        let lane = self.b.load(self.t_u32, None, self.lane_var, None, []).map_err(be)?;
         let lane = self.b.bitcast(self.t_i32, None, lane).map_err(be)?;
         let zero = self.constant(elem, 0.0);
         let lanes = self.k.lanes;
@@ -226,59 +296,38 @@ impl Gen<'_> {
 
     /// `*ptr += x` atomically: `OpAtomicIAdd` for integers, a compare-and-swap loop on the bits
     /// for floats.
-    fn atomic_add(
-        &mut self,
-        ptr: Word,
-        x: Word,
-        elem: Scalar,
-        shared: bool,
-    ) -> Result<(), SpirvError> {
-        let scope = self.u32c(if shared {
-            SCOPE_WORKGROUP
-        } else {
-            SCOPE_DEVICE
-        });
+    fn atomic_add(&mut self, ptr: Word, x: Word, elem: Scalar, shared: bool) -> Result<(), SpirvError> {
+        let scope = self.u32c(if shared { SCOPE_WORKGROUP } else { SCOPE_DEVICE });
         let sem = self.u32c(SEM_RELAXED);
         let t = self.ty(elem);
         if !elem.is_float() {
-            self.b
-                .atomic_i_add(t, None, ptr, scope, sem, x)
-                .map_err(be)?;
+            self.b.atomic_i_add(t, None, ptr, scope, sem, x).map_err(be)?;
             return Ok(());
         }
-        let bits = if elem == Scalar::F32 {
-            Scalar::U32
+        let ut = if elem == Scalar::F32 {
+            self.t_u32
         } else {
-            return Err(err("atomic_add on f64 arrays is not supported on Vulkan"));
+            // 64-bit compare-and-swap: shaderBufferInt64Atomics / shaderSharedInt64Atomics.
+            self.b.capability(Capability::Int64);
+            self.b.capability(Capability::Int64Atomics);
+            self.b.type_int(64, 0)
         };
-        let ut = self.ty(bits);
-        let sc = if shared {
-            StorageClass::Workgroup
-        } else {
-            StorageClass::StorageBuffer
-        };
+        let sc = if shared { StorageClass::Workgroup } else { StorageClass::StorageBuffer };
         let up = self.b.type_pointer(None, sc, ut);
         let uptr = self.b.bitcast(up, None, ptr).map_err(be)?;
         let (header, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
         self.b.branch(header).map_err(be)?;
         self.b.begin_block(Some(header)).map_err(be)?;
-        self.b
-            .loop_merge(merge, cont, LoopControl::NONE, [])
-            .map_err(be)?;
+        self.b.loop_merge(merge, cont, LoopControl::NONE, []).map_err(be)?;
         self.b.branch(body).map_err(be)?;
         self.b.begin_block(Some(body)).map_err(be)?;
         let old = self.b.atomic_load(ut, None, uptr, scope, sem).map_err(be)?;
         let oldf = self.b.bitcast(t, None, old).map_err(be)?;
         let newf = self.b.f_add(t, None, oldf, x).map_err(be)?;
         let new = self.b.bitcast(ut, None, newf).map_err(be)?;
-        let seen = self
-            .b
-            .atomic_compare_exchange(ut, None, uptr, scope, sem, sem, new, old)
-            .map_err(be)?;
+        let seen = self.b.atomic_compare_exchange(ut, None, uptr, scope, sem, sem, new, old).map_err(be)?;
         let done = self.b.i_equal(self.t_bool, None, seen, old).map_err(be)?;
-        self.b
-            .branch_conditional(done, merge, cont, [])
-            .map_err(be)?;
+        self.b.branch_conditional(done, merge, cont, []).map_err(be)?;
         self.b.begin_block(Some(cont)).map_err(be)?;
         self.b.branch(header).map_err(be)?;
         self.b.begin_block(Some(merge)).map_err(be)?;

@@ -1,7 +1,7 @@
 //! Module structure: capabilities, types and constants (cached), the interface variables
 //! (storage buffers, the params buffer, built-ins, shared arrays) and the entry point.
 
-use crate::{err, ParamsLayout, SpirvError, SpirvKernel};
+use crate::{err, Chunks, ParamsLayout, SpirvError, SpirvKernel, SpirvOptions};
 use rspirv::binary::Assemble;
 use rspirv::dr::{Builder, Operand};
 use rspirv::spirv::{self, BuiltIn, Capability, Decoration, StorageClass, Word};
@@ -14,8 +14,9 @@ use tilec_midend::{ParamKind, Scalar, Type, Value};
 pub(crate) enum Held {
     /// An SSA id.
     Id(Word),
-    /// An array parameter: its storage-buffer variable and the params word of its extents.
-    Buffer { var: Word, dims_word: u32 },
+    /// An array parameter: its storage-buffer variable (a descriptor array when chunked,
+    /// with `2^chunk` elements a buffer) and the params word of its extents.
+    Buffer { var: Word, dims_word: u32, chunk: Option<u8> },
     /// A shared array: its workgroup variable and static extents index into `shared_dims`.
     Shared { var: Word, dims: usize },
 }
@@ -40,10 +41,17 @@ pub(crate) struct Gen<'k> {
     pub(crate) cur: Word,
     interface: Vec<Word>,
     buffer_structs: HashMap<Scalar, Word>,
+    /// Descriptor counts of chunked arrays, by variable.
+    pub(crate) chunk_counts: HashMap<Word, u32>,
 }
 
-/// Compiles a kernel in SIMT form to a SPIR-V compute shader.
+/// Compiles a kernel in SIMT form to a SPIR-V compute shader, every array in one buffer.
 pub fn compile(k: &SimtKernel) -> Result<SpirvKernel, SpirvError> {
+    compile_with(k, &SpirvOptions::default())
+}
+
+/// Compiles a kernel in SIMT form to a SPIR-V compute shader with the given bindings.
+pub fn compile_with(k: &SimtKernel, opts: &SpirvOptions) -> Result<SpirvKernel, SpirvError> {
     let mut b = Builder::new();
     b.set_version(1, 3);
     b.capability(Capability::Shader);
@@ -79,13 +87,12 @@ pub fn compile(k: &SimtKernel) -> Result<SpirvKernel, SpirvError> {
         cur: 0,
         interface: Vec::new(),
         buffer_structs: HashMap::new(),
+        chunk_counts: HashMap::new(),
     };
-    g.interface_vars()?;
+    g.interface_vars(&opts.chunks)?;
     let void = g.b.type_void();
     let fn_ty = g.b.type_function(void, vec![]);
-    let main =
-        g.b.begin_function(void, None, spirv::FunctionControl::NONE, fn_ty)
-            .map_err(|e| err(e.to_string()))?;
+    let main = g.b.begin_function(void, None, spirv::FunctionControl::NONE, fn_ty).map_err(|e| err(e.to_string()))?;
     g.cur = g.b.begin_block(None).map_err(|e| err(e.to_string()))?;
     g.load_scalar_params()?;
     let body = k.func.body.clone();
@@ -97,12 +104,7 @@ pub fn compile(k: &SimtKernel) -> Result<SpirvKernel, SpirvError> {
     let interface = g.interface.clone();
     g.b.entry_point(spirv::ExecutionModel::GLCompute, main, "main", interface);
     g.b.execution_mode(main, spirv::ExecutionMode::LocalSize, [k.lanes, 1, 1]);
-    let arrays = k
-        .kernel
-        .params
-        .iter()
-        .filter(|p| matches!(p.kind, ParamKind::Array { .. }))
-        .count() as u32;
+    let arrays = k.kernel.params.iter().filter(|p| matches!(p.kind, ParamKind::Array { .. })).count() as u32;
     let words = g.b.module().assemble();
     Ok(SpirvKernel {
         words,
@@ -110,6 +112,7 @@ pub fn compile(k: &SimtKernel) -> Result<SpirvKernel, SpirvError> {
         arrays,
         params: g.layout,
         shared_bytes: k.shared_bytes,
+        chunks: opts.chunks.clone(),
     })
 }
 
@@ -181,15 +184,10 @@ impl Gen<'_> {
         }
         let elem = self.ty(s);
         let arr = self.b.type_runtime_array(elem);
-        self.b.decorate(
-            arr,
-            Decoration::ArrayStride,
-            [Operand::LiteralBit32(s.bytes())],
-        );
+        self.b.decorate(arr, Decoration::ArrayStride, [Operand::LiteralBit32(s.bytes())]);
         let st = self.b.type_struct([arr]);
         self.b.decorate(st, Decoration::Block, []);
-        self.b
-            .member_decorate(st, 0, Decoration::Offset, [Operand::LiteralBit32(0)]);
+        self.b.member_decorate(st, 0, Decoration::Offset, [Operand::LiteralBit32(0)]);
         self.buffer_structs.insert(s, st);
         st
     }
@@ -197,22 +195,15 @@ impl Gen<'_> {
     fn builtin(&mut self, bi: BuiltIn, ty: Word) -> Word {
         let p = self.b.type_pointer(None, StorageClass::Input, ty);
         let v = self.b.variable(p, None, StorageClass::Input, None);
-        self.b
-            .decorate(v, Decoration::BuiltIn, [Operand::BuiltIn(bi)]);
+        self.b.decorate(v, Decoration::BuiltIn, [Operand::BuiltIn(bi)]);
         self.interface.push(v);
         v
     }
 
     /// Storage buffers for the array parameters, the params buffer and the built-ins.
-    fn interface_vars(&mut self) -> Result<(), SpirvError> {
-        let params: Vec<(Value, Type)> = self
-            .k
-            .func
-            .body
-            .params
-            .iter()
-            .map(|p| (*p, self.k.func.ty(*p).clone()))
-            .collect();
+    fn interface_vars(&mut self, chunks: &[Option<Chunks>]) -> Result<(), SpirvError> {
+        let params: Vec<(Value, Type)> =
+            self.k.func.body.params.iter().map(|p| (*p, self.k.func.ty(*p).clone())).collect();
         let mut binding = 0u32;
         for (i, (v, t)) in params.iter().enumerate() {
             let off = self.layout.offsets[i];
@@ -222,20 +213,23 @@ impl Gen<'_> {
                         return Err(err("bool arrays are not supported on Vulkan"));
                     }
                     let st = self.buffer_struct(*elem);
-                    let p = self.b.type_pointer(None, StorageClass::StorageBuffer, st);
+                    let ch = chunks.get(binding as usize).copied().flatten();
+                    let ty = match ch {
+                        Some(c) => {
+                            let n = self.u32c(c.count);
+                            self.b.type_array(st, n)
+                        }
+                        None => st,
+                    };
+                    let p = self.b.type_pointer(None, StorageClass::StorageBuffer, ty);
                     let var = self.b.variable(p, None, StorageClass::StorageBuffer, None);
-                    self.b
-                        .decorate(var, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
-                    self.b
-                        .decorate(var, Decoration::Binding, [Operand::LiteralBit32(binding)]);
+                    if let Some(c) = ch {
+                        self.chunk_counts.insert(var, c.count);
+                    }
+                    self.b.decorate(var, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+                    self.b.decorate(var, Decoration::Binding, [Operand::LiteralBit32(binding)]);
                     binding += 1;
-                    self.held.insert(
-                        *v,
-                        Held::Buffer {
-                            var,
-                            dims_word: off,
-                        },
-                    );
+                    self.held.insert(*v, Held::Buffer { var, dims_word: off, chunk: ch.map(|c| c.log2) });
                 }
                 Type::Scalar(_) => {}
                 Type::Tile { .. } => return Err(err("a tile parameter in SIMT form")),
@@ -244,16 +238,8 @@ impl Gen<'_> {
         let st = self.buffer_struct(Scalar::U32);
         let p = self.b.type_pointer(None, StorageClass::StorageBuffer, st);
         self.params = self.b.variable(p, None, StorageClass::StorageBuffer, None);
-        self.b.decorate(
-            self.params,
-            Decoration::DescriptorSet,
-            [Operand::LiteralBit32(0)],
-        );
-        self.b.decorate(
-            self.params,
-            Decoration::Binding,
-            [Operand::LiteralBit32(binding)],
-        );
+        self.b.decorate(self.params, Decoration::DescriptorSet, [Operand::LiteralBit32(0)]);
+        self.b.decorate(self.params, Decoration::Binding, [Operand::LiteralBit32(binding)]);
         self.b.decorate(self.params, Decoration::NonWritable, []);
         let uvec3 = self.b.type_vector(self.t_u32, 3);
         self.wg_id = self.builtin(BuiltIn::WorkgroupId, uvec3);

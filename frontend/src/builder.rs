@@ -5,9 +5,7 @@ use crate::items::Program;
 use std::collections::HashMap;
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
-use tilec_midend::{
-    Const, FuncKind, Function, Loc, Module, Op, OpKind, Region, Scalar, Type, Value,
-};
+use tilec_midend::{Const, FuncKind, Function, Loc, Module, Op, OpKind, Region, Scalar, Type, Value};
 
 /// What a name means in a body.
 #[derive(Debug, Clone)]
@@ -15,12 +13,7 @@ pub(crate) enum Binding {
     /// A scalar or tile variable, currently holding this value.
     Var(Value),
     /// A global array parameter.
-    Array {
-        value: Value,
-        mutable: bool,
-        name: String,
-        fixed: Vec<Option<u64>>,
-    },
+    Array { value: Value, mutable: bool, name: String, fixed: Vec<Option<u64>> },
     /// A variable whose initializer had an error (reported): uses are silently errors.
     Poisoned,
 }
@@ -102,13 +95,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
     }
 
     /// Emits an operation with results of the given types and returns the results.
-    pub(crate) fn emit(
-        &mut self,
-        kind: OpKind,
-        args: Vec<Value>,
-        tys: Vec<Type>,
-        span: Span,
-    ) -> Vec<Value> {
+    pub(crate) fn emit(&mut self, kind: OpKind, args: Vec<Value>, tys: Vec<Type>, span: Span) -> Vec<Value> {
         self.emit_with_regions(kind, args, tys, Vec::new(), span)
     }
 
@@ -126,14 +113,15 @@ impl<'c, 's> FnBuilder<'c, 's> {
         regions: Vec<Region>,
         span: Span,
     ) -> Vec<Value> {
+        // Every tile, however made (a slice, `outer`, `@`), respects the register-tile limit.
+        for t in &tys {
+            let len = t.tile_len() as u64;
+            if t.is_tile() && len > crate::types::MAX_TILE_ELEMS {
+                self.error(crate::errors::tile_too_large(span, len, crate::types::MAX_TILE_ELEMS));
+            }
+        }
         let results: Vec<Value> = tys.into_iter().map(|t| self.f.new_value(t)).collect();
-        let op = Op {
-            kind,
-            args,
-            results: results.clone(),
-            regions,
-            loc: loc(span),
-        };
+        let op = Op { kind, args, results: results.clone(), regions, loc: loc(span) };
         if !self.terminated {
             self.stack.last_mut().expect("op list").push(op);
         }
@@ -167,10 +155,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
 
     /// Declares a name in the innermost scope (shadowing).
     pub(crate) fn declare(&mut self, name: &str, b: Binding) {
-        self.scopes
-            .last_mut()
-            .expect("scope")
-            .insert(name.to_string(), b);
+        self.scopes.last_mut().expect("scope").insert(name.to_string(), b);
     }
 
     /// Looks a name up, innermost scope first.
@@ -224,8 +209,5 @@ impl<'c, 's> FnBuilder<'c, 's> {
 
 /// Converts a span to an IR location.
 pub(crate) fn loc(span: Span) -> Loc {
-    Loc {
-        start: span.start,
-        end: span.end,
-    }
+    Loc { start: span.start, end: span.end }
 }

@@ -43,13 +43,7 @@ impl FnBuilder<'_, '_> {
     }
 
     /// A free-function call: a built-in or a user `fn`.
-    pub(crate) fn call(
-        &mut self,
-        f: &Ident,
-        args: &[Expr],
-        e: &Expr,
-        expect: Option<Scalar>,
-    ) -> Ev {
+    pub(crate) fn call(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
         let name = f.name.as_str();
         match name {
             "program_id" | "num_programs" => {
@@ -74,21 +68,16 @@ impl FnBuilder<'_, '_> {
                         return Ev::Err;
                     }
                 };
-                let k = if name == "program_id" {
-                    OpKind::ProgramId(axis)
-                } else {
-                    OpKind::NumPrograms(axis)
-                };
+                let k = if name == "program_id" { OpKind::ProgramId(axis) } else { OpKind::NumPrograms(axis) };
                 Ev::Val(self.emit1(k, vec![], Type::Scalar(Scalar::I32), e.span))
             }
             "cdiv" => {
                 if !self.arity(f, args, 2, e) {
                     return Ev::Err;
                 }
-                let (Some(a), Some(b)) = (
-                    self.int_value(&args[0], "`cdiv`'s operand"),
-                    self.int_value(&args[1], "`cdiv`'s operand"),
-                ) else {
+                let (Some(a), Some(b)) =
+                    (self.int_value(&args[0], "`cdiv`'s operand"), self.int_value(&args[1], "`cdiv`'s operand"))
+                else {
                     return Ev::Err;
                 };
                 let (ta, tb) = (self.ty(a), self.ty(b));
@@ -106,20 +95,11 @@ impl FnBuilder<'_, '_> {
                 // cdiv(a, b) = (a + b - 1) / b for the non-negative operands it is meant for.
                 let one = self.constant(Const::Int(1, ta.elem()), e.span);
                 let s = self.emit1(OpKind::Bin(ir::BinOp::Add), vec![a, b], ta.clone(), e.span);
-                let s = self.emit1(
-                    OpKind::Bin(ir::BinOp::Sub),
-                    vec![s, one],
-                    ta.clone(),
-                    e.span,
-                );
+                let s = self.emit1(OpKind::Bin(ir::BinOp::Sub), vec![s, one], ta.clone(), e.span);
                 Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![s, b], ta, e.span))
             }
             "min" | "max" if args.len() == 2 => {
-                let k = if name == "min" {
-                    ir::BinOp::Min
-                } else {
-                    ir::BinOp::Max
-                };
+                let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)
             }
             "min" | "max" | "sum" | "max_axis" | "min_axis" => self.reduce(f, args, e),
@@ -154,10 +134,8 @@ impl FnBuilder<'_, '_> {
                 if !self.arity(f, args, 3, e) {
                     return Ev::Err;
                 }
-                let vals: Vec<Option<Value>> = args
-                    .iter()
-                    .map(|a| self.value(a, expect.or(Some(Scalar::F32))))
-                    .collect();
+                let vals: Vec<Option<Value>> =
+                    args.iter().map(|a| self.value(a, expect.or(Some(Scalar::F32)))).collect();
                 let vals: Option<Vec<Value>> = vals.into_iter().collect();
                 let Some(vals) = vals else { return Ev::Err };
                 let t = self.ty(vals[0]);
@@ -174,8 +152,7 @@ impl FnBuilder<'_, '_> {
                 if !self.arity(f, args, 2, e) {
                     return Ev::Err;
                 }
-                let (Some(u), Some(v)) = (self.value(&args[0], None), self.value(&args[1], None))
-                else {
+                let (Some(u), Some(v)) = (self.value(&args[0], None), self.value(&args[1], None)) else {
                     return Ev::Err;
                 };
                 let (tu, tv) = (self.ty(u), self.ty(v));
@@ -183,10 +160,7 @@ impl FnBuilder<'_, '_> {
                     (Type::Tile { elem: a, shape: su }, Type::Tile { elem: b, shape: sv })
                         if a == b && su.len() == 1 && sv.len() == 1 =>
                     {
-                        let ty = Type::Tile {
-                            elem: *a,
-                            shape: vec![su[0], sv[0]],
-                        };
+                        let ty = Type::Tile { elem: *a, shape: vec![su[0], sv[0]] };
                         Ev::Val(self.emit1(OpKind::Outer, vec![u, v], ty, e.span))
                     }
                     _ => {
@@ -204,10 +178,7 @@ impl FnBuilder<'_, '_> {
                 };
                 match self.ty(v) {
                     Type::Tile { elem, shape } if shape.len() == 2 => {
-                        let ty = Type::Tile {
-                            elem,
-                            shape: vec![shape[1], shape[0]],
-                        };
+                        let ty = Type::Tile { elem, shape: vec![shape[1], shape[0]] };
                         Ev::Val(self.emit1(OpKind::Transpose, vec![v], ty, e.span))
                     }
                     t => {
@@ -229,14 +200,7 @@ impl FnBuilder<'_, '_> {
         }
     }
 
-    fn elementwise2(
-        &mut self,
-        k: ir::BinOp,
-        a: &Expr,
-        b: &Expr,
-        e: &Expr,
-        expect: Option<Scalar>,
-    ) -> Ev {
+    fn elementwise2(&mut self, k: ir::BinOp, a: &Expr, b: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
         let (va, vb) = if crate::expr::is_literal(a) {
             let vb = self.value(b, expect);
             let h = vb.map(|v| self.ty(v).elem()).or(expect);
@@ -250,13 +214,8 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let (ta, tb) = (self.ty(va), self.ty(vb));
-        if ta.elem() != tb.elem()
-            || (ta.is_tile() && tb.is_tile() && ta != tb)
-            || ta.elem() == Scalar::Bool
-        {
-            self.error(errors::shape_mismatch(
-                e.span, "min/max", &ta, a.span, &tb, b.span,
-            ));
+        if ta.elem() != tb.elem() || (ta.is_tile() && tb.is_tile() && ta != tb) || ta.elem() == Scalar::Bool {
+            self.error(errors::shape_mismatch(e.span, "min/max", &ta, a.span, &tb, b.span));
             return Ev::Err;
         }
         let ty = if ta.is_tile() { ta } else { tb };
@@ -287,20 +246,13 @@ impl FnBuilder<'_, '_> {
         };
         if args.len() == 2 {
             let axis = match self.const_eval(&args[1]) {
-                Ok(Const::Int(a, _))
-                    if a >= 0 && (a as usize) < shape.len() && shape.len() == 2 =>
-                {
-                    a as u8
-                }
+                Ok(Const::Int(a, _)) if a >= 0 && (a as usize) < shape.len() && shape.len() == 2 => a as u8,
                 _ => {
                     self.error(errors::reduce_axis(args[1].span, shape.len()));
                     return Ev::Err;
                 }
             };
-            let ty = Type::Tile {
-                elem,
-                shape: vec![shape[1 - axis as usize]],
-            };
+            let ty = Type::Tile { elem, shape: vec![shape[1 - axis as usize]] };
             return Ev::Val(self.emit1(OpKind::Reduce(k, Some(axis)), vec![v], ty, e.span));
         }
         Ev::Val(self.emit1(OpKind::Reduce(k, None), vec![v], Type::Scalar(elem), e.span))
@@ -334,12 +286,7 @@ impl FnBuilder<'_, '_> {
             };
             if self.ty(x) != Type::Scalar(ty.elem()) {
                 let tx = self.ty(x);
-                self.error(errors::arg_type(
-                    args[0].span,
-                    "full",
-                    &Type::Scalar(ty.elem()),
-                    &tx,
-                ));
+                self.error(errors::arg_type(args[0].span, "full", &Type::Scalar(ty.elem()), &tx));
                 return Ev::Err;
             }
             vals.push(x);
@@ -404,12 +351,7 @@ impl FnBuilder<'_, '_> {
                 };
                 if self.ty(eps) != Type::Scalar(elem) {
                     let te = self.ty(eps);
-                    self.error(errors::arg_type(
-                        args[0].span,
-                        "cholesky_",
-                        &Type::Scalar(elem),
-                        &te,
-                    ));
+                    self.error(errors::arg_type(args[0].span, "cholesky_", &Type::Scalar(elem), &te));
                     return Ev::Err;
                 }
                 let v = self.emit1(OpKind::Cholesky, vec![t, eps], tt, e.span);
@@ -424,17 +366,12 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::needs_square(recv.span, &m.name, &tt));
                     return Ev::Err;
                 }
-                let Some((bname, b)) =
-                    self.place_var(&args[0], "the right-hand side of a triangular solve")
-                else {
+                let Some((bname, b)) = self.place_var(&args[0], "the right-hand side of a triangular solve") else {
                     return Ev::Err;
                 };
                 let tb = self.ty(b);
                 let ok = match &tb {
-                    Type::Tile {
-                        elem: eb,
-                        shape: sb,
-                    } if *eb == elem => {
+                    Type::Tile { elem: eb, shape: sb } if *eb == elem => {
                         if kind.left {
                             sb[0] == shape[0]
                         } else {
@@ -444,13 +381,7 @@ impl FnBuilder<'_, '_> {
                     _ => false,
                 };
                 if !ok {
-                    self.error(errors::trsm_shape(
-                        args[0].span,
-                        &m.name,
-                        kind.left,
-                        &tt,
-                        &tb,
-                    ));
+                    self.error(errors::trsm_shape(args[0].span, &m.name, kind.left, &tt, &tb));
                     return Ev::Err;
                 }
                 let v = self.emit1(OpKind::Trsm(kind), vec![t, b], tb, e.span);

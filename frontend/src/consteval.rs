@@ -17,10 +17,7 @@ pub(crate) enum NotConst {
 }
 
 /// Evaluates `e` with `lookup` resolving names to constants.
-pub(crate) fn eval(
-    e: &Expr,
-    lookup: &mut dyn FnMut(&str) -> Option<Const>,
-) -> Result<Const, NotConst> {
+pub(crate) fn eval(e: &Expr, lookup: &mut dyn FnMut(&str) -> Option<Const>) -> Result<Const, NotConst> {
     match &e.kind {
         ExprKind::Int(v) => Ok(Const::Int(*v as i64, Scalar::I32)),
         ExprKind::Float(v) => Ok(Const::Float(*v, Scalar::F32)),
@@ -40,9 +37,7 @@ pub(crate) fn eval(
             let y = eval(b, lookup)?;
             binary(*op, x, y, e.span)
         }
-        ExprKind::Call(f, args)
-            if args.len() == 2 && matches!(f.name.as_str(), "min" | "max" | "cdiv") =>
-        {
+        ExprKind::Call(f, args) if args.len() == 2 && matches!(f.name.as_str(), "min" | "max" | "cdiv") => {
             let x = eval(&args[0], lookup)?.as_i64();
             let y = eval(&args[1], lookup)?.as_i64();
             let v = match f.name.as_str() {
@@ -68,9 +63,7 @@ fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> 
             BinOp::Add => Int(a.wrapping_add(b), s),
             BinOp::Sub => Int(a.wrapping_sub(b), s),
             BinOp::Mul => Int(a.wrapping_mul(b), s),
-            BinOp::Div | BinOp::Rem if b == 0 => {
-                return Err(NotConst::Error(errors::const_div_zero(span)))
-            }
+            BinOp::Div | BinOp::Rem if b == 0 => return Err(NotConst::Error(errors::const_div_zero(span))),
             BinOp::Div => Int(a / b, s),
             BinOp::Rem => Int(a % b, s),
             BinOp::Eq => Bool(a == b),

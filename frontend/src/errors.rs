@@ -35,8 +35,7 @@ fn suggest(d: Diagnostic, name: &str, cands: &[String]) -> Diagnostic {
 }
 
 pub(crate) fn unknown_name(n: &Ident, cands: &[String]) -> Diagnostic {
-    let d = Diagnostic::error("E0101", format!("cannot find `{}` in this scope", n.name))
-        .label(n.span, "not found");
+    let d = Diagnostic::error("E0101", format!("cannot find `{}` in this scope", n.name)).label(n.span, "not found");
     suggest(d, &n.name, cands)
 }
 
@@ -59,12 +58,9 @@ pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
 }
 
 pub(crate) fn duplicate_across(name: &str, span: Span, module: &str) -> Diagnostic {
-    Diagnostic::error(
-        "E0104",
-        format!("`{name}` is defined here and in the imported module `{module}`"),
-    )
-    .label(span, "defined here too")
-    .help("item names are shared by a program and the modules it imports: rename this one")
+    Diagnostic::error("E0104", format!("`{name}` is defined here and in the imported module `{module}`"))
+        .label(span, "defined here too")
+        .help("item names are shared by a program and the modules it imports: rename this one")
 }
 
 pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>) -> Diagnostic {
@@ -89,11 +85,7 @@ pub(crate) fn unknown_ctor(m: &Ident) -> Diagnostic {
 pub(crate) fn no_kernel(name: &str, known: &[String]) -> Diagnostic {
     let d = Diagnostic::error("E0107", format!("no kernel named `{name}`")).note(format!(
         "kernels in this program: {}",
-        if known.is_empty() {
-            "none".to_string()
-        } else {
-            known.join(", ")
-        }
+        if known.is_empty() { "none".to_string() } else { known.join(", ") }
     ));
     match known.iter().find(|k| distance(k, name) <= 2) {
         Some(k) => d.help(format!("did you mean `{k}`?")),
@@ -104,83 +96,49 @@ pub(crate) fn no_kernel(name: &str, known: &[String]) -> Diagnostic {
 pub(crate) fn array_as_value(n: &Ident) -> Diagnostic {
     Diagnostic::error("E0108", format!("array `{}` used as a value", n.name))
         .label(n.span, "an array parameter")
-        .help(format!(
-            "index it: `{}[i, j]` reads an element, `{}[r0:r0+16, c0:c0+16]` a tile",
-            n.name, n.name
-        ))
+        .help(format!("index it: `{}[i, j]` reads an element, `{}[r0:r0+16, c0:c0+16]` a tile", n.name, n.name))
 }
 
 pub(crate) fn type_as_value(n: &Ident) -> Diagnostic {
-    Diagnostic::error(
-        "E0108",
-        format!("type parameter `{}` used as a value", n.name),
-    )
-    .label(n.span, "a type, not a value")
+    Diagnostic::error("E0108", format!("type parameter `{}` used as a value", n.name))
+        .label(n.span, "a type, not a value")
 }
 
-pub(crate) fn mismatch(
-    span: Span,
-    op: BinOp,
-    ta: &Type,
-    sa: Span,
-    tb: &Type,
-    sb: Span,
-) -> Diagnostic {
-    Diagnostic::error(
-        "E0201",
-        format!("mismatched types for `{}`: {ta} and {tb}", op.symbol()),
-    )
-    .label(span, "in this operation")
-    .label(sa, format!("this is {ta}"))
-    .label(sb, format!("this is {tb}"))
-    .help("convert one side with `as`")
+pub(crate) fn mismatch(span: Span, op: BinOp, ta: &Type, sa: Span, tb: &Type, sb: Span) -> Diagnostic {
+    Diagnostic::error("E0201", format!("mismatched types for `{}`: {ta} and {tb}", op.symbol()))
+        .label(span, "in this operation")
+        .label(sa, format!("this is {ta}"))
+        .label(sb, format!("this is {tb}"))
+        .help("convert one side with `as`")
 }
 
 pub(crate) fn assign_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
-    Diagnostic::error("E0201", format!("expected {want}, found {got}"))
-        .label(span, format!("this is {got}"))
+    Diagnostic::error("E0201", format!("expected {want}, found {got}")).label(span, format!("this is {got}"))
 }
 
 pub(crate) fn store_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0202",
-        format!("stored value has the wrong shape: the slice is {want}, the value is {got}"),
-    )
-    .label(span, format!("this is {got}"))
+    Diagnostic::error("E0202", format!("stored value has the wrong shape: the slice is {want}, the value is {got}"))
+        .label(span, format!("this is {got}"))
 }
 
-pub(crate) fn shape_mismatch(
-    span: Span,
-    op: &str,
-    ta: &Type,
-    sa: Span,
-    tb: &Type,
-    sb: Span,
-) -> Diagnostic {
-    Diagnostic::error(
-        "E0202",
-        format!("tile shapes do not match for `{op}`: {ta} and {tb}"),
-    )
-    .label(span, "in this operation")
-    .label(sa, format!("this is {ta}"))
-    .label(sb, format!("this is {tb}"))
-    .note("element-wise operations need tiles of the same shape, or a tile and a scalar")
+pub(crate) fn shape_mismatch(span: Span, op: &str, ta: &Type, sa: Span, tb: &Type, sb: Span) -> Diagnostic {
+    Diagnostic::error("E0202", format!("tile shapes do not match for `{op}`: {ta} and {tb}"))
+        .label(span, "in this operation")
+        .label(sa, format!("this is {ta}"))
+        .label(sb, format!("this is {tb}"))
+        .note("element-wise operations need tiles of the same shape, or a tile and a scalar")
 }
 
 pub(crate) fn matmul_inner(span: Span, ta: &Type, sa: Span, tb: &Type, sb: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0203",
-        format!("inner dimensions of `@` do not match: {ta} @ {tb}"),
-    )
-    .label(span, "in this matrix product")
-    .label(sa, format!("{ta}"))
-    .label(sb, format!("{tb}"))
-    .note("`a @ b` needs a: tile<T, M, K> and b: tile<T, K, N> or tile<T, K>")
+    Diagnostic::error("E0203", format!("inner dimensions of `@` do not match: {ta} @ {tb}"))
+        .label(span, "in this matrix product")
+        .label(sa, format!("{ta}"))
+        .label(sb, format!("{tb}"))
+        .note("`a @ b` needs a: tile<T, M, K> and b: tile<T, K, N> or tile<T, K>")
 }
 
 pub(crate) fn matmul_operands(span: Span, ta: &Type, tb: &Type) -> Diagnostic {
-    Diagnostic::error("E0203", format!("`@` needs two tiles, found {ta} and {tb}"))
-        .label(span, "here")
+    Diagnostic::error("E0203", format!("`@` needs two tiles, found {ta} and {tb}")).label(span, "here")
 }
 
 pub(crate) fn not_const(span: Span, what: &str) -> Diagnostic {
@@ -190,29 +148,20 @@ pub(crate) fn not_const(span: Span, what: &str) -> Diagnostic {
 }
 
 pub(crate) fn bad_extent(span: Span, what: &str, v: f64) -> Diagnostic {
-    Diagnostic::error(
-        "E0204",
-        format!("{what} must be an integer from 1 to 4096, found {v}"),
-    )
-    .label(span, "this extent")
+    Diagnostic::error("E0204", format!("{what} must be an integer from 1 to 4096, found {v}"))
+        .label(span, "this extent")
 }
 
 pub(crate) fn tile_too_large(span: Span, len: u64, max: u64) -> Diagnostic {
-    Diagnostic::error(
-        "E0204",
-        format!("this tile has {len} elements, more than the limit of {max}"),
-    )
-    .label(span, "too large for a register tile")
-    .help("split the work into smaller tiles")
+    Diagnostic::error("E0204", format!("this tile has {len} elements, more than the limit of {max}"))
+        .label(span, "too large for a register tile")
+        .help("split the work into smaller tiles")
 }
 
 pub(crate) fn read_only(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::error(
-        "E0205",
-        format!("cannot write to `{name}`, a read-only array"),
-    )
-    .label(span, "written here")
-    .help(format!("declare the parameter as `{name}: mut T[...]`"))
+    Diagnostic::error("E0205", format!("cannot write to `{name}`, a read-only array"))
+        .label(span, "written here")
+        .help(format!("declare the parameter as `{name}: mut T[...]`"))
 }
 
 pub(crate) fn arg_count(span: Span, name: &str, want: usize, got: usize) -> Diagnostic {
@@ -228,27 +177,17 @@ pub(crate) fn arg_count(span: Span, name: &str, want: usize, got: usize) -> Diag
 }
 
 pub(crate) fn axis_range(span: Span, axis: i64, rank: u8) -> Diagnostic {
-    Diagnostic::error(
-        "E0207",
-        format!("grid axis {axis} is out of range for a grid of rank {rank}"),
-    )
-    .label(span, format!("valid axes are 0..{rank}"))
+    Diagnostic::error("E0207", format!("grid axis {axis} is out of range for a grid of rank {rank}"))
+        .label(span, format!("valid axes are 0..{rank}"))
 }
 
 pub(crate) fn program_id_outside(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::error(
-        "E0207",
-        format!("`{name}` is only available in a kernel body"),
-    )
-    .label(span, "used here")
+    Diagnostic::error("E0207", format!("`{name}` is only available in a kernel body")).label(span, "used here")
 }
 
 pub(crate) fn slice_not_static(span: Span) -> Diagnostic {
     Diagnostic::error("E0208", "slice extent is not a compile-time constant")
-        .label(
-            span,
-            "the extent `hi - lo` of this slice is not known statically",
-        )
+        .label(span, "the extent `hi - lo` of this slice is not known statically")
         .help("write the slice as `x : x + K` with a constant `K`")
 }
 
@@ -258,29 +197,21 @@ pub(crate) fn full_slice_dynamic(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn index_count(span: Span, rank: usize, got: usize) -> Diagnostic {
-    Diagnostic::error(
-        "E0209",
-        format!("wrong number of indices: the array has rank {rank}, {got} given"),
-    )
-    .label(span, "here")
+    Diagnostic::error("E0209", format!("wrong number of indices: the array has rank {rank}, {got} given"))
+        .label(span, "here")
 }
 
 pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
-    Diagnostic::error(
-        "E0209",
-        format!("a tile of rank {rank} takes {rank} single indices, or `:` for the whole tile"),
-    )
-    .label(span, "here")
+    Diagnostic::error("E0209", format!("a tile of rank {rank} takes {rank} single indices, or `:` for the whole tile"))
+        .label(span, "here")
 }
 
 pub(crate) fn tile_index_range(span: Span, i: i64, n: u32) -> Diagnostic {
-    Diagnostic::error("E0209", format!("tile index {i} is out of range 0..{n}"))
-        .label(span, "this index")
+    Diagnostic::error("E0209", format!("tile index {i} is out of range 0..{n}")).label(span, "this index")
 }
 
 pub(crate) fn expected_bool(span: Span, t: &Type) -> Diagnostic {
-    Diagnostic::error("E0210", format!("expected bool, found {t}"))
-        .label(span, "this must be a bool")
+    Diagnostic::error("E0210", format!("expected bool, found {t}")).label(span, "this must be a bool")
 }
 
 pub(crate) fn bad_target(span: Span) -> Diagnostic {
@@ -289,121 +220,87 @@ pub(crate) fn bad_target(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn assign_const(span: Span, name: &str) -> Diagnostic {
-    Diagnostic::error("E0211", format!("cannot assign to constant `{name}`"))
-        .label(span, "a constant")
+    Diagnostic::error("E0211", format!("cannot assign to constant `{name}`")).label(span, "a constant")
 }
 
 pub(crate) fn not_a_variable(span: Span, what: &str) -> Diagnostic {
-    Diagnostic::error("E0211", format!("{what} must be a tile variable"))
-        .label(span, "not a variable")
+    Diagnostic::error("E0211", format!("{what} must be a tile variable")).label(span, "not a variable")
 }
 
 pub(crate) fn needs_square(span: Span, name: &str, t: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0212",
-        format!("`{name}` needs a square floating-point tile, found {t}"),
-    )
-    .label(span, format!("this is {t}"))
+    Diagnostic::error("E0212", format!("`{name}` needs a square floating-point tile, found {t}"))
+        .label(span, format!("this is {t}"))
 }
 
 pub(crate) fn needs_float(span: Span, name: &str, t: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0212",
-        format!("`{name}` needs a floating-point tile, found {t}"),
-    )
-    .label(span, format!("this is {t}"))
+    Diagnostic::error("E0212", format!("`{name}` needs a floating-point tile, found {t}"))
+        .label(span, format!("this is {t}"))
 }
 
 pub(crate) fn trsm_shape(span: Span, name: &str, left: bool, l: &Type, b: &Type) -> Diagnostic {
     let (want, note) = if left {
-        (
-            "tile<T, N, M> or tile<T, N>",
-            "a left solve op(A) X = B needs B's row count to equal A's order",
-        )
+        ("tile<T, N, M> or tile<T, N>", "a left solve op(A) X = B needs B's row count to equal A's order")
     } else {
-        (
-            "tile<T, M, N>",
-            "a right solve X op(A) = B needs B's column count to equal A's order",
-        )
+        ("tile<T, M, N>", "a right solve X op(A) = B needs B's column count to equal A's order")
     };
-    Diagnostic::error(
-        "E0212",
-        format!("`{name}` needs b: {want} for a: {l}, found {b}"),
-    )
-    .label(span, format!("this is {b}"))
-    .note(note)
+    Diagnostic::error("E0212", format!("`{name}` needs b: {want} for a: {l}, found {b}"))
+        .label(span, format!("this is {b}"))
+        .note(note)
 }
 
 pub(crate) fn map_fn(span: Span) -> Diagnostic {
-    Diagnostic::error("E0214", "the first argument of `map` must name a `fn`")
-        .label(span, "not a function name")
+    Diagnostic::error("E0214", "the first argument of `map` must name a `fn`").label(span, "not a function name")
 }
 
 pub(crate) fn map_result(span: Span) -> Diagnostic {
-    Diagnostic::error("E0214", "the `fn` given to `map` must return a scalar")
-        .label(span, "this function")
+    Diagnostic::error("E0214", "the `fn` given to `map` must return a scalar").label(span, "this function")
 }
 
 pub(crate) fn atomic_target(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0211",
-        "`atomic_add` needs an array element or slice, like `A[i, j]` or `A[r:r+16, c]`",
-    )
-    .label(span, "not an indexed array")
+    Diagnostic::error("E0211", "`atomic_add` needs an array element or slice, like `A[i, j]` or `A[r:r+16, c]`")
+        .label(span, "not an indexed array")
 }
 
 pub(crate) fn shared_ctor(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0106",
-        "shared arrays are created with `shared<T, R, C>::zeros()`",
-    )
-    .label(span, "here")
+    Diagnostic::error("E0106", "shared arrays are created with `shared<T, R, C>::zeros()`").label(span, "here")
 }
 
 pub(crate) fn bad_cast(span: Span, t: &Type, to: Scalar) -> Diagnostic {
-    Diagnostic::error("E0213", format!("cannot cast {t} to {}", to.name()))
-        .label(span, "only scalars can be cast")
+    Diagnostic::error("E0213", format!("cannot cast {t} to {}", to.name())).label(span, "only scalars can be cast")
 }
 
 pub(crate) fn arg_type(span: Span, f: &str, want: &Type, got: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0214",
-        format!("argument of `{f}` has the wrong type: expected {want}, found {got}"),
-    )
-    .label(span, format!("this is {got}"))
+    Diagnostic::error("E0214", format!("argument of `{f}` has the wrong type: expected {want}, found {got}"))
+        .label(span, format!("this is {got}"))
 }
 
 pub(crate) fn math_operand(span: Span, f: &str, t: &Type) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`{f}` does not apply to {t}"))
-        .label(span, format!("this is {t}"))
+    Diagnostic::error("E0214", format!("`{f}` does not apply to {t}")).label(span, format!("this is {t}"))
 }
 
 pub(crate) fn outer_operands(span: Span, a: &Type, b: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0214",
-        format!("`outer` needs two vector tiles of one element type, found {a} and {b}"),
-    )
-    .label(span, "in this call")
+    Diagnostic::error("E0214", format!("`outer` needs two vector tiles of one element type, found {a} and {b}"))
+        .label(span, "in this call")
 }
 
 pub(crate) fn needs_matrix(span: Span, f: &str, t: &Type) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`{f}` needs a tile of rank 2, found {t}"))
-        .label(span, format!("this is {t}"))
+    Diagnostic::error("E0214", format!("`{f}` needs a tile of rank 2, found {t}")).label(span, format!("this is {t}"))
 }
 
 pub(crate) fn needs_tile(span: Span, f: &str, t: &Type) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`{f}` needs a tile, found {t}"))
-        .label(span, format!("this is {t}"))
+    Diagnostic::error("E0214", format!("`{f}` needs a tile, found {t}")).label(span, format!("this is {t}"))
 }
 
 pub(crate) fn reduce_axis(span: Span, rank: usize) -> Diagnostic {
-    Diagnostic::error("E0214", format!("the reduction axis must be the constant 0 or 1 of a tile of rank 2 (this tile has rank {rank})"))
-        .label(span, "this axis")
+    Diagnostic::error(
+        "E0214",
+        format!("the reduction axis must be the constant 0 or 1 of a tile of rank 2 (this tile has rank {rank})"),
+    )
+    .label(span, "this axis")
 }
 
 pub(crate) fn not_indexable(span: Span, t: &Type) -> Diagnostic {
-    Diagnostic::error("E0214", format!("{t} cannot be indexed"))
-        .label(span, "only arrays and tiles can be indexed")
+    Diagnostic::error("E0214", format!("{t} cannot be indexed")).label(span, "only arrays and tiles can be indexed")
 }
 
 pub(crate) fn bad_unary(span: Span, op: UnOp, t: &Type) -> Diagnostic {
@@ -426,11 +323,8 @@ pub(crate) fn expected_int(span: Span, what: &str, t: &Type) -> Diagnostic {
 }
 
 pub(crate) fn loop_bounds(span: Span, a: &Type, b: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0215",
-        format!("loop bounds and step must have one type, i32 or i64, found {a} and {b}"),
-    )
-    .label(span, "here")
+    Diagnostic::error("E0215", format!("loop bounds and step must have one type, i32 or i64, found {a} and {b}"))
+        .label(span, "here")
 }
 
 pub(crate) fn bad_step(span: Span) -> Diagnostic {
@@ -438,31 +332,17 @@ pub(crate) fn bad_step(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn cannot_infer(span: Span, f: &str, p: &str) -> Diagnostic {
-    Diagnostic::error(
-        "E0216",
-        format!("cannot infer the generic parameter `{p}` of `{f}`"),
-    )
-    .label(span, "in this call")
-    .help("every generic parameter must appear in a parameter's type")
+    Diagnostic::error("E0216", format!("cannot infer the generic parameter `{p}` of `{f}`"))
+        .label(span, "in this call")
+        .help("every generic parameter must appear in a parameter's type")
 }
 
 pub(crate) fn cannot_infer_launch(kernel: &str, p: &str) -> Diagnostic {
-    Diagnostic::error(
-        "E0216",
-        format!("cannot infer the element type `{p}` of kernel `{kernel}` from its arguments"),
-    )
-    .help(format!(
-        "pass an array argument of type `{p}[...]`, or fix it with `--generic {p}=f32`"
-    ))
+    Diagnostic::error("E0216", format!("cannot infer the element type `{p}` of kernel `{kernel}` from its arguments"))
+        .help(format!("pass an array argument of type `{p}[...]`, or fix it with `--generic {p}=f32`"))
 }
 
-pub(crate) fn generic_dtype(
-    kernel: &str,
-    p: &str,
-    arg: &str,
-    dt: Scalar,
-    allowed: &[Scalar],
-) -> Diagnostic {
+pub(crate) fn generic_dtype(kernel: &str, p: &str, arg: &str, dt: Scalar, allowed: &[Scalar]) -> Diagnostic {
     let a: Vec<&str> = allowed.iter().map(|s| s.name()).collect();
     Diagnostic::error(
         "E0216",
@@ -474,16 +354,16 @@ pub(crate) fn generic_dtype(
     )
 }
 
-pub(crate) fn generic_conflict(
-    kernel: &str,
-    p: &str,
-    a1: &str,
-    s1: Scalar,
-    a2: &str,
-    s2: Scalar,
-) -> Diagnostic {
-    Diagnostic::error("E0216", format!("arguments `{a1}` ({}) and `{a2}` ({}) of kernel `{kernel}` give `{p}` two element types", s1.name(), s2.name()))
-        .help("convert the inputs to one dtype")
+pub(crate) fn generic_conflict(kernel: &str, p: &str, a1: &str, s1: Scalar, a2: &str, s2: Scalar) -> Diagnostic {
+    Diagnostic::error(
+        "E0216",
+        format!(
+            "arguments `{a1}` ({}) and `{a2}` ({}) of kernel `{kernel}` give `{p}` two element types",
+            s1.name(),
+            s2.name()
+        ),
+    )
+    .help("convert the inputs to one dtype")
 }
 
 pub(crate) fn early_return(span: Span) -> Diagnostic {
@@ -493,24 +373,16 @@ pub(crate) fn early_return(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn kernel_return_value(span: Span) -> Diagnostic {
-    Diagnostic::error("E0217", "a kernel cannot return a value")
-        .label(span, "write results to a `mut` array")
+    Diagnostic::error("E0217", "a kernel cannot return a value").label(span, "write results to a `mut` array")
 }
 
 pub(crate) fn tail_not_allowed(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0217",
-        "a block value is only allowed at the end of a `fn` body",
-    )
-    .label(span, "add `;` to make this a statement")
+    Diagnostic::error("E0217", "a block value is only allowed at the end of a `fn` body")
+        .label(span, "add `;` to make this a statement")
 }
 
 pub(crate) fn tile_rank(span: Span, n: usize) -> Diagnostic {
-    Diagnostic::error(
-        "E0218",
-        format!("tiles have rank 1 or 2, this has rank {n}"),
-    )
-    .label(span, "here")
+    Diagnostic::error("E0218", format!("tiles have rank 1 or 2, this has rank {n}")).label(span, "here")
 }
 
 pub(crate) fn tile_elem(span: Span) -> Diagnostic {
@@ -518,8 +390,7 @@ pub(crate) fn tile_elem(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn literal_range(span: Span, s: Scalar) -> Diagnostic {
-    Diagnostic::error("E0219", format!("literal out of range for {}", s.name()))
-        .label(span, "this literal")
+    Diagnostic::error("E0219", format!("literal out of range for {}", s.name())).label(span, "this literal")
 }
 
 pub(crate) fn no_value(span: Span) -> Diagnostic {
@@ -529,28 +400,14 @@ pub(crate) fn no_value(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn generic_kind(kernel: &str, p: &Ident, want_type: bool) -> Diagnostic {
-    let (what, example) = if want_type {
-        ("an element type", "f32")
-    } else {
-        ("an integer constant", "16")
-    };
-    Diagnostic::error(
-        "E0302",
-        format!(
-            "the generic parameter `{}` of kernel `{kernel}` takes {what}",
-            p.name
-        ),
-    )
-    .label(p.span, "declared here")
-    .help(format!("pass `--generic {}={example}`", p.name))
+    let (what, example) = if want_type { ("an element type", "f32") } else { ("an integer constant", "16") };
+    Diagnostic::error("E0302", format!("the generic parameter `{}` of kernel `{kernel}` takes {what}", p.name))
+        .label(p.span, "declared here")
+        .help(format!("pass `--generic {}={example}`", p.name))
 }
 
 pub(crate) fn array_not_here(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0221",
-        "array types are only allowed for kernel parameters",
-    )
-    .label(span, "here")
+    Diagnostic::error("E0221", "array types are only allowed for kernel parameters").label(span, "here")
 }
 
 pub(crate) fn recursion(span: Span, name: &str) -> Diagnostic {
@@ -564,16 +421,12 @@ pub(crate) fn const_div_zero(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn in_instance(span: Span, key: &str) -> Diagnostic {
-    Diagnostic::error("E0224", format!("errors in `{key}`, instantiated here"))
-        .label(span, "instantiated by this call")
+    Diagnostic::error("E0224", format!("errors in `{key}`, instantiated here")).label(span, "instantiated by this call")
 }
 
 pub(crate) fn return_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0225",
-        format!("the `fn` returns {got}, but its declared type is {want}"),
-    )
-    .label(span, "in this body")
+    Diagnostic::error("E0225", format!("the `fn` returns {got}, but its declared type is {want}"))
+        .label(span, "in this body")
 }
 
 pub(crate) fn missing_return(span: Span, want: &Type) -> Diagnostic {
@@ -583,37 +436,24 @@ pub(crate) fn missing_return(span: Span, want: &Type) -> Diagnostic {
 }
 
 pub(crate) fn unexpected_return(span: Span, got: &Type) -> Diagnostic {
-    Diagnostic::error(
-        "E0225",
-        format!("this `fn` declares no return type but returns {got}"),
-    )
-    .label(span, "in this body")
-    .help(format!("add `-> {got}`"))
+    Diagnostic::error("E0225", format!("this `fn` declares no return type but returns {got}"))
+        .label(span, "in this body")
+        .help(format!("add `-> {got}`"))
 }
 
 pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {
-    Diagnostic::error("E0301", format!("unknown bound `{}`", b.name))
-        .label(b.span, "bounds are `float` and `int`")
+    Diagnostic::error("E0301", format!("unknown bound `{}`", b.name)).label(b.span, "bounds are `float` and `int`")
 }
 
 pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {
     let n = &p.name;
-    Diagnostic::error(
-        "E0302",
-        format!("the const parameter `{n}` of kernel `{kernel}` has no value"),
-    )
-    .label(p.span, "no default value")
-    .help(format!(
-        "give it a default (`const {n}: i32 = 16`) or a value with `--generic {n}=16`"
-    ))
+    Diagnostic::error("E0302", format!("the const parameter `{n}` of kernel `{kernel}` has no value"))
+        .label(p.span, "no default value")
+        .help(format!("give it a default (`const {n}: i32 = 16`) or a value with `--generic {n}=16`"))
 }
 
 pub(crate) fn bad_array_dim(span: Span) -> Diagnostic {
-    Diagnostic::error(
-        "E0303",
-        "an array extent must be a literal, a constant or a shape variable",
-    )
-    .label(span, "here")
+    Diagnostic::error("E0303", "an array extent must be a literal, a constant or a shape variable").label(span, "here")
 }
 
 pub(crate) fn bad_array_rank(span: Span) -> Diagnostic {
@@ -627,6 +467,5 @@ pub(crate) fn bad_kernel_param(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn grid_rank(span: Span, n: usize) -> Diagnostic {
-    Diagnostic::error("E0305", format!("a grid has 1 to 3 extents, found {n}"))
-        .label(span, "in this kernel")
+    Diagnostic::error("E0305", format!("a grid has 1 to 3 extents, found {n}")).label(span, "in this kernel")
 }

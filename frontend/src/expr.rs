@@ -137,9 +137,7 @@ impl FnBuilder<'_, '_> {
                 };
                 match self.ty(v) {
                     Type::Scalar(from) if from == s => Ev::Val(v),
-                    Type::Scalar(_) => {
-                        Ev::Val(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), e.span))
-                    }
+                    Type::Scalar(_) => Ev::Val(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), e.span)),
                     t => {
                         self.error(errors::bad_cast(e.span, &t, s));
                         Ev::Err
@@ -164,15 +162,8 @@ impl FnBuilder<'_, '_> {
     }
 
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
-        let cmp = matches!(
-            op,
-            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
-        );
-        let expect = if cmp || matches!(op, BinOp::And | BinOp::Or) {
-            None
-        } else {
-            expect
-        };
+        let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+        let expect = if cmp || matches!(op, BinOp::And | BinOp::Or) { None } else { expect };
         // The non-literal operand is checked first so that a literal takes its element type.
         let (va, vb) = if is_literal(a) && !is_literal(b) {
             let vb = self.value(b, expect);
@@ -208,17 +199,8 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::expected_bool(e.span, &ta));
                     return Ev::Err;
                 }
-                let k = if op == BinOp::And {
-                    ir::BinOp::And
-                } else {
-                    ir::BinOp::Or
-                };
-                return Ev::Val(self.emit1(
-                    OpKind::Bin(k),
-                    vec![va, vb],
-                    Type::Scalar(Scalar::Bool),
-                    e.span,
-                ));
+                let k = if op == BinOp::And { ir::BinOp::And } else { ir::BinOp::Or };
+                return Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
             }
             let k = match op {
                 BinOp::Eq => ir::CmpOp::Eq,
@@ -228,12 +210,7 @@ impl FnBuilder<'_, '_> {
                 BinOp::Gt => ir::CmpOp::Gt,
                 _ => ir::CmpOp::Ge,
             };
-            return Ev::Val(self.emit1(
-                OpKind::Cmp(k),
-                vec![va, vb],
-                Type::Scalar(Scalar::Bool),
-                e.span,
-            ));
+            return Ev::Val(self.emit1(OpKind::Cmp(k), vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
         }
         if elem == Scalar::Bool {
             self.error(errors::bool_arith(e.span, op.symbol()));
@@ -242,14 +219,7 @@ impl FnBuilder<'_, '_> {
         let ty = match (&ta, &tb) {
             (Type::Tile { shape: sa, .. }, Type::Tile { shape: sb, .. }) => {
                 if sa != sb {
-                    self.error(errors::shape_mismatch(
-                        e.span,
-                        op.symbol(),
-                        &ta,
-                        a.span,
-                        &tb,
-                        b.span,
-                    ));
+                    self.error(errors::shape_mismatch(e.span, op.symbol(), &ta, a.span, &tb, b.span));
                     return Ev::Err;
                 }
                 ta.clone()
@@ -270,45 +240,19 @@ impl FnBuilder<'_, '_> {
 
     fn matmul(&mut self, va: Value, vb: Value, a: &Expr, b: &Expr, e: &Expr) -> Ev {
         let (ta, tb) = (self.ty(va), self.ty(vb));
-        let (
-            Type::Tile {
-                elem: ea,
-                shape: sa,
-            },
-            Type::Tile {
-                elem: eb,
-                shape: sb,
-            },
-        ) = (&ta, &tb)
-        else {
+        let (Type::Tile { elem: ea, shape: sa }, Type::Tile { elem: eb, shape: sb }) = (&ta, &tb) else {
             self.error(errors::matmul_operands(e.span, &ta, &tb));
             return Ev::Err;
         };
         if ea != eb {
-            self.error(errors::mismatch(
-                e.span,
-                BinOp::MatMul,
-                &ta,
-                a.span,
-                &tb,
-                b.span,
-            ));
+            self.error(errors::mismatch(e.span, BinOp::MatMul, &ta, a.span, &tb, b.span));
             return Ev::Err;
         }
         if sa.len() != 2 || sb.is_empty() || sa[1] != sb[0] {
             self.error(errors::matmul_inner(e.span, &ta, a.span, &tb, b.span));
             return Ev::Err;
         }
-        let shape = if sb.len() == 2 {
-            vec![sa[0], sb[1]]
-        } else {
-            vec![sa[0]]
-        };
-        Ev::Val(self.emit1(
-            OpKind::Matmul,
-            vec![va, vb],
-            Type::Tile { elem: *ea, shape },
-            e.span,
-        ))
+        let shape = if sb.len() == 2 { vec![sa[0], sb[1]] } else { vec![sa[0]] };
+        Ev::Val(self.emit1(OpKind::Matmul, vec![va, vb], Type::Tile { elem: *ea, shape }, e.span))
     }
 }

@@ -10,35 +10,21 @@ use tilec_grammar::ast::{Expr, FnItem, GenericParam, Ident, Stmt, TypeExpr};
 use tilec_midend::{Const, FuncKind, OpKind, Scalar, Type, Value};
 
 /// Binds generic parameters of `generics` that `te` mentions from the actual type `t`.
-fn unify(
-    te: &TypeExpr,
-    t: &Type,
-    generics: &[GenericParam],
-    out: &mut HashMap<String, GenericVal>,
-) {
-    let is_type_param = |n: &str| {
-        generics
-            .iter()
-            .any(|g| matches!(g, GenericParam::Type { name, .. } if name.name == n))
-    };
-    let is_const_param = |n: &str| {
-        generics
-            .iter()
-            .any(|g| matches!(g, GenericParam::Const { name, .. } if name.name == n))
-    };
+fn unify(te: &TypeExpr, t: &Type, generics: &[GenericParam], out: &mut HashMap<String, GenericVal>) {
+    let is_type_param =
+        |n: &str| generics.iter().any(|g| matches!(g, GenericParam::Type { name, .. } if name.name == n));
+    let is_const_param =
+        |n: &str| generics.iter().any(|g| matches!(g, GenericParam::Const { name, .. } if name.name == n));
     match (te, t) {
         (TypeExpr::Named(n), Type::Scalar(s)) if is_type_param(&n.name) => {
             out.entry(n.name.clone()).or_insert(GenericVal::Type(*s));
         }
-        (TypeExpr::Tile { elem, dims, .. }, Type::Tile { elem: e, shape })
-            if dims.len() == shape.len() =>
-        {
+        (TypeExpr::Tile { elem, dims, .. }, Type::Tile { elem: e, shape }) if dims.len() == shape.len() => {
             unify(elem, &Type::Scalar(*e), generics, out);
             for (d, &n) in dims.iter().zip(shape) {
                 if let tilec_grammar::ast::ExprKind::Name(id) = &d.kind {
                     if is_const_param(&id.name) {
-                        out.entry(id.name.clone())
-                            .or_insert(GenericVal::Const(Const::Int(n as i64, Scalar::I32)));
+                        out.entry(id.name.clone()).or_insert(GenericVal::Const(Const::Int(n as i64, Scalar::I32)));
                     }
                 }
             }
@@ -70,12 +56,7 @@ impl FnBuilder<'_, '_> {
         };
         let decl = item.item;
         if args.len() != decl.params.len() {
-            self.error(errors::arg_count(
-                e.span,
-                &f.name,
-                decl.params.len(),
-                args.len(),
-            ));
+            self.error(errors::arg_count(e.span, &f.name, decl.params.len(), args.len()));
             return Ev::Err;
         }
         let mut vals: Vec<Option<Value>> = vec![None; args.len()];
@@ -123,12 +104,7 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let func = &self.cx.module.funcs[idx as usize];
-        let ptys: Vec<Type> = func
-            .body
-            .params
-            .iter()
-            .map(|p| func.ty(*p).clone())
-            .collect();
+        let ptys: Vec<Type> = func.body.params.iter().map(|p| func.ty(*p).clone()).collect();
         let ret = func.ret.clone();
         for ((v, pt), a) in vals.iter().zip(&ptys).zip(args) {
             let at = self.ty(*v);
@@ -146,11 +122,7 @@ impl FnBuilder<'_, '_> {
 
     /// The IR function of an instance of `item`, built on first use.
     /// Checks a non-generic `fn` on its own (no call site).
-    pub(crate) fn instantiate_for_check(
-        &mut self,
-        item: From<'_, FnItem>,
-        call: &Expr,
-    ) -> Option<u32> {
+    pub(crate) fn instantiate_for_check(&mut self, item: From<'_, FnItem>, call: &Expr) -> Option<u32> {
         self.instantiate(item, HashMap::new(), call, false)
     }
 
@@ -173,14 +145,7 @@ impl FnBuilder<'_, '_> {
         self.cx.in_progress.push(key.clone());
         let errors_before = self.cx.diags.len();
         let source = item.source.map(str::to_string);
-        let mut b = FnBuilder::new(
-            &mut *self.cx,
-            key.clone(),
-            FuncKind::Fn,
-            BodyKind::Fn { ret: None },
-            g,
-            source,
-        );
+        let mut b = FnBuilder::new(&mut *self.cx, key.clone(), FuncKind::Fn, BodyKind::Fn { ret: None }, g, source);
         let mut params = Vec::new();
         let mut ok = true;
         for p in &decl.params {

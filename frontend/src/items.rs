@@ -33,11 +33,7 @@ impl<'s> Program<'s> {
     /// Collects the items of the main file and of the modules it imports (transitively).
     /// Reports unknown modules (E0105) and duplicate names (E0104).
     pub(crate) fn collect(sources: &'s Sources<'s>) -> (Program<'s>, Vec<Diagnostic>) {
-        let mut p = Program {
-            consts: HashMap::new(),
-            fns: HashMap::new(),
-            kernels: Vec::new(),
-        };
+        let mut p = Program { consts: HashMap::new(), fns: HashMap::new(), kernels: Vec::new() };
         let mut diags = Vec::new();
         let mut seen: Vec<Option<&'s str>> = vec![None];
         let mut queue: Vec<(Option<&'s str>, &'s File)> = vec![(None, sources.main)];
@@ -56,10 +52,7 @@ impl<'s> Program<'s> {
                                 }
                             }
                             None => {
-                                let mut d = errors::unknown_module(
-                                    m,
-                                    sources.modules.iter().map(|m| m.0.as_str()),
-                                );
+                                let mut d = errors::unknown_module(m, sources.modules.iter().map(|m| m.0.as_str()));
                                 d.source = source.map(str::to_string);
                                 diags.push(d);
                             }
@@ -67,15 +60,11 @@ impl<'s> Program<'s> {
                         continue;
                     }
                     Item::Const(c) => {
-                        p.consts
-                            .entry(c.name.name.clone())
-                            .or_insert(From { item: c, source });
+                        p.consts.entry(c.name.name.clone()).or_insert(From { item: c, source });
                         (&c.name.name, c.name.span)
                     }
                     Item::Fn(f) => {
-                        p.fns
-                            .entry(f.name.name.clone())
-                            .or_insert(From { item: f, source });
+                        p.fns.entry(f.name.name.clone()).or_insert(From { item: f, source });
                         (&f.name.name, f.name.span)
                     }
                     Item::Kernel(k) => {
@@ -111,17 +100,11 @@ impl<'s> Program<'s> {
 
     /// The kernel named `name`.
     pub(crate) fn kernel(&self, name: &str) -> Option<From<'s, KernelItem>> {
-        self.kernels
-            .iter()
-            .find(|k| k.item.name.name == name)
-            .copied()
+        self.kernels.iter().find(|k| k.item.name.name == name).copied()
     }
 
     /// Names of all kernels, in declaration order.
     pub fn kernel_names(&self) -> Vec<String> {
-        self.kernels
-            .iter()
-            .map(|k| k.item.name.name.clone())
-            .collect()
+        self.kernels.iter().map(|k| k.item.name.name.clone()).collect()
     }
 }

@@ -9,9 +9,7 @@ use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
 use tilec_grammar::diag::Diagnostic;
-use tilec_midend::{
-    Const, Dim, FuncKind, Kernel, KernelParam, Module, OpKind, ParamKind, Scalar, Type, Value,
-};
+use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Module, OpKind, ParamKind, Scalar, Type, Value};
 
 /// The element types a type parameter may take, from its bound.
 fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, ()> {
@@ -31,11 +29,7 @@ enum Choice {
 }
 
 /// Checks the generic parameters of a kernel: known bounds, constant defaults.
-fn kernel_params(
-    cx: &mut Checker<'_>,
-    k: &KernelItem,
-    source: Option<&str>,
-) -> Option<Vec<(String, Choice)>> {
+fn kernel_params(cx: &mut Checker<'_>, k: &KernelItem, source: Option<&str>) -> Option<Vec<(String, Choice)>> {
     let mut out = Vec::new();
     let mut ok = true;
     for g in &k.generics {
@@ -70,10 +64,7 @@ fn kernel_params(
 }
 
 /// Lowers the requested kernel instances of a program.
-pub(crate) fn lower_program(
-    program: &Program<'_>,
-    instances: &Instances,
-) -> (Module, Vec<Diagnostic>) {
+pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Module, Vec<Diagnostic>) {
     let mut cx = Checker {
         program,
         module: Module::default(),
@@ -100,13 +91,8 @@ pub(crate) fn lower_program(
                         (None, Choice::Types(ts)) => ts.into_iter().map(GenericArg::Type).collect(),
                         (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
                         (None, Choice::Const(None)) => {
-                            let ident = k
-                                .item
-                                .generics
-                                .iter()
-                                .map(|g| g.name())
-                                .find(|g| g.name == name)
-                                .expect("param");
+                            let ident =
+                                k.item.generics.iter().map(|g| g.name()).find(|g| g.name == name).expect("param");
                             let mut d = errors::const_param_value(&k.item.name.name, ident);
                             d.source = k.source.map(str::to_string);
                             cx.diags.push(d);
@@ -137,9 +123,7 @@ pub(crate) fn lower_program(
                     lower_kernel(&mut cx, k, generics);
                 }
             }
-            None => cx
-                .diags
-                .push(errors::no_kernel(kernel, &program.kernel_names())),
+            None => cx.diags.push(errors::no_kernel(kernel, &program.kernel_names())),
         },
     }
     (cx.module, cx.diags)
@@ -147,26 +131,13 @@ pub(crate) fn lower_program(
 
 /// Checks non-generic `fn`s that no kernel called, so that their errors are reported too.
 fn check_plain_fns(cx: &mut Checker<'_>) {
-    let mut fns: Vec<_> = cx
-        .program
-        .fns
-        .values()
-        .copied()
-        .filter(|f| f.item.generics.is_empty())
-        .collect();
+    let mut fns: Vec<_> = cx.program.fns.values().copied().filter(|f| f.item.generics.is_empty()).collect();
     fns.sort_by_key(|f| f.item.span.start);
     for f in fns {
         if cx.instances.contains_key(&f.item.name.name) {
             continue;
         }
-        let mut b = FnBuilder::new(
-            cx,
-            String::new(),
-            FuncKind::Fn,
-            BodyKind::Launch,
-            HashMap::new(),
-            None,
-        );
+        let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
         b.check_uncalled(f);
     }
 }
@@ -193,12 +164,7 @@ impl FnBuilder<'_, '_> {
         let mut ok = true;
         for p in &k.params {
             match &p.ty {
-                TypeExpr::Array {
-                    mutable,
-                    elem,
-                    dims,
-                    ..
-                } => {
+                TypeExpr::Array { mutable, elem, dims, .. } => {
                     let TypeExpr::Named(en) = &**elem else {
                         return None;
                     };
@@ -230,38 +196,16 @@ impl FnBuilder<'_, '_> {
                         ok = false;
                         continue;
                     }
-                    let v = self.f.new_value(Type::Array {
-                        elem: e,
-                        rank: dims.len() as u8,
-                        mutable: *mutable,
-                    });
-                    let fixed = ds
-                        .iter()
-                        .map(|d| {
-                            if let Dim::Fixed(n) = d {
-                                Some(*n)
-                            } else {
-                                None
-                            }
-                        })
-                        .collect();
+                    let v = self.f.new_value(Type::Array { elem: e, rank: dims.len() as u8, mutable: *mutable });
+                    let fixed = ds.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
                     self.declare(
                         &p.name.name,
-                        Binding::Array {
-                            value: v,
-                            mutable: *mutable,
-                            name: p.name.name.clone(),
-                            fixed,
-                        },
+                        Binding::Array { value: v, mutable: *mutable, name: p.name.name.clone(), fixed },
                     );
                     values.push(v);
                     kinds.push(KernelParam {
                         name: p.name.name.clone(),
-                        kind: ParamKind::Array {
-                            elem: e,
-                            dims: ds,
-                            mutable: *mutable,
-                        },
+                        kind: ParamKind::Array { elem: e, dims: ds, mutable: *mutable },
                     });
                 }
                 TypeExpr::Named(n) => {
@@ -272,10 +216,7 @@ impl FnBuilder<'_, '_> {
                     let v = self.f.new_value(Type::Scalar(s));
                     self.declare(&p.name.name, Binding::Var(v));
                     values.push(v);
-                    kinds.push(KernelParam {
-                        name: p.name.name.clone(),
-                        kind: ParamKind::Scalar(s),
-                    });
+                    kinds.push(KernelParam { name: p.name.name.clone(), kind: ParamKind::Scalar(s) });
                 }
                 other => {
                     self.error(errors::bad_kernel_param(other.span()));
@@ -292,12 +233,8 @@ impl FnBuilder<'_, '_> {
                 for (axis, d) in dims.iter().enumerate() {
                     if let Dim::Var(n) = d {
                         if self.lookup(n).is_none() {
-                            let dv = self.emit1(
-                                OpKind::Dim(axis as u8),
-                                vec![v],
-                                Type::Scalar(Scalar::I32),
-                                k.header_span,
-                            );
+                            let dv =
+                                self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
                             self.declare(n, Binding::Var(dv));
                         }
                     }
@@ -309,10 +246,8 @@ impl FnBuilder<'_, '_> {
 
     /// Checks a `fn` that nothing called.
     fn check_uncalled(&mut self, f: From<'_, tilec_grammar::ast::FnItem>) {
-        let call = tilec_grammar::ast::Expr {
-            kind: ExprKind::Call(f.item.name.clone(), vec![]),
-            span: f.item.name.span,
-        };
+        let call =
+            tilec_grammar::ast::Expr { kind: ExprKind::Call(f.item.name.clone(), vec![]), span: f.item.name.span };
         let _ = self.instantiate_for_check(f, &call);
     }
 }
@@ -330,19 +265,13 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
             (GenericParam::Type { .. }, GenericArg::Type(s)) => GenericVal::Type(*s),
             (GenericParam::Const { ty, .. }, GenericArg::Const(v)) => {
                 let s = match ty {
-                    TypeExpr::Named(t) => Scalar::from_name(&t.name)
-                        .filter(|s| s.is_int())
-                        .unwrap_or(Scalar::I32),
+                    TypeExpr::Named(t) => Scalar::from_name(&t.name).filter(|s| s.is_int()).unwrap_or(Scalar::I32),
                     _ => Scalar::I32,
                 };
                 GenericVal::Const(Const::Int(*v, s))
             }
             (p, _) => {
-                let mut d = errors::generic_kind(
-                    &item.name.name,
-                    p.name(),
-                    matches!(p, GenericParam::Type { .. }),
-                );
+                let mut d = errors::generic_kind(&item.name.name, p.name(), matches!(p, GenericParam::Type { .. }));
                 d.source = source.clone();
                 cx.diags.push(d);
                 return;
@@ -378,19 +307,14 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
         cx,
         sym.clone(),
         FuncKind::Kernel,
-        BodyKind::Kernel {
-            grid_rank: rank as u8,
-        },
+        BodyKind::Kernel { grid_rank: rank as u8 },
         generics.clone(),
         source.clone(),
     );
     let Some((params, kinds)) = b.kernel_params(item) else {
         return;
     };
-    let block = item
-        .block
-        .as_ref()
-        .and_then(|e| b.extent(e, "the `block` size"));
+    let block = item.block.as_ref().and_then(|e| b.extent(e, "the `block` size"));
     b.block(&item.body);
     b.emit(OpKind::Return, vec![], vec![], item.body.span);
     let body = b.finish(params);
@@ -399,40 +323,23 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
     }
 
     // The launch function: grid extents as i64 and the flop count as f64.
-    let mut b = FnBuilder::new(
-        cx,
-        format!("{sym}__launch"),
-        FuncKind::Launch,
-        BodyKind::Launch,
-        generics,
-        source,
-    );
+    let mut b = FnBuilder::new(cx, format!("{sym}__launch"), FuncKind::Launch, BodyKind::Launch, generics, source);
     let Some((params, _)) = b.kernel_params(item) else {
         return;
     };
     let mut outs = Vec::new();
     for e in &item.grid {
         if let Some(v) = b.int_value(e, "a grid extent") {
-            outs.push(b.emit1(
-                OpKind::Cast(Scalar::I64),
-                vec![v],
-                Type::Scalar(Scalar::I64),
-                e.span,
-            ));
+            outs.push(b.emit1(OpKind::Cast(Scalar::I64), vec![v], Type::Scalar(Scalar::I64), e.span));
         }
     }
     while outs.len() < 3 {
         outs.push(b.constant(Const::Int(1, Scalar::I64), item.header_span));
     }
     let flops = match &item.flops {
-        Some(e) => b.value(e, Some(Scalar::F64)).map(|v| {
-            b.emit1(
-                OpKind::Cast(Scalar::F64),
-                vec![v],
-                Type::Scalar(Scalar::F64),
-                e.span,
-            )
-        }),
+        Some(e) => b
+            .value(e, Some(Scalar::F64))
+            .map(|v| b.emit1(OpKind::Cast(Scalar::F64), vec![v], Type::Scalar(Scalar::F64), e.span)),
         None => Some(b.constant(Const::Float(f64::NAN, Scalar::F64), item.header_span)),
     };
     let Some(flops) = flops else { return };
@@ -483,11 +390,7 @@ pub(crate) fn infer_generics(
         }
         let (name, bound) = match g {
             GenericParam::Type { name, bound } => (name, bound),
-            GenericParam::Const {
-                name,
-                default: Some(e),
-                ..
-            } => {
+            GenericParam::Const { name, default: Some(e), .. } => {
                 // Defaults may name `const` items (whose values are literals or other items).
                 fn item(program: &Program<'_>, n: &str, depth: u32) -> Option<Const> {
                     let c = program.consts.get(n)?;
@@ -506,9 +409,7 @@ pub(crate) fn infer_generics(
                 }
                 return Err(errors::const_param_value(kernel, name));
             }
-            GenericParam::Const { name, .. } => {
-                return Err(errors::const_param_value(kernel, name))
-            }
+            GenericParam::Const { name, .. } => return Err(errors::const_param_value(kernel, name)),
         };
         let cands = candidates(bound.as_ref()).unwrap_or_default();
         let mut found: Option<(Scalar, &str)> = None;
@@ -526,24 +427,11 @@ pub(crate) fn infer_generics(
                 continue;
             };
             if !cands.contains(dt) {
-                return Err(errors::generic_dtype(
-                    kernel,
-                    &name.name,
-                    &p.name.name,
-                    *dt,
-                    &cands,
-                ));
+                return Err(errors::generic_dtype(kernel, &name.name, &p.name.name, *dt, &cands));
             }
             match found {
                 Some((s, other)) if s != *dt => {
-                    return Err(errors::generic_conflict(
-                        kernel,
-                        &name.name,
-                        other,
-                        s,
-                        &p.name.name,
-                        *dt,
-                    ));
+                    return Err(errors::generic_conflict(kernel, &name.name, other, s, &p.name.name, *dt));
                 }
                 _ => found = Some((*dt, &p.name.name)),
             }

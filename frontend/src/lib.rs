@@ -33,9 +33,7 @@ pub enum GenericArg {
 impl GenericArg {
     /// Parses `f32`, `f64`, ... as a type, an integer as a constant.
     pub fn parse(s: &str) -> Option<GenericArg> {
-        Scalar::from_name(s)
-            .map(GenericArg::Type)
-            .or_else(|| s.parse().ok().map(GenericArg::Const))
+        Scalar::from_name(s).map(GenericArg::Type).or_else(|| s.parse().ok().map(GenericArg::Const))
     }
 }
 
@@ -46,10 +44,7 @@ pub enum Instances {
     /// f64), unless `fixed` binds a parameter (`T=f32`).
     All { fixed: HashMap<String, GenericArg> },
     /// One kernel with its type parameters bound.
-    One {
-        kernel: String,
-        generics: HashMap<String, GenericArg>,
-    },
+    One { kernel: String, generics: HashMap<String, GenericArg> },
 }
 
 /// Parsed modules of a program: the main file and the sources of imported modules.

@@ -35,18 +35,11 @@ impl FnBuilder<'_, '_> {
         let x = self.f.new_value(Type::Scalar(elem));
         self.declare(MAP_ELEM, Binding::Var(x));
         self.push_ops();
-        let arg = Expr {
-            kind: ExprKind::Name(Ident {
-                name: MAP_ELEM.to_string(),
-                span: args[1].span,
-            }),
-            span: args[1].span,
-        };
+        let arg =
+            Expr { kind: ExprKind::Name(Ident { name: MAP_ELEM.to_string(), span: args[1].span }), span: args[1].span };
         let y = self.user_call(func, &[arg], e);
         let y = match y {
-            Ev::Val(y) if !self.ty(y).is_tile() && !matches!(self.ty(y), Type::Array { .. }) => {
-                Some(y)
-            }
+            Ev::Val(y) if !self.ty(y).is_tile() && !matches!(self.ty(y), Type::Array { .. }) => Some(y),
             Ev::Err => None,
             _ => {
                 self.error(errors::map_result(args[0].span));
@@ -61,14 +54,8 @@ impl FnBuilder<'_, '_> {
         let Some(y) = y else {
             return Ev::Err;
         };
-        let out = Type::Tile {
-            elem: self.ty(y).elem(),
-            shape,
-        };
-        let region = Region {
-            params: vec![x],
-            ops,
-        };
+        let out = Type::Tile { elem: self.ty(y).elem(), shape };
+        let region = Region { params: vec![x], ops };
         Ev::Val(self.emit_with_regions(OpKind::Map, vec![t], vec![out], vec![region], e.span)[0])
     }
 
@@ -81,12 +68,7 @@ impl FnBuilder<'_, '_> {
         let target = match &args[0].kind {
             ExprKind::Index(base, items) => match &base.kind {
                 ExprKind::Name(n) => match self.lookup(&n.name).cloned() {
-                    Some(Binding::Array {
-                        value,
-                        mutable,
-                        name,
-                        fixed,
-                    }) => Some((value, mutable, name, fixed, items)),
+                    Some(Binding::Array { value, mutable, name, fixed }) => Some((value, mutable, name, fixed, items)),
                     _ => None,
                 },
                 _ => None,
@@ -148,18 +130,11 @@ impl FnBuilder<'_, '_> {
             self.error(errors::tile_rank(*span, dims.len()));
             return Ev::Err;
         }
-        let shape: Option<Vec<u32>> = dims
-            .iter()
-            .map(|d| self.extent(d, "a shared array extent"))
-            .collect();
+        let shape: Option<Vec<u32>> = dims.iter().map(|d| self.extent(d, "a shared array extent")).collect();
         let (Some(elem), Some(shape)) = (elem, shape) else {
             return Ev::Err;
         };
-        let ty = Type::Array {
-            elem,
-            rank: shape.len() as u8,
-            mutable: true,
-        };
+        let ty = Type::Array { elem, rank: shape.len() as u8, mutable: true };
         let v = self.emit1(OpKind::AllocShared(shape.clone()), vec![], ty, e.span);
         self.shared_shapes.insert(v, shape);
         Ev::Val(v)
@@ -167,19 +142,7 @@ impl FnBuilder<'_, '_> {
 
     /// Binds `let name = shared<..>::zeros();` as an array that can be indexed and written.
     pub(crate) fn declare_shared(&mut self, name: &str, v: tilec_midend::Value, _span: Span) {
-        let fixed = self
-            .shared_shapes
-            .get(&v)
-            .map(|s| s.iter().map(|&d| Some(d as u64)).collect())
-            .unwrap_or_default();
-        self.declare(
-            name,
-            Binding::Array {
-                value: v,
-                mutable: true,
-                name: name.to_string(),
-                fixed,
-            },
-        );
+        let fixed = self.shared_shapes.get(&v).map(|s| s.iter().map(|&d| Some(d as u64)).collect()).unwrap_or_default();
+        self.declare(name, Binding::Array { value: v, mutable: true, name: name.to_string(), fixed });
     }
 }

@@ -28,9 +28,7 @@ fn same_expr(a: &Expr, b: &Expr) -> bool {
         (Binary(o, a1, a2), Binary(p, b1, b2)) => o == p && same_expr(a1, b1) && same_expr(a2, b2),
         (Unary(o, a1), Unary(p, b1)) => o == p && same_expr(a1, b1),
         (Call(f, xs), Call(g, ys)) => {
-            f.name == g.name
-                && xs.len() == ys.len()
-                && xs.iter().zip(ys).all(|(x, y)| same_expr(x, y))
+            f.name == g.name && xs.len() == ys.len() && xs.iter().zip(ys).all(|(x, y)| same_expr(x, y))
         }
         _ => false,
     }
@@ -42,23 +40,15 @@ impl FnBuilder<'_, '_> {
         let k = match (self.const_eval(lo), self.const_eval(hi)) {
             (Ok(a), Ok(b)) => Some(b.as_i64() - a.as_i64()),
             _ => match &hi.kind {
-                ExprKind::Binary(BinOp::Add, x, k) if same_expr(x, lo) => {
-                    self.const_eval(k).ok().map(|c| c.as_i64())
-                }
-                ExprKind::Binary(BinOp::Add, k, x) if same_expr(x, lo) => {
-                    self.const_eval(k).ok().map(|c| c.as_i64())
-                }
+                ExprKind::Binary(BinOp::Add, x, k) if same_expr(x, lo) => self.const_eval(k).ok().map(|c| c.as_i64()),
+                ExprKind::Binary(BinOp::Add, k, x) if same_expr(x, lo) => self.const_eval(k).ok().map(|c| c.as_i64()),
                 _ => None,
             },
         };
         match k {
             Some(k) if (1..=4096).contains(&k) => Some(k as u32),
             Some(k) => {
-                self.error(errors::bad_extent(
-                    lo.span.to(hi.span),
-                    "a slice extent",
-                    k as f64,
-                ));
+                self.error(errors::bad_extent(lo.span.to(hi.span), "a slice extent", k as f64));
                 None
             }
             None => {
@@ -74,12 +64,7 @@ impl FnBuilder<'_, '_> {
         if self.ty(v) == Type::Scalar(Scalar::I32) {
             Some(v)
         } else {
-            Some(self.emit1(
-                OpKind::Cast(Scalar::I32),
-                vec![v],
-                Type::Scalar(Scalar::I32),
-                e.span,
-            ))
+            Some(self.emit1(OpKind::Cast(Scalar::I32), vec![v], Type::Scalar(Scalar::I32), e.span))
         }
     }
 
@@ -144,17 +129,8 @@ impl FnBuilder<'_, '_> {
             self.error(errors::tile_rank(span, shape.len()));
             return None;
         }
-        let ty = if shape.is_empty() {
-            Type::Scalar(elem)
-        } else {
-            Type::Tile { elem, shape }
-        };
-        Some(Access {
-            array,
-            kinds,
-            indices,
-            ty,
-        })
+        let ty = if shape.is_empty() { Type::Scalar(elem) } else { Type::Tile { elem, shape } };
+        Some(Access { array, kinds, indices, ty })
     }
 
     /// Element indices `t[i, j]` of a tile: one `At` index per dimension.
@@ -270,8 +246,7 @@ impl FnBuilder<'_, '_> {
                 }
             }
             (Some(Binding::Var(old)), Some(items))
-                if self.ty(old).is_tile()
-                    && items.iter().all(|i| matches!(i, IndexItem::Full(_))) =>
+                if self.ty(old).is_tile() && items.iter().all(|i| matches!(i, IndexItem::Full(_))) =>
             {
                 let t = self.ty(old);
                 let Type::Tile { shape, .. } = &t else { return };
@@ -283,12 +258,8 @@ impl FnBuilder<'_, '_> {
                 if op == AssignOp::Set {
                     if let ExprKind::Index(b, its) = &value.kind {
                         if let ExprKind::Name(an) = &b.kind {
-                            if let Some(Binding::Array {
-                                value: arr, fixed, ..
-                            }) = self.lookup(&an.name).cloned()
-                            {
-                                let Some(acc) = self.array_access(arr, &fixed, its, value.span)
-                                else {
+                            if let Some(Binding::Array { value: arr, fixed, .. }) = self.lookup(&an.name).cloned() {
+                                let Some(acc) = self.array_access(arr, &fixed, its, value.span) else {
                                     return;
                                 };
                                 if acc.ty != t {
@@ -315,12 +286,7 @@ impl FnBuilder<'_, '_> {
                 let elem = self.ty(t).elem();
                 let mut args = vec![t];
                 args.extend(idx.iter().copied());
-                let old = self.emit1(
-                    OpKind::Extract,
-                    args.clone(),
-                    Type::Scalar(elem),
-                    target.span,
-                );
+                let old = self.emit1(OpKind::Extract, args.clone(), Type::Scalar(elem), target.span);
                 let Some(v) = self.combine(op, old, value, span) else {
                     return;
                 };
@@ -329,15 +295,7 @@ impl FnBuilder<'_, '_> {
                 let nt = self.emit1(OpKind::Insert, args, tt, span);
                 self.set_var(&name.name, nt);
             }
-            (
-                Some(Binding::Array {
-                    value: arr,
-                    mutable,
-                    fixed,
-                    name: aname,
-                }),
-                Some(items),
-            ) => {
+            (Some(Binding::Array { value: arr, mutable, fixed, name: aname }), Some(items)) => {
                 if !mutable {
                     self.error(errors::read_only(target.span, &aname));
                     self.check_rhs(value);
@@ -364,12 +322,7 @@ impl FnBuilder<'_, '_> {
                     }
                     v
                 } else {
-                    let old = self.emit1(
-                        OpKind::Load(acc.kinds.clone()),
-                        args.clone(),
-                        acc.ty.clone(),
-                        target.span,
-                    );
+                    let old = self.emit1(OpKind::Load(acc.kinds.clone()), args.clone(), acc.ty.clone(), target.span);
                     let Some(v) = self.combine(op, old, value, span) else {
                         return;
                     };
@@ -390,9 +343,7 @@ impl FnBuilder<'_, '_> {
             (None, _) => {
                 self.check_rhs(value);
                 let cands = self.names_in_scope();
-                if self.generics.contains_key(&name.name)
-                    || self.cx.program.consts.contains_key(&name.name)
-                {
+                if self.generics.contains_key(&name.name) || self.cx.program.consts.contains_key(&name.name) {
                     self.error(errors::assign_const(target.span, &name.name));
                 } else {
                     self.error(errors::unknown_name(name, &cands));

@@ -15,17 +15,12 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
     fn expr(e: &Expr, out: &mut Vec<String>) {
         match &e.kind {
             ExprKind::Method(recv, m, args) => {
-                let solve = m.name == "solve_triangular_"
-                    || tilec_midend::Trsm::from_name(&m.name).is_some();
+                let solve = m.name == "solve_triangular_" || tilec_midend::Trsm::from_name(&m.name).is_some();
                 if let (ExprKind::Name(n), false) = (&recv.kind, solve) {
                     out.push(n.name.clone());
                 }
                 if solve {
-                    if let Some(Expr {
-                        kind: ExprKind::Name(n),
-                        ..
-                    }) = args.first()
-                    {
+                    if let Some(Expr { kind: ExprKind::Name(n), .. }) = args.first() {
                         out.push(n.name.clone());
                     }
                 }
@@ -37,9 +32,7 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
                 expr(b, out);
             }
             ExprKind::Unary(_, a) | ExprKind::Cast(a, _) => expr(a, out),
-            ExprKind::Call(_, args) | ExprKind::TypeCall(_, _, args) => {
-                args.iter().for_each(|a| expr(a, out))
-            }
+            ExprKind::Call(_, args) | ExprKind::TypeCall(_, _, args) => args.iter().for_each(|a| expr(a, out)),
             ExprKind::Index(base, items) => {
                 expr(base, out);
                 for i in items {
@@ -122,9 +115,7 @@ impl FnBuilder<'_, '_> {
             return;
         }
         match s {
-            Stmt::Let {
-                name, ty, value, ..
-            } => {
+            Stmt::Let { name, ty, value, .. } => {
                 let want = match ty {
                     Some(t) => self.value_type(t),
                     None => None,
@@ -144,25 +135,13 @@ impl FnBuilder<'_, '_> {
                     None => self.declare(&name.name, Binding::Poisoned),
                 }
             }
-            Stmt::Assign {
-                target,
-                op,
-                value,
-                span,
-            } => self.assign(target, *op, value, *span),
+            Stmt::Assign { target, op, value, span } => self.assign(target, *op, value, *span),
             Stmt::Expr(e) => {
                 if let Ev::Val(_) = self.expr(e, None) {
                     // A value computed and dropped is allowed (it may be a user fn call).
                 }
             }
-            Stmt::For {
-                var,
-                lo,
-                hi,
-                step,
-                body,
-                span,
-            } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
+            Stmt::For { var, lo, hi, step, body, span } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
             Stmt::While { cond, body, span } => self.while_loop(cond, body, *span),
             Stmt::If(i) => self.if_stmt(i),
             Stmt::Return { value, span } => self.ret(value.as_ref(), *span, last_in_fn),
@@ -349,19 +328,11 @@ impl FnBuilder<'_, '_> {
         if let Some(e) = &s.els {
             else_block = match &**e {
                 ElseBranch::Block(b) => b.clone(),
-                ElseBranch::If(i) => Block {
-                    stmts: vec![Stmt::If(i.clone())],
-                    tail: None,
-                    span: i.span,
-                },
+                ElseBranch::If(i) => Block { stmts: vec![Stmt::If(i.clone())], tail: None, span: i.span },
             };
             blocks.push(&else_block);
         } else {
-            else_block = Block {
-                stmts: vec![],
-                tail: None,
-                span: s.span,
-            };
+            else_block = Block { stmts: vec![], tail: None, span: s.span };
         }
         let carried = self.carried(&blocks);
         let mut regions = Vec::new();

@@ -7,7 +7,7 @@ use tilec_midend::{Scalar, Type};
 
 /// Most elements of one register tile (register tiles live in registers on GPUs and in the
 /// stack frame on CPUs).
-const MAX_TILE_ELEMS: u64 = 16384;
+pub(crate) const MAX_TILE_ELEMS: u64 = 16384;
 
 impl FnBuilder<'_, '_> {
     /// Resolves a scalar type name (`f32`, or a type parameter bound to one).

@@ -109,24 +109,11 @@ pub enum TypeExpr {
     /// `f32`, `T`, ...
     Named(Ident),
     /// `[mut] T[d0, d1, ...]`: a global array parameter.
-    Array {
-        mutable: bool,
-        elem: Box<TypeExpr>,
-        dims: Vec<Expr>,
-        span: Span,
-    },
+    Array { mutable: bool, elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `tile<T, R[, C]>`
-    Tile {
-        elem: Box<TypeExpr>,
-        dims: Vec<Expr>,
-        span: Span,
-    },
+    Tile { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `shared<T, R[, C]>`
-    Shared {
-        elem: Box<TypeExpr>,
-        dims: Vec<Expr>,
-        span: Span,
-    },
+    Shared { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// A type the parser could not read.
     Error(Span),
 }
@@ -306,8 +293,5 @@ pub enum ExprKind {
 
 /// Builds a binary expression spanning `l..r` (used by the grammar).
 pub fn bin(op: BinOp, a: Expr, b: Expr, l: usize, r: usize) -> Expr {
-    Expr {
-        kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
-        span: Span::new(l, r),
-    }
+    Expr { kind: ExprKind::Binary(op, Box::new(a), Box::new(b)), span: Span::new(l, r) }
 }

@@ -48,10 +48,7 @@ impl Diagnostic {
 
     /// Adds a labelled span.
     pub fn label(mut self, span: Span, text: impl Into<String>) -> Diagnostic {
-        self.labels.push(Label {
-            span,
-            text: text.into(),
-        });
+        self.labels.push(Label { span, text: text.into() });
         self
     }
 
@@ -92,11 +89,7 @@ impl Diagnostic {
             (file_name, a..b)
         };
         let mut report = Report::build(kind, clamp(self.labels[0].span))
-            .with_config(
-                Config::default()
-                    .with_color(color)
-                    .with_index_type(ariadne::IndexType::Byte),
-            )
+            .with_config(Config::default().with_color(color).with_index_type(ariadne::IndexType::Byte))
             .with_code(self.code)
             .with_message(&self.message);
         for l in &self.labels {
@@ -109,9 +102,7 @@ impl Diagnostic {
             report = report.with_help(h);
         }
         let mut out = Vec::new();
-        let _ = report
-            .finish()
-            .write((file_name, Source::from(src)), &mut out);
+        let _ = report.finish().write((file_name, Source::from(src)), &mut out);
         String::from_utf8_lossy(&out).into_owned()
     }
 }

@@ -139,10 +139,7 @@ pub enum Tok {
 }
 
 fn parse_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexError> {
-    lex.slice()
-        .replace('_', "")
-        .parse::<f64>()
-        .map_err(|_| LexError::BadNumber)
+    lex.slice().replace('_', "").parse::<f64>().map_err(|_| LexError::BadNumber)
 }
 
 impl fmt::Display for Tok {

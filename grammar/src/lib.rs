@@ -27,10 +27,8 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
     for (s, e, err) in &lexed.errors {
         let span = Span::new(*s, *e);
         diags.push(match err {
-            LexError::BadChar => {
-                Diagnostic::error("E0001", format!("unexpected character `{}`", &src[*s..*e]))
-                    .label(span, "no token starts with this character")
-            }
+            LexError::BadChar => Diagnostic::error("E0001", format!("unexpected character `{}`", &src[*s..*e]))
+                .label(span, "no token starts with this character"),
             LexError::BadNumber => Diagnostic::error("E0001", "number literal out of range")
                 .label(span, "this literal does not fit in 64 bits"),
         });
@@ -65,28 +63,20 @@ fn expected_list(expected: &[String]) -> String {
 
 fn parse_error(e: ParseError<usize, Tok, LexError>, len: usize) -> Diagnostic {
     match e {
-        ParseError::InvalidToken { location } => Diagnostic::error("E0001", "invalid token").label(
-            Span::new(location, location + 1),
-            "this does not start a token",
-        ),
-        ParseError::UnrecognizedEof { location, expected } => {
-            Diagnostic::error("E0002", "unexpected end of file")
-                .label(Span::new(location.min(len), len), "the file ends here")
+        ParseError::InvalidToken { location } => Diagnostic::error("E0001", "invalid token")
+            .label(Span::new(location, location + 1), "this does not start a token"),
+        ParseError::UnrecognizedEof { location, expected } => Diagnostic::error("E0002", "unexpected end of file")
+            .label(Span::new(location.min(len), len), "the file ends here")
+            .help(format!("expected {}", expected_list(&expected))),
+        ParseError::UnrecognizedToken { token: (s, t, e), expected } => {
+            Diagnostic::error("E0003", format!("unexpected {t}"))
+                .label(Span::new(s, e), "not expected here")
                 .help(format!("expected {}", expected_list(&expected)))
         }
-        ParseError::UnrecognizedToken {
-            token: (s, t, e),
-            expected,
-        } => Diagnostic::error("E0003", format!("unexpected {t}"))
-            .label(Span::new(s, e), "not expected here")
-            .help(format!("expected {}", expected_list(&expected))),
         ParseError::ExtraToken { token: (s, t, e) } => {
-            Diagnostic::error("E0003", format!("unexpected {t}"))
-                .label(Span::new(s, e), "extra token")
+            Diagnostic::error("E0003", format!("unexpected {t}")).label(Span::new(s, e), "extra token")
         }
-        ParseError::User { error } => {
-            Diagnostic::error("E0001", format!("lexical error: {error:?}"))
-        }
+        ParseError::User { error } => Diagnostic::error("E0001", format!("lexical error: {error:?}")),
     }
 }
 
@@ -107,11 +97,8 @@ fn attach_docs(file: &mut File, docs: &[(usize, usize, String)]) {
                 continue;
             }
         };
-        let lines: Vec<&str> = docs
-            .iter()
-            .filter(|(s, _, _)| *s >= prev_end && *s < start as usize)
-            .map(|(_, _, t)| t.as_str())
-            .collect();
+        let lines: Vec<&str> =
+            docs.iter().filter(|(s, _, _)| *s >= prev_end && *s < start as usize).map(|(_, _, t)| t.as_str()).collect();
         if !lines.is_empty() {
             *slot = Some(lines.join("\n"));
         }

@@ -65,30 +65,16 @@ pub fn eval_launch(f: &Function, args: &[LaunchArg]) -> Result<LaunchValues, Eva
     }
     let params = f.params();
     if params.len() != args.len() {
-        return err(format!(
-            "launch function `{}` takes {} arguments, {} given",
-            f.name,
-            params.len(),
-            args.len()
-        ));
+        return err(format!("launch function `{}` takes {} arguments, {} given", f.name, params.len(), args.len()));
     }
-    let mut ev = Evaluator {
-        f,
-        vals: vec![None; f.values.len()],
-    };
+    let mut ev = Evaluator { f, vals: vec![None; f.values.len()] };
     for (i, (&p, a)) in params.iter().zip(args).enumerate() {
         let v = match (value_type(f, p)?, a) {
-            (Type::Array { rank, .. }, LaunchArg::Array { dims })
-                if *rank as usize == dims.len() =>
-            {
+            (Type::Array { rank, .. }, LaunchArg::Array { dims }) if *rank as usize == dims.len() => {
                 Val::Array(dims.clone())
             }
             (Type::Scalar(s), LaunchArg::Scalar(c)) if *s == c.ty() => Val::Scalar(*c),
-            (ty, a) => {
-                return err(format!(
-                    "launch argument {i} ({a:?}) does not match parameter type {ty}"
-                ))
-            }
+            (ty, a) => return err(format!("launch argument {i} ({a:?}) does not match parameter type {ty}")),
         };
         ev.set(p, v)?;
     }
@@ -102,10 +88,7 @@ pub fn eval_launch(f: &Function, args: &[LaunchArg]) -> Result<LaunchValues, Eva
 /// Converts the returned `[g0, g1, g2, flops]` into [`LaunchValues`].
 fn finish(vals: &[Const]) -> Result<LaunchValues, EvalError> {
     let [g0, g1, g2, flops] = vals else {
-        return err(format!(
-            "launch function returns {} values, expected 4",
-            vals.len()
-        ));
+        return err(format!("launch function returns {} values, expected 4", vals.len()));
     };
     let mut grid = [0i64; 3];
     for (slot, g) in grid.iter_mut().zip([g0, g1, g2]) {
@@ -141,10 +124,7 @@ impl Evaluator<'_> {
                 *slot = Some(val);
                 Ok(())
             }
-            None => err(format!(
-                "value %{} is not in the function's value table",
-                v.0
-            )),
+            None => err(format!("value %{} is not in the function's value table", v.0)),
         }
     }
 
@@ -191,10 +171,7 @@ impl Evaluator<'_> {
         };
         match value_type(self.f, r)? {
             Type::Scalar(s) => Ok((r, *s)),
-            ty => err(format!(
-                "{:?} has result type {ty}, expected a scalar",
-                op.kind
-            )),
+            ty => err(format!("{:?} has result type {ty}, expected a scalar", op.kind)),
         }
     }
 
@@ -233,9 +210,7 @@ impl Evaluator<'_> {
         };
         match i32::try_from(d) {
             Ok(d) => Ok(Const::Int(d as i64, Scalar::I32)),
-            Err(_) => err(format!(
-                "array extent {d} along axis {axis} does not fit in i32"
-            )),
+            Err(_) => err(format!("array extent {d} along axis {axis} does not fit in i32")),
         }
     }
 
@@ -254,11 +229,7 @@ impl Evaluator<'_> {
             Flow::End => return err("if region does not end in `yield`"),
         };
         if ys.len() != op.results.len() {
-            return err(format!(
-                "if region yields {} values for {} results",
-                ys.len(),
-                op.results.len()
-            ));
+            return err(format!("if region yields {} values for {} results", ys.len(), op.results.len()));
         }
         for (&r, y) in op.results.iter().zip(ys) {
             self.set(r, Val::Scalar(y))?;
@@ -270,10 +241,7 @@ impl Evaluator<'_> {
 fn value_type(f: &Function, v: Value) -> Result<&Type, EvalError> {
     match f.values.get(v.0 as usize) {
         Some(d) => Ok(&d.ty),
-        None => err(format!(
-            "value %{} is not in the function's value table",
-            v.0
-        )),
+        None => err(format!("value %{} is not in the function's value table", v.0)),
     }
 }
 
@@ -311,9 +279,7 @@ fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
             let (x, y) = (ty.wrap(a.as_i64()), ty.wrap(b.as_i64()));
             if matches!(op, Div | Rem) && y == 0 {
                 let what = if op == Div { "division" } else { "remainder" };
-                return err(format!(
-                    "integer {what} by zero in launch function ({x} / 0)"
-                ));
+                return err(format!("integer {what} by zero in launch function ({x} / 0)"));
             }
             let v = match op {
                 Add => x.wrapping_add(y),
@@ -414,17 +380,11 @@ pub(crate) fn cast(a: Const, to: Scalar) -> Const {
 /// `a * b + c` with result type `ty`: one rounding for floats, wrapping for integers.
 pub(crate) fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
     match ty {
-        Scalar::F32 => Const::Float(
-            (a.as_f64() as f32).mul_add(b.as_f64() as f32, c.as_f64() as f32) as f64,
-            ty,
-        ),
+        Scalar::F32 => Const::Float((a.as_f64() as f32).mul_add(b.as_f64() as f32, c.as_f64() as f32) as f64, ty),
         Scalar::F64 => Const::Float(a.as_f64().mul_add(b.as_f64(), c.as_f64()), ty),
         Scalar::Bool => Const::Bool((as_bool(a) && as_bool(b)) || as_bool(c)),
         _ => {
-            let v = ty
-                .wrap(a.as_i64())
-                .wrapping_mul(ty.wrap(b.as_i64()))
-                .wrapping_add(ty.wrap(c.as_i64()));
+            let v = ty.wrap(a.as_i64()).wrapping_mul(ty.wrap(b.as_i64())).wrapping_add(ty.wrap(c.as_i64()));
             Const::Int(ty.wrap(v), ty)
         }
     }
@@ -455,18 +415,9 @@ mod tests {
         }
 
         fn push(&mut self, kind: OpKind, args: &[Value], ty: Option<Scalar>) -> Value {
-            let results: Vec<Value> = ty
-                .map(|s| self.f.new_value(Type::Scalar(s)))
-                .into_iter()
-                .collect();
+            let results: Vec<Value> = ty.map(|s| self.f.new_value(Type::Scalar(s))).into_iter().collect();
             let r = results.first().copied().unwrap_or(Value(u32::MAX));
-            self.f.body.ops.push(Op {
-                kind,
-                args: args.to_vec(),
-                results,
-                regions: vec![],
-                loc: Loc::default(),
-            });
+            self.f.body.ops.push(Op { kind, args: args.to_vec(), results, regions: vec![], loc: Loc::default() });
             r
         }
 
@@ -489,11 +440,7 @@ mod tests {
     }
 
     fn arr(rank: u8) -> Type {
-        Type::Array {
-            elem: Scalar::F32,
-            rank,
-            mutable: true,
-        }
+        Type::Array { elem: Scalar::F32, rank, mutable: true }
     }
 
     /// grid(cdiv(N, 16)) for an array `[B, N]`, with flops = 2.0 * B as f64.
@@ -514,13 +461,7 @@ mod tests {
         let fl = b.push(OpKind::Bin(BinOp::Mul), &[two, bf], Some(Scalar::F64));
         let f = b.ret([g0, one, one], fl);
         let v = eval_launch(&f, &[LaunchArg::Array { dims: vec![7, 92] }]).unwrap();
-        assert_eq!(
-            v,
-            LaunchValues {
-                grid: [6, 1, 1],
-                flops: Some(14.0)
-            }
-        );
+        assert_eq!(v, LaunchValues { grid: [6, 1, 1], flops: Some(14.0) });
     }
 
     #[test]
@@ -531,13 +472,7 @@ mod tests {
         let nan = b.nan();
         let f = b.ret([n, one, one], nan);
         let v = eval_launch(&f, &[LaunchArg::Scalar(Const::Int(5, Scalar::I64))]).unwrap();
-        assert_eq!(
-            v,
-            LaunchValues {
-                grid: [5, 1, 1],
-                flops: None
-            }
-        );
+        assert_eq!(v, LaunchValues { grid: [5, 1, 1], flops: None });
     }
 
     fn eval_i32_bin(op: BinOp, x: i64, y: i64, ty: Scalar) -> Result<i64, EvalError> {
@@ -554,25 +489,13 @@ mod tests {
 
     #[test]
     fn integer_ops_wrap() {
-        assert_eq!(
-            eval_i32_bin(BinOp::Add, i32::MAX as i64, 1, Scalar::I32).unwrap(),
-            i32::MIN as i64
-        );
-        assert_eq!(
-            eval_i32_bin(BinOp::Div, i32::MIN as i64, -1, Scalar::I32).unwrap(),
-            i32::MIN as i64
-        );
-        assert_eq!(
-            eval_i32_bin(BinOp::Sub, 0, 1, Scalar::U32).unwrap(),
-            u32::MAX as i64
-        );
+        assert_eq!(eval_i32_bin(BinOp::Add, i32::MAX as i64, 1, Scalar::I32).unwrap(), i32::MIN as i64);
+        assert_eq!(eval_i32_bin(BinOp::Div, i32::MIN as i64, -1, Scalar::I32).unwrap(), i32::MIN as i64);
+        assert_eq!(eval_i32_bin(BinOp::Sub, 0, 1, Scalar::U32).unwrap(), u32::MAX as i64);
         assert_eq!(eval_i32_bin(BinOp::Rem, -7, 3, Scalar::I32).unwrap(), -1);
         assert_eq!(eval_i32_bin(BinOp::Min, -7, 3, Scalar::I32).unwrap(), -7);
         assert_eq!(eval_i32_bin(BinOp::Max, -7, 3, Scalar::I64).unwrap(), 3);
-        assert_eq!(
-            eval_i32_bin(BinOp::Mul, 1 << 40, 1 << 30, Scalar::I64).unwrap(),
-            0
-        );
+        assert_eq!(eval_i32_bin(BinOp::Mul, 1 << 40, 1 << 30, Scalar::I64).unwrap(), 0);
     }
 
     #[test]
@@ -620,26 +543,13 @@ mod tests {
             kind: OpKind::If,
             args: vec![cond],
             results: vec![r],
-            regions: vec![
-                Region {
-                    params: vec![],
-                    ops: then_ops,
-                },
-                Region {
-                    params: vec![],
-                    ops: else_ops,
-                },
-            ],
+            regions: vec![Region { params: vec![], ops: then_ops }, Region { params: vec![], ops: else_ops }],
             loc: Loc::default(),
         });
         let one = b.i64(1);
         let nan = b.nan();
         let f = b.ret([r, one, one], nan);
-        let run = |v: i64| {
-            eval_launch(&f, &[LaunchArg::Scalar(Const::Int(v, Scalar::I64))])
-                .unwrap()
-                .grid[0]
-        };
+        let run = |v: i64| eval_launch(&f, &[LaunchArg::Scalar(Const::Int(v, Scalar::I64))]).unwrap().grid[0];
         assert_eq!(run(20), 41);
         assert_eq!(run(3), 100);
         assert_eq!(run(4), 200);
@@ -653,40 +563,18 @@ mod tests {
         let nan = b.nan();
         let f = b.ret([g, one, one], nan);
         let e = eval_launch(&f, &[]).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("unsupported op in launch function"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("unsupported op in launch function"), "{e}");
         let e = eval_launch(&f, &[LaunchArg::Array { dims: vec![] }]).unwrap_err();
         assert!(e.to_string().contains("takes 0 arguments"), "{e}");
     }
 
     #[test]
     fn casts() {
-        assert_eq!(
-            cast(Const::Int(-1, Scalar::I32), Scalar::U32),
-            Const::Int(u32::MAX as i64, Scalar::U32)
-        );
-        assert_eq!(
-            cast(Const::Int(1 << 32, Scalar::I64), Scalar::I32),
-            Const::Int(0, Scalar::I32)
-        );
-        assert_eq!(
-            cast(Const::Float(-2.7, Scalar::F64), Scalar::I32),
-            Const::Int(-2, Scalar::I32)
-        );
-        assert_eq!(
-            cast(Const::Float(f64::NAN, Scalar::F64), Scalar::I64),
-            Const::Int(0, Scalar::I64)
-        );
-        assert_eq!(
-            cast(Const::Int(3, Scalar::I32), Scalar::Bool),
-            Const::Bool(true)
-        );
-        assert_eq!(
-            cast(Const::Bool(true), Scalar::F32),
-            Const::Float(1.0, Scalar::F32)
-        );
+        assert_eq!(cast(Const::Int(-1, Scalar::I32), Scalar::U32), Const::Int(u32::MAX as i64, Scalar::U32));
+        assert_eq!(cast(Const::Int(1 << 32, Scalar::I64), Scalar::I32), Const::Int(0, Scalar::I32));
+        assert_eq!(cast(Const::Float(-2.7, Scalar::F64), Scalar::I32), Const::Int(-2, Scalar::I32));
+        assert_eq!(cast(Const::Float(f64::NAN, Scalar::F64), Scalar::I64), Const::Int(0, Scalar::I64));
+        assert_eq!(cast(Const::Int(3, Scalar::I32), Scalar::Bool), Const::Bool(true));
+        assert_eq!(cast(Const::Bool(true), Scalar::F32), Const::Float(1.0, Scalar::F32));
     }
 }

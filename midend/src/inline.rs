@@ -5,12 +5,7 @@ use crate::ir::*;
 use std::collections::HashMap;
 
 /// Copies `r` into `dst`'s value arena, renaming values through `map`.
-fn clone_region(
-    src: &Function,
-    dst: &mut Function,
-    r: &Region,
-    map: &mut HashMap<Value, Value>,
-) -> Region {
+fn clone_region(src: &Function, dst: &mut Function, r: &Region, map: &mut HashMap<Value, Value>) -> Region {
     let fresh = |v: Value, dst: &mut Function, map: &mut HashMap<Value, Value>| {
         let n = dst.new_value(src.ty(v).clone());
         map.insert(v, n);
@@ -20,30 +15,15 @@ fn clone_region(
     let mut ops = Vec::new();
     for op in &r.ops {
         let args = op.args.iter().map(|a| *map.get(a).unwrap_or(a)).collect();
-        let regions = op
-            .regions
-            .iter()
-            .map(|rr| clone_region(src, dst, rr, map))
-            .collect();
+        let regions = op.regions.iter().map(|rr| clone_region(src, dst, rr, map)).collect();
         let results = op.results.iter().map(|v| fresh(*v, dst, map)).collect();
-        ops.push(Op {
-            kind: op.kind.clone(),
-            args,
-            results,
-            regions,
-            loc: op.loc,
-        });
+        ops.push(Op { kind: op.kind.clone(), args, results, regions, loc: op.loc });
     }
     Region { params, ops }
 }
 
 /// Inlines calls in `r`; returns substitutions (call result -> returned value).
-fn inline_region(
-    funcs: &[Function],
-    f: &mut Function,
-    r: &mut Region,
-    subst: &mut HashMap<Value, Value>,
-) {
+fn inline_region(funcs: &[Function], f: &mut Function, r: &mut Region, subst: &mut HashMap<Value, Value>) {
     let old = std::mem::take(&mut r.ops);
     for mut op in old {
         for reg in &mut op.regions {
@@ -58,10 +38,7 @@ fn inline_region(
         for (p, a) in callee.body.params.iter().zip(&op.args) {
             map.insert(*p, *a);
         }
-        let body = Region {
-            params: Vec::new(),
-            ops: callee.body.ops.clone(),
-        };
+        let body = Region { params: Vec::new(), ops: callee.body.ops.clone() };
         let mut copied = clone_region(callee, f, &body, &mut map);
         if let Some(ret) = copied.ops.pop() {
             debug_assert_eq!(ret.kind, OpKind::Return);

@@ -220,12 +220,7 @@ pub struct Trsm {
 
 impl Trsm {
     /// Quadrants' `L.solve_triangular_(B)`: `X L^T = B` with `L` lower.
-    pub const RIGHT_LOWER_T: Trsm = Trsm {
-        left: false,
-        lower: true,
-        trans: true,
-        unit: false,
-    };
+    pub const RIGHT_LOWER_T: Trsm = Trsm { left: false, lower: true, trans: true, unit: false };
 
     /// The method-name form: `solve_right_lower_t_`, `solve_left_upper_unit_`, ...
     pub fn name(self) -> String {
@@ -241,16 +236,10 @@ impl Trsm {
     /// Parses the method-name form.
     pub fn from_name(s: &str) -> Option<Trsm> {
         let rest = s.strip_prefix("solve_")?.strip_suffix('_')?;
-        let (left, rest) = if let Some(r) = rest.strip_prefix("left_") {
-            (true, r)
-        } else {
-            (false, rest.strip_prefix("right_")?)
-        };
-        let (lower, rest) = if let Some(r) = rest.strip_prefix("lower") {
-            (true, r)
-        } else {
-            (false, rest.strip_prefix("upper")?)
-        };
+        let (left, rest) =
+            if let Some(r) = rest.strip_prefix("left_") { (true, r) } else { (false, rest.strip_prefix("right_")?) };
+        let (lower, rest) =
+            if let Some(r) = rest.strip_prefix("lower") { (true, r) } else { (false, rest.strip_prefix("upper")?) };
         let (trans, rest) = match rest.strip_prefix("_t") {
             Some(r) => (true, r),
             None => (false, rest),
@@ -260,12 +249,7 @@ impl Trsm {
             "_unit" => true,
             _ => return None,
         };
-        Some(Trsm {
-            left,
-            lower,
-            trans,
-            unit,
-        })
+        Some(Trsm { left, lower, trans, unit })
     }
 }
 
@@ -317,13 +301,7 @@ pub struct Function {
 impl Function {
     /// A function with no body yet.
     pub fn new(name: impl Into<String>, kind: FuncKind) -> Function {
-        Function {
-            name: name.into(),
-            kind,
-            body: Region::default(),
-            ret: Vec::new(),
-            values: Vec::new(),
-        }
+        Function { name: name.into(), kind, body: Region::default(), ret: Vec::new(), values: Vec::new() }
     }
 
     /// Allocates a new value of type `ty`.
@@ -355,11 +333,7 @@ pub enum Dim {
 /// The declared kind of a kernel parameter, for binding launch arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamKind {
-    Array {
-        elem: Scalar,
-        dims: Vec<Dim>,
-        mutable: bool,
-    },
+    Array { elem: Scalar, dims: Vec<Dim>, mutable: bool },
     Scalar(Scalar),
 }
 

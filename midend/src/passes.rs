@@ -13,16 +13,8 @@ pub struct Pass {
 
 /// The passes of the CPU path, in order.
 pub const PASSES: &[Pass] = &[
-    Pass {
-        name: "inline",
-        summary: "replace every call of a `fn` by its body",
-        run: crate::inline::run,
-    },
-    Pass {
-        name: "const-fold",
-        summary: "evaluate scalar operations on constants",
-        run: crate::fold::run,
-    },
+    Pass { name: "inline", summary: "replace every call of a `fn` by its body", run: crate::inline::run },
+    Pass { name: "const-fold", summary: "evaluate scalar operations on constants", run: crate::fold::run },
     Pass {
         name: "simplify",
         summary: "fuse t -/+ outer(u, v) into rank1 updates; remove dead code",
@@ -41,10 +33,7 @@ pub struct PipelineOptions {
 
 /// Runs every pass over `m`. Returns the captured dump (if asked), or the verifier's errors
 /// with the name of the pass after which they were found (`"frontend"` before the first).
-pub fn run_pipeline(
-    m: &mut Module,
-    opts: &PipelineOptions,
-) -> Result<Option<String>, (String, Vec<VerifyError>)> {
+pub fn run_pipeline(m: &mut Module, opts: &PipelineOptions) -> Result<Option<String>, (String, Vec<VerifyError>)> {
     if opts.verify {
         verify(m).map_err(|e| ("frontend".to_string(), e))?;
     }

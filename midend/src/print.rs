@@ -42,10 +42,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
         OpKind::Cholesky => "cholesky".into(),
-        OpKind::Trsm(t) => format!(
-            "trsm.{}",
-            t.name().trim_start_matches("solve_").trim_end_matches('_')
-        ),
+        OpKind::Trsm(t) => format!("trsm.{}", t.name().trim_start_matches("solve_").trim_end_matches('_')),
         OpKind::MatmulAcc => "matmul_acc".into(),
         OpKind::Map => "map".into(),
         OpKind::AtomicAdd(ix) => format!("atomic_add{}", index_str(ix)),
@@ -74,16 +71,8 @@ fn index_str(ix: &[Index]) -> String {
 }
 
 fn vals(f: &Function, vs: &[Value], typed: bool) -> String {
-    let parts: Vec<String> = vs
-        .iter()
-        .map(|v| {
-            if typed {
-                format!("%{}: {}", v.0, f.ty(*v))
-            } else {
-                format!("%{}", v.0)
-            }
-        })
-        .collect();
+    let parts: Vec<String> =
+        vs.iter().map(|v| if typed { format!("%{}: {}", v.0, f.ty(*v)) } else { format!("%{}", v.0) }).collect();
     parts.join(", ")
 }
 

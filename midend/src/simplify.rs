@@ -43,10 +43,7 @@ fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData]) 
             OpKind::Bin(b @ (BinOp::Sub | BinOp::Add)) => {
                 let (t, o) = (op.args[0], op.args[1]);
                 if let Some((u, v)) = outers.get(&o) {
-                    if uses.get(&o) == Some(&1)
-                        && t != o
-                        && vals[t.0 as usize].ty == vals[o.0 as usize].ty
-                    {
+                    if uses.get(&o) == Some(&1) && t != o && vals[t.0 as usize].ty == vals[o.0 as usize].ty {
                         let alpha = if b == BinOp::Sub { -1.0 } else { 1.0 };
                         op.kind = OpKind::Rank1(alpha);
                         op.args = vec![t, *u, *v];
@@ -66,10 +63,7 @@ fn fusable(
     m: Value,
     c: Value,
 ) -> bool {
-    matmuls.contains_key(&m)
-        && uses.get(&m) == Some(&1)
-        && m != c
-        && vals[c.0 as usize].ty == vals[m.0 as usize].ty
+    matmuls.contains_key(&m) && uses.get(&m) == Some(&1) && m != c && vals[c.0 as usize].ty == vals[m.0 as usize].ty
 }
 
 fn has_effect(op: &Op) -> bool {
@@ -96,13 +90,7 @@ fn dce(r: &mut Region, uses: &HashMap<Value, usize>) -> bool {
             changed |= dce(reg, uses);
         }
     }
-    r.ops.retain(|op| {
-        has_effect(op)
-            || op
-                .results
-                .iter()
-                .any(|v| uses.get(v).copied().unwrap_or(0) > 0)
-    });
+    r.ops.retain(|op| has_effect(op) || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0));
     changed || r.ops.len() != before
 }
 

@@ -138,11 +138,7 @@ impl fmt::Display for Type {
                 }
                 write!(f, ">")
             }
-            Type::Array {
-                elem,
-                rank,
-                mutable,
-            } => {
+            Type::Array { elem, rank, mutable } => {
                 if *mutable {
                     write!(f, "mut ")?;
                 }

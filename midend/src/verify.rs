@@ -71,23 +71,11 @@ impl V<'_> {
         match &op.kind {
             OpKind::Bin(_) => {
                 let (a, b, c) = (t(0), t(1), r(0));
-                bad(
-                    op.args.len() == 2 && op.results.len() == 1,
-                    "takes 2 operands and has 1 result",
-                    &mut errs,
-                );
+                bad(op.args.len() == 2 && op.results.len() == 1, "takes 2 operands and has 1 result", &mut errs);
                 if let (Some(a), Some(b), Some(c)) = (a, b, c) {
-                    bad(
-                        a.elem() == b.elem() && c.elem() == a.elem(),
-                        "element types differ",
-                        &mut errs,
-                    );
+                    bad(a.elem() == b.elem() && c.elem() == a.elem(), "element types differ", &mut errs);
                     let want = if a.is_tile() { a.clone() } else { b.clone() };
-                    bad(
-                        !(a.is_tile() && b.is_tile()) || a == b,
-                        "tile shapes differ",
-                        &mut errs,
-                    );
+                    bad(!(a.is_tile() && b.is_tile()) || a == b, "tile shapes differ", &mut errs);
                     bad(c == want, "result type is not the operand type", &mut errs);
                 }
             }
@@ -97,58 +85,24 @@ impl V<'_> {
                     "compares two scalars of one type",
                     &mut errs,
                 );
-                bad(
-                    r(0) == Some(Type::Scalar(Scalar::Bool)),
-                    "result is bool",
-                    &mut errs,
-                );
+                bad(r(0) == Some(Type::Scalar(Scalar::Bool)), "result is bool", &mut errs);
             }
             OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) | OpKind::AtomicAdd(ix) => {
                 let base = usize::from(matches!(op.kind, OpKind::LoadInto(_)));
                 match t(base) {
-                    Some(Type::Array {
-                        rank,
-                        mutable,
-                        elem,
-                    }) => {
-                        bad(
-                            rank as usize == ix.len(),
-                            "one index per array dimension",
-                            &mut errs,
-                        );
+                    Some(Type::Array { rank, mutable, elem }) => {
+                        bad(rank as usize == ix.len(), "one index per array dimension", &mut errs);
                         for i in 0..ix.len() {
-                            bad(
-                                t(base + 1 + i) == Some(Type::Scalar(Scalar::I32)),
-                                "indices are i32",
-                                &mut errs,
-                            );
+                            bad(t(base + 1 + i) == Some(Type::Scalar(Scalar::I32)), "indices are i32", &mut errs);
                         }
-                        let slices: Vec<u32> = ix
-                            .iter()
-                            .filter_map(|i| {
-                                if let Index::Slice(k) = i {
-                                    Some(*k)
-                                } else {
-                                    None
-                                }
-                            })
-                            .collect();
-                        let want = if slices.is_empty() {
-                            Type::Scalar(elem)
-                        } else {
-                            Type::Tile {
-                                elem,
-                                shape: slices,
-                            }
-                        };
+                        let slices: Vec<u32> =
+                            ix.iter().filter_map(|i| if let Index::Slice(k) = i { Some(*k) } else { None }).collect();
+                        let want =
+                            if slices.is_empty() { Type::Scalar(elem) } else { Type::Tile { elem, shape: slices } };
                         match op.kind {
                             OpKind::Store(_) | OpKind::AtomicAdd(_) => {
                                 bad(mutable, "stores go to a mut array", &mut errs);
-                                bad(
-                                    t(1 + ix.len()) == Some(want),
-                                    "stored value has the slice's type",
-                                    &mut errs,
-                                );
+                                bad(t(1 + ix.len()) == Some(want), "stored value has the slice's type", &mut errs);
                             }
                             OpKind::LoadInto(_) => bad(
                                 r(0) == Some(want.clone()) && t(0) == Some(want),
@@ -180,45 +134,23 @@ impl V<'_> {
                 let ok = matches!((t(0), t(1)), (Some(Type::Tile { shape: l, .. }), Some(Type::Tile { shape: b, .. }))
                     if l.len() == 2 && l[0] == l[1] && if k.left { b[0] == l[0] } else { b.len() == 2 && b[1] == l[0] })
                     && r(0) == t(1);
-                bad(
-                    ok,
-                    "a: tile<N, N>; b: tile<N, M> (left) or tile<M, N> (right); result as b",
-                    &mut errs,
-                );
+                bad(ok, "a: tile<N, N>; b: tile<N, M> (left) or tile<M, N> (right); result as b", &mut errs);
             }
             OpKind::Matmul | OpKind::MatmulAcc => {
                 let base = usize::from(op.kind == OpKind::MatmulAcc);
                 let ok = matches!((t(base), t(base + 1), r(0)), (Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(Type::Tile { shape: c, .. }))
                     if a.len() == 2 && a[1] == b[0] && c[0] == a[0] && (b.len() == 1 || c.get(1) == b.get(1)))
                     && (base == 0 || t(0) == r(0));
-                bad(
-                    ok,
-                    "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>",
-                    &mut errs,
-                );
+                bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
             }
             OpKind::Call(i) => match self.m.funcs.get(*i as usize) {
                 Some(callee) => {
-                    let ps: Vec<Option<&Type>> = callee
-                        .body
-                        .params
-                        .iter()
-                        .map(|p| Some(callee.ty(*p)))
-                        .collect();
+                    let ps: Vec<Option<&Type>> = callee.body.params.iter().map(|p| Some(callee.ty(*p))).collect();
                     let args: Vec<Option<&Type>> = op.args.iter().map(|a| self.ty(*a)).collect();
-                    bad(
-                        ps == args,
-                        "argument types match the callee's parameters",
-                        &mut errs,
-                    );
-                    let rs: Vec<Option<Type>> =
-                        op.results.iter().map(|v| self.ty(*v).cloned()).collect();
+                    bad(ps == args, "argument types match the callee's parameters", &mut errs);
+                    let rs: Vec<Option<Type>> = op.results.iter().map(|v| self.ty(*v).cloned()).collect();
                     let want: Vec<Option<Type>> = callee.ret.iter().cloned().map(Some).collect();
-                    bad(
-                        rs == want,
-                        "result types match the callee's return types",
-                        &mut errs,
-                    );
+                    bad(rs == want, "result types match the callee's return types", &mut errs);
                 }
                 None => errs.push(format!("`{name}`: no function @{i}")),
             },
@@ -226,8 +158,7 @@ impl V<'_> {
         }
         for v in op.results.iter().chain(&op.args) {
             if let Some(Type::Tile { shape, .. }) = self.ty(*v) {
-                if shape.is_empty() || shape.len() > 2 || shape.iter().any(|&d| d == 0 || d > 4096)
-                {
+                if shape.is_empty() || shape.len() > 2 || shape.iter().any(|&d| d == 0 || d > 4096) {
                     errs.push(format!("%{} has an invalid tile shape", v.0));
                 }
             }
@@ -257,20 +188,14 @@ impl V<'_> {
             match op.kind {
                 OpKind::Yield => match yields {
                     Some(want) if last => {
-                        let got: Vec<Type> = op
-                            .args
-                            .iter()
-                            .filter_map(|a| self.ty(*a).cloned())
-                            .collect();
+                        let got: Vec<Type> = op.args.iter().filter_map(|a| self.ty(*a).cloned()).collect();
                         if got != want {
                             self.err("`yield` types do not match the enclosing op".into());
                         }
                     }
                     _ => self.err("`yield` is not the last op of a structured region".into()),
                 },
-                OpKind::Return if !last => {
-                    self.err("`return` is not the last op of its region".into())
-                }
+                OpKind::Return if !last => self.err("`return` is not the last op of its region".into()),
                 _ => {}
             }
             self.check_types(op);
@@ -288,9 +213,7 @@ impl V<'_> {
     }
 
     fn structured(&mut self, op: &Op, scope: &mut Vec<Value>) {
-        let tys = |vs: &[Value], s: &Self| -> Vec<Type> {
-            vs.iter().filter_map(|v| s.ty(*v).cloned()).collect()
-        };
+        let tys = |vs: &[Value], s: &Self| -> Vec<Type> { vs.iter().filter_map(|v| s.ty(*v).cloned()).collect() };
         let res = tys(&op.results, self);
         match op.kind {
             OpKind::For => {
@@ -313,8 +236,7 @@ impl V<'_> {
                 self.region(&op.regions[0], Some(&res), scope);
             }
             OpKind::If => {
-                if op.regions.len() != 2 || self.ty(op.args[0]) != Some(&Type::Scalar(Scalar::Bool))
-                {
+                if op.regions.len() != 2 || self.ty(op.args[0]) != Some(&Type::Scalar(Scalar::Bool)) {
                     self.err("`if` takes a bool and two regions".into());
                     return;
                 }
@@ -334,20 +256,15 @@ impl V<'_> {
                 self.region(&op.regions[1], Some(&res), scope);
             }
             OpKind::Map => {
-                let (
-                    Some(Type::Tile { elem: a, shape: sa }),
-                    Some(Type::Tile { elem: b, shape: sb }),
-                ) = (self.ty(op.args[0]).cloned(), res.first().cloned())
+                let (Some(Type::Tile { elem: a, shape: sa }), Some(Type::Tile { elem: b, shape: sb })) =
+                    (self.ty(op.args[0]).cloned(), res.first().cloned())
                 else {
                     self.err("`map` takes a tile and gives a tile".into());
                     return;
                 };
                 let params = tys(op.regions.first().map_or(&[][..], |r| &r.params[..]), self);
                 if op.regions.len() != 1 || sa != sb || params != [Type::Scalar(a)] {
-                    self.err(
-                        "`map` has one region with one scalar parameter of the tile's element type"
-                            .into(),
-                    );
+                    self.err("`map` has one region with one scalar parameter of the tile's element type".into());
                     return;
                 }
                 self.region(&op.regions[0], Some(&[Type::Scalar(b)]), scope);
@@ -365,12 +282,7 @@ impl V<'_> {
 pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
     let mut out = Vec::new();
     for f in &m.funcs {
-        let mut v = V {
-            m,
-            f,
-            defined: vec![false; f.values.len()],
-            errors: Vec::new(),
-        };
+        let mut v = V { m, f, defined: vec![false; f.values.len()], errors: Vec::new() };
         let mut scope = Vec::new();
         v.region(&f.body, None, &mut scope);
         match f.body.ops.last() {
@@ -382,10 +294,7 @@ pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
             }
             _ => v.err("the function body does not end with `return`".into()),
         }
-        out.extend(v.errors.into_iter().map(|message| VerifyError {
-            func: f.name.clone(),
-            message,
-        }));
+        out.extend(v.errors.into_iter().map(|message| VerifyError { func: f.name.clone(), message }));
     }
     if out.is_empty() {
         Ok(())

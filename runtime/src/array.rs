@@ -44,30 +44,17 @@ impl HostArray {
         check_elem(elem)?;
         let esize = elem.bytes() as usize;
         let Some(len) = element_count(shape, esize) else {
-            return Err(RunError::DataLength {
-                shape: shape.to_vec(),
-                expected: None,
-                actual: 0,
-            });
+            return Err(RunError::DataLength { shape: shape.to_vec(), expected: None, actual: 0 });
         };
         let words = vec![0u64; (len * esize).div_ceil(8)];
-        Ok(HostArray {
-            elem,
-            shape: shape.to_vec(),
-            len,
-            words,
-        })
+        Ok(HostArray { elem, shape: shape.to_vec(), len, words })
     }
 
     fn from_slice<T: Copy>(elem: Scalar, data: &[T], shape: &[u64]) -> Result<HostArray, RunError> {
         let mut a = HostArray::zeros(elem, shape).map_err(|e| match e {
-            RunError::DataLength {
-                shape, expected, ..
-            } => RunError::DataLength {
-                shape,
-                expected,
-                actual: data.len() as u64,
-            },
+            RunError::DataLength { shape, expected, .. } => {
+                RunError::DataLength { shape, expected, actual: data.len() as u64 }
+            }
             e => e,
         })?;
         if a.len != data.len() {
@@ -80,11 +67,7 @@ impl HostArray {
         // SAFETY: `a` holds `len` elements of `size_of::<T>()` bytes (T matches `elem`) in
         // 8-byte aligned storage, and `data` has `len` elements.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                data.as_ptr(),
-                a.words.as_mut_ptr() as *mut T,
-                data.len(),
-            );
+            std::ptr::copy_nonoverlapping(data.as_ptr(), a.words.as_mut_ptr() as *mut T, data.len());
         }
         Ok(a)
     }
@@ -173,17 +156,13 @@ impl HostArray {
     fn view<T>(&self, elem: Scalar) -> Option<&[T]> {
         // SAFETY: `elem` matches T, the storage is 8-byte aligned (enough for T) and holds
         // `len` initialized elements; every bit pattern is a valid f32, f64 or i32.
-        (self.elem == elem).then(|| unsafe {
-            std::slice::from_raw_parts(self.words.as_ptr() as *const T, self.len)
-        })
+        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const T, self.len) })
     }
 
     fn view_mut<T>(&mut self, elem: Scalar) -> Option<&mut [T]> {
         let len = self.len;
         // SAFETY: as in `view`, and `&mut self` gives exclusive access.
-        (self.elem == elem).then(|| unsafe {
-            std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut T, len)
-        })
+        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut T, len) })
     }
 
     /// The elements, if the array is `f32`.
@@ -253,10 +232,7 @@ mod tests {
     fn constructor_errors() {
         let e = HostArray::from_f64(&[1.0, 2.0], &[3]).unwrap_err();
         assert_eq!(e.code(), "E0405");
-        assert_eq!(
-            e.to_string(),
-            "an array of shape [3] needs 3 elements, 2 given"
-        );
+        assert_eq!(e.to_string(), "an array of shape [3] needs 3 elements, 2 given");
         let e = HostArray::zeros(Scalar::F32, &[u64::MAX, 2]).unwrap_err();
         assert_eq!(e.code(), "E0405");
         let e = HostArray::zeros(Scalar::Bool, &[1]).unwrap_err();

@@ -69,16 +69,11 @@ impl Bound {
     /// The array bound to `name`, checked to be a `mut` array parameter of `kernel` (what an
     /// output file may be written from). Error E0418 otherwise.
     pub fn output(&self, kernel: &Kernel, name: &str) -> Result<&HostArray, RunError> {
-        let is_mut = kernel
-            .params
-            .iter()
-            .any(|p| p.name == name && matches!(p.kind, ParamKind::Array { mutable: true, .. }));
+        let is_mut =
+            kernel.params.iter().any(|p| p.name == name && matches!(p.kind, ParamKind::Array { mutable: true, .. }));
         match self.array(name) {
             Some(a) if is_mut && self.symbol == kernel.symbol => Ok(a),
-            _ => Err(RunError::NotAnOutput {
-                kernel: kernel.name.clone(),
-                name: name.to_string(),
-            }),
+            _ => Err(RunError::NotAnOutput { kernel: kernel.name.clone(), name: name.to_string() }),
         }
     }
 }
@@ -98,17 +93,8 @@ pub(crate) fn dims_text(dims: &[Dim]) -> String {
 /// Writes a parameter's declared type: `mut f32[B, N, N]`, `f32`.
 pub fn param_type_text(kind: &ParamKind) -> String {
     match kind {
-        ParamKind::Array {
-            elem,
-            dims,
-            mutable,
-        } => {
-            format!(
-                "{}{}{}",
-                if *mutable { "mut " } else { "" },
-                elem.name(),
-                dims_text(dims)
-            )
+        ParamKind::Array { elem, dims, mutable } => {
+            format!("{}{}{}", if *mutable { "mut " } else { "" }, elem.name(), dims_text(dims))
         }
         ParamKind::Scalar(s) => s.name().to_string(),
     }
@@ -120,11 +106,7 @@ pub fn param_type_text(kind: &ParamKind) -> String {
 /// Error E0414 with the reason otherwise.
 pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
     let t = text.trim();
-    let bad = |reason: String| RunError::BadScalar {
-        text: text.to_string(),
-        ty,
-        reason,
-    };
+    let bad = |reason: String| RunError::BadScalar { text: text.to_string(), ty, reason };
     match ty {
         Scalar::Bool => match t {
             "true" | "1" => Ok(Const::Bool(true)),
@@ -140,18 +122,14 @@ pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
             match t.parse::<i128>() {
                 Ok(v) if (lo..=hi).contains(&v) => Ok(Const::Int(v as i64, ty)),
                 Ok(_) => Err(bad(format!("out of range ({lo} to {hi})"))),
-                Err(_) if t.parse::<f64>().is_ok() => Err(bad(
-                    "expected an integer, not a floating-point number".into(),
-                )),
+                Err(_) if t.parse::<f64>().is_ok() => {
+                    Err(bad("expected an integer, not a floating-point number".into()))
+                }
                 Err(_) => Err(bad("expected an integer".into())),
             }
         }
         Scalar::F32 | Scalar::F64 => {
-            let v = if ty == Scalar::F32 {
-                t.parse::<f32>().map(f64::from)
-            } else {
-                t.parse::<f64>()
-            };
+            let v = if ty == Scalar::F32 { t.parse::<f32>().map(f64::from) } else { t.parse::<f64>() };
             match v {
                 Ok(v) if v.is_infinite() && !t.to_ascii_lowercase().contains("inf") => {
                     Err(bad(format!("out of range for {}", ty.name())))
@@ -172,10 +150,8 @@ pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
 /// an earlier argument (E0412, e.g. `expected shape [B, N, N] = [4096, 92, 92], got [4096,
 /// 92, 91]`); an extent above `i32::MAX` (E0413).
 pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Bound, RunError> {
-    let mut unknown: Vec<&String> = args
-        .keys()
-        .filter(|name| !kernel.params.iter().any(|p| &p.name == *name))
-        .collect();
+    let mut unknown: Vec<&String> =
+        args.keys().filter(|name| !kernel.params.iter().any(|p| &p.name == *name)).collect();
     unknown.sort();
     if let Some(name) = unknown.first() {
         return Err(RunError::UnknownArg {
@@ -184,11 +160,7 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
             params: kernel.params.iter().map(|p| p.name.clone()).collect(),
         });
     }
-    let mut bound = Bound {
-        symbol: kernel.symbol.clone(),
-        args: Vec::new(),
-        vars: Vec::new(),
-    };
+    let mut bound = Bound { symbol: kernel.symbol.clone(), args: Vec::new(), vars: Vec::new() };
     for p in &kernel.params {
         let Some(value) = args.remove(&p.name) else {
             return Err(RunError::MissingArg {
@@ -197,28 +169,17 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
                 ty: param_type_text(&p.kind),
             });
         };
-        let kind_error = |given_array| RunError::ArgKind {
-            name: p.name.clone(),
-            ty: param_type_text(&p.kind),
-            given_array,
-        };
+        let kind_error =
+            |given_array| RunError::ArgKind { name: p.name.clone(), ty: param_type_text(&p.kind), given_array };
         match (&p.kind, &value) {
             (ParamKind::Scalar(s), ArgValue::Scalar(c)) => {
                 if c.ty() != *s {
-                    return Err(RunError::DtypeMismatch {
-                        name: p.name.clone(),
-                        expected: *s,
-                        actual: c.ty(),
-                    });
+                    return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *s, actual: c.ty() });
                 }
             }
             (ParamKind::Array { elem, dims, .. }, ArgValue::Array(a)) => {
                 if a.elem() != *elem {
-                    return Err(RunError::DtypeMismatch {
-                        name: p.name.clone(),
-                        expected: *elem,
-                        actual: a.elem(),
-                    });
+                    return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *elem, actual: a.elem() });
                 }
                 bind_shape(&p.name, dims, a.shape(), &mut bound.vars)?;
             }
@@ -232,12 +193,7 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
 
 /// Checks the extents `actual` of argument `name` against the declared `dims`, binding new
 /// shape variables into `vars` (only when the whole shape matches).
-fn bind_shape(
-    name: &str,
-    dims: &[Dim],
-    actual: &[u64],
-    vars: &mut Vec<(String, u64)>,
-) -> Result<(), RunError> {
+fn bind_shape(name: &str, dims: &[Dim], actual: &[u64], vars: &mut Vec<(String, u64)>) -> Result<(), RunError> {
     if dims.len() != actual.len() {
         return Err(RunError::RankMismatch {
             name: name.to_string(),
@@ -268,16 +224,8 @@ fn bind_shape(
             actual: actual.to_vec(),
         });
     }
-    if let Some((axis, &extent)) = actual
-        .iter()
-        .enumerate()
-        .find(|(_, &x)| x > i32::MAX as u64)
-    {
-        return Err(RunError::ExtentTooLarge {
-            name: name.to_string(),
-            axis,
-            extent,
-        });
+    if let Some((axis, &extent)) = actual.iter().enumerate().find(|(_, &x)| x > i32::MAX as u64) {
+        return Err(RunError::ExtentTooLarge { name: name.to_string(), axis, extent });
     }
     vars.extend(new_vars);
     Ok(())
@@ -306,17 +254,10 @@ mod tests {
                         mutable: true,
                     },
                 },
-                KernelParam {
-                    name: "eps".into(),
-                    kind: ParamKind::Scalar(Scalar::F32),
-                },
+                KernelParam { name: "eps".into(), kind: ParamKind::Scalar(Scalar::F32) },
                 KernelParam {
                     name: "idx".into(),
-                    kind: ParamKind::Array {
-                        elem: Scalar::I32,
-                        dims: vec![var("B"), Dim::Fixed(2)],
-                        mutable: false,
-                    },
+                    kind: ParamKind::Array { elem: Scalar::I32, dims: vec![var("B"), Dim::Fixed(2)], mutable: false },
                 },
             ],
             body: 0,
@@ -333,10 +274,7 @@ mod tests {
         let idx = HostArray::zeros(Scalar::I32, idx_shape).unwrap();
         HashMap::from([
             ("A".to_string(), ArgValue::Array(a)),
-            (
-                "eps".to_string(),
-                ArgValue::Scalar(parse_scalar("1e-6", Scalar::F32).unwrap()),
-            ),
+            ("eps".to_string(), ArgValue::Scalar(parse_scalar("1e-6", Scalar::F32).unwrap())),
             ("idx".to_string(), ArgValue::Array(idx)),
         ])
     }
@@ -345,18 +283,9 @@ mod tests {
     fn binds_and_records_shape_vars() {
         let k = kernel();
         let b = bind(&k, args(&[4, 3, 3], &[4, 2])).unwrap();
-        assert_eq!(
-            b.shape_vars(),
-            &[("B".to_string(), 4), ("N".to_string(), 3)]
-        );
-        assert_eq!(
-            b.args().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-            ["A", "eps", "idx"]
-        );
-        assert_eq!(
-            b.get("eps"),
-            Some(&ArgValue::Scalar(Const::Float(1e-6f32 as f64, Scalar::F32)))
-        );
+        assert_eq!(b.shape_vars(), &[("B".to_string(), 4), ("N".to_string(), 3)]);
+        assert_eq!(b.args().iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), ["A", "eps", "idx"]);
+        assert_eq!(b.get("eps"), Some(&ArgValue::Scalar(Const::Float(1e-6f32 as f64, Scalar::F32))));
         assert!(b.output(&k, "A").is_ok());
         assert_eq!(b.output(&k, "idx").unwrap_err().code(), "E0418");
         assert_eq!(b.output(&k, "eps").unwrap_err().code(), "E0418");
@@ -369,18 +298,12 @@ mod tests {
         a.remove("A");
         let e = bind(&k, a).unwrap_err();
         assert_eq!(e.code(), "E0407");
-        assert_eq!(
-            e.to_string(),
-            "missing argument `A: mut f32[B, N, N]` of kernel `potrf`"
-        );
+        assert_eq!(e.to_string(), "missing argument `A: mut f32[B, N, N]` of kernel `potrf`");
         let mut a = args(&[4, 3, 3], &[4, 2]);
         a.insert("a".into(), ArgValue::Scalar(Const::Bool(true)));
         let e = bind(&k, a).unwrap_err();
         assert_eq!(e.code(), "E0408");
-        assert_eq!(
-            e.to_string(),
-            "kernel `potrf` has no parameter `a` (its parameters: A, eps, idx)"
-        );
+        assert_eq!(e.to_string(), "kernel `potrf` has no parameter `a` (its parameters: A, eps, idx)");
     }
 
     #[test]
@@ -388,26 +311,14 @@ mod tests {
         let k = kernel();
         let e = bind(&k, args(&[4096, 92, 91], &[4096, 2])).unwrap_err();
         assert_eq!(e.code(), "E0412");
-        assert_eq!(
-            e.to_string(),
-            "argument `A`: expected shape [B, N, N] = [4096, 92, 92], got [4096, 92, 91]"
-        );
+        assert_eq!(e.to_string(), "argument `A`: expected shape [B, N, N] = [4096, 92, 92], got [4096, 92, 91]");
         let e = bind(&k, args(&[4, 3, 3], &[5, 2])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "argument `idx`: expected shape [B, 2] = [4, 2], got [5, 2]"
-        );
+        assert_eq!(e.to_string(), "argument `idx`: expected shape [B, 2] = [4, 2], got [5, 2]");
         let e = bind(&k, args(&[4, 3, 3], &[4, 3])).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "argument `idx`: expected shape [B, 2] = [4, 2], got [4, 3]"
-        );
+        assert_eq!(e.to_string(), "argument `idx`: expected shape [B, 2] = [4, 2], got [4, 3]");
         let e = bind(&k, args(&[4, 3], &[4, 2])).unwrap_err();
         assert_eq!(e.code(), "E0411");
-        assert_eq!(
-            e.to_string(),
-            "argument `A`: expected an array of rank 3 [B, N, N], got rank 2 [4, 3]"
-        );
+        assert_eq!(e.to_string(), "argument `A`: expected an array of rank 3 [B, N, N], got rank 2 [4, 3]");
         let e = bind(&k, args(&[1 << 31, 0, 0], &[0, 2])).unwrap_err();
         assert_eq!(e.code(), "E0413");
     }
@@ -416,78 +327,39 @@ mod tests {
     fn dtype_and_kind_mismatch() {
         let k = kernel();
         let mut a = args(&[4, 3, 3], &[4, 2]);
-        a.insert(
-            "A".into(),
-            ArgValue::Array(HostArray::zeros(Scalar::F64, &[4, 3, 3]).unwrap()),
-        );
+        a.insert("A".into(), ArgValue::Array(HostArray::zeros(Scalar::F64, &[4, 3, 3]).unwrap()));
         let e = bind(&k, a).unwrap_err();
         assert_eq!(e.code(), "E0410");
         assert_eq!(e.to_string(), "argument `A`: expected dtype f32, got f64");
         let mut a = args(&[4, 3, 3], &[4, 2]);
-        a.insert(
-            "eps".into(),
-            ArgValue::Scalar(Const::Float(1.0, Scalar::F64)),
-        );
+        a.insert("eps".into(), ArgValue::Scalar(Const::Float(1.0, Scalar::F64)));
         assert_eq!(bind(&k, a).unwrap_err().code(), "E0410");
         let mut a = args(&[4, 3, 3], &[4, 2]);
-        a.insert(
-            "eps".into(),
-            ArgValue::Array(HostArray::zeros(Scalar::F32, &[1]).unwrap()),
-        );
+        a.insert("eps".into(), ArgValue::Array(HostArray::zeros(Scalar::F32, &[1]).unwrap()));
         assert_eq!(bind(&k, a).unwrap_err().code(), "E0409");
         let mut a = args(&[4, 3, 3], &[4, 2]);
         a.insert("A".into(), ArgValue::Scalar(Const::Float(1.0, Scalar::F32)));
         let e = bind(&k, a).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "argument `A` is a scalar, but the parameter is an array `mut f32[B, N, N]`"
-        );
+        assert_eq!(e.to_string(), "argument `A` is a scalar, but the parameter is an array `mut f32[B, N, N]`");
     }
 
     #[test]
     fn scalars_from_text() {
-        assert_eq!(
-            parse_scalar(" 42 ", Scalar::I32).unwrap(),
-            Const::Int(42, Scalar::I32)
-        );
-        assert_eq!(
-            parse_scalar("4294967295", Scalar::U32).unwrap(),
-            Const::Int(u32::MAX as i64, Scalar::U32)
-        );
+        assert_eq!(parse_scalar(" 42 ", Scalar::I32).unwrap(), Const::Int(42, Scalar::I32));
+        assert_eq!(parse_scalar("4294967295", Scalar::U32).unwrap(), Const::Int(u32::MAX as i64, Scalar::U32));
         assert_eq!(parse_scalar("-1", Scalar::U32).unwrap_err().code(), "E0414");
-        assert_eq!(
-            parse_scalar("2147483648", Scalar::I32).unwrap_err().code(),
-            "E0414"
-        );
+        assert_eq!(parse_scalar("2147483648", Scalar::I32).unwrap_err().code(), "E0414");
         let e = parse_scalar("1.5", Scalar::I64).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "`1.5` is not a valid i64: expected an integer, not a floating-point number"
-        );
-        assert_eq!(
-            parse_scalar("0.1", Scalar::F32).unwrap(),
-            Const::Float(0.1f32 as f64, Scalar::F32)
-        );
-        assert_eq!(
-            parse_scalar("0.1", Scalar::F64).unwrap(),
-            Const::Float(0.1, Scalar::F64)
-        );
-        assert_eq!(
-            parse_scalar("1e40", Scalar::F32).unwrap_err().code(),
-            "E0414"
-        );
+        assert_eq!(e.to_string(), "`1.5` is not a valid i64: expected an integer, not a floating-point number");
+        assert_eq!(parse_scalar("0.1", Scalar::F32).unwrap(), Const::Float(0.1f32 as f64, Scalar::F32));
+        assert_eq!(parse_scalar("0.1", Scalar::F64).unwrap(), Const::Float(0.1, Scalar::F64));
+        assert_eq!(parse_scalar("1e40", Scalar::F32).unwrap_err().code(), "E0414");
         assert!(parse_scalar("-inf", Scalar::F32).is_ok());
         assert_eq!(
             parse_scalar("abc", Scalar::F64).unwrap_err().to_string(),
             "`abc` is not a valid f64: expected a number"
         );
-        assert_eq!(
-            parse_scalar("true", Scalar::Bool).unwrap(),
-            Const::Bool(true)
-        );
-        assert_eq!(
-            parse_scalar("yes", Scalar::Bool).unwrap_err().code(),
-            "E0414"
-        );
+        assert_eq!(parse_scalar("true", Scalar::Bool).unwrap(), Const::Bool(true));
+        assert_eq!(parse_scalar("yes", Scalar::Bool).unwrap_err().code(), "E0414");
     }
 }

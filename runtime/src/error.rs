@@ -10,15 +10,12 @@ use tilec_midend::Scalar;
 pub(crate) const SUPPORTED_DTYPES: &str = "<f4 (f32), <f8 (f64), <i4 (i32)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
-/// code ([`RunError::code`]) in `E0400..=E0429` (`E0420..` are the Vulkan launcher's).
+/// code ([`RunError::code`]) in `E0400..=E0436` (`E0420..` are the Vulkan launcher's, `E0430..`
+/// the CUDA launcher's).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
     /// E0400: a file could not be opened, read, written or renamed.
-    Io {
-        path: PathBuf,
-        action: &'static str,
-        message: String,
-    },
+    Io { path: PathBuf, action: &'static str, message: String },
     /// E0401: the file is not a `.npy` file, or its header cannot be parsed.
     NotNpy { path: PathBuf, detail: String },
     /// E0402: the `.npy` dtype is not one of f32, f64, i32 (little-endian).
@@ -26,72 +23,30 @@ pub enum RunError {
     /// E0403: the `.npy` array is stored in Fortran order.
     FortranOrder { path: PathBuf },
     /// E0404: the `.npy` data is shorter than its header says (sizes in bytes).
-    Truncated {
-        path: PathBuf,
-        expected: u64,
-        actual: u64,
-    },
+    Truncated { path: PathBuf, expected: u64, actual: u64 },
     /// E0405: a host array's data does not match its shape (element counts), or the shape
     /// has more elements than memory can address.
-    DataLength {
-        shape: Vec<u64>,
-        expected: Option<u64>,
-        actual: u64,
-    },
+    DataLength { shape: Vec<u64>, expected: Option<u64>, actual: u64 },
     /// E0406: host arrays of this element type are not supported.
     UnsupportedElem { elem: Scalar },
     /// E0407: a kernel parameter has no argument.
-    MissingArg {
-        kernel: String,
-        name: String,
-        ty: String,
-    },
+    MissingArg { kernel: String, name: String, ty: String },
     /// E0408: an argument names no parameter of the kernel.
-    UnknownArg {
-        kernel: String,
-        name: String,
-        params: Vec<String>,
-    },
+    UnknownArg { kernel: String, name: String, params: Vec<String> },
     /// E0409: an array was given for a scalar parameter, or a scalar for an array parameter.
-    ArgKind {
-        name: String,
-        ty: String,
-        given_array: bool,
-    },
+    ArgKind { name: String, ty: String, given_array: bool },
     /// E0410: an argument's element or scalar type differs from the parameter's.
-    DtypeMismatch {
-        name: String,
-        expected: Scalar,
-        actual: Scalar,
-    },
+    DtypeMismatch { name: String, expected: Scalar, actual: Scalar },
     /// E0411: an array argument's rank differs from the parameter's.
     /// `expected` is the declared shape written with variable names, e.g. `[B, N, N]`.
-    RankMismatch {
-        name: String,
-        expected: String,
-        rank: usize,
-        actual: Vec<u64>,
-    },
+    RankMismatch { name: String, expected: String, rank: usize, actual: Vec<u64> },
     /// E0412: an array argument's extents differ from the declared ones (literal extents or
     /// shape variables bound by earlier arguments).
-    ShapeMismatch {
-        name: String,
-        expected: String,
-        expected_values: Vec<u64>,
-        actual: Vec<u64>,
-    },
+    ShapeMismatch { name: String, expected: String, expected_values: Vec<u64>, actual: Vec<u64> },
     /// E0413: an array extent does not fit in i32.
-    ExtentTooLarge {
-        name: String,
-        axis: usize,
-        extent: u64,
-    },
+    ExtentTooLarge { name: String, axis: usize, extent: u64 },
     /// E0414: scalar argument text does not parse as the parameter's type.
-    BadScalar {
-        text: String,
-        ty: Scalar,
-        reason: String,
-    },
+    BadScalar { text: String, ty: Scalar, reason: String },
     /// E0415: the launch function could not be evaluated.
     Eval { kernel: String, error: EvalError },
     /// E0416: a grid extent is above `i32::MAX`, or the grid has too many programs.
@@ -102,10 +57,7 @@ pub enum RunError {
     /// E0418: an output was requested for something that is not a `mut` array parameter.
     NotAnOutput { kernel: String, name: String },
     /// E0420: the Vulkan loader library could not be loaded.
-    VulkanLoader {
-        library: &'static str,
-        detail: String,
-    },
+    VulkanLoader { library: &'static str, detail: String },
     /// E0421: a Vulkan call failed; `result` is the `VkResult` name (`VK_ERROR_DEVICE_LOST`).
     VulkanCall { call: &'static str, result: String },
     /// E0422: the Vulkan loader found no physical device.
@@ -113,37 +65,42 @@ pub enum RunError {
     /// E0423: a Vulkan device index is out of range (`devices` lists the available ones).
     VulkanDeviceIndex { index: usize, devices: Vec<String> },
     /// E0424: the device (or the loader) lacks something the Vulkan launcher needs: Vulkan
-    /// 1.1, subgroup shuffles in compute shaders, a compute queue, host-visible memory.
+    /// 1.1, subgroup shuffles in compute shaders, a compute queue, host-visible memory,
+    /// descriptor indexing (for arrays larger than a storage buffer), enough storage buffers
+    /// per shader.
     VulkanUnsupported { device: String, reason: String },
     /// E0425: the shader was compiled for a subgroup size other than the device's.
-    SubgroupSize {
-        device: String,
-        lanes: u32,
-        subgroup: u32,
-    },
+    SubgroupSize { device: String, lanes: u32, subgroup: u32 },
     /// E0426: the shader needs more shared memory than the device has (bytes).
-    SharedMemory {
-        device: String,
-        needed: u32,
-        available: u32,
-    },
+    SharedMemory { device: String, needed: u32, available: u32 },
     /// E0427: the shader uses 64-bit floats or integers, which the device does not support.
-    DeviceFeature {
-        device: String,
-        feature: &'static str,
-    },
+    DeviceFeature { device: String, feature: &'static str },
     /// E0428: a buffer is larger than the device allows (bytes); `name` says what it holds
     /// (``array `A` ``, `the params buffer`).
-    BufferTooLarge {
-        device: String,
-        name: String,
-        bytes: u64,
-        limit: u64,
-    },
+    BufferTooLarge { device: String, name: String, bytes: u64, limit: u64 },
+    /// E0430: the CUDA driver library (`libcuda.so.1`, `nvcuda.dll` on Windows) could not be
+    /// loaded: the machine has no NVIDIA driver.
+    CudaDriverMissing { library: &'static str },
+    /// E0431: a CUDA driver call failed (`detail`: the `CUresult` name and its description),
+    /// or the driver lacks a function the launcher needs (too old), or the driver bindings
+    /// panicked.
+    CudaCall { call: String, detail: String },
+    /// E0432: the CUDA driver found no device.
+    NoCudaDevice,
+    /// E0433: a CUDA device index is out of range (`devices` lists the available ones).
+    CudaDeviceIndex { index: usize, devices: Vec<String> },
+    /// E0434: the device's compute capability is below 7.0 (`arch: None`), or below the
+    /// architecture the PTX was compiled for (`arch: Some("sm_90")`).
+    CudaCapability { device: String, major: i32, minor: i32, arch: Option<String> },
+    /// E0435: the CUDA driver could not compile (JIT) or load the PTX; `error` is the
+    /// `CUresult` name, `log` the driver's error log.
+    PtxJit { device: String, error: String, log: String },
+    /// E0436: the kernel needs more shared memory per block than the CUDA device has (bytes).
+    CudaSharedMemory { device: String, needed: u32, available: u32 },
 }
 
 impl RunError {
-    /// The stable error code, `E0400` to `E0429`.
+    /// The stable error code, `E0400` to `E0436`.
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Io { .. } => "E0400",
@@ -174,20 +131,19 @@ impl RunError {
             RunError::SharedMemory { .. } => "E0426",
             RunError::DeviceFeature { .. } => "E0427",
             RunError::BufferTooLarge { .. } => "E0428",
+            RunError::CudaDriverMissing { .. } => "E0430",
+            RunError::CudaCall { .. } => "E0431",
+            RunError::NoCudaDevice => "E0432",
+            RunError::CudaDeviceIndex { .. } => "E0433",
+            RunError::CudaCapability { .. } => "E0434",
+            RunError::PtxJit { .. } => "E0435",
+            RunError::CudaSharedMemory { .. } => "E0436",
         }
     }
 
     /// An [`RunError::Io`] from a `std::io::Error`.
-    pub(crate) fn io(
-        path: impl Into<PathBuf>,
-        action: &'static str,
-        e: &std::io::Error,
-    ) -> RunError {
-        RunError::Io {
-            path: path.into(),
-            action,
-            message: e.to_string(),
-        }
+    pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str, e: &std::io::Error) -> RunError {
+        RunError::Io { path: path.into(), action, message: e.to_string() }
     }
 }
 
@@ -245,12 +201,9 @@ impl fmt::Display for RunError {
             RunError::ArgKind { name, ty, given_array: false } => {
                 write!(f, "argument `{name}` is a scalar, but the parameter is an array `{ty}`")
             }
-            RunError::DtypeMismatch { name, expected, actual } => write!(
-                f,
-                "argument `{name}`: expected dtype {}, got {}",
-                expected.name(),
-                actual.name()
-            ),
+            RunError::DtypeMismatch { name, expected, actual } => {
+                write!(f, "argument `{name}`: expected dtype {}, got {}", expected.name(), actual.name())
+            }
             RunError::RankMismatch { name, expected, rank, actual } => write!(
                 f,
                 "argument `{name}`: expected an array of rank {rank} {expected}, got rank {} {}",
@@ -263,11 +216,9 @@ impl fmt::Display for RunError {
                 list(expected_values),
                 list(actual)
             ),
-            RunError::ExtentTooLarge { name, axis, extent } => write!(
-                f,
-                "argument `{name}`: extent {extent} along axis {axis} is larger than {} (i32)",
-                i32::MAX
-            ),
+            RunError::ExtentTooLarge { name, axis, extent } => {
+                write!(f, "argument `{name}`: extent {extent} along axis {axis} is larger than {} (i32)", i32::MAX)
+            }
             RunError::BadScalar { text, ty, reason } => {
                 write!(f, "`{text}` is not a valid {}: {reason}", ty.name())
             }
@@ -283,10 +234,9 @@ impl fmt::Display for RunError {
                 i32::MAX
             ),
             RunError::Mismatch { detail } => write!(f, "internal launch error: {detail}"),
-            RunError::NotAnOutput { kernel, name } => write!(
-                f,
-                "`{name}` is not a `mut` array parameter of kernel `{kernel}`, so it cannot be an output"
-            ),
+            RunError::NotAnOutput { kernel, name } => {
+                write!(f, "`{name}` is not a `mut` array parameter of kernel `{kernel}`, so it cannot be an output")
+            }
             RunError::VulkanLoader { library, detail } => write!(
                 f,
                 "the Vulkan loader {library} was not found or could not be loaded ({detail}); \
@@ -302,8 +252,7 @@ impl fmt::Display for RunError {
                  `apt-get install mesa-vulkan-drivers`)"
             ),
             RunError::VulkanDeviceIndex { index, devices } => {
-                let list: Vec<String> =
-                    devices.iter().enumerate().map(|(i, d)| format!("{i}: {d}")).collect();
+                let list: Vec<String> = devices.iter().enumerate().map(|(i, d)| format!("{i}: {d}")).collect();
                 write!(f, "there is no Vulkan device {index} (devices: {})", list.join(", "))
             }
             RunError::VulkanUnsupported { device, reason } => {
@@ -319,14 +268,54 @@ impl fmt::Display for RunError {
                 "the kernel needs {needed} bytes of shared memory, Vulkan device `{device}` has \
                  {available} bytes"
             ),
-            RunError::DeviceFeature { device, feature } => write!(
-                f,
-                "the kernel uses {feature}, which Vulkan device `{device}` does not support"
-            ),
+            RunError::DeviceFeature { device, feature } => {
+                write!(f, "the kernel uses {feature}, which Vulkan device `{device}` does not support")
+            }
             RunError::BufferTooLarge { device, name, bytes, limit } => write!(
                 f,
                 "{name} needs a buffer of {bytes} bytes, Vulkan device `{device}` allows at \
                  most {limit} bytes"
+            ),
+            RunError::CudaDriverMissing { library } => write!(
+                f,
+                "CUDA driver ({library}) not found: this machine has no NVIDIA driver; use \
+                 --target cpu or --target vulkan, or install the NVIDIA driver"
+            ),
+            RunError::CudaCall { call, detail } => write!(f, "CUDA driver call {call} failed: {detail}"),
+            RunError::NoCudaDevice => write!(
+                f,
+                "no CUDA device found (the NVIDIA driver is installed, but it lists no GPU); use \
+                 --target cpu or --target vulkan"
+            ),
+            RunError::CudaDeviceIndex { index, devices } => {
+                let list: Vec<String> = devices.iter().enumerate().map(|(i, d)| format!("{i}: {d}")).collect();
+                write!(f, "there is no CUDA device {index} (devices: {})", list.join(", "))
+            }
+            RunError::CudaCapability { device, major, minor, arch: None } => write!(
+                f,
+                "CUDA device `{device}`: compute capability {major}.{minor} is below 7.0 (tilec's \
+                 PTX needs sm_70 or newer); use --target vulkan or --target cpu"
+            ),
+            RunError::CudaCapability { device, major, minor, arch: Some(arch) } => write!(
+                f,
+                "the PTX was compiled for {arch}, but CUDA device `{device}` has compute capability \
+                 {major}.{minor}; compile it for sm_{major}{minor}"
+            ),
+            RunError::PtxJit { device, error, log } => {
+                write!(f, "the CUDA driver could not compile the PTX for device `{device}`: {error}")?;
+                let log = log.trim();
+                if !log.is_empty() {
+                    write!(f, "\n{log}")?;
+                }
+                if error == "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" {
+                    write!(f, "\n(the PTX is newer than this driver understands: update the NVIDIA driver)")?;
+                }
+                Ok(())
+            }
+            RunError::CudaSharedMemory { device, needed, available } => write!(
+                f,
+                "the kernel needs {needed} bytes of shared memory, CUDA device `{device}` has \
+                 {available} bytes per block"
             ),
         }
     }

@@ -39,17 +39,11 @@ pub fn random_spd(batch: usize, n: usize, seed: u64) -> Vec<f64> {
     }
     out.par_chunks_mut(nn).enumerate().for_each(|(b, a)| {
         // Each matrix has its own stream, derived from the seed and its index.
-        let mut rng = SplitMix64(
-            SplitMix64(seed ^ (b as u64).wrapping_mul(0xd134_2543_de82_ef95)).next_u64(),
-        );
+        let mut rng = SplitMix64(SplitMix64(seed ^ (b as u64).wrapping_mul(0xd134_2543_de82_ef95)).next_u64());
         let m: Vec<f64> = (0..nn).map(|_| rng.next_signed_unit()).collect();
         for i in 0..n {
             for j in 0..=i {
-                let dot: f64 = m[i * n..(i + 1) * n]
-                    .iter()
-                    .zip(&m[j * n..(j + 1) * n])
-                    .map(|(x, y)| x * y)
-                    .sum();
+                let dot: f64 = m[i * n..(i + 1) * n].iter().zip(&m[j * n..(j + 1) * n]).map(|(x, y)| x * y).sum();
                 let v = dot / n as f64 + if i == j { 1.0 } else { 0.0 };
                 a[i * n + j] = v;
                 a[j * n + i] = v;

@@ -80,34 +80,22 @@ fn grid_size(grid: [i64; 3]) -> Result<([usize; 3], usize), RunError> {
 /// arguments: the grid and the flop count. Errors: the module, kernel and arguments do not
 /// belong together (E0417); the evaluation fails (E0415); a grid extent is above `i32::MAX`
 /// (E0416). Extents of zero or below are returned as they are (they launch no program).
-pub fn launch_values(
-    module: &Module,
-    kernel: &Kernel,
-    bound: &Bound,
-) -> Result<LaunchValues, RunError> {
+pub fn launch_values(module: &Module, kernel: &Kernel, bound: &Bound) -> Result<LaunchValues, RunError> {
     check_bound(kernel, bound)?;
     let Some(f) = module.funcs.get(kernel.launch as usize) else {
         return Err(RunError::Mismatch {
-            detail: format!(
-                "launch function {} of kernel `{}` is not in the module",
-                kernel.launch, kernel.symbol
-            ),
+            detail: format!("launch function {} of kernel `{}` is not in the module", kernel.launch, kernel.symbol),
         });
     };
     let args: Vec<LaunchArg> = bound
         .args()
         .iter()
         .map(|(_, v)| match v {
-            ArgValue::Array(a) => LaunchArg::Array {
-                dims: a.shape().to_vec(),
-            },
+            ArgValue::Array(a) => LaunchArg::Array { dims: a.shape().to_vec() },
             ArgValue::Scalar(c) => LaunchArg::Scalar(*c),
         })
         .collect();
-    let values = eval_launch(f, &args).map_err(|error| RunError::Eval {
-        kernel: kernel.name.clone(),
-        error,
-    })?;
+    let values = eval_launch(f, &args).map_err(|error| RunError::Eval { kernel: kernel.name.clone(), error })?;
     grid_size(values.grid)?;
     Ok(values)
 }
@@ -139,14 +127,7 @@ pub unsafe fn launch_cpu(f: CpuKernelFn, args: &[u64], grid: [i64; 3]) -> Result
     pool().install(|| {
         (0..n).into_par_iter().for_each(move |i| {
             let shared = shared;
-            let ids = [
-                (i % g0) as i64,
-                (i / g0 % g1) as i64,
-                (i / (g0 * g1)) as i64,
-                grid[0],
-                grid[1],
-                grid[2],
-            ];
+            let ids = [(i % g0) as i64, (i / g0 % g1) as i64, (i / (g0 * g1)) as i64, grid[0], grid[1], grid[2]];
             // SAFETY: by the contract of `launch_cpu`.
             unsafe { f(shared.0, ids.as_ptr()) };
         })
@@ -167,11 +148,7 @@ fn pool() -> &'static rayon::ThreadPool {
             .thread_name(|i| format!("tilec-program-{i}"))
             .build()
             .unwrap_or_else(|_| {
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .stack_size(PROGRAM_STACK)
-                    .build()
-                    .expect("a thread")
+                rayon::ThreadPoolBuilder::new().num_threads(1).stack_size(PROGRAM_STACK).build().expect("a thread")
             })
     })
 }
@@ -207,21 +184,13 @@ mod tests {
 
     /// `ids(out: mut i32[G2, G1, G0, 4])` with grid `(G0, G1, G2)`.
     fn ids_kernel() -> Kernel {
-        let dims = ["G2", "G1", "G0"]
-            .iter()
-            .map(|v| Dim::Var(v.to_string()))
-            .chain([Dim::Fixed(4)])
-            .collect();
+        let dims = ["G2", "G1", "G0"].iter().map(|v| Dim::Var(v.to_string())).chain([Dim::Fixed(4)]).collect();
         Kernel {
             name: "ids".into(),
             symbol: "ids".into(),
             params: vec![KernelParam {
                 name: "out".into(),
-                kind: ParamKind::Array {
-                    elem: Scalar::I32,
-                    dims,
-                    mutable: true,
-                },
+                kind: ParamKind::Array { elem: Scalar::I32, dims, mutable: true },
             }],
             body: 0,
             launch: 0,
@@ -248,11 +217,7 @@ mod tests {
 
     fn bound_ids(g: [u64; 3]) -> Bound {
         let out = HostArray::zeros(Scalar::I32, &[g[2], g[1], g[0], 4]).unwrap();
-        bind(
-            &ids_kernel(),
-            HashMap::from([("out".to_string(), ArgValue::Array(out))]),
-        )
-        .unwrap()
+        bind(&ids_kernel(), HashMap::from([("out".to_string(), ArgValue::Array(out))])).unwrap()
     }
 
     #[test]
@@ -289,10 +254,7 @@ mod tests {
 
     #[test]
     fn scalar_slots() {
-        let scalar = |name: &str, s: Scalar| KernelParam {
-            name: name.into(),
-            kind: ParamKind::Scalar(s),
-        };
+        let scalar = |name: &str, s: Scalar| KernelParam { name: name.into(), kind: ParamKind::Scalar(s) };
         let k = Kernel {
             params: vec![
                 scalar("a", Scalar::F32),
@@ -303,34 +265,14 @@ mod tests {
             ..ids_kernel()
         };
         let args = HashMap::from([
-            (
-                "a".to_string(),
-                ArgValue::Scalar(parse_scalar("1.5", Scalar::F32).unwrap()),
-            ),
-            (
-                "b".to_string(),
-                ArgValue::Scalar(parse_scalar("-2", Scalar::I32).unwrap()),
-            ),
-            (
-                "c".to_string(),
-                ArgValue::Scalar(parse_scalar("0.1", Scalar::F64).unwrap()),
-            ),
-            (
-                "d".to_string(),
-                ArgValue::Scalar(parse_scalar("-3", Scalar::I64).unwrap()),
-            ),
+            ("a".to_string(), ArgValue::Scalar(parse_scalar("1.5", Scalar::F32).unwrap())),
+            ("b".to_string(), ArgValue::Scalar(parse_scalar("-2", Scalar::I32).unwrap())),
+            ("c".to_string(), ArgValue::Scalar(parse_scalar("0.1", Scalar::F64).unwrap())),
+            ("d".to_string(), ArgValue::Scalar(parse_scalar("-3", Scalar::I64).unwrap())),
         ]);
         let mut b = bind(&k, args).unwrap();
         let slots = pack_args(&k, &mut b).unwrap();
-        assert_eq!(
-            slots,
-            [
-                1.5f32.to_bits() as u64,
-                0xffff_fffe,
-                0.1f64.to_bits(),
-                (-3i64) as u64
-            ]
-        );
+        assert_eq!(slots, [1.5f32.to_bits() as u64, 0xffff_fffe, 0.1f64.to_bits(), (-3i64) as u64]);
         let mut other = bound_ids([1, 1, 1]);
         assert_eq!(pack_args(&k, &mut other).unwrap_err().code(), "E0417");
     }
@@ -340,65 +282,22 @@ mod tests {
         // grid = (dim0(out) as i64, 1, 1), flops NaN.
         let k = ids_kernel();
         let mut f = Function::new("ids_launch", FuncKind::Launch);
-        let p = f.new_value(Type::Array {
-            elem: Scalar::I32,
-            rank: 4,
-            mutable: true,
-        });
+        let p = f.new_value(Type::Array { elem: Scalar::I32, rank: 4, mutable: true });
         f.body.params.push(p);
         let op = |f: &mut Function, kind, args: Vec<_>, ty: Option<Scalar>| {
-            let results: Vec<_> = ty
-                .map(|s| f.new_value(Type::Scalar(s)))
-                .into_iter()
-                .collect();
-            f.body.ops.push(Op {
-                kind,
-                args,
-                results: results.clone(),
-                regions: vec![],
-                loc: Loc::default(),
-            });
+            let results: Vec<_> = ty.map(|s| f.new_value(Type::Scalar(s))).into_iter().collect();
+            f.body.ops.push(Op { kind, args, results: results.clone(), regions: vec![], loc: Loc::default() });
             results.first().copied()
         };
         let d = op(&mut f, OpKind::Dim(0), vec![p], Some(Scalar::I32)).unwrap();
-        let g = op(
-            &mut f,
-            OpKind::Cast(Scalar::I64),
-            vec![d],
-            Some(Scalar::I64),
-        )
-        .unwrap();
-        let one = op(
-            &mut f,
-            OpKind::Const(Const::Int(1, Scalar::I64)),
-            vec![],
-            Some(Scalar::I64),
-        )
-        .unwrap();
-        let nan = op(
-            &mut f,
-            OpKind::Const(Const::Float(f64::NAN, Scalar::F64)),
-            vec![],
-            Some(Scalar::F64),
-        )
-        .unwrap();
+        let g = op(&mut f, OpKind::Cast(Scalar::I64), vec![d], Some(Scalar::I64)).unwrap();
+        let one = op(&mut f, OpKind::Const(Const::Int(1, Scalar::I64)), vec![], Some(Scalar::I64)).unwrap();
+        let nan = op(&mut f, OpKind::Const(Const::Float(f64::NAN, Scalar::F64)), vec![], Some(Scalar::F64)).unwrap();
         op(&mut f, OpKind::Return, vec![g, one, one, nan], None);
-        let m = Module {
-            funcs: vec![f],
-            kernels: vec![k.clone()],
-        };
+        let m = Module { funcs: vec![f], kernels: vec![k.clone()] };
         let b = bound_ids([2, 3, 9]);
-        assert_eq!(
-            launch_values(&m, &k, &b).unwrap(),
-            LaunchValues {
-                grid: [9, 1, 1],
-                flops: None
-            }
-        );
-        let bad = Kernel {
-            launch: 5,
-            ..k.clone()
-        };
+        assert_eq!(launch_values(&m, &k, &b).unwrap(), LaunchValues { grid: [9, 1, 1], flops: None });
+        let bad = Kernel { launch: 5, ..k.clone() };
         assert_eq!(launch_values(&m, &bad, &b).unwrap_err().code(), "E0417");
         let mut m2 = m.clone();
         m2.funcs[0].body.ops.truncate(1);

@@ -2,7 +2,8 @@
 //! [`write_npy_atomic`]), host arrays ([`HostArray`]), binding arguments to a kernel's
 //! parameters with shape checks ([`bind`]), evaluating the launch grid ([`launch_values`]) and
 //! the parallel CPU launcher ([`launch_cpu`], [`run_cpu`]), the Vulkan launcher
-//! ([`VulkanDevice`]), plus deterministic test inputs ([`random_spd`], [`random_uniform`]).
+//! ([`VulkanDevice`]), the CUDA launcher ([`CudaDevice`]), plus deterministic test inputs
+//! ([`random_spd`], [`random_uniform`]).
 //!
 //! A CPU run is: read the arrays, [`parse_scalar`] the scalars, [`bind`] them to the kernel,
 //! then [`run_cpu`] with the compiled kernel's function pointer (or [`launch_values`],
@@ -12,14 +13,17 @@
 
 mod array;
 mod bind;
+mod cuda;
 mod error;
 mod gen;
 mod launch;
 mod npy;
+mod params;
 mod vulkan;
 
 pub use array::HostArray;
 pub use bind::{bind, param_type_text, parse_scalar, ArgValue, Bound};
+pub use cuda::CudaDevice;
 pub use error::RunError;
 pub use gen::{random_spd, random_uniform};
 pub use launch::{launch_cpu, launch_values, pack_args, run_cpu, CpuKernelFn};

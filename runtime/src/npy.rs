@@ -56,17 +56,12 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
 /// ignored.
 pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray, RunError> {
     let path = path.as_ref();
-    let not_npy = |detail: String| RunError::NotNpy {
-        path: path.to_path_buf(),
-        detail,
-    };
+    let not_npy = |detail: String| RunError::NotNpy { path: path.to_path_buf(), detail };
     let mut file = File::open(path).map_err(|e| RunError::io(path, "open", &e))?;
     let mut magic = [0u8; 6];
     let got = read_full(&mut file, &mut magic).map_err(|e| RunError::io(path, "read", &e))?;
     if got < MAGIC.len() || &magic != MAGIC {
-        return Err(not_npy(
-            "it does not start with the \\x93NUMPY magic".into(),
-        ));
+        return Err(not_npy("it does not start with the \\x93NUMPY magic".into()));
     }
     file.rewind().map_err(|e| RunError::io(path, "read", &e))?;
     let mut reader = BufReader::new(file);
@@ -79,26 +74,16 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray, RunError> {
         other => other.descr(),
     };
     let Some(elem) = elem_of_dtype(&dtype) else {
-        return Err(RunError::UnsupportedDtype {
-            path: path.to_path_buf(),
-            dtype,
-        });
+        return Err(RunError::UnsupportedDtype { path: path.to_path_buf(), dtype });
     };
     if header.order() == npyz::Order::Fortran && header.shape().len() > 1 {
-        return Err(RunError::FortranOrder {
-            path: path.to_path_buf(),
-        });
+        return Err(RunError::FortranOrder { path: path.to_path_buf() });
     }
     let mut array = HostArray::zeros(elem, header.shape())?;
     let expected = array.byte_len();
-    let got =
-        read_full(&mut reader, array.bytes_mut()).map_err(|e| RunError::io(path, "read", &e))?;
+    let got = read_full(&mut reader, array.bytes_mut()).map_err(|e| RunError::io(path, "read", &e))?;
     if got < expected {
-        return Err(RunError::Truncated {
-            path: path.to_path_buf(),
-            expected: expected as u64,
-            actual: got as u64,
-        });
+        return Err(RunError::Truncated { path: path.to_path_buf(), expected: expected as u64, actual: got as u64 });
     }
     Ok(array)
 }
@@ -107,10 +92,7 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<HostArray, RunError> {
 fn temp_path(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = format!(".{name}.{}.{n}.tmp", std::process::id());
     match path.parent() {
         Some(dir) => dir.join(tmp),
@@ -130,9 +112,7 @@ fn write_to(file: File, array: &HostArray) -> io::Result<()> {
         .writer(&mut w)
         .write_header_only()?;
     w.write_all(array.bytes())?;
-    w.into_inner()
-        .map_err(io::IntoInnerError::into_error)?
-        .sync_all()
+    w.into_inner().map_err(io::IntoInnerError::into_error)?.sync_all()
 }
 
 /// Writes `array` to `path` as a `.npy` file (C order, little-endian), atomically: the data
@@ -145,16 +125,10 @@ pub fn write_npy_atomic(path: impl AsRef<Path>, array: &HostArray) -> Result<(),
     let path = path.as_ref();
     dtype_of_elem(array.elem())?;
     let tmp = temp_path(path);
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| RunError::io(path, "create", &e))?;
+    let file = File::options().write(true).create_new(true).open(&tmp).map_err(|e| RunError::io(path, "create", &e))?;
     let result = write_to(file, array)
         .map_err(|e| RunError::io(path, "write", &e))
-        .and_then(|()| {
-            fs::rename(&tmp, path).map_err(|e| RunError::io(path, "rename a temporary file to", &e))
-        });
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| RunError::io(path, "rename a temporary file to", &e)));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -172,8 +146,7 @@ mod tests {
         fn new(tag: &str) -> TempDir {
             static N: AtomicU64 = AtomicU64::new(0);
             let n = N.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("tilec-runtime-{tag}-{}-{n}", std::process::id()));
+            let dir = std::env::temp_dir().join(format!("tilec-runtime-{tag}-{}-{n}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             TempDir(dir)
@@ -225,14 +198,7 @@ mod tests {
         let dir = TempDir::new("hdr");
         let p = dir.0.join("x.npy");
         let data: Vec<u8> = [1i32, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
-        fs::write(
-            &p,
-            raw_npy(
-                "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }",
-                &data,
-            ),
-        )
-        .unwrap();
+        fs::write(&p, raw_npy("{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", &data)).unwrap();
         assert_eq!(read_npy(&p).unwrap().as_i32(), Some(&[1, 2, 3][..]));
     }
 
@@ -240,51 +206,24 @@ mod tests {
     fn read_errors() {
         let dir = TempDir::new("err");
         let p = dir.0.join("i2.npy");
-        fs::write(
-            &p,
-            raw_npy(
-                "{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }",
-                &[1, 0, 2, 0],
-            ),
-        )
-        .unwrap();
+        fs::write(&p, raw_npy("{'descr': '<i2', 'fortran_order': False, 'shape': (2,), }", &[1, 0, 2, 0])).unwrap();
         let e = read_npy(&p).unwrap_err();
         assert_eq!(e.code(), "E0402");
         let msg = e.to_string();
         assert!(
-            msg.contains("i2.npy")
-                && msg.contains("`<i2`")
-                && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32)"),
+            msg.contains("i2.npy") && msg.contains("`<i2`") && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32)"),
             "{msg}"
         );
 
         let p = dir.0.join("f.npy");
-        fs::write(
-            &p,
-            raw_npy(
-                "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }",
-                &[0; 32],
-            ),
-        )
-        .unwrap();
+        fs::write(&p, raw_npy("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }", &[0; 32])).unwrap();
         assert_eq!(read_npy(&p).unwrap_err().code(), "E0403");
 
         let p = dir.0.join("t.npy");
-        fs::write(
-            &p,
-            raw_npy(
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
-                &[0; 10],
-            ),
-        )
-        .unwrap();
+        fs::write(&p, raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", &[0; 10])).unwrap();
         let e = read_npy(&p).unwrap_err();
         assert_eq!(e.code(), "E0404");
-        assert!(
-            e.to_string()
-                .contains("announces 16 bytes of data, the file has 10"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("announces 16 bytes of data, the file has 10"), "{e}");
 
         let p = dir.0.join("n.npy");
         fs::write(&p, b"hello world").unwrap();
@@ -293,14 +232,7 @@ mod tests {
         assert!(e.to_string().contains("n.npy"), "{e}");
 
         let p = dir.0.join("h.npy");
-        fs::write(
-            &p,
-            &raw_npy(
-                "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }",
-                &[],
-            )[..20],
-        )
-        .unwrap();
+        fs::write(&p, &raw_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", &[])[..20]).unwrap();
         assert_eq!(read_npy(&p).unwrap_err().code(), "E0401");
 
         let e = read_npy(dir.0.join("missing.npy")).unwrap_err();

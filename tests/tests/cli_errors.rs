@@ -40,8 +40,7 @@ struct Tmp {
 
 impl Tmp {
     fn new(test: &str) -> Tmp {
-        let dir =
-            std::env::temp_dir().join(format!("tilec-cli-errors-{}-{test}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("tilec-cli-errors-{}-{test}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("create temp dir");
         std::fs::write(dir.join("k.tile"), KERNELS).expect("write kernels");
@@ -50,11 +49,7 @@ impl Tmp {
 
     /// The path of `name` in the folder, as a string for the command line.
     fn path(&self, name: &str) -> String {
-        self.dir
-            .join(name)
-            .to_str()
-            .expect("UTF-8 path")
-            .to_string()
+        self.dir.join(name).to_str().expect("UTF-8 path").to_string()
     }
 
     /// Writes `bytes` to `name` in the folder; returns its path.
@@ -68,12 +63,7 @@ impl Tmp {
     fn files(&self) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&self.dir)
             .expect("read temp dir")
-            .map(|e| {
-                e.expect("dir entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|e| e.expect("dir entry").file_name().to_string_lossy().into_owned())
             .collect();
         v.sort();
         v
@@ -88,11 +78,7 @@ impl Tmp {
         let mut err = Vec::new();
         let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
         let dir = self.dir.to_str().expect("UTF-8 path");
-        let clean = |b: Vec<u8>| {
-            String::from_utf8(b)
-                .expect("UTF-8 output")
-                .replace(dir, "[TMP]")
-        };
+        let clean = |b: Vec<u8>| String::from_utf8(b).expect("UTF-8 output").replace(dir, "[TMP]");
         (code, clean(out), clean(err))
     }
 
@@ -102,14 +88,8 @@ impl Tmp {
         let (code, out, err) = self.tilec(args);
         assert_eq!(code, 2, "expected exit code 2\nstderr:\n{err}");
         assert!(out.is_empty(), "unexpected stdout:\n{out}");
-        assert!(
-            err.starts_with("error[E0"),
-            "stderr does not start with a coded error:\n{err}"
-        );
-        assert!(
-            err.ends_with("error: 1 error found\n"),
-            "stderr does not end with the error count:\n{err}"
-        );
+        assert!(err.starts_with("error[E0"), "stderr does not start with a coded error:\n{err}");
+        assert!(err.ends_with("error: 1 error found\n"), "stderr does not end with the error count:\n{err}");
         format!("exit code: {code}\n{err}")
     }
 }
@@ -124,11 +104,7 @@ impl Drop for Tmp {
 /// header dict padded with spaces and a newline to a multiple of 64 bytes, then the data.
 fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
-    let shape = if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    };
+    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     let unpadded = 6 + 2 + 2 + header.len() + 1;
     header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
@@ -156,15 +132,7 @@ fn npy_f64(shape: &[usize], data: &[f64]) -> Vec<u8> {
 
 /// `b` identity matrices of order `n`, as f32 `.npy` bytes.
 fn eye_f32(b: usize, n: usize) -> Vec<u8> {
-    let data: Vec<f32> = (0..b * n * n)
-        .map(|i| {
-            if (i % (n * n)).is_multiple_of(n + 1) {
-                1.0
-            } else {
-                0.0
-            }
-        })
-        .collect();
+    let data: Vec<f32> = (0..b * n * n).map(|i| if (i % (n * n)).is_multiple_of(n + 1) { 1.0 } else { 0.0 }).collect();
     npy_f32(&[b, n, n], &data)
 }
 
@@ -173,16 +141,8 @@ fn npy_dtype_i2_is_unsupported() {
     let t = Tmp::new("dtype-i2");
     let data: Vec<u8> = (0..18i16).flat_map(|x| x.to_le_bytes()).collect();
     let a = t.write("a.npy", &npy("<i2", &[2, 3, 3], &data));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrf",
-        "--arg",
-        &format!("A={a}"),
-        "--arg",
-        "eps=1e-6",
-    ]);
+    let snap =
+        t.fail(&["run", &t.path("k.tile"), "--kernel", "potrf", "--arg", &format!("A={a}"), "--arg", "eps=1e-6"]);
     insta::assert_snapshot!(snap);
 }
 
@@ -212,16 +172,8 @@ fn f64_array_for_generic_fixed_to_f32() {
 fn shape_mismatch_at_launch() {
     let t = Tmp::new("shape");
     let a = t.write("a.npy", &npy_f32(&[2, 3, 4], &[0.0; 24]));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrf",
-        "--arg",
-        &format!("A={a}"),
-        "--arg",
-        "eps=1e-6",
-    ]);
+    let snap =
+        t.fail(&["run", &t.path("k.tile"), "--kernel", "potrf", "--arg", &format!("A={a}"), "--arg", "eps=1e-6"]);
     insta::assert_snapshot!(snap);
 }
 
@@ -229,14 +181,7 @@ fn shape_mismatch_at_launch() {
 fn missing_arg() {
     let t = Tmp::new("missing-arg");
     let a = t.write("a.npy", &eye_f32(2, 4));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrf",
-        "--arg",
-        &format!("A={a}"),
-    ]);
+    let snap = t.fail(&["run", &t.path("k.tile"), "--kernel", "potrf", "--arg", &format!("A={a}")]);
     insta::assert_snapshot!(snap);
 }
 
@@ -263,16 +208,7 @@ fn unknown_arg_name() {
 fn bad_scalar_value() {
     let t = Tmp::new("bad-scalar");
     let a = t.write("a.npy", &eye_f32(2, 4));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrf",
-        "--arg",
-        &format!("A={a}"),
-        "--arg",
-        "eps=abc",
-    ]);
+    let snap = t.fail(&["run", &t.path("k.tile"), "--kernel", "potrf", "--arg", &format!("A={a}"), "--arg", "eps=abc"]);
     insta::assert_snapshot!(snap);
 }
 
@@ -319,16 +255,8 @@ fn out_names_read_only_param() {
 fn unknown_kernel() {
     let t = Tmp::new("unknown-kernel");
     let a = t.write("a.npy", &eye_f32(2, 4));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrff",
-        "--arg",
-        &format!("A={a}"),
-        "--arg",
-        "eps=1e-6",
-    ]);
+    let snap =
+        t.fail(&["run", &t.path("k.tile"), "--kernel", "potrff", "--arg", &format!("A={a}"), "--arg", "eps=1e-6"]);
     insta::assert_snapshot!(snap);
 }
 
@@ -336,16 +264,7 @@ fn unknown_kernel() {
 fn arg_without_equals() {
     let t = Tmp::new("arg-no-eq");
     let a = t.write("a.npy", &eye_f32(2, 4));
-    let snap = t.fail(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "potrf",
-        "--arg",
-        &a,
-        "--arg",
-        "eps=1e-6",
-    ]);
+    let snap = t.fail(&["run", &t.path("k.tile"), "--kernel", "potrf", "--arg", &a, "--arg", "eps=1e-6"]);
     insta::assert_snapshot!(snap);
 }
 
@@ -369,10 +288,7 @@ fn failed_run_leaves_no_output_file() {
     assert_eq!(code, 2, "stderr:\n{err}");
     assert!(stdout.is_empty(), "unexpected stdout:\n{stdout}");
     assert!(err.contains("E0414"), "stderr:\n{err}");
-    assert!(
-        !PathBuf::from(&out).exists(),
-        "a failed run wrote its output"
-    );
+    assert!(!PathBuf::from(&out).exists(), "a failed run wrote its output");
     // No temporary file is left behind either.
     assert_eq!(t.files(), ["a.npy", "k.tile"]);
 }
@@ -382,21 +298,10 @@ fn successful_run_writes_output_file() {
     let t = Tmp::new("success-output");
     let (b, n) = (3usize, 12usize);
     let a = t.path("a.npy");
-    let (code, stdout, err) = t.tilec(&[
-        "gen-spd",
-        "--batch",
-        &b.to_string(),
-        "--n",
-        &n.to_string(),
-        "-o",
-        &a,
-    ]);
+    let (code, stdout, err) = t.tilec(&["gen-spd", "--batch", &b.to_string(), "--n", &n.to_string(), "-o", &a]);
     assert_eq!(code, 0, "gen-spd failed:\n{err}");
     assert!(err.is_empty(), "unexpected stderr:\n{err}");
-    assert_eq!(
-        stdout,
-        format!("wrote {b} SPD matrices of {n}x{n} f32 to [TMP]/a.npy\n")
-    );
+    assert_eq!(stdout, format!("wrote {b} SPD matrices of {n}x{n} f32 to [TMP]/a.npy\n"));
 
     let out = t.path("l.npy");
     let (code, stdout, err) = t.tilec(&[
@@ -413,10 +318,7 @@ fn successful_run_writes_output_file() {
     ]);
     assert_eq!(code, 0, "run failed:\n{err}");
     assert!(err.is_empty(), "unexpected stderr:\n{err}");
-    assert!(
-        stdout.starts_with("potrf") && stdout.contains("grid [3, 1, 1], 1 run"),
-        "unexpected stdout:\n{stdout}"
-    );
+    assert!(stdout.starts_with("potrf") && stdout.contains("grid [3, 1, 1], 1 run"), "unexpected stdout:\n{stdout}");
     assert_eq!(t.files(), ["a.npy", "k.tile", "l.npy"]);
 
     // The output is the Cholesky factor of the input (lower triangle).
@@ -424,11 +326,7 @@ fn successful_run_writes_output_file() {
     let output = tilec_runtime::read_npy(&out).expect("read output");
     assert_eq!(output.shape(), &[b as u64, n as u64, n as u64]);
     assert_eq!(output.elem(), input.elem());
-    let reference: Vec<f64> = input
-        .to_f64_vec()
-        .chunks(n * n)
-        .flat_map(|m| tilec_tests::cholesky_f64(m, n))
-        .collect();
+    let reference: Vec<f64> = input.to_f64_vec().chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
     let err = tilec_tests::max_rel_err_lower(&output.to_f64_vec(), &reference, n);
     assert!(err < 1e-5, "relative error {err:e}");
 }

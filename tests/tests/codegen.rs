@@ -30,17 +30,8 @@ fn programs() -> Vec<(String, SourceSet)> {
 }
 
 fn compiled(src: &SourceSet) -> tilec_midend::Module {
-    let opts = CompileOptions {
-        verify: true,
-        dump_after: None,
-    };
-    match compile(
-        src,
-        &Instances::All {
-            fixed: HashMap::new(),
-        },
-        &opts,
-    ) {
+    let opts = CompileOptions { verify: true, dump_after: None };
+    match compile(src, &Instances::All { fixed: HashMap::new() }, &opts) {
         Ok(c) => c.module,
         Err(d) => panic!("{} does not compile: {d:?}", src.main_name),
     }
@@ -97,12 +88,7 @@ fn object_file_links_with_c_and_factors_a_matrix() {
     .map(|s| s.to_string())
     .collect();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(
-        tilec::cli::main_with(argv, &mut out, &mut err, false),
-        0,
-        "{}",
-        String::from_utf8_lossy(&err)
-    );
+    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
     let c = dir.join("main.c");
     std::fs::write(
         &c,
@@ -123,22 +109,12 @@ int main(void) {
     .unwrap();
     let exe = dir.join("main");
     let status = std::process::Command::new("cc")
-        .args([
-            c.to_str().unwrap(),
-            obj.to_str().unwrap(),
-            "-lm",
-            "-o",
-            exe.to_str().unwrap(),
-        ])
+        .args([c.to_str().unwrap(), obj.to_str().unwrap(), "-lm", "-o", exe.to_str().unwrap()])
         .status()
         .expect("a C compiler `cc` is needed for this test");
     assert!(status.success());
     let printed = std::process::Command::new(&exe).output().unwrap();
-    let got: Vec<f64> = String::from_utf8(printed.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let got: Vec<f64> = String::from_utf8(printed.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
     let want = tilec_tests::cholesky_f64(&[4.0, 2.0, 2.0, 2.0, 5.0, 3.0, 2.0, 3.0, 6.0], 3);
     for (g, w) in got.iter().zip(&want) {
         assert!((g - w).abs() < 1e-12, "{got:?} vs {want:?}");

@@ -7,21 +7,11 @@ use tilec_runtime::{random_spd, random_uniform, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err};
 
 /// The examples this file runs; `every_example_is_run` checks it against the folder.
-const RUN: &[&str] = &[
-    "cholesky.tile",
-    "colsum.tile",
-    "gemm.tile",
-    "potrs.tile",
-    "softmax.tile",
-    "trsm.tile",
-];
+const RUN: &[&str] = &["cholesky.tile", "colsum.tile", "gemm.tile", "potrs.tile", "softmax.tile", "trsm.tile"];
 
 fn source(name: &str) -> SourceSet {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    SourceSet::with_stdlib(
-        format!("examples/{name}"),
-        std::fs::read_to_string(path).expect("example"),
-    )
+    SourceSet::with_stdlib(format!("examples/{name}"), std::fs::read_to_string(path).expect("example"))
 }
 
 fn arr(elem: Scalar, data: &[f64], shape: &[u64]) -> ArgValue {
@@ -30,8 +20,7 @@ fn arr(elem: Scalar, data: &[f64], shape: &[u64]) -> ArgValue {
 
 /// Runs `kernel` of `file` and returns the named output array as f64.
 fn run(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, out: &str) -> Vec<f64> {
-    let args: HashMap<String, ArgValue> =
-        args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     let runner = CpuRunner::new(&source(file), kernel, &args, &HashMap::new()).expect("compiles");
     let (bound, _) = runner.run(args).expect("runs");
     bound.array(out).unwrap().to_f64_vec()
@@ -80,10 +69,7 @@ fn every_example_is_run() {
         .filter(|n| n.ends_with(".tile"))
         .collect();
     found.sort();
-    assert_eq!(
-        found, RUN,
-        "every example needs a run test in tests/tests/examples.rs"
-    );
+    assert_eq!(found, RUN, "every example needs a run test in tests/tests/examples.rs");
 }
 
 #[test]
@@ -121,27 +107,16 @@ fn potrs_example_solves_spd_systems() {
         let got = run(
             "potrs.tile",
             "spd_solve16",
-            vec![
-                ("A", arr(elem, &a, &[b as u64, 16, 16])),
-                ("Y", arr(elem, &y, &[b as u64, 16])),
-                ("eps", eps(elem)),
-            ],
+            vec![("A", arr(elem, &a, &[b as u64, 16, 16])), ("Y", arr(elem, &y, &[b as u64, 16])), ("eps", eps(elem))],
             "Y",
         );
         // Check the residual A x - y relative to |y|.
         for i in 0..b {
-            let (ai, xi, yi) = (
-                &a[i * 256..(i + 1) * 256],
-                &got[i * 16..(i + 1) * 16],
-                &y[i * 16..(i + 1) * 16],
-            );
+            let (ai, xi, yi) = (&a[i * 256..(i + 1) * 256], &got[i * 16..(i + 1) * 16], &y[i * 16..(i + 1) * 16]);
             let scale = yi.iter().map(|v| v.abs()).fold(0.0, f64::max);
             for r in 0..16 {
                 let ax: f64 = (0..16).map(|c| ai[r * 16 + c] * xi[c]).sum();
-                assert!(
-                    (ax - yi[r]).abs() <= tol(elem) * 10.0 * scale,
-                    "{elem:?} system {i} row {r}"
-                );
+                assert!((ax - yi[r]).abs() <= tol(elem) * 10.0 * scale, "{elem:?} system {i} row {r}");
             }
         }
     }
@@ -153,14 +128,8 @@ fn gemm_example_multiplies_any_shape() {
         let (m, k, n) = (37usize, 45usize, 19usize);
         let a = rounded(elem, &random_uniform(m * k, 7));
         let b = rounded(elem, &random_uniform(k * n, 8));
-        let mut args = vec![
-            ("A", arr(elem, &a, &[m as u64, k as u64])),
-            ("B", arr(elem, &b, &[k as u64, n as u64])),
-        ];
-        args.push((
-            "C",
-            arr(elem, &vec![f64::NAN; m * n], &[m as u64, n as u64]),
-        ));
+        let mut args = vec![("A", arr(elem, &a, &[m as u64, k as u64])), ("B", arr(elem, &b, &[k as u64, n as u64]))];
+        args.push(("C", arr(elem, &vec![f64::NAN; m * n], &[m as u64, n as u64])));
         let got = run("gemm.tile", "matmul16", args, "C");
         let mut want = vec![0.0; m * n];
         for i in 0..m {
@@ -170,11 +139,7 @@ fn gemm_example_multiplies_any_shape() {
                 }
             }
         }
-        let err = got
-            .iter()
-            .zip(&want)
-            .map(|(g, w)| (g - w).abs())
-            .fold(0.0, f64::max);
+        let err = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max);
         assert!(err <= tol(elem) * k as f64, "{elem:?}: {err}");
         // The batched kernel on two copies gives the same numbers twice.
         let a2: Vec<f64> = a.iter().chain(&a).copied().collect();
@@ -182,10 +147,7 @@ fn gemm_example_multiplies_any_shape() {
         let args = vec![
             ("A", arr(elem, &a2, &[2, m as u64, k as u64])),
             ("B", arr(elem, &b2, &[2, k as u64, n as u64])),
-            (
-                "C",
-                arr(elem, &vec![0.0; 2 * m * n], &[2, m as u64, n as u64]),
-            ),
+            ("C", arr(elem, &vec![0.0; 2 * m * n], &[2, m as u64, n as u64])),
         ];
         let got2 = run("gemm.tile", "matmul16_batched", args, "C");
         assert_eq!(&got2[..m * n], &got[..]);
@@ -197,18 +159,12 @@ fn gemm_example_multiplies_any_shape() {
 fn softmax_example_matches_reference() {
     for elem in [Scalar::F32, Scalar::F64] {
         let m = 37usize;
-        let x: Vec<f64> = rounded(elem, &random_uniform(m * 64, 9))
-            .iter()
-            .map(|v| v * 5.0)
-            .collect();
+        let x: Vec<f64> = rounded(elem, &random_uniform(m * 64, 9)).iter().map(|v| v * 5.0).collect();
         let x = rounded(elem, &x);
         let got = run(
             "softmax.tile",
             "softmax64",
-            vec![
-                ("X", arr(elem, &x, &[m as u64, 64])),
-                ("Y", arr(elem, &vec![0.0; m * 64], &[m as u64, 64])),
-            ],
+            vec![("X", arr(elem, &x, &[m as u64, 64])), ("Y", arr(elem, &vec![0.0; m * 64], &[m as u64, 64]))],
             "Y",
         );
         for r in 0..m {
@@ -217,10 +173,7 @@ fn softmax_example_matches_reference() {
             let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
             for c in 0..64 {
                 let want = (row[c] - mx).exp() / s;
-                assert!(
-                    (got[r * 64 + c] - want).abs() <= tol(elem) * want.max(1e-3),
-                    "{elem:?} ({r}, {c})"
-                );
+                assert!((got[r * 64 + c] - want).abs() <= tol(elem) * want.max(1e-3), "{elem:?} ({r}, {c})");
             }
         }
     }
@@ -234,19 +187,12 @@ fn colsum_example_adds_atomically_across_programs() {
         let got = run(
             "colsum.tile",
             "colsum",
-            vec![
-                ("X", arr(elem, &x, &[m as u64, 48])),
-                ("S", arr(elem, &[0.0; 48], &[48])),
-            ],
+            vec![("X", arr(elem, &x, &[m as u64, 48])), ("S", arr(elem, &[0.0; 48], &[48]))],
             "S",
         );
         for c in 0..48 {
             let want: f64 = (0..m).map(|r| x[r * 48 + c]).sum();
-            assert!(
-                (got[c] - want).abs() <= tol(elem) * m as f64,
-                "{elem:?} column {c}: {} vs {want}",
-                got[c]
-            );
+            assert!((got[c] - want).abs() <= tol(elem) * m as f64, "{elem:?} column {c}: {} vs {want}", got[c]);
         }
     }
 }

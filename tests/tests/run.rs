@@ -8,18 +8,12 @@ use tilec_runtime::{random_spd, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err, max_rel_err_lower};
 
 fn stdlib() -> SourceSet {
-    SourceSet::with_stdlib(
-        "stdlib/linalg.tile",
-        include_str!("../../stdlib/linalg.tile"),
-    )
+    SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"))
 }
 
 fn example(name: &str) -> SourceSet {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    SourceSet::with_stdlib(
-        format!("examples/{name}"),
-        std::fs::read_to_string(path).expect("example"),
-    )
+    SourceSet::with_stdlib(format!("examples/{name}"), std::fs::read_to_string(path).expect("example"))
 }
 
 /// Factors a batch with `potrf_batched` and returns (factor, reference factor).
@@ -36,15 +30,11 @@ fn potrf(batch: usize, n: usize, elem: Scalar, seed: u64) -> (Vec<f64>, Vec<f64>
         _ => Const::Float(1e-12, Scalar::F64),
     };
     args.insert("eps".to_string(), ArgValue::Scalar(eps));
-    let runner =
-        CpuRunner::new(&stdlib(), "potrf_batched", &args, &HashMap::new()).expect("compiles");
+    let runner = CpuRunner::new(&stdlib(), "potrf_batched", &args, &HashMap::new()).expect("compiles");
     let (bound, launch) = runner.run(args).expect("runs");
     assert_eq!(launch.grid, [batch as i64, 1, 1]);
     let out = bound.array("A").unwrap().to_f64_vec();
-    let reference: Vec<f64> = seen
-        .chunks(n * n)
-        .flat_map(|m| cholesky_f64(m, n))
-        .collect();
+    let reference: Vec<f64> = seen.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
     (out, reference)
 }
 
@@ -56,10 +46,7 @@ fn potrf_f32_matches_f64_reference_for_all_sizes() {
         for batch in [1, 7] {
             let (out, reference) = potrf(batch, n, Scalar::F32, n as u64 * 31 + batch as u64);
             let err = max_rel_err_lower(&out, &reference, n);
-            assert!(
-                err <= 1e-4,
-                "f32 n={n} batch={batch}: relative error {err:e}"
-            );
+            assert!(err <= 1e-4, "f32 n={n} batch={batch}: relative error {err:e}");
         }
     }
 }
@@ -70,10 +57,7 @@ fn potrf_f64_matches_f64_reference_for_all_sizes() {
         for batch in [1, 7] {
             let (out, reference) = potrf(batch, n, Scalar::F64, n as u64 * 17 + batch as u64);
             let err = max_rel_err_lower(&out, &reference, n);
-            assert!(
-                err <= 1e-10,
-                "f64 n={n} batch={batch}: relative error {err:e}"
-            );
+            assert!(err <= 1e-10, "f64 n={n} batch={batch}: relative error {err:e}");
         }
     }
 }
@@ -99,27 +83,12 @@ fn example_cholesky_matches_reference_and_zeroes_the_upper_triangle() {
         let seen = host.to_f64_vec();
         let mut args = HashMap::new();
         args.insert("A".to_string(), ArgValue::Array(host));
-        args.insert(
-            "L".to_string(),
-            ArgValue::Array(HostArray::zeros(elem, &shape).unwrap()),
-        );
-        args.insert(
-            "eps".to_string(),
-            ArgValue::Scalar(Const::Float(1e-12, elem)),
-        );
-        let runner = CpuRunner::new(
-            &example("cholesky.tile"),
-            "cholesky",
-            &args,
-            &HashMap::new(),
-        )
-        .expect("compiles");
+        args.insert("L".to_string(), ArgValue::Array(HostArray::zeros(elem, &shape).unwrap()));
+        args.insert("eps".to_string(), ArgValue::Scalar(Const::Float(1e-12, elem)));
+        let runner = CpuRunner::new(&example("cholesky.tile"), "cholesky", &args, &HashMap::new()).expect("compiles");
         let (bound, _) = runner.run(args).expect("runs");
         let out = bound.array("L").unwrap().to_f64_vec();
-        let reference: Vec<f64> = seen
-            .chunks(n * n)
-            .flat_map(|m| cholesky_f64(m, n))
-            .collect();
+        let reference: Vec<f64> = seen.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
         let err = max_rel_err(&out, &reference, n);
         assert!(err <= tol, "{elem:?} n={n}: {err:e}");
     }
@@ -151,19 +120,7 @@ fn cli_potrf_4096(dtype: &str, tol: f64) {
         assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
         String::from_utf8(out).unwrap()
     };
-    run(&[
-        "gen-spd",
-        "--batch",
-        "4096",
-        "--n",
-        "92",
-        "--dtype",
-        dtype,
-        "--seed",
-        "7",
-        "-o",
-        input.to_str().unwrap(),
-    ]);
+    run(&["gen-spd", "--batch", "4096", "--n", "92", "--dtype", dtype, "--seed", "7", "-o", input.to_str().unwrap()]);
     let printed = run(&[
         "run",
         &format!("{root}/stdlib/linalg.tile"),
@@ -172,26 +129,15 @@ fn cli_potrf_4096(dtype: &str, tol: f64) {
         "--arg",
         &format!("A={}", input.display()),
         "--arg",
-        if dtype == "f32" {
-            "eps=1e-6"
-        } else {
-            "eps=1e-12"
-        },
+        if dtype == "f32" { "eps=1e-6" } else { "eps=1e-12" },
         "--out",
         &format!("A={}", output.display()),
     ]);
-    assert!(
-        printed.contains(&format!("potrf_batched__{dtype}: grid [4096, 1, 1]")),
-        "{printed}"
-    );
+    assert!(printed.contains(&format!("potrf_batched__{dtype}: grid [4096, 1, 1]")), "{printed}");
     let a = tilec_runtime::read_npy(&input).unwrap();
     let l = tilec_runtime::read_npy(&output).unwrap();
     assert_eq!(l.shape(), &[4096, 92, 92]);
-    let reference: Vec<f64> = a
-        .to_f64_vec()
-        .chunks(92 * 92)
-        .flat_map(|m| cholesky_f64(m, 92))
-        .collect();
+    let reference: Vec<f64> = a.to_f64_vec().chunks(92 * 92).flat_map(|m| cholesky_f64(m, 92)).collect();
     let err = max_rel_err_lower(&l.to_f64_vec(), &reference, 92);
     assert!(err <= tol, "{dtype}: relative error {err:e}");
     std::fs::remove_dir_all(&dir).ok();

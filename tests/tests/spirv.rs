@@ -36,35 +36,23 @@ fn spirv_val(words: &[u32]) -> Result<(), String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| {
-            format!("spirv-val not found ({e}): run tools/install-deps.sh (Debian: spirv-tools)")
-        })?;
+        .map_err(|e| format!("spirv-val not found ({e}): run tools/install-deps.sh (Debian: spirv-tools)"))?;
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     child.stdin.take().unwrap().write_all(&bytes).unwrap();
     let out = child.wait_with_output().unwrap();
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
+        Err(format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
     }
 }
 
 #[test]
 fn every_kernel_passes_spirv_val_at_every_subgroup_size() {
     for (_, src) in programs() {
-        let m = compile(
-            &src,
-            &Instances::All {
-                fixed: HashMap::new(),
-            },
-            &CompileOptions::default(),
-        )
-        .expect("compiles")
-        .module;
+        let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default())
+            .expect("compiles")
+            .module;
         for k in &m.kernels {
             for lanes in [4, 8, 16, 32, 64] {
                 let simt = lower_kernel(&m, k, lanes).expect("SIMT lowering");
@@ -83,22 +71,35 @@ fn every_kernel_passes_spirv_val_at_every_subgroup_size() {
 fn spirv_disassembly_snapshots() {
     use rspirv::binary::Disassemble;
     for (key, src) in programs() {
-        let m = compile(
-            &src,
-            &Instances::All {
-                fixed: HashMap::new(),
-            },
-            &CompileOptions::default(),
-        )
-        .expect("compiles")
-        .module;
+        let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default())
+            .expect("compiles")
+            .module;
         for k in m.kernels.iter().filter(|k| k.symbol.contains("__f32")) {
             let simt = lower_kernel(&m, k, 32).expect("SIMT lowering");
             let spv = tilec_codegen_spirv::compile(&simt).expect("SPIR-V");
-            let text = rspirv::dr::load_words(&spv.words)
-                .expect("loads")
-                .disassemble();
+            let text = rspirv::dr::load_words(&spv.words).expect("loads").disassemble();
             insta::assert_snapshot!(format!("spirv_{key}_{}", k.symbol), text);
+        }
+    }
+}
+
+/// Arrays larger than a device's storage-buffer range are bound as descriptor arrays: the
+/// chunked form validates too.
+#[test]
+fn chunked_arrays_pass_spirv_val() {
+    use tilec_codegen_spirv::{compile_with, Chunks, SpirvOptions};
+    let src = SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"));
+    let m =
+        compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).expect("compiles").module;
+    for name in ["potrf_batched__f32", "gemm__f64__32__32__32"] {
+        let k = m.kernels.iter().find(|k| k.symbol == name).expect("kernel");
+        let simt = lower_kernel(&m, k, 8).expect("SIMT lowering");
+        let opts = SpirvOptions {
+            chunks: vec![Some(Chunks { log2: 20, count: 3 }), None, Some(Chunks { log2: 12, count: 5 })],
+        };
+        let spv = compile_with(&simt, &opts).expect("SPIR-V");
+        if let Err(e) = spirv_val(&spv.words) {
+            panic!("{name} with chunked arrays fails spirv-val:\n{e}");
         }
     }
 }

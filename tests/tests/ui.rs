@@ -21,11 +21,7 @@ fn tilec(args: &[&str]) -> (i32, String, String) {
     let mut out = Vec::new();
     let mut err = Vec::new();
     let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
-    (
-        code,
-        String::from_utf8(out).expect("stdout is UTF-8"),
-        String::from_utf8(err).expect("stderr is UTF-8"),
-    )
+    (code, String::from_utf8(out).expect("stdout is UTF-8"), String::from_utf8(err).expect("stderr is UTF-8"))
 }
 
 #[test]
@@ -33,10 +29,7 @@ fn check() {
     let pkg = package_dir();
     let cwd = std::env::current_dir().expect("current dir");
     let cwd = cwd.canonicalize().unwrap_or(cwd);
-    assert_eq!(
-        cwd, pkg,
-        "the ui tests pass paths relative to the package directory and must run there"
-    );
+    assert_eq!(cwd, pkg, "the ui tests pass paths relative to the package directory and must run there");
     insta::glob!("../ui", "*.tile", |path| {
         let rel = path
             .strip_prefix(&pkg)
@@ -46,22 +39,14 @@ fn check() {
             .replace('\\', "/");
         let src = std::fs::read_to_string(path).expect("read ui file");
         let first = src.lines().next().unwrap_or("");
-        assert!(
-            first.starts_with("//"),
-            "{rel}: the first line must be a `//` comment saying what the file shows"
-        );
+        assert!(first.starts_with("//"), "{rel}: the first line must be a `//` comment saying what the file shows");
 
         let (code, out, err) = tilec(&["check", &rel]);
         assert_eq!(code, 1, "{rel}: expected exit code 1\nstderr:\n{err}");
         assert!(out.is_empty(), "{rel}: unexpected stdout:\n{out}");
+        assert!(err.contains("] Error: "), "{rel}: no rendered `[CODE] Error:` diagnostic in stderr:\n{err}");
         assert!(
-            err.contains("] Error: "),
-            "{rel}: no rendered `[CODE] Error:` diagnostic in stderr:\n{err}"
-        );
-        assert!(
-            err.lines()
-                .last()
-                .is_some_and(|l| l.starts_with("error: ") && l.ends_with(" found")),
+            err.lines().last().is_some_and(|l| l.starts_with("error: ") && l.ends_with(" found")),
             "{rel}: stderr does not end with the error count:\n{err}"
         );
         assert!(

@@ -14,11 +14,7 @@ use tilec_midend::Scalar;
 use tilec_runtime::{write_npy_atomic, ArgValue, HostArray, RunError};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "tilec",
-    version,
-    about = "Compiler and runner for .tile tile kernels"
-)]
+#[command(name = "tilec", version, about = "Compiler and runner for .tile tile kernels")]
 struct Cli {
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = Format::Human, global = true)]
@@ -41,6 +37,10 @@ enum Target {
     Spirv,
     /// Run on a Vulkan device (run only; `build` uses `spirv`).
     Vulkan,
+    /// PTX for NVIDIA GPUs (build only; `run` uses `cuda`).
+    Ptx,
+    /// Run on an NVIDIA GPU through the CUDA driver (run only; `build` uses `ptx`).
+    Cuda,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq)]
@@ -81,6 +81,12 @@ enum Cmd {
         /// Lanes per subgroup for GPU targets (the device's subgroup size; NVIDIA: 32).
         #[arg(long, default_value_t = 32)]
         lanes: u32,
+        /// The NVIDIA architecture for `--target ptx`, `sm_70` to `sm_90`.
+        #[arg(long, default_value = "sm_80")]
+        arch: String,
+        /// With `--target ptx`: report registers, spills and shared memory per kernel (ptxas -v).
+        #[arg(long)]
+        report: bool,
     },
     /// Run a kernel on .npy inputs.
     Run {
@@ -138,17 +144,11 @@ pub(crate) struct Fail {
 }
 
 pub(crate) fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
-    Fail {
-        diags: vec![Diagnostic::error(code, msg)],
-        code: 2,
-    }
+    Fail { diags: vec![Diagnostic::error(code, msg)], code: 2 }
 }
 
 pub(crate) fn run_error(e: RunError) -> Fail {
-    Fail {
-        diags: vec![Diagnostic::error(e.code(), e.to_string())],
-        code: 2,
-    }
+    Fail { diags: vec![Diagnostic::error(e.code(), e.to_string())], code: 2 }
 }
 
 pub(crate) fn program(diags: Vec<Diagnostic>) -> Fail {
@@ -162,11 +162,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
             let text = e.to_string();
-            let _ = if code == 0 {
-                write!(out, "{text}")
-            } else {
-                write!(err, "{text}")
-            };
+            let _ = if code == 0 { write!(out, "{text}") } else { write!(err, "{text}") };
             return code;
         }
     };
@@ -183,12 +179,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
             let _ = write!(err, "{}", render_diagnostics(&f.diags, &src, format, color));
             if format == ErrorFormat::Human {
                 let n = f.diags.len();
-                let _ = writeln!(
-                    err,
-                    "error: {} error{} found",
-                    n,
-                    if n == 1 { "" } else { "s" }
-                );
+                let _ = writeln!(err, "error: {} error{} found", n, if n == 1 { "" } else { "s" });
             }
             f.code
         }
@@ -196,8 +187,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
 }
 
 fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Fail> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
+    let text =
+        std::fs::read_to_string(file).map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
     let s = SourceSet::with_stdlib(file.display().to_string(), text);
     *slot = Some(s.clone());
     Ok(s)
@@ -207,17 +198,10 @@ fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Fail> 
     let mut m = HashMap::new();
     for g in list {
         let Some((n, t)) = g.split_once('=') else {
-            return Err(usage(
-                "E0501",
-                format!("`--generic {g}`: expected NAME=TYPE or NAME=INTEGER, e.g. T=f32"),
-            ));
+            return Err(usage("E0501", format!("`--generic {g}`: expected NAME=TYPE or NAME=INTEGER, e.g. T=f32")));
         };
-        let v = GenericArg::parse(t.trim()).ok_or_else(|| {
-            usage(
-                "E0501",
-                format!("`--generic {g}`: `{t}` is neither a scalar type nor an integer"),
-            )
-        })?;
+        let v = GenericArg::parse(t.trim())
+            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: `{t}` is neither a scalar type nor an integer")))?;
         m.insert(n.trim().to_string(), v);
     }
     Ok(m)
@@ -229,86 +213,42 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             let src = read_source(&file, slot)?;
             compile(
                 &src,
-                &Instances::All {
-                    fixed: HashMap::new(),
-                },
-                &CompileOptions {
-                    verify: true,
-                    dump_after: None,
-                },
+                &Instances::All { fixed: HashMap::new() },
+                &CompileOptions { verify: true, dump_after: None },
             )
             .map_err(program)?;
             Ok(())
         }
-        Cmd::Build {
-            file,
-            target: Target::Spirv,
-            emit,
-            o,
-            generics,
-            dump_after: _,
-            lanes,
-        } => {
+        Cmd::Build { file, target: Target::Ptx, emit, o, generics, arch, report, .. } => {
             let src = read_source(&file, slot)?;
-            crate::gpu::build_spirv(
-                &src,
-                &file,
-                emit,
-                o,
-                &parse_generics(&generics)?,
-                lanes,
-                out,
-            )
+            crate::ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out)
         }
-        Cmd::Build {
-            target: Target::Vulkan,
-            ..
-        } => Err(usage(
-            "E0503",
-            "`build --target vulkan`: use `--target spirv` to build SPIR-V",
-        )),
-        Cmd::Run {
-            target: Target::Spirv,
-            ..
-        } => Err(usage(
-            "E0503",
-            "`run --target spirv`: use `--target vulkan` to run SPIR-V",
-        )),
-        Cmd::Build {
-            file,
-            target: Target::Cpu,
-            emit,
-            o,
-            generics,
-            dump_after,
-            lanes: _,
-        } => {
-            let src = read_source(&file, slot)?;
-            build(
-                &src,
-                &file,
-                emit,
-                o,
-                &parse_generics(&generics)?,
-                dump_after,
-                out,
-            )
+        Cmd::Build { target: Target::Cuda, .. } => {
+            Err(usage("E0503", "`build --target cuda`: use `--target ptx` to build PTX"))
         }
-        Cmd::Run {
-            file,
-            kernel,
-            args,
-            outs,
-            repeat,
-            target,
-            generics,
-            device,
-        } => {
+        Cmd::Run { target: Target::Ptx, .. } => {
+            Err(usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
+        }
+        Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, .. } => {
             let src = read_source(&file, slot)?;
-            let backend = if target == Target::Vulkan {
-                Backend::Vulkan { device }
-            } else {
-                Backend::Cpu
+            crate::gpu::build_spirv(&src, &file, emit, o, &parse_generics(&generics)?, lanes, out)
+        }
+        Cmd::Build { target: Target::Vulkan, .. } => {
+            Err(usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))
+        }
+        Cmd::Run { target: Target::Spirv, .. } => {
+            Err(usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
+        }
+        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, .. } => {
+            let src = read_source(&file, slot)?;
+            build(&src, &file, emit, o, &parse_generics(&generics)?, dump_after, out)
+        }
+        Cmd::Run { file, kernel, args, outs, repeat, target, generics, device } => {
+            let src = read_source(&file, slot)?;
+            let backend = match target {
+                Target::Vulkan => Backend::Vulkan { device },
+                Target::Cuda => Backend::Cuda { device },
+                _ => Backend::Cpu,
             };
             let req = RunRequest {
                 kernel: &kernel,
@@ -320,54 +260,24 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             };
             crate::run_cmd::run(&src, &req, out)
         }
-        Cmd::GenUniform {
-            shape,
-            dtype,
-            seed,
-            o,
-        } => {
+        Cmd::GenUniform { shape, dtype, seed, o } => {
             let elem = gen_dtype(&dtype)?;
-            let dims: Result<Vec<u64>, _> =
-                shape.split(',').map(|d| d.trim().parse::<u64>()).collect();
-            let dims = dims.map_err(|_| {
-                usage(
-                    "E0501",
-                    format!("`--shape {shape}`: expected extents like 512,512"),
-                )
-            })?;
-            let len = dims
-                .iter()
-                .try_fold(1u64, |a, d| a.checked_mul(*d))
-                .filter(|n| *n <= 1 << 32);
-            let len =
-                len.ok_or_else(|| usage("E0501", format!("`--shape {shape}`: too many elements")))?;
+            let dims: Result<Vec<u64>, _> = shape.split(',').map(|d| d.trim().parse::<u64>()).collect();
+            let dims = dims.map_err(|_| usage("E0501", format!("`--shape {shape}`: expected extents like 512,512")))?;
+            let len = dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d)).filter(|n| *n <= 1 << 32);
+            let len = len.ok_or_else(|| usage("E0501", format!("`--shape {shape}`: too many elements")))?;
             let data = tilec_runtime::random_uniform(len as usize, seed);
             let arr = HostArray::from_f64_as(elem, &data, &dims).map_err(run_error)?;
             write_npy_atomic(&o, &arr).map_err(run_error)?;
-            let _ = writeln!(
-                out,
-                "wrote a {dtype} array of shape [{shape}] to {}",
-                o.display()
-            );
+            let _ = writeln!(out, "wrote a {dtype} array of shape [{shape}] to {}", o.display());
             Ok(())
         }
-        Cmd::GenSpd {
-            batch,
-            n,
-            dtype,
-            seed,
-            o,
-        } => {
+        Cmd::GenSpd { batch, n, dtype, seed, o } => {
             let elem = gen_dtype(&dtype)?;
             let data = tilec_runtime::random_spd(batch, n, seed);
-            let arr = HostArray::from_f64_as(elem, &data, &[batch as u64, n as u64, n as u64])
-                .map_err(run_error)?;
+            let arr = HostArray::from_f64_as(elem, &data, &[batch as u64, n as u64, n as u64]).map_err(run_error)?;
             write_npy_atomic(&o, &arr).map_err(run_error)?;
-            let _ = writeln!(
-                out,
-                "wrote {batch} SPD matrices of {n}x{n} {dtype} to {}",
-                o.display()
-            );
+            let _ = writeln!(out, "wrote {batch} SPD matrices of {n}x{n} {dtype} to {}", o.display());
             Ok(())
         }
     }
@@ -377,10 +287,7 @@ fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
     match dtype {
         "f32" => Ok(Scalar::F32),
         "f64" => Ok(Scalar::F64),
-        _ => Err(usage(
-            "E0501",
-            format!("`--dtype {dtype}`: expected f32 or f64"),
-        )),
+        _ => Err(usage("E0501", format!("`--dtype {dtype}`: expected f32 or f64"))),
     }
 }
 
@@ -392,16 +299,13 @@ pub(crate) fn write_out(
 ) -> Result<(), Fail> {
     match path.clone().or(default) {
         Some(p) => {
-            let arr_err =
-                |e: std::io::Error| usage("E0400", format!("cannot write `{}`: {e}", p.display()));
+            let arr_err = |e: std::io::Error| usage("E0400", format!("cannot write `{}`: {e}", p.display()));
             let tmp = p.with_extension("tmp~");
             std::fs::write(&tmp, bytes).map_err(arr_err)?;
             std::fs::rename(&tmp, &p).map_err(arr_err)?;
             Ok(())
         }
-        None => out
-            .write_all(bytes)
-            .map_err(|e| usage("E0400", format!("cannot write output: {e}"))),
+        None => out.write_all(bytes).map_err(|e| usage("E0400", format!("cannot write output: {e}"))),
     }
 }
 
@@ -434,49 +338,31 @@ fn build(
     }
     let compiled = compile(
         src,
-        &Instances::All {
-            fixed: fixed.clone(),
-        },
-        &CompileOptions {
-            verify: true,
-            dump_after: dump_after.clone(),
-        },
+        &Instances::All { fixed: fixed.clone() },
+        &CompileOptions { verify: true, dump_after: dump_after.clone() },
     )
     .map_err(program)?;
     if let Some(d) = compiled.dump {
         write_out(&None, None, d.as_bytes(), out)?;
     } else if let Some(p) = dump_after {
-        return Err(usage(
-            "E0501",
-            format!("`--dump-after {p}`: no such pass (inline, const-fold, simplify)"),
-        ));
+        return Err(usage("E0501", format!("`--dump-after {p}`: no such pass (inline, const-fold, simplify)")));
     }
     let m = &compiled.module;
     match emit {
-        Emit::Simt | Emit::SpirvAsm => Err(usage(
-            "E0503",
-            "`--emit simt` and `--emit spirv-asm` need `--target spirv`",
-        )),
-        Emit::Tir => write_out(
-            &o,
-            None,
-            tilec_midend::print::print_module(m).as_bytes(),
-            out,
-        ),
+        Emit::Simt | Emit::SpirvAsm => {
+            Err(usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
+        }
+        Emit::Tir => write_out(&o, None, tilec_midend::print::print_module(m).as_bytes(), out),
         Emit::Clif => {
             let mut s = String::new();
             for k in &m.kernels {
-                s.push_str(
-                    &tilec_codegen_cpu::emit_clif(m, k)
-                        .map_err(|e| usage("E0901", e.to_string()))?,
-                );
+                s.push_str(&tilec_codegen_cpu::emit_clif(m, k).map_err(|e| usage("E0901", e.to_string()))?);
                 s.push('\n');
             }
             write_out(&o, None, s.as_bytes(), out)
         }
         _ => {
-            let bytes =
-                tilec_codegen_cpu::compile_object(m).map_err(|e| usage("E0901", e.to_string()))?;
+            let bytes = tilec_codegen_cpu::compile_object(m).map_err(|e| usage("E0901", e.to_string()))?;
             write_out(&o, Some(file.with_extension("o")), &bytes, out)
         }
     }
@@ -492,9 +378,7 @@ pub(crate) fn zeros_for_output(
     use tilec_midend::{Dim, ParamKind};
     let mut vars: HashMap<&str, u64> = HashMap::new();
     for p in &kernel.params {
-        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) =
-            (&p.kind, args.get(&p.name))
-        {
+        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) = (&p.kind, args.get(&p.name)) {
             for (d, n) in dims.iter().zip(a.shape()) {
                 if let Dim::Var(v) = d {
                     vars.entry(v.as_str()).or_insert(*n);
@@ -503,24 +387,10 @@ pub(crate) fn zeros_for_output(
         }
     }
     let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
-        return Err(usage(
-            "E0418",
-            format!(
-                "`--out {name}`: kernel `{}` has no parameter `{name}`",
-                kernel.name
-            ),
-        ));
+        return Err(usage("E0418", format!("`--out {name}`: kernel `{}` has no parameter `{name}`", kernel.name)));
     };
-    let ParamKind::Array {
-        elem,
-        dims,
-        mutable: true,
-    } = &p.kind
-    else {
-        return Err(usage(
-            "E0418",
-            format!("`--out {name}`: `{name}` is not a `mut` array parameter"),
-        ));
+    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
+        return Err(usage("E0418", format!("`--out {name}`: `{name}` is not a `mut` array parameter")));
     };
     let mut shape = Vec::new();
     for d in dims {

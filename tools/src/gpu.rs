@@ -17,11 +17,35 @@ pub(crate) fn spirv_kernel(
     k: &Kernel,
     lanes: u32,
 ) -> Result<(SimtKernel, tilec_codegen_spirv::SpirvKernel), Fail> {
-    let simt = lower_kernel(m, k, lanes)
-        .map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
-    let spv = tilec_codegen_spirv::compile(&simt)
-        .map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    let simt = lower_kernel(m, k, lanes).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    let spv = tilec_codegen_spirv::compile(&simt).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     Ok((simt, spv))
+}
+
+/// Runs a kernel instance of `module` on a Vulkan device: SIMT lowering for the device's
+/// subgroup size, SPIR-V with arrays larger than a storage buffer split into chunks, then
+/// `repeat + 1` launches from the same inputs of which the first (where drivers compile the
+/// shader) is not timed. `bound` holds the results. Errors are diagnostics (E04xx, E0504).
+pub fn vulkan_launch(
+    dev: &tilec_runtime::VulkanDevice,
+    module: &Module,
+    kernel: &Kernel,
+    bound: &mut tilec_runtime::Bound,
+    repeat: u32,
+) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
+    let fail = |f: Fail| f.diags;
+    let rerr = |e: tilec_runtime::RunError| vec![tilec_grammar::diag::Diagnostic::error(e.code(), e.to_string())];
+    let simt = lower_kernel(module, kernel, dev.subgroup_size())
+        .map_err(|e| fail(usage("E0504", format!("kernel `{}`: {e}", kernel.symbol))))?;
+    let opts = tilec_codegen_spirv::SpirvOptions { chunks: dev.chunking(kernel, bound) };
+    let spv = tilec_codegen_spirv::compile_with(&simt, &opts)
+        .map_err(|e| fail(usage("E0504", format!("kernel `{}`: {e}", kernel.symbol))))?;
+    let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
+    let mut times = dev.launch(&spv, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
+    if times.len() > 1 {
+        times.remove(0);
+    }
+    Ok((launch, times))
 }
 
 /// The SPIR-V disassembly of a module.
@@ -43,19 +67,8 @@ pub(crate) fn build_spirv(
     lanes: u32,
     out: &mut dyn Write,
 ) -> Result<(), Fail> {
-    let opts = CompileOptions {
-        verify: true,
-        dump_after: None,
-    };
-    let m = compile(
-        src,
-        &Instances::All {
-            fixed: fixed.clone(),
-        },
-        &opts,
-    )
-    .map_err(program)?
-    .module;
+    let opts = CompileOptions { verify: true, dump_after: None };
+    let m = compile(src, &Instances::All { fixed: fixed.clone() }, &opts).map_err(program)?.module;
     let mut text = String::new();
     let several = m.kernels.len() > 1;
     for k in &m.kernels {
@@ -76,12 +89,7 @@ pub(crate) fn build_spirv(
                 };
                 write_out(&Some(path), None, &bytes, out)?;
             }
-            _ => {
-                return Err(usage(
-                    "E0503",
-                    "`--target spirv` emits obj (SPIR-V), spirv-asm or simt",
-                ))
-            }
+            _ => return Err(usage("E0503", "`--target spirv` emits obj (SPIR-V), spirv-asm or simt")),
         }
     }
     if !text.is_empty() {

@@ -17,6 +17,9 @@
 
 pub mod cli;
 mod gpu;
+mod ptx;
+pub use gpu::vulkan_launch;
+pub use ptx::{find_ptxas, ptxas, PtxasReport};
 mod render;
 mod run;
 mod run_cmd;
@@ -56,10 +59,7 @@ impl SourceSet {
         SourceSet {
             main_name: name.into(),
             main_src: src.into(),
-            modules: STDLIB
-                .iter()
-                .map(|(n, s)| (n.to_string(), s.to_string()))
-                .collect(),
+            modules: STDLIB.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect(),
         }
     }
 
@@ -91,10 +91,7 @@ impl SourceSet {
 impl Parsed {
     /// The frontend's view of the parsed sources.
     pub fn sources(&self) -> Sources<'_> {
-        Sources {
-            main: &self.main,
-            modules: self.modules.iter().map(|(n, f)| (n.clone(), f)).collect(),
-        }
+        Sources { main: &self.main, modules: self.modules.iter().map(|(n, f)| (n.clone(), f)).collect() }
     }
 }
 
@@ -115,11 +112,7 @@ pub struct Compiled {
 
 /// Parses, checks and lowers `src` and runs the pass pipeline. Errors are diagnostics;
 /// a verifier failure (a compiler bug) is reported as E0900.
-pub fn compile(
-    src: &SourceSet,
-    instances: &Instances,
-    opts: &CompileOptions,
-) -> Result<Compiled, Vec<Diagnostic>> {
+pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
     let (parsed, mut diags) = src.parse();
     let (mut module, more) = tilec_frontend::compile(&parsed.sources(), instances);
     diags.extend(more);
@@ -128,23 +121,16 @@ pub fn compile(
         diags.sort_by_key(|d| (d.source.clone(), d.labels.first().map(|l| l.span.start)));
         return Err(diags);
     }
-    let popts = PipelineOptions {
-        verify: opts.verify || cfg!(debug_assertions),
-        dump_after: opts.dump_after.clone(),
-    };
+    let popts = PipelineOptions { verify: opts.verify || cfg!(debug_assertions), dump_after: opts.dump_after.clone() };
     match run_pipeline(&mut module, &popts) {
         Ok(dump) => Ok(Compiled { module, dump }),
         Err((pass, errs)) => {
-            let mut d = Diagnostic::error(
-                "E0900",
-                format!("internal compiler error: the IR verifier failed after `{pass}`"),
-            );
+            let mut d =
+                Diagnostic::error("E0900", format!("internal compiler error: the IR verifier failed after `{pass}`"));
             for e in errs.iter().take(10) {
                 d = d.note(e.to_string());
             }
-            Err(vec![d.help(
-                "this is a bug in tilec; please report it with the program",
-            )])
+            Err(vec![d.help("this is a bug in tilec; please report it with the program")])
         }
     }
 }

@@ -21,12 +21,7 @@ fn line_col(src: &str, off: usize) -> (usize, usize) {
 }
 
 /// Renders every diagnostic against the source it points into.
-pub fn render_diagnostics(
-    diags: &[Diagnostic],
-    src: &SourceSet,
-    format: ErrorFormat,
-    color: bool,
-) -> String {
+pub fn render_diagnostics(diags: &[Diagnostic], src: &SourceSet, format: ErrorFormat, color: bool) -> String {
     let mut out = String::new();
     for d in diags {
         let (name, text) = src.text_of(d.source.as_deref());

@@ -39,25 +39,14 @@ impl CpuRunner {
         fixed: &HashMap<String, GenericArg>,
     ) -> Result<CpuRunner, Vec<Diagnostic>> {
         let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
-        let inst = Instances::One {
-            kernel: kernel.to_string(),
-            generics,
-        };
+        let inst = Instances::One { kernel: kernel.to_string(), generics };
         let compiled = compile(src, &inst, &CompileOptions::default())?;
         let module = compiled.module;
         let Some(k) = module.kernels.first().cloned() else {
-            return Err(vec![Diagnostic::error(
-                "E0107",
-                format!("no kernel named `{kernel}`"),
-            )]);
+            return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
         };
-        let jit = compile_jit(&module, &k)
-            .map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
-        Ok(CpuRunner {
-            module,
-            kernel: k,
-            jit,
-        })
+        let jit = compile_jit(&module, &k).map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
+        Ok(CpuRunner { module, kernel: k, jit })
     }
 
     /// Binds `args` (checking dtypes and shapes) and runs the kernel once.

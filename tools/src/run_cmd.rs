@@ -11,16 +11,14 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tilec_frontend::{GenericArg, Instances};
 use tilec_midend::{Kernel, Module, Scalar};
-use tilec_runtime::{
-    launch_values, parse_scalar, read_npy, write_npy_atomic, ArgValue, Bound, HostArray,
-    LaunchValues,
-};
+use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, Bound, HostArray, LaunchValues};
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Backend {
     Cpu,
     Vulkan { device: Option<usize> },
+    Cuda { device: Option<usize> },
 }
 
 /// A parsed `tilec run` request.
@@ -34,8 +32,7 @@ pub(crate) struct RunRequest<'a> {
 }
 
 fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), Fail> {
-    s.split_once('=')
-        .ok_or_else(|| usage("E0501", format!("`--{flag} {s}`: expected {want}")))
+    s.split_once('=').ok_or_else(|| usage("E0501", format!("`--{flag} {s}`: expected {want}")))
 }
 
 /// Runs the request; prints one line with the grid and the median time.
@@ -46,10 +43,7 @@ pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) ->
     for a in req.args {
         let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
         if v.ends_with(".npy") {
-            args.insert(
-                n.to_string(),
-                ArgValue::Array(read_npy(v).map_err(run_error)?),
-            );
+            args.insert(n.to_string(), ArgValue::Array(read_npy(v).map_err(run_error)?));
         } else {
             scalars.push((n.to_string(), v.to_string()));
         }
@@ -60,39 +54,18 @@ pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) ->
         outputs.push((n.to_string(), PathBuf::from(p)));
     }
     let compile_fail = |d: Vec<tilec_grammar::diag::Diagnostic>| {
-        let code = if d.iter().any(|x| !x.labels.is_empty()) {
-            1
-        } else {
-            2
-        };
+        let code = if d.iter().any(|x| !x.labels.is_empty()) { 1 } else { 2 };
         Fail { diags: d, code }
     };
     let dtypes = crate::dtypes_of(&args);
     let generics = infer_generics(src, req.kernel, &dtypes, req.fixed).map_err(compile_fail)?;
-    let inst = Instances::One {
-        kernel: req.kernel.to_string(),
-        generics,
-    };
-    let module = compile(src, &inst, &CompileOptions::default())
-        .map_err(compile_fail)?
-        .module;
-    let kernel = module
-        .kernels
-        .first()
-        .cloned()
-        .ok_or_else(|| program(vec![]))?;
+    let inst = Instances::One { kernel: req.kernel.to_string(), generics };
+    let module = compile(src, &inst, &CompileOptions::default()).map_err(compile_fail)?.module;
+    let kernel = module.kernels.first().cloned().ok_or_else(|| program(vec![]))?;
     // Scalars take the types of their parameters.
     for (n, v) in scalars {
-        let ty = kernel
-            .params
-            .iter()
-            .find(|p| p.name == n)
-            .and_then(|p| p.kind.scalar_type())
-            .unwrap_or(Scalar::F64);
-        args.insert(
-            n,
-            ArgValue::Scalar(parse_scalar(&v, ty).map_err(run_error)?),
-        );
+        let ty = kernel.params.iter().find(|p| p.name == n).and_then(|p| p.kind.scalar_type()).unwrap_or(Scalar::F64);
+        args.insert(n, ArgValue::Scalar(parse_scalar(&v, ty).map_err(run_error)?));
     }
     for (n, _) in &outputs {
         if !args.contains_key(n) {
@@ -107,6 +80,7 @@ pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) ->
     let (bound, launch, mut times, device) = match req.backend {
         Backend::Cpu => run_cpu(&module, &kernel, bound, req.repeat)?,
         Backend::Vulkan { device } => run_vulkan(&module, &kernel, bound, req.repeat, device)?,
+        Backend::Cuda { device } => run_cuda(&module, &kernel, bound, req.repeat, device)?,
     };
     for (n, p) in &outputs {
         let arr: &HostArray = bound.output(&kernel, n).map_err(run_error)?;
@@ -140,8 +114,7 @@ type Ran = (Bound, LaunchValues, Vec<Duration>, Option<String>);
 /// Repeated runs start from the same inputs: in-place kernels would otherwise see their own
 /// output.
 fn run_cpu(module: &Module, kernel: &Kernel, pristine: Bound, repeat: u32) -> Result<Ran, Fail> {
-    let jit = tilec_codegen_cpu::compile_jit(module, kernel)
-        .map_err(|e| usage("E0901", e.to_string()))?;
+    let jit = tilec_codegen_cpu::compile_jit(module, kernel).map_err(|e| usage("E0901", e.to_string()))?;
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..repeat.max(1) {
@@ -149,8 +122,7 @@ fn run_cpu(module: &Module, kernel: &Kernel, pristine: Bound, repeat: u32) -> Re
         let t0 = Instant::now();
         // SAFETY: the function was compiled from this kernel, so it implements the packed
         // argument ABI for exactly the parameters `bind` checked.
-        let launch = unsafe { tilec_runtime::run_cpu(jit.entry(), module, kernel, &mut bound) }
-            .map_err(run_error)?;
+        let launch = unsafe { tilec_runtime::run_cpu(jit.entry(), module, kernel, &mut bound) }.map_err(run_error)?;
         times.push(t0.elapsed());
         last = Some((bound, launch));
     }
@@ -166,20 +138,35 @@ fn run_vulkan(
     device: Option<usize>,
 ) -> Result<Ran, Fail> {
     let dev = tilec_runtime::VulkanDevice::open(device).map_err(run_error)?;
-    let (_, spv) = crate::gpu::spirv_kernel(module, kernel, dev.subgroup_size())?;
-    let launch = launch_values(module, kernel, &pristine).map_err(run_error)?;
-    // One more run than asked: drivers may compile the shader at its first dispatch, which
-    // is not kernel time. Every run starts from the same inputs.
     let mut bound = pristine;
-    let mut times = dev
-        .launch(&spv, kernel, &mut bound, launch.grid, repeat.max(1) + 1)
-        .map_err(run_error)?;
+    let (launch, mut times) =
+        crate::gpu::vulkan_launch(&dev, module, kernel, &mut bound, repeat).map_err(|diags| Fail { diags, code: 2 })?;
+    if times.is_empty() {
+        times.push(Duration::ZERO);
+    }
+    let name = format!("{} (subgroup {})", dev.name(), dev.subgroup_size());
+    Ok((bound, launch, times, Some(name)))
+}
+
+fn run_cuda(
+    module: &Module,
+    kernel: &Kernel,
+    pristine: Bound,
+    repeat: u32,
+    device: Option<usize>,
+) -> Result<Ran, Fail> {
+    // The driver first: without it, say so before compiling anything.
+    let dev = tilec_runtime::CudaDevice::open(device).map_err(run_error)?;
+    let p = crate::ptx::ptx_kernel(module, kernel, &dev.arch())?;
+    let launch = tilec_runtime::launch_values(module, kernel, &pristine).map_err(run_error)?;
+    let mut bound = pristine;
+    let mut times = dev.launch(&p, kernel, &mut bound, launch.grid, repeat.max(1) + 1).map_err(run_error)?;
     if times.len() > 1 {
         times.remove(0);
     }
     if times.is_empty() {
         times.push(Duration::ZERO);
     }
-    let name = format!("{} (subgroup {})", dev.name(), dev.subgroup_size());
+    let name = dev.name();
     Ok((bound, launch, times, Some(name)))
 }

@@ -26,11 +26,7 @@ pub enum InterpArg<'a> {
     /// A row-major array of `elem` with extents `dims` (outermost first); `data` holds exactly
     /// `dims.product() * elem.bytes()` bytes. `f32` elements are stored as `f32` bytes,
     /// booleans as one byte (0 or 1).
-    Array {
-        elem: Scalar,
-        dims: Vec<u64>,
-        data: &'a mut [u8],
-    },
+    Array { elem: Scalar, dims: Vec<u64>, data: &'a mut [u8] },
     /// A scalar of the parameter's type.
     Scalar(Const),
 }
@@ -51,9 +47,7 @@ impl fmt::Display for InterpError {
 impl std::error::Error for InterpError {}
 
 fn err<T>(msg: impl Into<String>) -> Result<T, InterpError> {
-    Err(InterpError {
-        message: msg.into(),
-    })
+    Err(InterpError { message: msg.into() })
 }
 
 /// Runs every program of `grid` (program ids over `0..grid[axis]`), each as `k.lanes` lanes
@@ -77,17 +71,13 @@ pub fn run(k: &SimtKernel, args: &mut [InterpArg<'_>], grid: [i64; 3]) -> Result
         grid,
         pid: [0; 3],
         vals: vec![None; f.values.len()],
-        mem: Memory {
-            args,
-            shared: Vec::new(),
-        },
+        mem: Memory { args, shared: Vec::new() },
     };
     for z in 0..grid[2] {
         for y in 0..grid[1] {
             for x in 0..grid[0] {
-                it.program([x, y, z]).map_err(|e| InterpError {
-                    message: format!("program ({x}, {y}, {z}): {}", e.message),
-                })?;
+                it.program([x, y, z])
+                    .map_err(|e| InterpError { message: format!("program ({x}, {y}, {z}): {}", e.message) })?;
             }
         }
     }
@@ -98,24 +88,12 @@ pub fn run(k: &SimtKernel, args: &mut [InterpArg<'_>], grid: [i64; 3]) -> Result
 fn check_args(f: &Function, args: &[InterpArg<'_>]) -> Result<(), InterpError> {
     let params = f.params();
     if params.len() != args.len() {
-        return err(format!(
-            "kernel `{}` takes {} arguments, {} given",
-            f.name,
-            params.len(),
-            args.len()
-        ));
+        return err(format!("kernel `{}` takes {} arguments, {} given", f.name, params.len(), args.len()));
     }
     for (i, (&p, a)) in params.iter().zip(args.iter()).enumerate() {
         let ty = value_type(f, p)?;
         match (ty, a) {
-            (
-                Type::Array { elem, rank, .. },
-                InterpArg::Array {
-                    elem: e,
-                    dims,
-                    data,
-                },
-            ) => {
+            (Type::Array { elem, rank, .. }, InterpArg::Array { elem: e, dims, data }) => {
                 if e != elem || dims.len() != *rank as usize {
                     return err(format!(
                         "argument {i} is an array of {} with {} dimensions, parameter type is {ty}",
@@ -123,9 +101,7 @@ fn check_args(f: &Function, args: &[InterpArg<'_>]) -> Result<(), InterpError> {
                         dims.len()
                     ));
                 }
-                let size = dims
-                    .iter()
-                    .try_fold(elem.bytes() as u64, |acc, &d| acc.checked_mul(d));
+                let size = dims.iter().try_fold(elem.bytes() as u64, |acc, &d| acc.checked_mul(d));
                 if size != Some(data.len() as u64) {
                     return err(format!(
                         "argument {i} has {} bytes, its extents {dims:?} of {} need {}",
@@ -137,15 +113,10 @@ fn check_args(f: &Function, args: &[InterpArg<'_>]) -> Result<(), InterpError> {
             }
             (Type::Scalar(s), InterpArg::Scalar(c)) if *s == c.ty() => {}
             (ty, InterpArg::Scalar(c)) => {
-                return err(format!(
-                    "argument {i} ({c:?}) does not match parameter type {ty}"
-                ))
+                return err(format!("argument {i} ({c:?}) does not match parameter type {ty}"))
             }
             (ty, InterpArg::Array { elem, .. }) => {
-                return err(format!(
-                    "argument {i} (an array of {}) does not match parameter type {ty}",
-                    elem.name()
-                ))
+                return err(format!("argument {i} (an array of {}) does not match parameter type {ty}", elem.name()))
             }
         }
     }
@@ -155,10 +126,7 @@ fn check_args(f: &Function, args: &[InterpArg<'_>]) -> Result<(), InterpError> {
 fn value_type(f: &Function, v: Value) -> Result<&Type, InterpError> {
     match f.values.get(v.0 as usize) {
         Some(d) => Ok(&d.ty),
-        None => err(format!(
-            "value %{} is not in the function's value table",
-            v.0
-        )),
+        None => err(format!("value %{} is not in the function's value table", v.0)),
     }
 }
 
@@ -234,11 +202,7 @@ fn read(elem: Scalar, data: &[u8], off: usize) -> Const {
 /// Writes `c` (of type `elem`) as element `off` of a little-endian array of `elem`.
 fn write(elem: Scalar, data: &mut [u8], off: usize, c: Const) -> Result<(), InterpError> {
     if c.ty() != elem {
-        return err(format!(
-            "a {} value stored into an array of {}",
-            c.ty().name(),
-            elem.name()
-        ));
+        return err(format!("a {} value stored into an array of {}", c.ty().name(), elem.name()));
     }
     let n = elem.bytes() as usize;
     let dst = &mut data[off * n..off * n + n];
@@ -352,10 +316,7 @@ impl Interp<'_, '_, '_> {
             }
             (Type::Array { .. }, Val::Array(_)) => {}
             (Type::Tile { .. }, _) => {
-                return err(format!(
-                    "value %{} has tile type {ty}, not allowed in SIMT form",
-                    v.0
-                ))
+                return err(format!("value %{} has tile type {ty}, not allowed in SIMT form", v.0))
             }
             (ty, val) => {
                 return err(format!("value %{} of type {ty} is given {val:?}", v.0));
@@ -394,9 +355,7 @@ impl Interp<'_, '_, '_> {
         };
         let c0 = cs[0];
         if let Some((l, c)) = cs.iter().enumerate().find(|(_, c)| **c != c0) {
-            return err(format!(
-                "divergent control flow: {what} is {c0:?} on lane 0 but {c:?} on lane {l}"
-            ));
+            return err(format!("divergent control flow: {what} is {c0:?} on lane 0 but {c:?} on lane {l}"));
         }
         Ok(c0)
     }
@@ -414,11 +373,7 @@ impl Interp<'_, '_, '_> {
 
     fn bind(&mut self, to: &[Value], vals: Vec<Val>, what: &str) -> Result<(), InterpError> {
         if to.len() != vals.len() {
-            return err(format!(
-                "{what}: {} values for {} slots",
-                vals.len(),
-                to.len()
-            ));
+            return err(format!("{what}: {} values for {} slots", vals.len(), to.len()));
         }
         for (&v, val) in to.iter().zip(vals) {
             self.set(v, val)?;
@@ -451,15 +406,10 @@ impl Interp<'_, '_, '_> {
             Flow::Return => Ok(None),
             Flow::Yield(ys) if ys.len() == n => Ok(Some(ys)),
             Flow::End if n == 0 => Ok(Some(Vec::new())),
-            Flow::Yield(ys) => err(format!(
-                "region {i} of `{}` yields {} values, expected {n}",
-                op_name(&op.kind),
-                ys.len()
-            )),
-            Flow::End => err(format!(
-                "region {i} of `{}` does not end in `yield`",
-                op_name(&op.kind)
-            )),
+            Flow::Yield(ys) => {
+                err(format!("region {i} of `{}` yields {} values, expected {n}", op_name(&op.kind), ys.len()))
+            }
+            Flow::End => err(format!("region {i} of `{}` does not end in `yield`", op_name(&op.kind))),
         }
     }
 
@@ -474,9 +424,7 @@ impl Interp<'_, '_, '_> {
                     if e.message.starts_with("op `") {
                         e
                     } else {
-                        InterpError {
-                            message: format!("`{}`: {}", op_name(&op.kind), e.message),
-                        }
+                        InterpError { message: format!("`{}`: {}", op_name(&op.kind), e.message) }
                     }
                 })?;
                 Ok(false)
@@ -491,16 +439,11 @@ impl Interp<'_, '_, '_> {
         let lo = self.uniform(self.get(op.args[0])?, "the lower bound of a `for`")?;
         let hi = self.uniform(self.get(op.args[1])?, "the upper bound of a `for`")?;
         let step = self.uniform(self.get(op.args[2])?, "the step of a `for`")?;
-        let (Const::Int(mut iv, ty), Const::Int(hi, _), Const::Int(step, _)) = (lo, hi, step)
-        else {
-            return err(format!(
-                "`for` bounds {lo:?}, {hi:?}, {step:?} are not integers"
-            ));
+        let (Const::Int(mut iv, ty), Const::Int(hi, _), Const::Int(step, _)) = (lo, hi, step) else {
+            return err(format!("`for` bounds {lo:?}, {hi:?}, {step:?} are not integers"));
         };
         if step <= 0 && iv < hi {
-            return err(format!(
-                "`for` from {iv} to {hi} with step {step} does not terminate"
-            ));
+            return err(format!("`for` from {iv} to {hi} with step {step} does not terminate"));
         }
         let Some(r) = op.regions.first() else {
             return err("`for` has no region");
@@ -542,11 +485,7 @@ impl Interp<'_, '_, '_> {
         }
         let mut carried = self.vals_of(&op.args)?;
         loop {
-            self.bind(
-                &op.regions[0].params,
-                carried.clone(),
-                "`while` before-region parameters",
-            )?;
+            self.bind(&op.regions[0].params, carried.clone(), "`while` before-region parameters")?;
             let Some(ys) = self.sub_region(op, 0, 1)? else {
                 return Ok(true);
             };
@@ -587,9 +526,7 @@ impl Interp<'_, '_, '_> {
         for (x, &a) in xs.iter_mut().zip(&op.args) {
             *x = self.scalars(a)?;
         }
-        (0..self.lanes)
-            .map(|l| f(std::array::from_fn(|i| xs[i][l])))
-            .collect()
+        (0..self.lanes).map(|l| f(std::array::from_fn(|i| xs[i][l]))).collect()
     }
 
     /// The same `c` on every lane.
@@ -607,11 +544,7 @@ impl Interp<'_, '_, '_> {
         extra: usize,
     ) -> Result<(Mem, Vec<Option<usize>>), InterpError> {
         if op.args.len() != pos + 1 + kinds.len() + extra {
-            return err(format!(
-                "{} operands, expected {}",
-                op.args.len(),
-                pos + 1 + kinds.len() + extra
-            ));
+            return err(format!("{} operands, expected {}", op.args.len(), pos + 1 + kinds.len() + extra));
         }
         if let Some(k) = kinds.iter().find(|k| **k != Index::At) {
             return err(format!("index {k:?} is not allowed in SIMT form"));
@@ -619,11 +552,7 @@ impl Interp<'_, '_, '_> {
         let m = self.array(op.args[pos])?;
         let (_, dims, _) = self.mem.view(m)?;
         if dims.len() != kinds.len() {
-            return err(format!(
-                "{} indices into an array of rank {}",
-                kinds.len(),
-                dims.len()
-            ));
+            return err(format!("{} indices into an array of rank {}", kinds.len(), dims.len()));
         }
         let mut offs: Vec<Option<usize>> = vec![Some(0); self.lanes];
         for (d, &extent) in dims.iter().enumerate() {
@@ -633,9 +562,7 @@ impl Interp<'_, '_, '_> {
                     return err(format!("index {c:?} is not an integer"));
                 };
                 *off = match *off {
-                    Some(o) if i >= 0 && (i as u64) < extent => {
-                        Some(o * extent as usize + i as usize)
-                    }
+                    Some(o) if i >= 0 && (i as u64) < extent => Some(o * extent as usize + i as usize),
                     _ => None,
                 };
             }
@@ -657,11 +584,7 @@ impl Interp<'_, '_, '_> {
                 let (elem, data) = self.mem.data_mut(m)?;
                 for (off, &v) in offs.iter().zip(&src) {
                     let Some(off) = *off else { continue };
-                    let v = if atomic {
-                        bin(BinOp::Add, read(elem, data, off), v, elem)?
-                    } else {
-                        v
-                    };
+                    let v = if atomic { bin(BinOp::Add, read(elem, data, off), v, elem)? } else { v };
                     write(elem, data, off, v)?;
                 }
                 return Ok(());
@@ -679,11 +602,7 @@ impl Interp<'_, '_, '_> {
                 }
                 let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
                 let n = dims.iter().product::<u64>() as usize * elem.bytes() as usize;
-                self.mem.shared.push(SharedArray {
-                    elem: *elem,
-                    dims,
-                    data: vec![0; n],
-                });
+                self.mem.shared.push(SharedArray { elem: *elem, dims, data: vec![0; n] });
                 let m = Mem::Shared(self.mem.shared.len() - 1);
                 return self.set(r, Val::Array(m));
             }
@@ -712,15 +631,9 @@ impl Interp<'_, '_, '_> {
                     .collect()
             }
             OpKind::Const(c) => self.splat(*c),
-            OpKind::LaneId => (0..lanes)
-                .map(|l| Const::Int(l as i64, Scalar::I32))
-                .collect(),
+            OpKind::LaneId => (0..lanes).map(|l| Const::Int(l as i64, Scalar::I32)).collect(),
             OpKind::ProgramId(a) | OpKind::NumPrograms(a) => {
-                let ids = if matches!(op.kind, OpKind::ProgramId(_)) {
-                    self.pid
-                } else {
-                    self.grid
-                };
+                let ids = if matches!(op.kind, OpKind::ProgramId(_)) { self.pid } else { self.grid };
                 let Some(&v) = ids.get(*a as usize) else {
                     return err(format!("grid axis {a} is out of range"));
                 };
@@ -735,9 +648,7 @@ impl Interp<'_, '_, '_> {
                     return err(format!("axis {a} of an array of rank {}", dims.len()));
                 };
                 let Ok(d) = i32::try_from(d) else {
-                    return err(format!(
-                        "array extent {d} along axis {a} does not fit in i32"
-                    ));
+                    return err(format!("array extent {d} along axis {a} does not fit in i32"));
                 };
                 self.splat(Const::Int(d as i64, Scalar::I32))
             }
@@ -761,9 +672,7 @@ impl Interp<'_, '_, '_> {
             OpKind::Cmp(c) => self.lanewise(op, |[x, y]| Ok(Const::Bool(eval::cmp(*c, x, y))))?,
             OpKind::Un(u) => {
                 let (_, ty) = self.result(op)?;
-                self.lanewise(op, |[x]| {
-                    eval::un(*u, x, ty).map_err(|e| InterpError { message: e.0 })
-                })?
+                self.lanewise(op, |[x]| eval::un(*u, x, ty).map_err(|e| InterpError { message: e.0 }))?
             }
             OpKind::Cast(s) => self.lanewise(op, |[x]| Ok(eval::cast(x, *s)))?,
             OpKind::Select => self.lanewise(op, |[c, a, b]| match c {
@@ -774,12 +683,7 @@ impl Interp<'_, '_, '_> {
                 let (_, ty) = self.result(op)?;
                 self.lanewise(op, |[a, b, c]| Ok(eval::fma(a, b, c, ty)))?
             }
-            other => {
-                return err(format!(
-                    "op `{}` is not allowed in SIMT form",
-                    op_name(other)
-                ))
-            }
+            other => return err(format!("op `{}` is not allowed in SIMT form", op_name(other))),
         };
         let (r, _) = self.result(op)?;
         self.set(r, Val::Lanes(vals))
@@ -808,10 +712,7 @@ mod tests {
                 let v = f.new_value(t.clone());
                 f.body.params.push(v);
             }
-            B {
-                f,
-                open: vec![Vec::new()],
-            }
+            B { f, open: vec![Vec::new()] }
         }
 
         fn p(&self, i: usize) -> Value {
@@ -858,12 +759,7 @@ mod tests {
             let mut args = vec![arr];
             args.extend_from_slice(idx);
             args.push(v);
-            self.op(
-                OpKind::Store(vec![Index::At; idx.len()]),
-                &args,
-                &[],
-                vec![],
-            );
+            self.op(OpKind::Store(vec![Index::At; idx.len()]), &args, &[], vec![]);
         }
 
         fn load(&mut self, arr: Value, idx: &[Value], ty: Scalar) -> Value {
@@ -879,10 +775,7 @@ mod tests {
         /// Closes the innermost region, ending it with `term` of `args`.
         fn end(&mut self, params: Vec<Value>, term: OpKind, args: &[Value]) -> Region {
             self.op(term, args, &[], vec![]);
-            Region {
-                params,
-                ops: self.open.pop().unwrap(),
-            }
+            Region { params, ops: self.open.pop().unwrap() }
         }
 
         fn kernel(mut self, lanes: u32) -> SimtKernel {
@@ -908,11 +801,7 @@ mod tests {
     }
 
     fn arr(elem: Scalar, rank: u8) -> Type {
-        Type::Array {
-            elem,
-            rank,
-            mutable: true,
-        }
+        Type::Array { elem, rank, mutable: true }
     }
 
     fn i32_bytes(v: &[i32]) -> Vec<u8> {
@@ -920,9 +809,7 @@ mod tests {
     }
 
     fn i32s(b: &[u8]) -> Vec<i32> {
-        b.chunks(4)
-            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
+        b.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
     }
 
     fn f32_bytes(v: &[f32]) -> Vec<u8> {
@@ -930,17 +817,11 @@ mod tests {
     }
 
     fn f32s(b: &[u8]) -> Vec<f32> {
-        b.chunks(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
+        b.chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
     }
 
     fn array<'a>(elem: Scalar, dims: &[u64], data: &'a mut [u8]) -> InterpArg<'a> {
-        InterpArg::Array {
-            elem,
-            dims: dims.to_vec(),
-            data,
-        }
+        InterpArg::Array { elem, dims: dims.to_vec(), data }
     }
 
     /// ids[p * 8 + l] = l; rot[p * 8 + l] = value of lane (l + 1) % 8, where lane l holds
@@ -962,16 +843,9 @@ mod tests {
         b.store(rot, &[at], s);
         let k = b.kernel(8);
         let (mut d0, mut d1) = (vec![0u8; 64], vec![0u8; 64]);
-        run(
-            &k,
-            &mut [array(I32, &[16], &mut d0), array(I32, &[16], &mut d1)],
-            [2, 1, 1],
-        )
-        .unwrap();
+        run(&k, &mut [array(I32, &[16], &mut d0), array(I32, &[16], &mut d1)], [2, 1, 1]).unwrap();
         let want_ids: Vec<i32> = (0..16).map(|i| i % 8).collect();
-        let want_rot: Vec<i32> = (0..16)
-            .map(|i| (i / 8) * 100 + ((i + 1) % 8) * 10)
-            .collect();
+        let want_rot: Vec<i32> = (0..16).map(|i| (i / 8) * 100 + ((i + 1) % 8) * 10).collect();
         assert_eq!(i32s(&d0), want_ids);
         assert_eq!(i32s(&d1), want_rot);
     }
@@ -1051,12 +925,7 @@ mod tests {
         b.store(y, &[neg], c7);
         let mut dx = f32_bytes(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         let mut dy = f32_bytes(&[-1.0; 4]);
-        run(
-            &b.kernel(4),
-            &mut [array(F32, &[2, 3], &mut dx), array(F32, &[4], &mut dy)],
-            [1, 1, 1],
-        )
-        .unwrap();
+        run(&b.kernel(4), &mut [array(F32, &[2, 3], &mut dx), array(F32, &[4], &mut dy)], [1, 1, 1]).unwrap();
         assert_eq!(f32s(&dy), vec![0.0, 3.0, 6.0, 99.0]);
     }
 
@@ -1072,12 +941,7 @@ mod tests {
         b.store(out, &[lane], v);
         let mut dx = i32_bytes(&[7, 8]);
         let mut d = vec![0u8; 16];
-        run(
-            &b.kernel(4),
-            &mut [array(I32, &[2], &mut dx), array(I32, &[4], &mut d)],
-            [1, 1, 1],
-        )
-        .unwrap();
+        run(&b.kernel(4), &mut [array(I32, &[2], &mut dx), array(I32, &[4], &mut d)], [1, 1, 1]).unwrap();
         assert_eq!(i32s(&d), vec![7, 8, 200, 300]);
     }
 
@@ -1090,25 +954,12 @@ mod tests {
         let two = b.i32(2);
         let at = b.bin(BinOp::Rem, lane, two, I32);
         let v = b.push(OpKind::Cast(F64), &[lane], F64);
-        b.op(
-            OpKind::AtomicAdd(vec![Index::At]),
-            &[out, at, v],
-            &[],
-            vec![],
-        );
+        b.op(OpKind::AtomicAdd(vec![Index::At]), &[out, at, v], &[], vec![]);
         let oob = b.bin(BinOp::Add, lane, two, I32);
-        b.op(
-            OpKind::AtomicAdd(vec![Index::At]),
-            &[out, oob, v],
-            &[],
-            vec![],
-        );
+        b.op(OpKind::AtomicAdd(vec![Index::At]), &[out, oob, v], &[], vec![]);
         let mut d = vec![0u8; 16];
         run(&b.kernel(32), &mut [array(F64, &[2], &mut d)], [3, 1, 1]).unwrap();
-        let got: Vec<f64> = d
-            .chunks(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let got: Vec<f64> = d.chunks(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect();
         assert_eq!(got, vec![3.0 * 240.0, 3.0 * 256.0]);
     }
 
@@ -1137,12 +988,7 @@ mod tests {
         let mut d = vec![0u8; 16];
         let e = run(&if_kernel(true), &mut [array(I32, &[4], &mut d)], [1, 1, 1]).unwrap_err();
         assert!(e.to_string().contains("divergent control flow"), "{e}");
-        run(
-            &if_kernel(false),
-            &mut [array(I32, &[4], &mut d)],
-            [1, 1, 1],
-        )
-        .unwrap();
+        run(&if_kernel(false), &mut [array(I32, &[4], &mut d)], [1, 1, 1]).unwrap();
         assert_eq!(i32s(&d), vec![1; 4]);
     }
 
@@ -1167,11 +1013,7 @@ mod tests {
         let (out, n) = (b.p(0), b.p(1));
         let lane = b.lane();
         let (zero, one) = (b.i32(0), b.i32(1));
-        let (k0, k1, res) = (
-            b.val(Type::Scalar(I32)),
-            b.val(Type::Scalar(I32)),
-            b.val(Type::Scalar(I32)),
-        );
+        let (k0, k1, res) = (b.val(Type::Scalar(I32)), b.val(Type::Scalar(I32)), b.val(Type::Scalar(I32)));
         b.begin();
         let c = b.push(OpKind::Cmp(CmpOp::Lt), &[k0, n], Scalar::Bool);
         let before = b.end(vec![k0], OpKind::Yield, &[c]);
@@ -1182,15 +1024,7 @@ mod tests {
         b.store(out, &[lane], res);
         let mut d = vec![0u8; 12];
         let k = b.kernel(3);
-        run(
-            &k,
-            &mut [
-                array(I32, &[3], &mut d),
-                InterpArg::Scalar(Const::Int(5, I32)),
-            ],
-            [1, 1, 1],
-        )
-        .unwrap();
+        run(&k, &mut [array(I32, &[3], &mut d), InterpArg::Scalar(Const::Int(5, I32))], [1, 1, 1]).unwrap();
         assert_eq!(i32s(&d), vec![5; 3]);
         let e = run(&k, &mut [array(I32, &[3], &mut d)], [1, 1, 1]).unwrap_err();
         assert!(e.to_string().contains("takes 2 arguments"), "{e}");
@@ -1220,17 +1054,10 @@ mod tests {
     #[test]
     fn tile_ops_are_rejected() {
         let mut b = B::new(&[]);
-        let t = b.val(Type::Tile {
-            elem: F32,
-            shape: vec![4, 4],
-        });
+        let t = b.val(Type::Tile { elem: F32, shape: vec![4, 4] });
         b.op(OpKind::Fill(Fill::Zeros), &[], &[t], vec![]);
         let e = run(&b.kernel(4), &mut [], [1, 1, 1]).unwrap_err();
-        assert!(
-            e.to_string()
-                .contains("op `fill.zeros` is not allowed in SIMT form"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("op `fill.zeros` is not allowed in SIMT form"), "{e}");
     }
 
     #[test]
@@ -1248,35 +1075,17 @@ mod tests {
         let i = |v| Const::Int(v, I32);
         assert_eq!(bin(BinOp::Div, i(5), i(0), I32).unwrap(), i(0));
         assert_eq!(bin(BinOp::Rem, i(5), i(0), I32).unwrap(), i(0));
-        assert_eq!(
-            bin(BinOp::Div, i(i32::MIN as i64), i(-1), I32).unwrap(),
-            i(i32::MIN as i64)
-        );
-        assert_eq!(
-            bin(BinOp::Rem, i(i32::MIN as i64), i(-1), I32).unwrap(),
-            i(0)
-        );
-        assert_eq!(
-            bin(BinOp::Add, i(i32::MAX as i64), i(1), I32).unwrap(),
-            i(i32::MIN as i64)
-        );
+        assert_eq!(bin(BinOp::Div, i(i32::MIN as i64), i(-1), I32).unwrap(), i(i32::MIN as i64));
+        assert_eq!(bin(BinOp::Rem, i(i32::MIN as i64), i(-1), I32).unwrap(), i(0));
+        assert_eq!(bin(BinOp::Add, i(i32::MAX as i64), i(1), I32).unwrap(), i(i32::MIN as i64));
         let u = |v| Const::Int(v, Scalar::U32);
-        assert_eq!(
-            bin(BinOp::Sub, u(0), u(1), Scalar::U32).unwrap(),
-            u(u32::MAX as i64)
-        );
-        assert_eq!(
-            bin(BinOp::Div, u(u32::MAX as i64), u(2), Scalar::U32).unwrap(),
-            u(u32::MAX as i64 / 2)
-        );
+        assert_eq!(bin(BinOp::Sub, u(0), u(1), Scalar::U32).unwrap(), u(u32::MAX as i64));
+        assert_eq!(bin(BinOp::Div, u(u32::MAX as i64), u(2), Scalar::U32).unwrap(), u(u32::MAX as i64 / 2));
         let f = |v| Const::Float(v, F32);
         assert_eq!(bin(BinOp::Rem, f(7.5), f(2.0), F32).unwrap(), f(1.5));
         assert_eq!(bin(BinOp::Rem, f(-7.5), f(2.0), F32).unwrap(), f(-1.5));
         assert_eq!(bin(BinOp::Add, f(1.0), f(1e-10), F32).unwrap(), f(1.0));
         assert_eq!(bin(BinOp::Min, f(f64::NAN), f(2.0), F32).unwrap(), f(2.0));
-        assert_eq!(
-            bin(BinOp::Div, f(1.0), f(0.0), F32).unwrap(),
-            f(f64::INFINITY)
-        );
+        assert_eq!(bin(BinOp::Div, f(1.0), f(0.0), F32).unwrap(), f(f64::INFINITY));
     }
 }

@@ -23,11 +23,7 @@ impl Lower<'_> {
         if let Some(v) = cache.get(&(p, q)) {
             return *v;
         }
-        let v = self.shuffle(
-            regs[((p / self.lanes) * cols + q) as usize],
-            p % self.lanes,
-            elem,
-        );
+        let v = self.shuffle(regs[((p / self.lanes) * cols + q) as usize], p % self.lanes, elem);
         cache.insert((p, q), v);
         v
     }
@@ -37,20 +33,12 @@ impl Lower<'_> {
         let acc = op.kind == OpKind::MatmulAcc;
         let base = usize::from(acc);
         let (a, b) = (self.get(op.args[base])?, self.get(op.args[base + 1])?);
-        let Lv::Mat {
-            rows: m,
-            cols: k,
-            elem,
-            regs: ra,
-        } = a
-        else {
+        let Lv::Mat { rows: m, cols: k, elem, regs: ra } = a else {
             return Err(err("matmul of a non-matrix"));
         };
         let slots = self.slots(m);
         match b {
-            Lv::Mat {
-                cols: n, regs: rb, ..
-            } => {
+            Lv::Mat { cols: n, regs: rb, .. } => {
                 let mut out = match (acc, self.get(op.args[0])?) {
                     (true, Lv::Mat { regs, .. }) => regs,
                     _ => {
@@ -68,12 +56,7 @@ impl Lower<'_> {
                         }
                     }
                 }
-                Ok(Lv::Mat {
-                    rows: m,
-                    cols: n,
-                    elem,
-                    regs: out,
-                })
+                Ok(Lv::Mat { rows: m, cols: n, elem, regs: out })
             }
             Lv::Vec { rep, .. } => {
                 let mut dist = match (acc, self.get(op.args[0])?) {
@@ -97,29 +80,15 @@ impl Lower<'_> {
     /// In-register Cholesky: for each column j, broadcast the pivot, scale the column below
     /// it, broadcast each updated element l[k][j] and update the trailing lower triangle.
     pub(super) fn cholesky(&mut self, op: &Op) -> Result<Lv, SimtError> {
-        let Lv::Mat {
-            rows: n,
-            cols,
-            elem,
-            mut regs,
-        } = self.get(op.args[0])?
-        else {
+        let Lv::Mat { rows: n, cols, elem, mut regs } = self.get(op.args[0])? else {
             return Err(err("cholesky of a non-matrix"));
         };
         let eps = self.scalar(op.args[1])?;
         let slots = self.slots(n);
         for j in 0..n {
-            let piv = self.shuffle(
-                regs[((j / self.lanes) * cols + j) as usize],
-                j % self.lanes,
-                elem,
-            );
+            let piv = self.shuffle(regs[((j / self.lanes) * cols + j) as usize], j % self.lanes, elem);
             let piv = self.bin(BinOp::Max, piv, eps, elem);
-            let d = self.emit1(
-                OpKind::Un(UnOp::Sqrt),
-                vec![piv],
-                crate::types::Type::Scalar(elem),
-            );
+            let d = self.emit1(OpKind::Un(UnOp::Sqrt), vec![piv], crate::types::Type::Scalar(elem));
             let jc = self.i32c(j as i64);
             for s in 0..slots {
                 let r = self.rows[s as usize];
@@ -131,11 +100,7 @@ impl Lower<'_> {
                 regs[i] = self.select(is_j, d, x, elem);
             }
             for k in j + 1..n {
-                let lkj = self.shuffle(
-                    regs[((k / self.lanes) * cols + j) as usize],
-                    k % self.lanes,
-                    elem,
-                );
+                let lkj = self.shuffle(regs[((k / self.lanes) * cols + j) as usize], k % self.lanes, elem);
                 let kc = self.i32c(k as i64);
                 for s in 0..slots {
                     let r = self.rows[s as usize];
@@ -158,33 +123,18 @@ impl Lower<'_> {
                 regs[i] = self.select(upper, zero, regs[i], elem);
             }
         }
-        Ok(Lv::Mat {
-            rows: n,
-            cols,
-            elem,
-            regs,
-        })
+        Ok(Lv::Mat { rows: n, cols, elem, regs })
     }
 
     /// Triangular solves (see `OpKind::Trsm`), unrolled over the substitution order.
     pub(super) fn trsm(&mut self, kind: Trsm, op: &Op) -> Result<Lv, SimtError> {
-        let Lv::Mat {
-            rows: n,
-            cols: an,
-            elem,
-            regs: ra,
-        } = self.get(op.args[0])?
-        else {
+        let Lv::Mat { rows: n, cols: an, elem, regs: ra } = self.get(op.args[0])? else {
             return Err(err("trsm with a non-matrix"));
         };
         let b = self.get(op.args[1])?;
         let t_lower = kind.lower != kind.trans;
         let forward = kind.left == t_lower;
-        let order: Vec<u32> = if forward {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
+        let order: Vec<u32> = if forward { (0..n).collect() } else { (0..n).rev().collect() };
         let mut cache = HashMap::new();
         // T[p][q] (T = op(A)) as a uniform value.
         let mut t = |l: &mut Self, p: u32, q: u32| {
@@ -192,12 +142,7 @@ impl Lower<'_> {
             l.bcast(&ra, an, r, c, elem, &mut cache)
         };
         match b {
-            Lv::Mat {
-                rows: m,
-                cols: bc,
-                elem,
-                regs,
-            } if !kind.left => {
+            Lv::Mat { rows: m, cols: bc, elem, regs } if !kind.left => {
                 // X T = B: every lane solves its own rows; coefficient of x_k in equation i is
                 // T[k][i].
                 let mut x = regs;
@@ -216,19 +161,9 @@ impl Lower<'_> {
                         x[(s * bc + i) as usize] = acc;
                     }
                 }
-                Ok(Lv::Mat {
-                    rows: m,
-                    cols: bc,
-                    elem,
-                    regs: x,
-                })
+                Ok(Lv::Mat { rows: m, cols: bc, elem, regs: x })
             }
-            Lv::Mat {
-                rows: m,
-                cols: bc,
-                elem,
-                regs,
-            } => {
+            Lv::Mat { rows: m, cols: bc, elem, regs } => {
                 // T X = B with the unknown rows spread over lanes: finish row i on its lane,
                 // broadcast it, and subtract it from the rows after it in the order.
                 let mut x = regs;
@@ -250,13 +185,7 @@ impl Lower<'_> {
                         break;
                     }
                     let xi: Vec<Value> = (0..bc)
-                        .map(|c| {
-                            self.shuffle(
-                                x[((i / self.lanes) * bc + c) as usize],
-                                i % self.lanes,
-                                elem,
-                            )
-                        })
+                        .map(|c| self.shuffle(x[((i / self.lanes) * bc + c) as usize], i % self.lanes, elem))
                         .collect();
                     for s in 0..slots {
                         let r = self.rows[s as usize];
@@ -285,16 +214,9 @@ impl Lower<'_> {
                         }
                     }
                 }
-                Ok(Lv::Mat {
-                    rows: m,
-                    cols: bc,
-                    elem,
-                    regs: x,
-                })
+                Ok(Lv::Mat { rows: m, cols: bc, elem, regs: x })
             }
-            Lv::Vec {
-                n: len, elem, rep, ..
-            } => {
+            Lv::Vec { n: len, elem, rep, .. } => {
                 // A vector right-hand side: every lane solves the whole system with uniform
                 // coefficients.
                 let mut x = rep;
@@ -311,12 +233,7 @@ impl Lower<'_> {
                     }
                     x[i as usize] = acc;
                 }
-                Ok(Lv::Vec {
-                    n: len,
-                    elem,
-                    rep: x,
-                    dist: None,
-                })
+                Ok(Lv::Vec { n: len, elem, rep: x, dist: None })
             }
             _ => Err(err("trsm right-hand side")),
         }

@@ -48,9 +48,7 @@ pub(super) struct Lower<'a> {
 /// `lanes` lanes (1 to 64).
 pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, SimtError> {
     if !(1..=64).contains(&lanes) {
-        return Err(err(format!(
-            "{lanes} lanes per subgroup is not supported (1 to 64)"
-        )));
+        return Err(err(format!("{lanes} lanes per subgroup is not supported (1 to 64)")));
     }
     let src = &m.funcs[k.body as usize];
     let mut l = Lower {
@@ -68,14 +66,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         let t = src.ty(*p).clone();
         let v = l.out.new_value(t.clone());
         params.push(v);
-        l.map.insert(
-            *p,
-            if matches!(t, Type::Array { .. }) {
-                Lv::Array(v)
-            } else {
-                Lv::Scalar(v)
-            },
-        );
+        l.map.insert(*p, if matches!(t, Type::Array { .. }) { Lv::Array(v) } else { Lv::Scalar(v) });
     }
     l.lane = l.emit1(OpKind::LaneId, vec![], Type::Scalar(Scalar::I32));
     let max_rows = max_rows(src);
@@ -88,34 +79,15 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
     l.region_ops(&src.body, &mut shared)?;
     let ops = l.stack.pop().expect("body");
     l.out.body = Region { params, ops };
-    let mut module = Module {
-        funcs: vec![l.out],
-        kernels: Vec::new(),
-    };
+    let mut module = Module { funcs: vec![l.out], kernels: Vec::new() };
     crate::simplify::run(&mut module);
     let func = module.funcs.pop().expect("function");
-    Ok(SimtKernel {
-        kernel: k.clone(),
-        func,
-        lanes,
-        shared_bytes: shared,
-    })
+    Ok(SimtKernel { kernel: k.clone(), func, lanes, shared_bytes: shared })
 }
 
 /// The largest tile row count (or vector length) in a function.
 fn max_rows(f: &Function) -> u32 {
-    f.values
-        .iter()
-        .map(|v| {
-            if let Type::Tile { shape, .. } = &v.ty {
-                shape[0]
-            } else {
-                0
-            }
-        })
-        .max()
-        .unwrap_or(0)
-        .max(1)
+    f.values.iter().map(|v| if let Type::Tile { shape, .. } = &v.ty { shape[0] } else { 0 }).max().unwrap_or(0).max(1)
 }
 
 impl Lower<'_> {
@@ -123,21 +95,9 @@ impl Lower<'_> {
         self.emit_regions(kind, args, tys, Vec::new())
     }
 
-    fn emit_regions(
-        &mut self,
-        kind: OpKind,
-        args: Vec<Value>,
-        tys: Vec<Type>,
-        regions: Vec<Region>,
-    ) -> Vec<Value> {
+    fn emit_regions(&mut self, kind: OpKind, args: Vec<Value>, tys: Vec<Type>, regions: Vec<Region>) -> Vec<Value> {
         let results: Vec<Value> = tys.into_iter().map(|t| self.out.new_value(t)).collect();
-        let op = Op {
-            kind,
-            args,
-            results: results.clone(),
-            regions,
-            loc: self.loc,
-        };
+        let op = Op { kind, args, results: results.clone(), regions, loc: self.loc };
         self.stack.last_mut().expect("ops").push(op);
         results
     }
@@ -202,19 +162,13 @@ impl Lower<'_> {
     }
 
     pub(super) fn get(&self, v: Value) -> Result<Lv, SimtError> {
-        self.map
-            .get(&v)
-            .cloned()
-            .ok_or_else(|| err(format!("%{} used before its definition", v.0)))
+        self.map.get(&v).cloned().ok_or_else(|| err(format!("%{} used before its definition", v.0)))
     }
 
     pub(super) fn scalar(&self, v: Value) -> Result<Value, SimtError> {
         match self.get(v)? {
             Lv::Scalar(x) | Lv::Array(x) => Ok(x),
-            _ => Err(err(format!(
-                "%{} is a tile where a scalar is expected",
-                v.0
-            ))),
+            _ => Err(err(format!("%{} is a tile where a scalar is expected", v.0))),
         }
     }
 
@@ -241,15 +195,8 @@ impl Lower<'_> {
 
     /// A vector from its row-distributed form (broadcasting each element from its lane).
     pub(super) fn vec_from_dist(&mut self, n: u32, elem: Scalar, dist: Vec<Value>) -> Lv {
-        let rep = (0..n)
-            .map(|i| self.shuffle(dist[(i / self.lanes) as usize], i % self.lanes, elem))
-            .collect();
-        Lv::Vec {
-            n,
-            elem,
-            rep,
-            dist: Some(dist),
-        }
+        let rep = (0..n).map(|i| self.shuffle(dist[(i / self.lanes) as usize], i % self.lanes, elem)).collect();
+        Lv::Vec { n, elem, rep, dist: Some(dist) }
     }
 
     /// Values carried through structured control flow for a lowered value.
@@ -267,50 +214,23 @@ impl Lower<'_> {
         match self.src.ty(v).clone() {
             Type::Tile { elem, shape } => {
                 if shape.len() == 2 {
-                    let regs: Vec<Value> = (0..self.slots(shape[0]) * shape[1])
-                        .map(|_| self.out.new_value(Type::Scalar(elem)))
-                        .collect();
-                    (
-                        regs.clone(),
-                        Lv::Mat {
-                            rows: shape[0],
-                            cols: shape[1],
-                            elem,
-                            regs,
-                        },
-                    )
+                    let regs: Vec<Value> =
+                        (0..self.slots(shape[0]) * shape[1]).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
+                    (regs.clone(), Lv::Mat { rows: shape[0], cols: shape[1], elem, regs })
                 } else {
-                    let rep: Vec<Value> = (0..shape[0])
-                        .map(|_| self.out.new_value(Type::Scalar(elem)))
-                        .collect();
-                    (
-                        rep.clone(),
-                        Lv::Vec {
-                            n: shape[0],
-                            elem,
-                            rep,
-                            dist: None,
-                        },
-                    )
+                    let rep: Vec<Value> = (0..shape[0]).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
+                    (rep.clone(), Lv::Vec { n: shape[0], elem, rep, dist: None })
                 }
             }
             t => {
                 let x = self.out.new_value(t.clone());
-                let lv = if matches!(t, Type::Array { .. }) {
-                    Lv::Array(x)
-                } else {
-                    Lv::Scalar(x)
-                };
+                let lv = if matches!(t, Type::Array { .. }) { Lv::Array(x) } else { Lv::Scalar(x) };
                 (vec![x], lv)
             }
         }
     }
 
-    pub(super) fn region_ops(
-        &mut self,
-        r: &Region,
-        shared: &mut u32,
-    ) -> Result<Option<Vec<Value>>, SimtError> {
+    pub(super) fn region_ops(&mut self, r: &Region, shared: &mut u32) -> Result<Option<Vec<Value>>, SimtError> {
         for op in &r.ops {
             if op.kind == OpKind::Yield {
                 let mut ys = Vec::new();
@@ -325,12 +245,7 @@ impl Lower<'_> {
     }
 
     /// Lowers a structured region whose params are `params` (already fresh), ending in a yield.
-    pub(super) fn sub_region(
-        &mut self,
-        r: &Region,
-        params: Vec<Value>,
-        shared: &mut u32,
-    ) -> Result<Region, SimtError> {
+    pub(super) fn sub_region(&mut self, r: &Region, params: Vec<Value>, shared: &mut u32) -> Result<Region, SimtError> {
         self.stack.push(Vec::new());
         let ys = self.region_ops(r, shared)?;
         if let Some(ys) = ys {
@@ -367,17 +282,10 @@ impl Lower<'_> {
         let tile_res = res_ty.as_ref().is_some_and(|t| t.is_tile());
         if !tile_args
             && !tile_res
-            && !matches!(
-                op.kind,
-                OpKind::Load(_) | OpKind::Store(_) | OpKind::AtomicAdd(_) | OpKind::LoadInto(_)
-            )
+            && !matches!(op.kind, OpKind::Load(_) | OpKind::Store(_) | OpKind::AtomicAdd(_) | OpKind::LoadInto(_))
         {
             // A scalar operation: copied with its operands renamed.
-            let args = op
-                .args
-                .iter()
-                .map(|a| self.scalar(*a))
-                .collect::<Result<Vec<_>, _>>()?;
+            let args = op.args.iter().map(|a| self.scalar(*a)).collect::<Result<Vec<_>, _>>()?;
             let tys = op.results.iter().map(|r| self.src.ty(*r).clone()).collect();
             let rs = self.emit(op.kind.clone(), args, tys);
             for (r, n) in op.results.iter().zip(rs) {
@@ -395,11 +303,7 @@ impl Lower<'_> {
     fn structured(&mut self, op: &Op, shared: &mut u32) -> Result<(), SimtError> {
         match op.kind {
             OpKind::For => {
-                let (lo, hi, st) = (
-                    self.scalar(op.args[0])?,
-                    self.scalar(op.args[1])?,
-                    self.scalar(op.args[2])?,
-                );
+                let (lo, hi, st) = (self.scalar(op.args[0])?, self.scalar(op.args[1])?, self.scalar(op.args[2])?);
                 let mut inits = vec![lo, hi, st];
                 for a in &op.args[3..] {
                     inits.extend(Self::flatten(&self.get(*a)?));
@@ -444,12 +348,7 @@ impl Lower<'_> {
         }
     }
 
-    fn finish_structured(
-        &mut self,
-        op: &Op,
-        args: Vec<Value>,
-        regions: Vec<Region>,
-    ) -> Result<(), SimtError> {
+    fn finish_structured(&mut self, op: &Op, args: Vec<Value>, regions: Vec<Region>) -> Result<(), SimtError> {
         let mut tys = Vec::new();
         let mut shapes = Vec::new();
         for r in &op.results {
@@ -464,20 +363,8 @@ impl Lower<'_> {
             let lv = match template {
                 Lv::Scalar(_) => Lv::Scalar(vals[0]),
                 Lv::Array(_) => Lv::Array(vals[0]),
-                Lv::Mat {
-                    rows, cols, elem, ..
-                } => Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs: vals,
-                },
-                Lv::Vec { n, elem, .. } => Lv::Vec {
-                    n,
-                    elem,
-                    rep: vals,
-                    dist: None,
-                },
+                Lv::Mat { rows, cols, elem, .. } => Lv::Mat { rows, cols, elem, regs: vals },
+                Lv::Vec { n, elem, .. } => Lv::Vec { n, elem, rep: vals, dist: None },
             };
             self.map.insert(*r, lv);
         }

@@ -30,7 +30,7 @@ mod ops;
 
 pub use lower::lower_kernel;
 
-use crate::ir::{Function, Kernel};
+use crate::ir::{Function, Kernel, ParamKind};
 use std::fmt;
 
 /// A kernel lowered to SIMT form for a subgroup of `lanes` lanes.
@@ -59,3 +59,43 @@ impl fmt::Display for SimtError {
 }
 
 impl std::error::Error for SimtError {}
+
+/// The params buffer shared by the GPU backends' launch ABIs: 32-bit words holding the grid
+/// extents (3 words), the program-id offsets of one dispatch (3 words, so a large grid can
+/// be split), then for every kernel parameter its array extents (one `i32` word each) or its
+/// scalar value (one word for 32-bit types, two little-endian words, 8-byte aligned, for
+/// 64-bit ones). `offsets[i]` is the first word of parameter `i`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamsLayout {
+    /// For every kernel parameter: the word of its first extent (arrays) or of its value.
+    pub offsets: Vec<u32>,
+    /// Total words.
+    pub words: u32,
+}
+
+/// Words 0..3: grid extents; 3..6: program-id offsets of the dispatch.
+pub const HEADER_WORDS: u32 = 6;
+
+impl ParamsLayout {
+    /// The layout for a kernel's parameters.
+    pub fn of(kernel: &Kernel) -> ParamsLayout {
+        let mut offsets = Vec::new();
+        let mut w = HEADER_WORDS;
+        for p in &kernel.params {
+            match &p.kind {
+                ParamKind::Array { dims, .. } => {
+                    offsets.push(w);
+                    w += dims.len() as u32;
+                }
+                ParamKind::Scalar(s) => {
+                    if s.bytes() == 8 {
+                        w += w % 2;
+                    }
+                    offsets.push(w);
+                    w += if s.bytes() == 8 { 2 } else { 1 };
+                }
+            }
+        }
+        ParamsLayout { offsets, words: w }
+    }
+}

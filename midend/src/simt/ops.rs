@@ -43,19 +43,13 @@ fn reduce_op(k: Reduce) -> BinOp {
 
 impl Lower<'_> {
     /// Lowers an operation that has tile operands or results, or accesses memory.
-    pub(super) fn tile_op(
-        &mut self,
-        op: &Op,
-        res_ty: Option<Type>,
-    ) -> Result<Option<Lv>, SimtError> {
+    pub(super) fn tile_op(&mut self, op: &Op, res_ty: Option<Type>) -> Result<Option<Lv>, SimtError> {
         let lv = match &op.kind {
             OpKind::Fill(f) => Some(self.fill(*f, op, res_ty.expect("tile result"))?),
-            OpKind::Bin(k) => {
-                Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?)
+            OpKind::Bin(k) => Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?),
+            OpKind::Un(k) => {
+                Some(self.map_regs(self.get(op.args[0])?, |l, x, s| l.emit1(OpKind::Un(*k), vec![x], Type::Scalar(s))))
             }
-            OpKind::Un(k) => Some(self.map_regs(self.get(op.args[0])?, |l, x, s| {
-                l.emit1(OpKind::Un(*k), vec![x], Type::Scalar(s))
-            })),
             OpKind::Load(kinds) => Some(self.load(kinds, op, None)?),
             OpKind::LoadInto(kinds) => {
                 let old = self.get(op.args[0])?;
@@ -68,10 +62,7 @@ impl Lower<'_> {
             OpKind::Outer => {
                 let (u, v) = (self.get(op.args[0])?, self.get(op.args[1])?);
                 let du = self.dist(&u)?;
-                let Lv::Vec {
-                    n: m, elem, rep, ..
-                } = v
-                else {
+                let Lv::Vec { n: m, elem, rep, .. } = v else {
                     return Err(err("outer of non-vectors"));
                 };
                 let Lv::Vec { n, .. } = u else {
@@ -83,30 +74,12 @@ impl Lower<'_> {
                         regs.push(self.bin(BinOp::Mul, *x, *y, elem));
                     }
                 }
-                Some(Lv::Mat {
-                    rows: n,
-                    cols: m,
-                    elem,
-                    regs,
-                })
+                Some(Lv::Mat { rows: n, cols: m, elem, regs })
             }
             OpKind::Rank1(alpha) => {
-                let (t, u, v) = (
-                    self.get(op.args[0])?,
-                    self.get(op.args[1])?,
-                    self.get(op.args[2])?,
-                );
+                let (t, u, v) = (self.get(op.args[0])?, self.get(op.args[1])?, self.get(op.args[2])?);
                 let du = self.dist(&u)?;
-                let (
-                    Lv::Mat {
-                        rows,
-                        cols,
-                        elem,
-                        regs,
-                    },
-                    Lv::Vec { rep, .. },
-                ) = (t, v)
-                else {
+                let (Lv::Mat { rows, cols, elem, regs }, Lv::Vec { rep, .. }) = (t, v) else {
                     return Err(err("rank1 operands"));
                 };
                 let a = self.elemc(*alpha, elem);
@@ -117,12 +90,7 @@ impl Lower<'_> {
                         out.push(self.fma(ax, *y, regs[s * cols as usize + c], elem));
                     }
                 }
-                Some(Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs: out,
-                })
+                Some(Lv::Mat { rows, cols, elem, regs: out })
             }
             OpKind::Transpose => Some(self.transpose(self.get(op.args[0])?)?),
             OpKind::Reduce(k, axis) => Some(self.reduce(*k, *axis, self.get(op.args[0])?)?),
@@ -132,12 +100,7 @@ impl Lower<'_> {
             OpKind::Matmul | OpKind::MatmulAcc => Some(self.matmul(op)?),
             OpKind::Cholesky => Some(self.cholesky(op)?),
             OpKind::Trsm(k) => Some(self.trsm(*k, op)?),
-            other => {
-                return Err(err(format!(
-                    "no SIMT lowering for `{}`",
-                    crate::print::op_name(other)
-                )))
-            }
+            other => return Err(err(format!("no SIMT lowering for `{}`", crate::print::op_name(other)))),
         };
         Ok(lv)
     }
@@ -145,19 +108,9 @@ impl Lower<'_> {
     /// Applies `f` to every register (and to a vector's distributed form).
     fn map_regs(&mut self, v: Lv, mut f: impl FnMut(&mut Self, Value, Scalar) -> Value) -> Lv {
         match v {
-            Lv::Mat {
-                rows,
-                cols,
-                elem,
-                regs,
-            } => {
+            Lv::Mat { rows, cols, elem, regs } => {
                 let regs = regs.iter().map(|r| f(self, *r, elem)).collect();
-                Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs,
-                }
+                Lv::Mat { rows, cols, elem, regs }
             }
             Lv::Vec { n, elem, rep, dist } => {
                 let rep = rep.iter().map(|r| f(self, *r, elem)).collect();
@@ -181,12 +134,7 @@ impl Lower<'_> {
             if f == Fill::Eye {
                 rep[0] = self.elemc(1.0, elem);
             }
-            return Ok(Lv::Vec {
-                n: shape[0],
-                elem,
-                rep,
-                dist: None,
-            });
+            return Ok(Lv::Vec { n: shape[0], elem, rep, dist: None });
         }
         let (rows, cols) = (shape[0], shape[1]);
         let mut regs = vec![x; (self.slots(rows) * cols) as usize];
@@ -200,60 +148,19 @@ impl Lower<'_> {
                 }
             }
         }
-        Ok(Lv::Mat {
-            rows,
-            cols,
-            elem,
-            regs,
-        })
+        Ok(Lv::Mat { rows, cols, elem, regs })
     }
 
     fn bin_tile(&mut self, k: BinOp, a: Lv, b: Lv) -> Result<Lv, SimtError> {
         Ok(match (a, b) {
-            (
-                Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs: ra,
-                },
-                Lv::Mat { regs: rb, .. },
-            ) => {
-                let regs = ra
-                    .iter()
-                    .zip(&rb)
-                    .map(|(x, y)| self.bin(k, *x, *y, elem))
-                    .collect();
-                Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs,
-                }
+            (Lv::Mat { rows, cols, elem, regs: ra }, Lv::Mat { regs: rb, .. }) => {
+                let regs = ra.iter().zip(&rb).map(|(x, y)| self.bin(k, *x, *y, elem)).collect();
+                Lv::Mat { rows, cols, elem, regs }
             }
-            (
-                Lv::Vec {
-                    n,
-                    elem,
-                    rep: ra,
-                    dist: da,
-                },
-                Lv::Vec {
-                    rep: rb, dist: db, ..
-                },
-            ) => {
-                let rep = ra
-                    .iter()
-                    .zip(&rb)
-                    .map(|(x, y)| self.bin(k, *x, *y, elem))
-                    .collect();
+            (Lv::Vec { n, elem, rep: ra, dist: da }, Lv::Vec { rep: rb, dist: db, .. }) => {
+                let rep = ra.iter().zip(&rb).map(|(x, y)| self.bin(k, *x, *y, elem)).collect();
                 let dist = match (da, db) {
-                    (Some(da), Some(db)) => Some(
-                        da.iter()
-                            .zip(&db)
-                            .map(|(x, y)| self.bin(k, *x, *y, elem))
-                            .collect(),
-                    ),
+                    (Some(da), Some(db)) => Some(da.iter().zip(&db).map(|(x, y)| self.bin(k, *x, *y, elem)).collect()),
                     _ => None,
                 };
                 Lv::Vec { n, elem, rep, dist }
@@ -283,11 +190,7 @@ impl Lower<'_> {
         let at = vec![Index::At; idx.len()];
         match kind {
             OpKind::Store(_) | OpKind::AtomicAdd(_) => {
-                let k = if matches!(kind, OpKind::Store(_)) {
-                    OpKind::Store(at)
-                } else {
-                    OpKind::AtomicAdd(at)
-                };
+                let k = if matches!(kind, OpKind::Store(_)) { OpKind::Store(at) } else { OpKind::AtomicAdd(at) };
                 let mut args = vec![array];
                 args.extend(idx);
                 args.push(extra.expect("stored value"));
@@ -317,13 +220,7 @@ impl Lower<'_> {
         let slices: Vec<(usize, u32)> = kinds
             .iter()
             .enumerate()
-            .filter_map(|(d, k)| {
-                if let Index::Slice(n) = k {
-                    Some((d, *n))
-                } else {
-                    None
-                }
-            })
+            .filter_map(|(d, k)| if let Index::Slice(n) = k { Some((d, *n)) } else { None })
             .collect();
         match slices.len() {
             0 => {
@@ -331,18 +228,12 @@ impl Lower<'_> {
                     Some(Lv::Scalar(o)) => Some(o),
                     _ => None,
                 };
-                Ok(Lv::Scalar(
-                    self.access(&op.kind, array, idx, None, elem, o)
-                        .expect("value"),
-                ))
+                Ok(Lv::Scalar(self.access(&op.kind, array, idx, None, elem, o).expect("value")))
             }
             1 => {
                 let (d, n) = slices[0];
                 let (old_rep, old_dist) = match &old {
-                    Some(Lv::Vec { rep, .. }) => (
-                        Some(rep.clone()),
-                        old.as_ref().map(|o| self.dist(o)).transpose()?,
-                    ),
+                    Some(Lv::Vec { rep, .. }) => (Some(rep.clone()), old.as_ref().map(|o| self.dist(o)).transpose()?),
                     _ => (None, None),
                 };
                 let mut rep = Vec::new();
@@ -351,27 +242,16 @@ impl Lower<'_> {
                     let mut ix = idx.clone();
                     ix[d] = self.bin(BinOp::Add, idx[d], off, Scalar::I32);
                     let o = old_rep.as_ref().map(|r| r[i as usize]);
-                    rep.push(
-                        self.access(&op.kind, array, ix, None, elem, o)
-                            .expect("value"),
-                    );
+                    rep.push(self.access(&op.kind, array, ix, None, elem, o).expect("value"));
                 }
                 let mut dist = Vec::new();
                 for s in 0..self.slots(n) {
                     let mut ix = idx.clone();
                     ix[d] = self.bin(BinOp::Add, idx[d], self.rows[s as usize], Scalar::I32);
                     let o = old_dist.as_ref().map(|r| r[s as usize]);
-                    dist.push(
-                        self.access(&op.kind, array, ix, None, elem, o)
-                            .expect("value"),
-                    );
+                    dist.push(self.access(&op.kind, array, ix, None, elem, o).expect("value"));
                 }
-                Ok(Lv::Vec {
-                    n,
-                    elem,
-                    rep,
-                    dist: Some(dist),
-                })
+                Ok(Lv::Vec { n, elem, rep, dist: Some(dist) })
             }
             _ => {
                 let ((d1, rows), (d2, cols)) = (slices[0], slices[1]);
@@ -388,18 +268,10 @@ impl Lower<'_> {
                         ix[d1] = r;
                         ix[d2] = self.bin(BinOp::Add, idx[d2], off, Scalar::I32);
                         let o = old_regs.as_ref().map(|r| r[(s * cols + c) as usize]);
-                        regs.push(
-                            self.access(&op.kind, array, ix, None, elem, o)
-                                .expect("value"),
-                        );
+                        regs.push(self.access(&op.kind, array, ix, None, elem, o).expect("value"));
                     }
                 }
-                Ok(Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs,
-                })
+                Ok(Lv::Mat { rows, cols, elem, regs })
             }
         }
     }
@@ -419,13 +291,7 @@ impl Lower<'_> {
         let slices: Vec<(usize, u32)> = kinds
             .iter()
             .enumerate()
-            .filter_map(|(d, k)| {
-                if let Index::Slice(n) = k {
-                    Some((d, *n))
-                } else {
-                    None
-                }
-            })
+            .filter_map(|(d, k)| if let Index::Slice(n) = k { Some((d, *n)) } else { None })
             .collect();
         let zero = self.i32c(0);
         let lane0 = self.cmp(CmpOp::Eq, self.lane, zero);
@@ -449,12 +315,7 @@ impl Lower<'_> {
                     self.access(&op.kind, array, ix, Some(rep[i as usize]), elem, None);
                 }
             }
-            (
-                2,
-                Lv::Mat {
-                    rows, cols, regs, ..
-                },
-            ) => {
+            (2, Lv::Mat { rows, cols, regs, .. }) => {
                 let ((d1, _), (d2, _)) = (slices[0], slices[1]);
                 for s in 0..self.slots(rows) {
                     let valid = self.row_lt(s, rows as i64);
@@ -465,14 +326,7 @@ impl Lower<'_> {
                         let mut ix = idx.clone();
                         ix[d1] = r;
                         ix[d2] = self.bin(BinOp::Add, idx[d2], off, Scalar::I32);
-                        self.access(
-                            &op.kind,
-                            array,
-                            ix,
-                            Some(regs[(s * cols + c) as usize]),
-                            elem,
-                            None,
-                        );
+                        self.access(&op.kind, array, ix, Some(regs[(s * cols + c) as usize]), elem, None);
                     }
                 }
             }
@@ -482,13 +336,7 @@ impl Lower<'_> {
     }
 
     fn transpose(&mut self, t: Lv) -> Result<Lv, SimtError> {
-        let Lv::Mat {
-            rows,
-            cols,
-            elem,
-            regs,
-        } = t
-        else {
+        let Lv::Mat { rows, cols, elem, regs } = t else {
             return Err(err("transpose of a non-matrix"));
         };
         // out[r][c] = in[c][r]: broadcast in[c][j] from its lane, keep it where r == j.
@@ -497,11 +345,7 @@ impl Lower<'_> {
         let mut out = vec![zero; (out_slots * rows) as usize];
         for c in 0..rows {
             for j in 0..cols {
-                let x = self.shuffle(
-                    regs[((c / self.lanes) * cols + j) as usize],
-                    c % self.lanes,
-                    elem,
-                );
+                let x = self.shuffle(regs[((c / self.lanes) * cols + j) as usize], c % self.lanes, elem);
                 let jc = self.i32c(j as i64);
                 for s in 0..out_slots {
                     let here = self.cmp(CmpOp::Eq, self.rows[s as usize], jc);
@@ -510,12 +354,7 @@ impl Lower<'_> {
                 }
             }
         }
-        Ok(Lv::Mat {
-            rows: cols,
-            cols: rows,
-            elem,
-            regs: out,
-        })
+        Ok(Lv::Mat { rows: cols, cols: rows, elem, regs: out })
     }
 
     /// Sum (max, min) over the lanes of a per-lane value: the result is uniform.
@@ -537,15 +376,7 @@ impl Lower<'_> {
                 }
                 Ok(Lv::Scalar(acc))
             }
-            (
-                Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs,
-                },
-                axis,
-            ) => {
+            (Lv::Mat { rows, cols, elem, regs }, axis) => {
                 let id = self.elemc(identity(k, elem), elem);
                 let slots = self.slots(rows);
                 let masked: Vec<Value> = {
@@ -584,21 +415,11 @@ impl Lower<'_> {
                         for c in 0..cols {
                             let mut p = masked[c as usize];
                             for s in 1..slots {
-                                p = self.bin(
-                                    reduce_op(k),
-                                    p,
-                                    masked[(s * cols + c) as usize],
-                                    elem,
-                                );
+                                p = self.bin(reduce_op(k), p, masked[(s * cols + c) as usize], elem);
                             }
                             rep.push(self.across_lanes(k, p, elem));
                         }
-                        Ok(Lv::Vec {
-                            n: cols,
-                            elem,
-                            rep,
-                            dist: None,
-                        })
+                        Ok(Lv::Vec { n: cols, elem, rep, dist: None })
                     }
                 }
             }
@@ -630,12 +451,7 @@ impl Lower<'_> {
                 let ok = self.in_range(idx[0], n);
                 Ok(Lv::Scalar(self.select(ok, x, zero, elem)))
             }
-            Lv::Mat {
-                rows,
-                cols,
-                elem,
-                regs,
-            } => {
+            Lv::Mat { rows, cols, elem, regs } => {
                 let (i, j) = (idx[0], idx[1]);
                 let lanes = self.i32c(self.lanes as i64);
                 let slot = self.bin(BinOp::Div, i, lanes, Scalar::I32);
@@ -677,19 +493,9 @@ impl Lower<'_> {
                     let is = self.cmp(CmpOp::Eq, idx[0], kc);
                     out.push(self.select(is, x, *r, elem));
                 }
-                Ok(Lv::Vec {
-                    n,
-                    elem,
-                    rep: out,
-                    dist: None,
-                })
+                Ok(Lv::Vec { n, elem, rep: out, dist: None })
             }
-            Lv::Mat {
-                rows,
-                cols,
-                elem,
-                regs,
-            } => {
+            Lv::Mat { rows, cols, elem, regs } => {
                 let mut out = Vec::new();
                 for s in 0..self.slots(rows) {
                     let at_r = self.cmp(CmpOp::Eq, self.rows[s as usize], idx[0]);
@@ -700,12 +506,7 @@ impl Lower<'_> {
                         out.push(self.select(here, x, regs[(s * cols + c) as usize], elem));
                     }
                 }
-                Ok(Lv::Mat {
-                    rows,
-                    cols,
-                    elem,
-                    regs: out,
-                })
+                Ok(Lv::Mat { rows, cols, elem, regs: out })
             }
             _ => Err(err("element of a non-tile")),
         }
@@ -725,31 +526,19 @@ impl Lower<'_> {
             }
         };
         match t {
-            Lv::Mat {
-                rows, cols, regs, ..
-            } => {
+            Lv::Mat { rows, cols, regs, .. } => {
                 let mut out = Vec::new();
                 for x in regs {
                     out.push(apply(self, x)?);
                 }
-                Ok(Lv::Mat {
-                    rows,
-                    cols,
-                    elem: out_elem,
-                    regs: out,
-                })
+                Ok(Lv::Mat { rows, cols, elem: out_elem, regs: out })
             }
             Lv::Vec { n, rep, .. } => {
                 let mut out = Vec::new();
                 for x in rep {
                     out.push(apply(self, x)?);
                 }
-                Ok(Lv::Vec {
-                    n,
-                    elem: out_elem,
-                    rep: out,
-                    dist: None,
-                })
+                Ok(Lv::Vec { n, elem: out_elem, rep: out, dist: None })
             }
             _ => Err(err("map of a non-tile")),
         }

@@ -16,13 +16,7 @@ const LOADER: &str = "vulkan-1.dll";
 const LOADER: &str = "libvulkan.dylib";
 #[cfg(any(target_os = "android", target_os = "fuchsia"))]
 const LOADER: &str = "libvulkan.so";
-#[cfg(not(any(
-    windows,
-    target_os = "macos",
-    target_os = "ios",
-    target_os = "android",
-    target_os = "fuchsia"
-)))]
+#[cfg(not(any(windows, target_os = "macos", target_os = "ios", target_os = "android", target_os = "fuchsia")))]
 const LOADER: &str = "libvulkan.so.1";
 
 /// The loader and an instance; destroys the instance when dropped (after the device).
@@ -51,8 +45,12 @@ pub(super) struct Limits {
     pub(super) max_group_count: [u32; 3],
     pub(super) max_storage_buffer_range: u32,
     pub(super) min_storage_offset_alignment: u64,
-    /// Storage buffers one shader may use (arrays and the params buffer).
+    /// Storage buffers one shader may use (arrays, their chunks and the params buffer).
     pub(super) max_storage_buffers: u32,
+    /// Whether shaders may index arrays of storage buffers non-uniformly
+    /// (`shaderStorageBufferArrayNonUniformIndexing` of `VK_EXT_descriptor_indexing`, enabled
+    /// on the device): arrays larger than `max_storage_buffer_range` need it.
+    pub(super) descriptor_indexing: bool,
     pub(super) memory: vk::PhysicalDeviceMemoryProperties,
 }
 
@@ -68,6 +66,8 @@ pub struct VulkanDevice {
     /// Held for the whole of a launch: the queue must not be used by two threads at once.
     pub(super) queue_lock: Mutex<()>,
     pub(super) limits: Limits,
+    /// The device's `maxStorageBufferRange` (`limits` may hold a smaller, pretended one).
+    real_max_storage_buffer_range: u32,
     name: String,
     driver_info: String,
     f64: bool,
@@ -85,6 +85,8 @@ impl std::fmt::Debug for VulkanDevice {
             .field("max_shared_bytes", &self.limits.max_shared_bytes)
             .field("f64", &self.f64)
             .field("i64", &self.i64)
+            .field("descriptor_indexing", &self.limits.descriptor_indexing)
+            .field("max_storage_buffer_range", &self.limits.max_storage_buffer_range)
             .finish()
     }
 }
@@ -102,26 +104,16 @@ impl Drop for VulkanDevice {
 
 /// A fixed-size C string from a Vulkan structure, lossily as UTF-8.
 fn c_text(chars: &[c_char]) -> String {
-    let bytes: Vec<u8> = chars
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
+    let bytes: Vec<u8> = chars.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn version_text(v: u32) -> String {
-    format!(
-        "{}.{}.{}",
-        vk::api_version_major(v),
-        vk::api_version_minor(v),
-        vk::api_version_patch(v)
-    )
+    format!("{}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))
 }
 
 fn has_extension(exts: &[vk::ExtensionProperties], name: &CStr) -> bool {
-    exts.iter()
-        .any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name))
+    exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name))
 }
 
 /// The device's name and its type, as listed in errors: `llvmpipe (LLVM 15.0.6) (cpu)`.
@@ -138,7 +130,9 @@ fn device_label(p: &vk::PhysicalDeviceProperties) -> String {
 
 impl VulkanDevice {
     /// Opens Vulkan device `index` (in the loader's order), or by default the first discrete
-    /// GPU, else the first device.
+    /// GPU, else the first device. Enables `shaderFloat64`, `shaderInt64` and, for chunked
+    /// arrays, `VK_EXT_descriptor_indexing` with `shaderStorageBufferArrayNonUniformIndexing`
+    /// where the device supports them.
     ///
     /// Errors: the loader library is missing (E0420, saying how to install one); a Vulkan
     /// call fails (E0421); there is no device or driver (E0422); `index` is out of range
@@ -147,10 +141,8 @@ impl VulkanDevice {
     pub fn open(index: Option<usize>) -> Result<VulkanDevice, RunError> {
         // SAFETY: loads the system's Vulkan loader; its initialisers are trusted like any
         // system library's.
-        let entry = unsafe { ash::Entry::load() }.map_err(|e| RunError::VulkanLoader {
-            library: LOADER,
-            detail: e.to_string(),
-        })?;
+        let entry = unsafe { ash::Entry::load() }
+            .map_err(|e| RunError::VulkanLoader { library: LOADER, detail: e.to_string() })?;
         // SAFETY: plain queries of the loader.
         let version = unsafe { entry.try_enumerate_instance_version() }
             .map_err(vk_err("vkEnumerateInstanceVersion"))?
@@ -158,10 +150,7 @@ impl VulkanDevice {
         if version < vk::API_VERSION_1_1 {
             return Err(RunError::VulkanUnsupported {
                 device: format!("the Vulkan loader {LOADER}"),
-                reason: format!(
-                    "it supports Vulkan {}, 1.1 is needed",
-                    version_text(version)
-                ),
+                reason: format!("it supports Vulkan {}, 1.1 is needed", version_text(version)),
             });
         }
         // SAFETY: as above.
@@ -178,44 +167,30 @@ impl VulkanDevice {
             .application_name(c"tilec")
             .engine_name(c"tilec")
             .api_version(vk::API_VERSION_1_1);
-        let create = vk::InstanceCreateInfo::default()
-            .application_info(&app)
-            .enabled_extension_names(&ext_names)
-            .flags(flags);
+        let create =
+            vk::InstanceCreateInfo::default().application_info(&app).enabled_extension_names(&ext_names).flags(flags);
         // SAFETY: the create info and what it points to are valid for the call. No driver
         // (ICD) at all is the loader's way of saying that there is no device.
         let instance = unsafe { entry.create_instance(&create, None) }.map_err(|e| match e {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER => RunError::NoVulkanDevice,
             e => vk_err("vkCreateInstance")(e),
         })?;
-        let owner = InstanceOwner {
-            instance,
-            _entry: entry,
-        };
+        let owner = InstanceOwner { instance, _entry: entry };
         let inst = &owner.instance;
         // SAFETY: queries of a live instance.
-        let pdevs = unsafe { inst.enumerate_physical_devices() }
-            .map_err(vk_err("vkEnumeratePhysicalDevices"))?;
+        let pdevs = unsafe { inst.enumerate_physical_devices() }.map_err(vk_err("vkEnumeratePhysicalDevices"))?;
         if pdevs.is_empty() {
             return Err(RunError::NoVulkanDevice);
         }
         // SAFETY: as above, with handles it returned.
-        let props: Vec<vk::PhysicalDeviceProperties> = pdevs
-            .iter()
-            .map(|&p| unsafe { inst.get_physical_device_properties(p) })
-            .collect();
+        let props: Vec<vk::PhysicalDeviceProperties> =
+            pdevs.iter().map(|&p| unsafe { inst.get_physical_device_properties(p) }).collect();
         let chosen = match index {
             Some(i) if i < pdevs.len() => i,
             Some(i) => {
-                return Err(RunError::VulkanDeviceIndex {
-                    index: i,
-                    devices: props.iter().map(device_label).collect(),
-                })
+                return Err(RunError::VulkanDeviceIndex { index: i, devices: props.iter().map(device_label).collect() })
             }
-            None => props
-                .iter()
-                .position(|p| p.device_type == vk::PhysicalDeviceType::DISCRETE_GPU)
-                .unwrap_or(0),
+            None => props.iter().position(|p| p.device_type == vk::PhysicalDeviceType::DISCRETE_GPU).unwrap_or(0),
         };
         open_physical(owner, pdevs[chosen], &props[chosen])
     }
@@ -251,6 +226,28 @@ impl VulkanDevice {
     pub fn supports_i64(&self) -> bool {
         self.i64
     }
+
+    /// Whether arrays larger than [`VulkanDevice::max_storage_buffer_range`] can be bound as
+    /// descriptor arrays of chunks (`VK_EXT_descriptor_indexing` with
+    /// `shaderStorageBufferArrayNonUniformIndexing`, enabled when supported).
+    pub fn supports_descriptor_indexing(&self) -> bool {
+        self.limits.descriptor_indexing
+    }
+
+    /// The largest storage buffer a shader may bind, in bytes (`maxStorageBufferRange`):
+    /// larger arrays are split into chunks (see [`VulkanDevice::chunking`]).
+    pub fn max_storage_buffer_range(&self) -> u32 {
+        self.limits.max_storage_buffer_range
+    }
+
+    /// Makes launches and [`VulkanDevice::chunking`] act as if storage buffers could hold at
+    /// most `bytes` bytes (at least 16, at most the device's limit): a way to test chunked
+    /// arrays with small ones.
+    #[doc(hidden)]
+    pub fn pretend_max_storage_buffer_range(&mut self, bytes: u32) {
+        let real = self.real_max_storage_buffer_range;
+        self.limits.max_storage_buffer_range = bytes.clamp(16.min(real), real);
+    }
 }
 
 /// Checks the physical device and creates the logical device with one compute queue.
@@ -261,15 +258,9 @@ fn open_physical(
 ) -> Result<VulkanDevice, RunError> {
     let inst = &owner.instance;
     let name = c_text(&props.device_name);
-    let unsupported = |reason: String| RunError::VulkanUnsupported {
-        device: name.clone(),
-        reason,
-    };
+    let unsupported = |reason: String| RunError::VulkanUnsupported { device: name.clone(), reason };
     if props.api_version < vk::API_VERSION_1_1 {
-        return Err(unsupported(format!(
-            "it supports Vulkan {}, 1.1 is needed",
-            version_text(props.api_version)
-        )));
+        return Err(unsupported(format!("it supports Vulkan {}, 1.1 is needed", version_text(props.api_version))));
     }
     // SAFETY: queries of a live physical device.
     let exts = unsafe { inst.enumerate_device_extension_properties(pdev) }
@@ -278,6 +269,7 @@ fn open_physical(
     // off limits even on newer devices.
     let has_driver_props = has_extension(&exts, ash::khr::driver_properties::NAME);
     let has_size_control = has_extension(&exts, ash::ext::subgroup_size_control::NAME);
+    let has_indexing = has_extension(&exts, ash::ext::descriptor_indexing::NAME);
 
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
@@ -294,24 +286,22 @@ fn open_physical(
         unsafe { inst.get_physical_device_properties2(pdev, &mut p2) };
     }
     let lanes = subgroup.subgroup_size;
-    if !subgroup
-        .supported_stages
-        .contains(vk::ShaderStageFlags::COMPUTE)
-        || !subgroup
-            .supported_operations
-            .contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::SHUFFLE)
+    if !subgroup.supported_stages.contains(vk::ShaderStageFlags::COMPUTE)
+        || !subgroup.supported_operations.contains(vk::SubgroupFeatureFlags::BASIC | vk::SubgroupFeatureFlags::SHUFFLE)
         || lanes == 0
     {
-        return Err(unsupported(
-            "it has no subgroup shuffles in compute shaders".to_string(),
-        ));
+        return Err(unsupported("it has no subgroup shuffles in compute shaders".to_string()));
     }
 
     let mut size_features = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
+    let mut indexing_features = vk::PhysicalDeviceDescriptorIndexingFeatures::default();
     let features = {
         let mut f2 = vk::PhysicalDeviceFeatures2::default();
         if has_size_control {
             f2 = f2.push_next(&mut size_features);
+        }
+        if has_indexing {
+            f2 = f2.push_next(&mut indexing_features);
         }
         // SAFETY: as above.
         unsafe { inst.get_physical_device_features2(pdev, &mut f2) };
@@ -322,33 +312,39 @@ fn open_physical(
     let size_control = has_size_control
         && size_features.subgroup_size_control == vk::TRUE
         && size_features.compute_full_subgroups == vk::TRUE
-        && size_props
-            .required_subgroup_size_stages
-            .contains(vk::ShaderStageFlags::COMPUTE)
+        && size_props.required_subgroup_size_stages.contains(vk::ShaderStageFlags::COMPUTE)
         && (size_props.min_subgroup_size..=size_props.max_subgroup_size).contains(&lanes);
 
     // SAFETY: as above.
     let families = unsafe { inst.get_physical_device_queue_family_properties(pdev) };
-    let Some(family) = families
-        .iter()
-        .position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE) && q.queue_count > 0)
+    let Some(family) =
+        families.iter().position(|q| q.queue_flags.contains(vk::QueueFlags::COMPUTE) && q.queue_count > 0)
     else {
         return Err(unsupported("it has no compute queue".to_string()));
     };
     let family = family as u32;
 
+    // Chunked arrays (descriptor arrays of storage buffers) are indexed per lane.
+    let dynamic_indexing = features.shader_storage_buffer_array_dynamic_indexing == vk::TRUE;
+    let descriptor_indexing = has_indexing
+        && dynamic_indexing
+        && indexing_features.shader_storage_buffer_array_non_uniform_indexing == vk::TRUE;
+
     let f64 = features.shader_float64 == vk::TRUE;
     let i64 = features.shader_int64 == vk::TRUE;
     let enabled = vk::PhysicalDeviceFeatures::default()
         .shader_float64(f64)
-        .shader_int64(i64);
+        .shader_int64(i64)
+        .shader_storage_buffer_array_dynamic_indexing(dynamic_indexing);
     let priorities = [1.0f32];
-    let queues = [vk::DeviceQueueCreateInfo::default()
-        .queue_family_index(family)
-        .queue_priorities(&priorities)];
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut dev_exts: Vec<*const c_char> = Vec::new();
     if size_control {
         dev_exts.push(ash::ext::subgroup_size_control::NAME.as_ptr());
+    }
+    // Its dependency `VK_KHR_maintenance3` is core in Vulkan 1.1.
+    if descriptor_indexing {
+        dev_exts.push(ash::ext::descriptor_indexing::NAME.as_ptr());
     }
     // Required by the specification wherever it is offered (MoltenVK).
     let portability_subset = c"VK_KHR_portability_subset";
@@ -362,13 +358,17 @@ fn open_physical(
         .queue_create_infos(&queues)
         .enabled_extension_names(&dev_exts)
         .enabled_features(&enabled);
+    let mut enable_indexing =
+        vk::PhysicalDeviceDescriptorIndexingFeatures::default().shader_storage_buffer_array_non_uniform_indexing(true);
     if size_control {
         create = create.push_next(&mut enable_size);
     }
+    if descriptor_indexing {
+        create = create.push_next(&mut enable_indexing);
+    }
     // SAFETY: the create info and everything it points to are valid for the call; the
     // features and extensions enabled are supported (checked above).
-    let device =
-        unsafe { inst.create_device(pdev, &create, None) }.map_err(vk_err("vkCreateDevice"))?;
+    let device = unsafe { inst.create_device(pdev, &create, None) }.map_err(vk_err("vkCreateDevice"))?;
     // SAFETY: the device was created with one queue of this family.
     let queue = unsafe { device.get_device_queue(family, 0) };
     // SAFETY: a query of a live physical device.
@@ -382,11 +382,7 @@ fn open_physical(
             version_text(props.api_version)
         )
     } else {
-        format!(
-            "driver version {:#x}, Vulkan {}",
-            props.driver_version,
-            version_text(props.api_version)
-        )
+        format!("driver version {:#x}, Vulkan {}", props.driver_version, version_text(props.api_version))
     };
     let l = &props.limits;
     Ok(VulkanDevice {
@@ -401,11 +397,11 @@ fn open_physical(
             max_group_count: l.max_compute_work_group_count,
             max_storage_buffer_range: l.max_storage_buffer_range,
             min_storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(4),
-            max_storage_buffers: l
-                .max_per_stage_descriptor_storage_buffers
-                .min(l.max_descriptor_set_storage_buffers),
+            max_storage_buffers: l.max_per_stage_descriptor_storage_buffers.min(l.max_descriptor_set_storage_buffers),
+            descriptor_indexing,
             memory,
         },
+        real_max_storage_buffer_range: l.max_storage_buffer_range,
         name,
         driver_info,
         f64,

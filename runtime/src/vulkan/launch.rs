@@ -7,6 +7,7 @@ use ash::vk;
 use tilec_codegen_spirv::SpirvKernel;
 use tilec_midend::{Kernel, ParamKind};
 
+use super::chunks::ArrayPlan;
 use super::device::VulkanDevice;
 use super::params::{check_bound, module_uses, params_words, split_grid, Chunk};
 use super::resources::LaunchObjects;
@@ -25,12 +26,19 @@ impl VulkanDevice {
     /// Grids larger than the device's workgroup-count limits are split into several
     /// dispatches, each with its program-id offsets in the params buffer.
     ///
-    /// Errors: `k`, `kernel` and `bound` do not belong together (E0417); `k` was compiled for
-    /// another subgroup size (E0425) or needs more shared memory than the device has (E0426);
-    /// it uses `f64` or `i64` and the device does not support them (E0427) or has more arrays
-    /// than a shader may bind (E0424); an extent of the grid is above `i32::MAX` (E0416); an
-    /// array is larger than a storage buffer may be (E0428); a Vulkan call fails (E0421).
-    /// Every object of the launch is destroyed before it returns, also on errors.
+    /// Arrays the shader binds in chunks (`k.chunks`, from [`VulkanDevice::chunking`]) get one
+    /// buffer per chunk, written from and (`mut` ones) copied back to their part of the array.
+    ///
+    /// Errors: `k`, `kernel` and `bound` do not belong together (E0417), also when `k` binds
+    /// as one buffer an array larger than a storage buffer may be, or its chunks are larger
+    /// than that or too few for the array; `k` was compiled for another subgroup size (E0425)
+    /// or needs more shared memory than the device has (E0426); it uses `f64` or `i64` and the
+    /// device does not support them (E0427), or chunks and the device lacks descriptor
+    /// indexing, or it needs more storage buffers (arrays and chunks) than a shader may bind
+    /// (E0424); an extent of the grid is above `i32::MAX` (E0416); the params buffer is too
+    /// large (E0428); a Vulkan call fails (E0421). These checks come before the grid's: a
+    /// launch over an empty grid runs nothing but fails like any other. Every object of the
+    /// launch is destroyed before it returns, also on errors.
     pub fn launch(
         &self,
         k: &SpirvKernel,
@@ -54,6 +62,7 @@ impl VulkanDevice {
         max_groups: [u32; 3],
     ) -> Result<Vec<Duration>, RunError> {
         self.check(k, kernel, bound)?;
+        let plans = self.plan_arrays(k, kernel, bound)?;
         if grid.iter().any(|&g| g > i32::MAX as i64) {
             return Err(RunError::GridTooLarge { grid });
         }
@@ -69,29 +78,30 @@ impl VulkanDevice {
 
         // The queue is used by one launch at a time; `objects` (declared later, dropped
         // earlier) waits for it while this is held.
-        let _queue = self
-            .queue_lock
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let _queue = self.queue_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let mut objects = LaunchObjects::new(&self.device, self.queue);
         let o = &mut objects;
 
-        // Storage buffers: the arrays in parameter order, then the params buffer.
-        let mut arrays: Vec<(usize, usize)> = Vec::new();
-        for (i, (name, arg)) in bound.args().iter().enumerate() {
-            if let ArgValue::Array(a) = arg {
-                let limit = self.limits.max_storage_buffer_range as u64;
-                let what = format!("array `{name}`");
-                let b = o.create_buffer(
-                    &self.limits,
-                    self.name(),
-                    &what,
-                    a.bytes().len() as u64,
-                    limit,
-                )?;
-                o.buffers[b].write(a.bytes());
-                arrays.push((i, b));
+        // Storage buffers: the arrays (or their chunks) in parameter order, then the params
+        // buffer.
+        let limit = self.limits.max_storage_buffer_range as u64;
+        let mut arrays: Vec<(ArrayPlan, Vec<usize>)> = Vec::with_capacity(plans.len());
+        for plan in plans {
+            let (name, arg) = &bound.args()[plan.param];
+            let ArgValue::Array(a) = arg else {
+                continue;
+            };
+            let data = a.bytes();
+            let mut buffers = Vec::with_capacity(plan.count);
+            for j in 0..plan.count {
+                let what =
+                    if plan.chunked { format!("chunk {j} of array `{name}`") } else { format!("array `{name}`") };
+                let part = &data[plan.range(j, data.len())];
+                let b = o.create_buffer(&self.limits, self.name(), &what, part.len() as u64, limit)?;
+                o.buffers[b].write(part);
+                buffers.push(b);
             }
+            arrays.push((plan, buffers));
         }
         let mut params = vec![0u8; (stride * chunks.len() as u64) as usize];
         for (c, chunk) in chunks.iter().enumerate() {
@@ -103,13 +113,8 @@ impl VulkanDevice {
             }
         }
         // Dynamic offsets are 32-bit.
-        let pb = o.create_buffer(
-            &self.limits,
-            self.name(),
-            "the params buffer",
-            params.len() as u64,
-            u32::MAX as u64,
-        )?;
+        let pb =
+            o.create_buffer(&self.limits, self.name(), "the params buffer", params.len() as u64, u32::MAX as u64)?;
         o.buffers[pb].write(&params);
 
         let set = self.descriptor_set(o, &arrays, pb, region)?;
@@ -118,17 +123,20 @@ impl VulkanDevice {
 
         let d = &self.device;
         // SAFETY: a valid create info.
-        o.fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
-            .map_err(vk_err("vkCreateFence"))?;
+        o.fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.map_err(vk_err("vkCreateFence"))?;
         let cmds = [cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         let mut times = Vec::with_capacity(runs);
         for run in 0..runs {
             if run > 0 {
                 // Start again from the bound arguments (only `mut` arrays were written).
-                for &(i, b) in &arrays {
+                for (plan, buffers) in &arrays {
+                    let i = plan.param;
                     if let (true, ArgValue::Array(a)) = (is_mut(kernel, i), &bound.args()[i].1) {
-                        o.buffers[b].write(a.bytes());
+                        let data = a.bytes();
+                        for (j, &b) in buffers.iter().enumerate() {
+                            o.buffers[b].write(&data[plan.range(j, data.len())]);
+                        }
                     }
                 }
                 // SAFETY: the fence is signaled and no longer in use (waited for below).
@@ -138,19 +146,22 @@ impl VulkanDevice {
             // SAFETY: the command buffer is recorded and not pending (the previous run was
             // waited for); the queue is held through `_queue`; every object it uses lives in
             // `objects`, which waits for the queue before destroying them.
-            unsafe { d.queue_submit(self.queue, &submit, o.fence) }
-                .map_err(vk_err("vkQueueSubmit"))?;
+            unsafe { d.queue_submit(self.queue, &submit, o.fence) }.map_err(vk_err("vkQueueSubmit"))?;
             o.submitted = true;
             // SAFETY: a fence of this device.
-            unsafe { d.wait_for_fences(&[o.fence], true, u64::MAX) }
-                .map_err(vk_err("vkWaitForFences"))?;
+            unsafe { d.wait_for_fences(&[o.fence], true, u64::MAX) }.map_err(vk_err("vkWaitForFences"))?;
             times.push(t0.elapsed());
         }
 
         let args = bound.args_mut();
-        for &(i, b) in &arrays {
+        for (plan, buffers) in &arrays {
+            let i = plan.param;
             if let (true, ArgValue::Array(a)) = (is_mut(kernel, i), &mut args[i].1) {
-                o.buffers[b].read(a.bytes_mut());
+                let data = a.bytes_mut();
+                let len = data.len();
+                for (j, &b) in buffers.iter().enumerate() {
+                    o.buffers[b].read(&mut data[plan.range(j, len)]);
+                }
             }
         }
         Ok(times)
@@ -159,26 +170,12 @@ impl VulkanDevice {
     /// The checks of a launch that do not depend on the grid.
     fn check(&self, k: &SpirvKernel, kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
         check_bound(kernel, &k.params, bound)?;
-        let arrays = kernel
-            .params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Array { .. }))
-            .count();
+        let arrays = kernel.params.iter().filter(|p| matches!(p.kind, ParamKind::Array { .. })).count();
         if k.arrays as usize != arrays {
             return Err(RunError::Mismatch {
                 detail: format!(
                     "the SPIR-V shader has {} array bindings, kernel `{}` has {arrays} arrays",
                     k.arrays, kernel.symbol
-                ),
-            });
-        }
-        if k.arrays >= self.limits.max_storage_buffers {
-            return Err(RunError::VulkanUnsupported {
-                device: self.name().to_string(),
-                reason: format!(
-                    "kernel `{}` has {} array parameters, but a shader may use only {} storage \
-                     buffers (one of them for the parameters)",
-                    kernel.symbol, k.arrays, self.limits.max_storage_buffers
                 ),
             });
         }
@@ -205,20 +202,18 @@ impl VulkanDevice {
             None
         };
         if let Some(feature) = missing {
-            return Err(RunError::DeviceFeature {
-                device: self.name().to_string(),
-                feature,
-            });
+            return Err(RunError::DeviceFeature { device: self.name().to_string(), feature });
         }
         Ok(())
     }
 
-    /// The descriptor set layout, pool and set: binding `j` is the `j`-th array's buffer,
-    /// the last binding the params buffer (dynamic: its offset is chosen per dispatch).
+    /// The descriptor set layout, pool and set: binding `j` is the `j`-th array's buffer (or
+    /// the descriptor array of its chunks), the last binding the params buffer (dynamic: its
+    /// offset is chosen per dispatch).
     fn descriptor_set(
         &self,
         o: &mut LaunchObjects<'_>,
-        arrays: &[(usize, usize)],
+        arrays: &[(ArrayPlan, Vec<usize>)],
         params: usize,
         region: u64,
     ) -> Result<vk::DescriptorSet, RunError> {
@@ -231,66 +226,66 @@ impl VulkanDevice {
                 vk::DescriptorType::STORAGE_BUFFER_DYNAMIC
             }
         };
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..=n)
-            .map(|b| {
+        // The buffers of every binding.
+        let bound: Vec<Vec<(usize, u64)>> = arrays
+            .iter()
+            .map(|(_, buffers)| buffers.iter().map(|&b| (b, vk::WHOLE_SIZE)).collect())
+            .chain([vec![(params, region)]])
+            .collect();
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = bound
+            .iter()
+            .enumerate()
+            .map(|(b, buffers)| {
                 vk::DescriptorSetLayoutBinding::default()
-                    .binding(b)
-                    .descriptor_type(kind(b))
-                    .descriptor_count(1)
+                    .binding(b as u32)
+                    .descriptor_type(kind(b as u32))
+                    .descriptor_count(buffers.len() as u32)
                     .stage_flags(vk::ShaderStageFlags::COMPUTE)
             })
             .collect();
         let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
         // SAFETY: a valid create info; the layout is destroyed by `o`.
-        o.set_layout = unsafe { d.create_descriptor_set_layout(&info, None) }
-            .map_err(vk_err("vkCreateDescriptorSetLayout"))?;
-        let mut sizes = vec![vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER_DYNAMIC,
-            descriptor_count: 1,
-        }];
-        if n > 0 {
+        o.set_layout =
+            unsafe { d.create_descriptor_set_layout(&info, None) }.map_err(vk_err("vkCreateDescriptorSetLayout"))?;
+        let mut sizes =
+            vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER_DYNAMIC, descriptor_count: 1 }];
+        let storage: usize = arrays.iter().map(|(_, buffers)| buffers.len()).sum();
+        if storage > 0 {
             sizes.push(vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: n,
+                descriptor_count: storage as u32,
             });
         }
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .max_sets(1)
-            .pool_sizes(&sizes);
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(1).pool_sizes(&sizes);
         // SAFETY: as above.
-        o.descriptor_pool = unsafe { d.create_descriptor_pool(&info, None) }
-            .map_err(vk_err("vkCreateDescriptorPool"))?;
+        o.descriptor_pool =
+            unsafe { d.create_descriptor_pool(&info, None) }.map_err(vk_err("vkCreateDescriptorPool"))?;
         let layouts = [o.set_layout];
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(o.descriptor_pool)
-            .set_layouts(&layouts);
+        let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(o.descriptor_pool).set_layouts(&layouts);
         // SAFETY: the pool has room for this one set; it is freed with the pool.
-        let sets = unsafe { d.allocate_descriptor_sets(&info) }
-            .map_err(vk_err("vkAllocateDescriptorSets"))?;
+        let sets = unsafe { d.allocate_descriptor_sets(&info) }.map_err(vk_err("vkAllocateDescriptorSets"))?;
         let Some(&set) = sets.first() else {
-            return Err(vk_err("vkAllocateDescriptorSets")(
-                vk::Result::ERROR_UNKNOWN,
-            ));
+            return Err(vk_err("vkAllocateDescriptorSets")(vk::Result::ERROR_UNKNOWN));
         };
-        let infos: Vec<vk::DescriptorBufferInfo> = arrays
+        let infos: Vec<Vec<vk::DescriptorBufferInfo>> = bound
             .iter()
-            .map(|&(_, b)| (b, vk::WHOLE_SIZE))
-            .chain([(params, region)])
-            .map(|(b, range)| vk::DescriptorBufferInfo {
-                buffer: o.buffers[b].buffer,
-                offset: 0,
-                range,
+            .map(|buffers| {
+                buffers
+                    .iter()
+                    .map(|&(b, range)| vk::DescriptorBufferInfo { buffer: o.buffers[b].buffer, offset: 0, range })
+                    .collect()
             })
             .collect();
         let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
             .enumerate()
-            .map(|(b, info)| {
+            .map(|(b, infos)| {
                 vk::WriteDescriptorSet::default()
                     .dst_set(set)
                     .dst_binding(b as u32)
+                    .dst_array_element(0)
                     .descriptor_type(kind(b as u32))
-                    .buffer_info(std::slice::from_ref(info))
+                    .buffer_info(infos)
             })
             .collect();
         // SAFETY: the writes name live buffers of matching descriptor types; the set is not
@@ -305,27 +300,22 @@ impl VulkanDevice {
         let d = &self.device;
         let info = vk::ShaderModuleCreateInfo::default().code(&k.words);
         // SAFETY: the words are a SPIR-V module (magic checked); the module is destroyed by `o`.
-        o.shader = unsafe { d.create_shader_module(&info, None) }
-            .map_err(vk_err("vkCreateShaderModule"))?;
+        o.shader = unsafe { d.create_shader_module(&info, None) }.map_err(vk_err("vkCreateShaderModule"))?;
         let layouts = [o.set_layout];
         let info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
         // SAFETY: as above.
-        o.pipeline_layout = unsafe { d.create_pipeline_layout(&info, None) }
-            .map_err(vk_err("vkCreatePipelineLayout"))?;
-        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
-            .required_subgroup_size(k.lanes);
+        o.pipeline_layout =
+            unsafe { d.create_pipeline_layout(&info, None) }.map_err(vk_err("vkCreatePipelineLayout"))?;
+        let mut required =
+            vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default().required_subgroup_size(k.lanes);
         let mut stage = vk::PipelineShaderStageCreateInfo::default()
             .stage(vk::ShaderStageFlags::COMPUTE)
             .module(o.shader)
             .name(c"main");
         if self.limits.size_control {
-            stage = stage
-                .flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS)
-                .push_next(&mut required);
+            stage = stage.flags(vk::PipelineShaderStageCreateFlags::REQUIRE_FULL_SUBGROUPS).push_next(&mut required);
         }
-        let infos = [vk::ComputePipelineCreateInfo::default()
-            .stage(stage)
-            .layout(o.pipeline_layout)];
+        let infos = [vk::ComputePipelineCreateInfo::default().stage(stage).layout(o.pipeline_layout)];
         // SAFETY: valid create infos (the subgroup-size features are enabled where used).
         let made = unsafe { d.create_compute_pipelines(vk::PipelineCache::null(), &infos, None) };
         let (pipelines, error) = match made {
@@ -335,9 +325,9 @@ impl VulkanDevice {
         o.pipeline = pipelines.first().copied().unwrap_or_default();
         match error {
             Some(e) => Err(vk_err("vkCreateComputePipelines")(e)),
-            None if o.pipeline == vk::Pipeline::null() => Err(vk_err("vkCreateComputePipelines")(
-                vk::Result::ERROR_UNKNOWN,
-            )),
+            None if o.pipeline == vk::Pipeline::null() => {
+                Err(vk_err("vkCreateComputePipelines")(vk::Result::ERROR_UNKNOWN))
+            }
             None => Ok(()),
         }
     }
@@ -354,19 +344,15 @@ impl VulkanDevice {
         let d = &self.device;
         let info = vk::CommandPoolCreateInfo::default().queue_family_index(self.queue_family);
         // SAFETY: a valid create info; the pool is destroyed by `o`.
-        o.command_pool =
-            unsafe { d.create_command_pool(&info, None) }.map_err(vk_err("vkCreateCommandPool"))?;
+        o.command_pool = unsafe { d.create_command_pool(&info, None) }.map_err(vk_err("vkCreateCommandPool"))?;
         let info = vk::CommandBufferAllocateInfo::default()
             .command_pool(o.command_pool)
             .level(vk::CommandBufferLevel::PRIMARY)
             .command_buffer_count(1);
         // SAFETY: as above; the buffer is freed with the pool.
-        let cmds = unsafe { d.allocate_command_buffers(&info) }
-            .map_err(vk_err("vkAllocateCommandBuffers"))?;
+        let cmds = unsafe { d.allocate_command_buffers(&info) }.map_err(vk_err("vkAllocateCommandBuffers"))?;
         let Some(&cmd) = cmds.first() else {
-            return Err(vk_err("vkAllocateCommandBuffers")(
-                vk::Result::ERROR_UNKNOWN,
-            ));
+            return Err(vk_err("vkAllocateCommandBuffers")(vk::Result::ERROR_UNKNOWN));
         };
         let sets = [set];
         // SAFETY: recording a fresh command buffer with objects that live in `o`; every
@@ -378,14 +364,7 @@ impl VulkanDevice {
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, o.pipeline);
             for (c, chunk) in chunks.iter().enumerate() {
                 let offset = [(c as u64 * stride) as u32];
-                d.cmd_bind_descriptor_sets(
-                    cmd,
-                    vk::PipelineBindPoint::COMPUTE,
-                    o.pipeline_layout,
-                    0,
-                    &sets,
-                    &offset,
-                );
+                d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, o.pipeline_layout, 0, &sets, &offset);
                 let [x, y, z] = chunk.count;
                 d.cmd_dispatch(cmd, x, y, z);
             }
@@ -401,8 +380,7 @@ impl VulkanDevice {
                 &[],
                 &[],
             );
-            d.end_command_buffer(cmd)
-                .map_err(vk_err("vkEndCommandBuffer"))?;
+            d.end_command_buffer(cmd).map_err(vk_err("vkEndCommandBuffer"))?;
         }
         Ok(cmd)
     }
@@ -410,8 +388,5 @@ impl VulkanDevice {
 
 /// Whether parameter `param` of `kernel` is a `mut` array.
 fn is_mut(kernel: &Kernel, param: usize) -> bool {
-    matches!(
-        kernel.params.get(param).map(|p| &p.kind),
-        Some(ParamKind::Array { mutable: true, .. })
-    )
+    matches!(kernel.params.get(param).map(|p| &p.kind), Some(ParamKind::Array { mutable: true, .. }))
 }

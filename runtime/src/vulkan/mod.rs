@@ -7,8 +7,13 @@
 //! `tilec_codegen_spirv` (descriptor set 0: one storage buffer per array parameter, then the
 //! params buffer), splitting grids larger than the device's workgroup-count limits into
 //! several dispatches, and copies the `mut` arrays back into the [`Bound`](crate::Bound)
-//! arguments. Every failure is a [`RunError`] (codes `E0420..`); nothing here panics.
+//! arguments. Arrays larger than a storage buffer may be (`maxStorageBufferRange`) are bound
+//! as descriptor arrays of chunks: [`VulkanDevice::chunking`] says which, for
+//! `tilec_codegen_spirv::compile_with`; that needs `VK_EXT_descriptor_indexing`
+//! (non-uniform indexing of storage-buffer arrays), enabled where the device has it. Every
+//! failure is a [`RunError`] (codes `E0420..`); nothing here panics.
 
+mod chunks;
 mod device;
 mod launch;
 mod params;
@@ -24,10 +29,7 @@ use crate::error::RunError;
 
 /// The error of a failed Vulkan call, naming the call and its `VkResult`.
 pub(crate) fn vk_err(call: &'static str) -> impl Fn(vk::Result) -> RunError {
-    move |r| RunError::VulkanCall {
-        call,
-        result: result_name(r),
-    }
+    move |r| RunError::VulkanCall { call, result: result_name(r) }
 }
 
 /// The name of a `VkResult` as the specification writes it: `VK_ERROR_DEVICE_LOST`.

@@ -39,6 +39,12 @@ impl MappedBuffer {
 /// Buffers are at least this large (a zero-sized buffer is invalid).
 const MIN_BUFFER_BYTES: u64 = 16;
 
+/// The size of the buffer [`LaunchObjects::create_buffer`] makes for `bytes` bytes: at least
+/// [`MIN_BUFFER_BYTES`], a multiple of 4.
+pub(super) fn buffer_size(bytes: u64) -> u64 {
+    bytes.max(MIN_BUFFER_BYTES).next_multiple_of(4)
+}
+
 /// Every object of one launch. Handles start null and are filled in as they are created;
 /// destroying a null handle is a no-op, so dropping this is right at any point.
 pub(super) struct LaunchObjects<'d> {
@@ -85,7 +91,7 @@ impl<'d> LaunchObjects<'d> {
         bytes: u64,
         limit: u64,
     ) -> Result<usize, RunError> {
-        let size = bytes.max(MIN_BUFFER_BYTES).next_multiple_of(4);
+        let size = buffer_size(bytes);
         if size > limit {
             return Err(RunError::BufferTooLarge {
                 device: device_name.to_string(),
@@ -101,12 +107,7 @@ impl<'d> LaunchObjects<'d> {
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: a valid create info; the buffer is recorded at once so it is destroyed.
         let buffer = unsafe { d.create_buffer(&info, None) }.map_err(vk_err("vkCreateBuffer"))?;
-        self.buffers.push(MappedBuffer {
-            buffer,
-            memory: vk::DeviceMemory::null(),
-            size,
-            ptr: std::ptr::null_mut(),
-        });
+        self.buffers.push(MappedBuffer { buffer, memory: vk::DeviceMemory::null(), size, ptr: std::ptr::null_mut() });
         let index = self.buffers.len() - 1;
         // SAFETY: a query of a live buffer.
         let req = unsafe { d.get_buffer_memory_requirements(buffer) };
@@ -131,25 +132,14 @@ impl<'d> LaunchObjects<'d> {
     ) -> Result<vk::DeviceMemory, RunError> {
         let mem = &limits.memory;
         let host = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let types =
-            &mem.memory_types[..(mem.memory_type_count as usize).min(mem.memory_types.len())];
-        let usable = |i: usize| {
-            req.memory_type_bits & (1 << i) != 0 && types[i].property_flags.contains(host)
-        };
-        let local = |i: usize| {
-            types[i]
-                .property_flags
-                .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
-        };
-        let mut candidates: Vec<usize> = (0..types.len())
-            .filter(|&i| usable(i) && local(i))
-            .collect();
+        let types = &mem.memory_types[..(mem.memory_type_count as usize).min(mem.memory_types.len())];
+        let usable = |i: usize| req.memory_type_bits & (1 << i) != 0 && types[i].property_flags.contains(host);
+        let local = |i: usize| types[i].property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
+        let mut candidates: Vec<usize> = (0..types.len()).filter(|&i| usable(i) && local(i)).collect();
         candidates.extend((0..types.len()).filter(|&i| usable(i) && !local(i)));
         let mut last = None;
         for i in candidates {
-            let info = vk::MemoryAllocateInfo::default()
-                .allocation_size(req.size)
-                .memory_type_index(i as u32);
+            let info = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(i as u32);
             // SAFETY: a valid allocate info for an existing memory type.
             match unsafe { self.device.allocate_memory(&info, None) } {
                 Ok(m) => return Ok(m),
@@ -161,8 +151,7 @@ impl<'d> LaunchObjects<'d> {
             Some(e) => Err(vk_err("vkAllocateMemory")(e)),
             None => Err(RunError::VulkanUnsupported {
                 device: device_name.to_string(),
-                reason: "no memory type for storage buffers is host-visible and host-coherent"
-                    .to_string(),
+                reason: "no memory type for storage buffers is host-visible and host-coherent".to_string(),
             }),
         }
     }

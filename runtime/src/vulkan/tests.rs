@@ -4,13 +4,13 @@
 
 use std::collections::HashMap;
 
-use tilec_codegen_spirv::{compile, ParamsLayout};
+use tilec_codegen_spirv::{compile, compile_with, Chunks, ParamsLayout, SpirvOptions};
 use tilec_midend::simt::SimtKernel;
 use tilec_midend::{
-    BinOp, Const, Dim, FuncKind, Function, Index, Kernel, KernelParam, Loc, Op, OpKind, ParamKind,
-    Scalar, Type, Value,
+    BinOp, Const, Dim, FuncKind, Function, Index, Kernel, KernelParam, Loc, Op, OpKind, ParamKind, Scalar, Type, Value,
 };
 
+use super::chunks::chunks_for;
 use super::params::{check_bound, module_uses, params_words, split_grid, Chunk, Uses};
 use super::VulkanDevice;
 use crate::array::HostArray;
@@ -72,10 +72,7 @@ fn device_index_out_of_range_lists_devices() {
     let e = VulkanDevice::open(Some(1000)).unwrap_err();
     assert_eq!(e.code(), "E0423");
     let text = e.to_string();
-    assert!(
-        text.starts_with("there is no Vulkan device 1000 (devices: 0: "),
-        "{text}"
-    );
+    assert!(text.starts_with("there is no Vulkan device 1000 (devices: 0: "), "{text}");
     assert!(text.contains(&name), "{text}");
 }
 
@@ -100,17 +97,8 @@ impl Simt {
     }
 
     fn op(&mut self, kind: OpKind, args: &[Value], ty: Option<Scalar>) -> Option<Value> {
-        let results: Vec<Value> = ty
-            .map(|s| self.f.new_value(Type::Scalar(s)))
-            .into_iter()
-            .collect();
-        self.ops.push(Op {
-            kind,
-            args: args.to_vec(),
-            results: results.clone(),
-            regions: vec![],
-            loc: Loc::default(),
-        });
+        let results: Vec<Value> = ty.map(|s| self.f.new_value(Type::Scalar(s))).into_iter().collect();
+        self.ops.push(Op { kind, args: args.to_vec(), results: results.clone(), regions: vec![], loc: Loc::default() });
         results.first().copied()
     }
 
@@ -151,29 +139,18 @@ impl Simt {
 fn array_param(name: &str, elem: Scalar, dims: &[&str], mutable: bool) -> KernelParam {
     KernelParam {
         name: name.into(),
-        kind: ParamKind::Array {
-            elem,
-            dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(),
-            mutable,
-        },
+        kind: ParamKind::Array { elem, dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(), mutable },
     }
 }
 
 fn scalar_param(name: &str, s: Scalar) -> KernelParam {
-    KernelParam {
-        name: name.into(),
-        kind: ParamKind::Scalar(s),
-    }
+    KernelParam { name: name.into(), kind: ParamKind::Scalar(s) }
 }
 
 /// `k(A: mut T[N])` (or `k(A: mut T[N], x: T)` with `with_x`):
 /// `A[program_id(0) * lanes + lane] += 1` (or `+= x`).
 fn add_kernel(elem: Scalar, with_x: bool, lanes: u32) -> SimtKernel {
-    let mut types = vec![Type::Array {
-        elem,
-        rank: 1,
-        mutable: true,
-    }];
+    let mut types = vec![Type::Array { elem, rank: 1, mutable: true }];
     let mut params = vec![array_param("A", elem, &["N"], true)];
     if with_x {
         types.push(Type::Scalar(elem));
@@ -187,11 +164,7 @@ fn add_kernel(elem: Scalar, with_x: bool, lanes: u32) -> SimtKernel {
     let base = b.bin(BinOp::Mul, pid, l, Scalar::I32);
     let i = b.bin(BinOp::Add, base, lane, Scalar::I32);
     let old = b.val(OpKind::Load(vec![Index::At]), &[a, i], elem);
-    let inc = if with_x {
-        b.p(1)
-    } else {
-        b.val(OpKind::Const(Const::Float(1.0, elem)), &[], elem)
-    };
+    let inc = if with_x { b.p(1) } else { b.val(OpKind::Const(Const::Float(1.0, elem)), &[], elem) };
     let new = b.bin(BinOp::Add, old, inc, elem);
     b.op(OpKind::Store(vec![Index::At]), &[a, i, new], None);
     b.finish(params, lanes)
@@ -201,18 +174,9 @@ fn add_kernel(elem: Scalar, with_x: bool, lanes: u32) -> SimtKernel {
 /// `base + p0 + 16 p1 + 256 p2 + 4096 lane` at `((p2 g1 + p1) g0 + p0) lanes + lane`.
 fn ids_kernel(lanes: u32) -> SimtKernel {
     let i32t = Scalar::I32;
-    let mut b = Simt::new(&[
-        Type::Array {
-            elem: i32t,
-            rank: 1,
-            mutable: true,
-        },
-        Type::Scalar(i32t),
-    ]);
+    let mut b = Simt::new(&[Type::Array { elem: i32t, rank: 1, mutable: true }, Type::Scalar(i32t)]);
     let (out, base) = (b.p(0), b.p(1));
-    let p: Vec<Value> = (0..3)
-        .map(|a| b.val(OpKind::ProgramId(a), &[], i32t))
-        .collect();
+    let p: Vec<Value> = (0..3).map(|a| b.val(OpKind::ProgramId(a), &[], i32t)).collect();
     let g0 = b.val(OpKind::NumPrograms(0), &[], i32t);
     let g1 = b.val(OpKind::NumPrograms(1), &[], i32t);
     let lane = b.val(OpKind::LaneId, &[], i32t);
@@ -230,18 +194,11 @@ fn ids_kernel(lanes: u32) -> SimtKernel {
         v = b.bin(BinOp::Add, v, m, i32t);
     }
     b.op(OpKind::Store(vec![Index::At]), &[out, at, v], None);
-    b.finish(
-        vec![
-            array_param("out", i32t, &["M"], true),
-            scalar_param("base", i32t),
-        ],
-        lanes,
-    )
+    b.finish(vec![array_param("out", i32t, &["M"], true), scalar_param("base", i32t)], lanes)
 }
 
 fn bound(k: &Kernel, args: Vec<(&str, ArgValue)>) -> Bound {
-    let args: HashMap<String, ArgValue> =
-        args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     bind(k, args).unwrap()
 }
 
@@ -262,17 +219,11 @@ fn params_words_follow_the_layout() {
     let b = bound(
         &k,
         vec![
-            (
-                "A",
-                ArgValue::Array(HostArray::zeros(Scalar::F32, &[3, 5]).unwrap()),
-            ),
+            ("A", ArgValue::Array(HostArray::zeros(Scalar::F32, &[3, 5]).unwrap())),
             ("s", ArgValue::Scalar(Const::Float(1.5, Scalar::F32))),
             ("d", ArgValue::Scalar(Const::Float(0.1, Scalar::F64))),
             ("b", ArgValue::Scalar(Const::Bool(true))),
-            (
-                "B",
-                ArgValue::Array(HostArray::zeros(Scalar::I32, &[7]).unwrap()),
-            ),
+            ("B", ArgValue::Array(HostArray::zeros(Scalar::I32, &[7]).unwrap())),
             ("i", ArgValue::Scalar(Const::Int(-3, Scalar::I64))),
         ],
     );
@@ -283,34 +234,11 @@ fn params_words_follow_the_layout() {
     assert_eq!(layout.offsets, [6, 8, 10, 12, 13, 14]);
     assert_eq!(
         w,
-        [
-            9,
-            2,
-            1,
-            0,
-            0,
-            0,
-            3,
-            5,
-            1.5f32.to_bits(),
-            0,
-            d as u32,
-            (d >> 32) as u32,
-            1,
-            7,
-            i as u32,
-            (i >> 32) as u32
-        ]
+        [9, 2, 1, 0, 0, 0, 3, 5, 1.5f32.to_bits(), 0, d as u32, (d >> 32) as u32, 1, 7, i as u32, (i >> 32) as u32]
     );
     // Arguments for another kernel, or a layout of another kernel: E0417.
     let other = add_kernel(Scalar::F32, false, 4).kernel;
-    let ob = bound(
-        &other,
-        vec![(
-            "A",
-            ArgValue::Array(HostArray::zeros(Scalar::F32, &[3]).unwrap()),
-        )],
-    );
+    let ob = bound(&other, vec![("A", ArgValue::Array(HostArray::zeros(Scalar::F32, &[3]).unwrap()))]);
     assert_eq!(check_bound(&k, &layout, &ob).unwrap_err().code(), "E0417");
     let e = check_bound(&k, &ParamsLayout::of(&other), &b).unwrap_err();
     assert_eq!(e.code(), "E0417");
@@ -318,34 +246,16 @@ fn params_words_follow_the_layout() {
 
 #[test]
 fn grids_split_within_limits() {
-    assert_eq!(
-        split_grid([5, 1, 1], [65535; 3]).unwrap(),
-        [Chunk {
-            offset: [0, 0, 0],
-            count: [5, 1, 1]
-        }]
-    );
+    assert_eq!(split_grid([5, 1, 1], [65535; 3]).unwrap(), [Chunk { offset: [0, 0, 0], count: [5, 1, 1] }]);
     let chunks = split_grid([7, 5, 3], [3, 2, 2]).unwrap();
     assert_eq!(chunks.len(), 3 * 3 * 2);
     assert_eq!(
         chunks[..4],
         [
-            Chunk {
-                offset: [0, 0, 0],
-                count: [3, 2, 2]
-            },
-            Chunk {
-                offset: [3, 0, 0],
-                count: [3, 2, 2]
-            },
-            Chunk {
-                offset: [6, 0, 0],
-                count: [1, 2, 2]
-            },
-            Chunk {
-                offset: [0, 2, 0],
-                count: [3, 2, 2]
-            },
+            Chunk { offset: [0, 0, 0], count: [3, 2, 2] },
+            Chunk { offset: [3, 0, 0], count: [3, 2, 2] },
+            Chunk { offset: [6, 0, 0], count: [1, 2, 2] },
+            Chunk { offset: [0, 2, 0], count: [3, 2, 2] },
         ]
     );
     // Every program exactly once.
@@ -362,12 +272,7 @@ fn grids_split_within_limits() {
     }
     assert!(seen.iter().all(|&n| n == 1));
     assert_eq!(split_grid([i32::MAX as u32; 3], [1; 3]), None);
-    assert_eq!(
-        split_grid([i32::MAX as u32, 1, 1], [65535; 3])
-            .unwrap()
-            .len(),
-        32769
-    );
+    assert_eq!(split_grid([i32::MAX as u32, 1, 1], [65535; 3]).unwrap().len(), 32769);
 }
 
 #[test]
@@ -375,13 +280,7 @@ fn capabilities_are_read_from_the_module() {
     let f32k = compile(&add_kernel(Scalar::F32, false, 8)).unwrap();
     assert_eq!(module_uses(&f32k.words).unwrap(), Uses::default());
     let f64k = compile(&add_kernel(Scalar::F64, true, 8)).unwrap();
-    assert_eq!(
-        module_uses(&f64k.words).unwrap(),
-        Uses {
-            f64: true,
-            i64: false
-        }
-    );
+    assert_eq!(module_uses(&f64k.words).unwrap(), Uses { f64: true, i64: false });
     assert_eq!(module_uses(&[1, 2, 3]).unwrap_err().code(), "E0417");
     let mut bad = f32k.words.clone();
     bad.truncate(6);
@@ -435,10 +334,7 @@ fn f64_scalars_and_arrays() {
     let mut b = bound(
         &sk.kernel,
         vec![
-            (
-                "A",
-                ArgValue::Array(HostArray::from_f64(&v, &[n as u64]).unwrap()),
-            ),
+            ("A", ArgValue::Array(HostArray::from_f64(&v, &[n as u64]).unwrap())),
             ("x", ArgValue::Scalar(Const::Float(1e-9 + 0.5, Scalar::F64))),
         ],
     );
@@ -473,18 +369,10 @@ fn program_ids_across_split_dispatches() {
         let out = HostArray::zeros(Scalar::I32, &[m as u64]).unwrap();
         let mut b = bound(
             &sk.kernel,
-            vec![
-                ("out", ArgValue::Array(out)),
-                ("base", ArgValue::Scalar(Const::Int(-100, Scalar::I32))),
-            ],
+            vec![("out", ArgValue::Array(out)), ("base", ArgValue::Scalar(Const::Int(-100, Scalar::I32)))],
         );
-        d.launch_split(&k, &sk.kernel, &mut b, g.map(i64::from), 1, max)
-            .unwrap();
-        assert_eq!(
-            b.array("out").unwrap().as_i32().unwrap(),
-            want,
-            "max {max:?}"
-        );
+        d.launch_split(&k, &sk.kernel, &mut b, g.map(i64::from), 1, max).unwrap();
+        assert_eq!(b.array("out").unwrap().as_i32().unwrap(), want, "max {max:?}");
     }
 }
 
@@ -499,28 +387,19 @@ fn launch_errors() {
     let mut b = bound(&sk.kernel, vec![("A", ArgValue::Array(f32_array(4)))]);
 
     let wide = compile(&add_kernel(Scalar::F32, false, lanes * 2)).unwrap();
-    let e = d
-        .launch(&wide, &sk.kernel, &mut b, [1, 1, 1], 1)
-        .unwrap_err();
+    let e = d.launch(&wide, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
     assert_eq!(e.code(), "E0425");
-    assert!(
-        e.to_string().contains(&format!("subgroups of {lanes}")),
-        "{e}"
-    );
+    assert!(e.to_string().contains(&format!("subgroups of {lanes}")), "{e}");
 
     let mut big = k.clone();
     big.shared_bytes = d.max_shared_bytes() + 1;
-    let e = d
-        .launch(&big, &sk.kernel, &mut b, [1, 1, 1], 1)
-        .unwrap_err();
+    let e = d.launch(&big, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
     assert_eq!(e.code(), "E0426");
     let text = e.to_string();
     assert!(text.contains(&big.shared_bytes.to_string()), "{text}");
     assert!(text.contains(&d.max_shared_bytes().to_string()), "{text}");
 
-    let e = d
-        .launch(&k, &sk.kernel, &mut b, [1 << 31, 1, 1], 1)
-        .unwrap_err();
+    let e = d.launch(&k, &sk.kernel, &mut b, [1 << 31, 1, 1], 1).unwrap_err();
     assert_eq!(e.code(), "E0416");
 
     let ids = ids_kernel(lanes);
@@ -528,18 +407,13 @@ fn launch_errors() {
     assert_eq!(e.code(), "E0417");
     let mut garbage = k.clone();
     garbage.words = vec![0; 16];
-    let e = d
-        .launch(&garbage, &sk.kernel, &mut b, [1, 1, 1], 1)
-        .unwrap_err();
+    let e = d.launch(&garbage, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
     assert_eq!(e.code(), "E0417");
 
     // Nothing ran, and the device still works.
     assert_eq!(b.array("A").unwrap(), &f32_array(4));
     d.launch(&k, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap();
-    assert_eq!(
-        b.array("A").unwrap().as_f32().unwrap(),
-        [1.0, 2.0, 3.0, 4.0]
-    );
+    assert_eq!(b.array("A").unwrap().as_f32().unwrap(), [1.0, 2.0, 3.0, 4.0]);
 }
 
 #[test]
@@ -548,15 +422,8 @@ fn too_large_array_is_an_error_and_frees_what_was_made() {
         return;
     };
     let lanes = d.subgroup_size();
-    let params = vec![
-        array_param("A", Scalar::F32, &["N"], true),
-        array_param("B", Scalar::F32, &["M"], false),
-    ];
-    let array = |mutable| Type::Array {
-        elem: Scalar::F32,
-        rank: 1,
-        mutable,
-    };
+    let params = vec![array_param("A", Scalar::F32, &["N"], true), array_param("B", Scalar::F32, &["M"], false)];
+    let array = |mutable| Type::Array { elem: Scalar::F32, rank: 1, mutable };
     let sk = Simt::new(&[array(true), array(false)]).finish(params, lanes);
     let k = compile(&sk).unwrap();
     assert_eq!(k.arrays, 2);
@@ -566,22 +433,20 @@ fn too_large_array_is_an_error_and_frees_what_was_made() {
         Ok(a) => a,
         Err(_) => return,
     };
-    let mut b = bound(
-        &sk.kernel,
-        vec![
-            ("A", ArgValue::Array(f32_array(4))),
-            ("B", ArgValue::Array(b_arr)),
-        ],
-    );
+    let mut b = bound(&sk.kernel, vec![("A", ArgValue::Array(f32_array(4))), ("B", ArgValue::Array(b_arr))]);
+    // Compiled without chunks: B does not fit in one buffer.
     let e = d.launch(&k, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
-    assert_eq!(e.code(), "E0428");
-    assert!(
-        e.to_string()
-            .contains("array `B` needs a buffer of 4294967300 bytes"),
-        "{e}"
-    );
+    assert_eq!(e.code(), "E0417");
+    assert!(e.to_string().contains("binds array `B` (4294967300 bytes) as one storage buffer"), "{e}");
+    // Chunks of the largest power of two within the limit.
+    let limit = d.max_storage_buffer_range() as u64;
+    let chunks = d.chunking(&sk.kernel, &b);
+    let log2 = (limit / 4).ilog2();
+    let count = (huge / 4 + 1).div_ceil(1 << log2) as u32;
+    assert_eq!(chunks, [None, Some(Chunks { log2: log2 as u8, count })]);
     // The device still works (run under the validation layer to check nothing leaked).
-    d.launch(&k, &sk.kernel, &mut b, [0, 1, 1], 1).unwrap();
+    let mut b = bound(&sk.kernel, vec![("A", ArgValue::Array(f32_array(4))), ("B", ArgValue::Array(f32_array(4)))]);
+    d.launch(&k, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap();
 }
 
 #[test]
@@ -605,4 +470,157 @@ fn grids_beyond_the_device_limit_are_split() {
     eprintln!("{} programs of {lanes} lanes: {times:?}", programs);
     let a = b.array("A").unwrap().as_f32().unwrap();
     assert!((0..n).all(|i| a[i] == i as f32 + 1.0));
+}
+
+#[test]
+fn chunks_follow_the_limit() {
+    let c = |log2, count| Some(Chunks { log2, count });
+    // What fits in one buffer (at least 16 bytes) stays whole.
+    assert_eq!(chunks_for(1024, 4, 4096), None);
+    assert_eq!(chunks_for(0, 4, 16), None);
+    assert_eq!(chunks_for(4, 4, 16), None);
+    assert_eq!(chunks_for(1025, 4, 4096), c(10, 2));
+    assert_eq!(chunks_for(4096, 4, 4096), c(10, 4));
+    assert_eq!(chunks_for(4097, 8, 4096), c(9, 9));
+    // The largest power of two of elements within the limit.
+    assert_eq!(chunks_for(1000, 4, 3000), c(9, 2));
+    assert_eq!(chunks_for((1 << 30) + 1, 4, 128 << 20), c(25, 33));
+    assert_eq!(chunks_for(10, 8, 16), c(1, 5));
+}
+
+/// `k(A: mut f32[N], B: f32[N], C: f32[K])`: `A[i] += B[i] * C[1]` for
+/// `i = program_id(0) * lanes + lane`.
+fn axpy_kernel(lanes: u32) -> SimtKernel {
+    let f32t = Scalar::F32;
+    let array = |mutable| Type::Array { elem: f32t, rank: 1, mutable };
+    let mut b = Simt::new(&[array(true), array(false), array(false)]);
+    let (a, x, c) = (b.p(0), b.p(1), b.p(2));
+    let pid = b.val(OpKind::ProgramId(0), &[], Scalar::I32);
+    let lane = b.val(OpKind::LaneId, &[], Scalar::I32);
+    let l = b.i32(lanes as i64);
+    let base = b.bin(BinOp::Mul, pid, l, Scalar::I32);
+    let i = b.bin(BinOp::Add, base, lane, Scalar::I32);
+    let one = b.i32(1);
+    let old = b.val(OpKind::Load(vec![Index::At]), &[a, i], f32t);
+    let xi = b.val(OpKind::Load(vec![Index::At]), &[x, i], f32t);
+    let c1 = b.val(OpKind::Load(vec![Index::At]), &[c, one], f32t);
+    let t = b.bin(BinOp::Mul, xi, c1, f32t);
+    let new = b.bin(BinOp::Add, old, t, f32t);
+    b.op(OpKind::Store(vec![Index::At]), &[a, i, new], None);
+    b.finish(
+        vec![
+            array_param("A", f32t, &["N"], true),
+            array_param("B", f32t, &["N"], false),
+            array_param("C", f32t, &["K"], false),
+        ],
+        lanes,
+    )
+}
+
+fn axpy_args(sk: &SimtKernel, n: usize) -> Bound {
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
+    bound(
+        &sk.kernel,
+        vec![
+            ("A", ArgValue::Array(f32_array(n))),
+            ("B", ArgValue::Array(HostArray::from_f32(&x, &[n as u64]).unwrap())),
+            ("C", ArgValue::Array(HostArray::from_f32(&[7.0, 2.0, 9.0], &[3]).unwrap())),
+        ],
+    )
+}
+
+fn axpy_want(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32 + (i % 1000) as f32).collect()
+}
+
+/// Chunked arrays: with storage buffers of 4 KiB pretended, arrays of 3 chunks and a partial
+/// one (1024 `f32` a chunk), one of them `mut` and copied back chunk by chunk.
+#[test]
+fn chunked_arrays_on_the_device() {
+    let Some(mut d) = device("chunked_arrays_on_the_device") else {
+        return;
+    };
+    let real = d.max_storage_buffer_range();
+    d.pretend_max_storage_buffer_range(4096);
+    assert_eq!(d.max_storage_buffer_range(), 4096.min(real));
+    let lanes = d.subgroup_size() as usize;
+    let sk = axpy_kernel(lanes as u32);
+    let n = 3 * 1024 + 100;
+    let mut b = axpy_args(&sk, n);
+    let chunks = d.chunking(&sk.kernel, &b);
+    let four = Some(Chunks { log2: 10, count: 4 });
+    assert_eq!(chunks, [four, four, None]);
+    let k = compile_with(&sk, &SpirvOptions { chunks }).unwrap();
+    let programs = n.div_ceil(lanes) as i64;
+    let times = d.launch(&k, &sk.kernel, &mut b, [programs, 1, 1], 2).unwrap();
+    assert_eq!(times.len(), 2);
+    // Two runs from the bound input add once; the last, partial chunk too.
+    assert_eq!(b.array("A").unwrap().as_f32().unwrap(), axpy_want(n));
+
+    // Fewer programs: the chunks past them are copied back unchanged.
+    let mut b = axpy_args(&sk, n);
+    d.launch(&k, &sk.kernel, &mut b, [2048 / lanes as i64, 1, 1], 1).unwrap();
+    let a = b.array("A").unwrap().as_f32().unwrap();
+    let want = axpy_want(n);
+    assert!((0..n).all(|i| a[i] == if i < 2048 { want[i] } else { i as f32 }));
+
+    // More chunks than the arrays need (a shader compiled for larger ones) will do.
+    let big = Some(Chunks { log2: 9, count: 9 });
+    let k = compile_with(&sk, &SpirvOptions { chunks: vec![big, big, big] }).unwrap();
+    let mut b = axpy_args(&sk, n);
+    d.launch(&k, &sk.kernel, &mut b, [programs, 1, 1], 1).unwrap();
+    assert_eq!(b.array("A").unwrap().as_f32().unwrap(), axpy_want(n));
+}
+
+/// A shader whose chunks do not fit the arrays is an error before anything is made.
+#[test]
+fn chunks_must_fit_the_arrays() {
+    let Some(mut d) = device("chunks_must_fit_the_arrays") else {
+        return;
+    };
+    d.pretend_max_storage_buffer_range(4096);
+    let lanes = d.subgroup_size();
+    let sk = axpy_kernel(lanes);
+    let n = 3 * 1024 + 100;
+    let mut b = axpy_args(&sk, n);
+    let chunked = compile_with(&sk, &SpirvOptions { chunks: d.chunking(&sk.kernel, &b) }).unwrap();
+    // The shader is not run: other chunks in its description will do.
+    let with = |chunks: Vec<Option<Chunks>>| {
+        let mut k = chunked.clone();
+        k.chunks = chunks;
+        k
+    };
+
+    // One buffer for an array larger than the limit.
+    let single = compile(&sk).unwrap();
+    let e = d.launch(&single, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
+    assert_eq!(e.code(), "E0417");
+    assert!(e.to_string().contains("binds array `A` (12688 bytes) as one storage buffer"), "{e}");
+
+    // The checks below come after the one for descriptor indexing; they fail before any
+    // Vulkan object is made or shader run, so pretending the feature is safe.
+    d.limits.descriptor_indexing = true;
+    let c = |log2, count| Some(Chunks { log2, count });
+    for (chunks, text) in [
+        (
+            vec![c(10, 3), c(10, 4), None],
+            "binds array `A` as 3 chunks of 1024 elements, which do not hold its 3172 elements",
+        ),
+        (vec![c(10, 4), c(10, 0), None], "binds array `B` as 0 chunks"),
+        (vec![c(11, 2), c(10, 4), None], "binds array `A` in chunks of 2^11 elements"),
+        (vec![c(10, 4), c(64, 1), None], "binds array `B` in chunks of 2^64 elements"),
+        (vec![c(10, 4), c(10, 4)], "has chunks for 2 arrays"),
+    ] {
+        let k = with(chunks.clone());
+        let e = d.launch(&k, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
+        assert_eq!(e.code(), "E0417", "{chunks:?}: {e}");
+        assert!(e.to_string().contains(text), "{chunks:?}: {e}");
+    }
+    // More storage buffers than a shader may use.
+    let many = c(10, d.limits.max_storage_buffers);
+    let k = with(vec![many, c(10, 4), None]);
+    let e = d.launch(&k, &sk.kernel, &mut b, [1, 1, 1], 1).unwrap_err();
+    assert_eq!(e.code(), "E0424");
+    assert!(e.to_string().contains(&format!("needs {} storage buffers", d.limits.max_storage_buffers + 6)), "{e}");
+    assert_eq!(b.array("A").unwrap(), &f32_array(n));
 }

@@ -1,0 +1,215 @@
+//! LLVM IR for the NVPTX target from the SIMT form, and PTX from it (LLVM 16 through inkwell):
+//! the kernel function and its parameters, types, intrinsics (special registers, warp
+//! shuffles, barriers, fast math), and the target machine.
+
+mod body;
+mod control;
+mod memory;
+
+use crate::{PtxError, PtxKernel};
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
+use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::values::{AnyValue, BasicValueEnum, FunctionValue, PointerValue};
+use inkwell::{AddressSpace, OptimizationLevel};
+use std::collections::HashMap;
+use tilec_midend::simt::{ParamsLayout, SimtKernel};
+use tilec_midend::{Scalar, Type, Value};
+
+/// Address spaces of NVPTX.
+pub(crate) const GLOBAL: u16 = 1;
+pub(crate) const SHARED: u16 = 3;
+
+/// The PTX calling convention of kernels (`ptx_kernel`).
+const PTX_KERNEL: u32 = 71;
+
+pub(crate) fn err(m: impl Into<String>) -> PtxError {
+    PtxError { message: m.into() }
+}
+
+pub(crate) fn be(e: impl std::fmt::Display) -> PtxError {
+    err(e.to_string())
+}
+
+/// How an IR value is held.
+#[derive(Clone, Copy)]
+pub(crate) enum Held<'ctx> {
+    Val(BasicValueEnum<'ctx>),
+    /// An array parameter: its global pointer and the params word of its extents.
+    Global {
+        ptr: PointerValue<'ctx>,
+        dims_word: u32,
+    },
+    /// A shared array: its pointer and the index of its static extents.
+    Shared {
+        ptr: PointerValue<'ctx>,
+        dims: usize,
+    },
+}
+
+/// The generator state for one kernel.
+pub(crate) struct Gen<'ctx, 'k> {
+    pub(crate) cx: &'ctx Context,
+    pub(crate) m: Module<'ctx>,
+    pub(crate) b: Builder<'ctx>,
+    pub(crate) f: FunctionValue<'ctx>,
+    pub(crate) k: &'k SimtKernel,
+    pub(crate) held: HashMap<Value, Held<'ctx>>,
+    pub(crate) params: PointerValue<'ctx>,
+    pub(crate) layout: ParamsLayout,
+    pub(crate) shared_dims: Vec<Vec<u32>>,
+}
+
+/// Compiles a SIMT kernel to PTX for `arch`.
+pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
+    Target::initialize_nvptx(&InitializationConfig::default());
+    let cx = Context::create();
+    let m = cx.create_module("tilec");
+    let triple = TargetTriple::create("nvptx64-nvidia-cuda");
+    let target = Target::from_triple(&triple).map_err(be)?;
+    let tm = target
+        .create_target_machine(
+            &triple,
+            arch,
+            "+ptx78",
+            OptimizationLevel::Aggressive,
+            RelocMode::Default,
+            CodeModel::Default,
+        )
+        .ok_or_else(|| err(format!("LLVM has no NVPTX target machine for {arch}")))?;
+    m.set_triple(&triple);
+    m.set_data_layout(&tm.get_target_data().get_data_layout());
+    let gptr = cx.ptr_type(AddressSpace::from(GLOBAL));
+    let arrays: Vec<Value> =
+        k.func.body.params.iter().copied().filter(|p| matches!(k.func.ty(*p), Type::Array { .. })).collect();
+    let mut args: Vec<inkwell::types::BasicMetadataTypeEnum> = vec![gptr.into()];
+    args.extend(arrays.iter().map(|_| inkwell::types::BasicMetadataTypeEnum::from(gptr)));
+    let fty = cx.void_type().fn_type(&args, false);
+    let f = m.add_function("tilec_main", fty, None);
+    f.set_call_conventions(PTX_KERNEL);
+    let b = cx.create_builder();
+    let entry = cx.append_basic_block(f, "entry");
+    b.position_at_end(entry);
+    let params = f.get_nth_param(0).expect("params").into_pointer_value();
+    let mut g = Gen {
+        cx: &cx,
+        m,
+        b,
+        f,
+        k,
+        held: HashMap::new(),
+        params,
+        layout: ParamsLayout::of(&k.kernel),
+        shared_dims: Vec::new(),
+    };
+    for (i, a) in arrays.iter().enumerate() {
+        let ptr = f.get_nth_param(i as u32 + 1).expect("array").into_pointer_value();
+        let pi = k.func.body.params.iter().position(|p| p == a).expect("param");
+        g.held.insert(*a, Held::Global { ptr, dims_word: g.layout.offsets[pi] });
+    }
+    g.load_scalar_params()?;
+    let body = k.func.body.clone();
+    if !g.region(&body)? {
+        g.b.build_return(None).map_err(be)?;
+    }
+    if !g.f.verify(false) {
+        return Err(err(format!("LLVM rejected the generated function:\n{}", g.f.print_to_string())));
+    }
+    g.m.run_passes("default<O3>", &tm, PassBuilderOptions::create()).map_err(be)?;
+    let buf = tm.write_to_memory_buffer(&g.m, FileType::Assembly).map_err(be)?;
+    let text = String::from_utf8_lossy(buf.as_slice()).trim_end_matches('\0').to_string();
+    Ok(PtxKernel {
+        text,
+        entry: "tilec_main".into(),
+        lanes: k.lanes,
+        params: g.layout,
+        shared_bytes: k.shared_bytes,
+        arch: arch.to_string(),
+    })
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The LLVM type of a scalar (`bool` is `i1`).
+    pub(crate) fn ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
+        match s {
+            Scalar::Bool => self.cx.bool_type().into(),
+            Scalar::I32 | Scalar::U32 => self.cx.i32_type().into(),
+            Scalar::I64 => self.cx.i64_type().into(),
+            Scalar::F32 => self.cx.f32_type().into(),
+            Scalar::F64 => self.cx.f64_type().into(),
+        }
+    }
+
+    /// The value of a scalar.
+    pub(crate) fn val(&self, v: Value) -> Result<BasicValueEnum<'ctx>, PtxError> {
+        match self.held.get(&v) {
+            Some(Held::Val(x)) => Ok(*x),
+            _ => Err(err(format!("%{} has no scalar value", v.0))),
+        }
+    }
+
+    pub(crate) fn elem(&self, v: Value) -> Scalar {
+        self.k.func.ty(v).elem()
+    }
+
+    /// A declared intrinsic or external function.
+    pub(crate) fn intrinsic(
+        &self,
+        name: &str,
+        ret: BasicTypeEnum<'ctx>,
+        args: &[BasicTypeEnum<'ctx>],
+    ) -> FunctionValue<'ctx> {
+        if let Some(f) = self.m.get_function(name) {
+            return f;
+        }
+        let a: Vec<_> = args.iter().map(|t| (*t).into()).collect();
+        self.m.add_function(name, ret.fn_type(&a, false), None)
+    }
+
+    /// A call of an intrinsic returning a value.
+    pub(crate) fn call(
+        &self,
+        name: &str,
+        ret: BasicTypeEnum<'ctx>,
+        args: &[BasicValueEnum<'ctx>],
+    ) -> Result<BasicValueEnum<'ctx>, PtxError> {
+        let tys: Vec<BasicTypeEnum<'ctx>> = args.iter().map(|a| a.get_type()).collect();
+        let f = self.intrinsic(name, ret, &tys);
+        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        let c = self.b.build_call(f, &a, "").map_err(be)?;
+        c.try_as_basic_value().basic().ok_or_else(|| err(format!("{name} returns nothing")))
+    }
+
+    /// A call of an intrinsic without result.
+    pub(crate) fn call_void(&self, name: &str, args: &[BasicValueEnum<'ctx>]) -> Result<(), PtxError> {
+        let f = match self.m.get_function(name) {
+            Some(f) => f,
+            None => {
+                let a: Vec<_> = args.iter().map(|v| v.get_type().into()).collect();
+                self.m.add_function(name, self.cx.void_type().fn_type(&a, false), None)
+            }
+        };
+        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        self.b.build_call(f, &a, "").map_err(be)?;
+        Ok(())
+    }
+
+    pub(crate) fn i32c(&self, v: i64) -> BasicValueEnum<'ctx> {
+        self.cx.i32_type().const_int(v as u64, true).into()
+    }
+
+    /// A constant of type `s`.
+    pub(crate) fn constant(&self, s: Scalar, v: f64) -> BasicValueEnum<'ctx> {
+        match s {
+            Scalar::Bool => self.cx.bool_type().const_int((v != 0.0) as u64, false).into(),
+            Scalar::I32 => self.cx.i32_type().const_int(v as i64 as u64, true).into(),
+            Scalar::U32 => self.cx.i32_type().const_int(v as u32 as u64, false).into(),
+            Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
+            Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
+            Scalar::F64 => self.cx.f64_type().const_float(v).into(),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! PTX (built with `--features ptx`): every kernel instance of the stdlib and the examples
+//! assembles with ptxas for sm_80 and sm_90, with no spills for the factorization and solve
+//! kernels; the PTX of the f32 instances for sm_80 is snapshotted.
+#![cfg(feature = "ptx")]
+
+use std::collections::HashMap;
+use tilec::{compile, CompileOptions, SourceSet};
+use tilec_frontend::Instances;
+use tilec_midend::simt::lower_kernel;
+
+fn programs() -> Vec<(String, SourceSet)> {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec!["stdlib/linalg.tile".to_string()];
+    let mut ex: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| format!("examples/{}", e.file_name().to_string_lossy()))
+        .filter(|n| n.ends_with(".tile"))
+        .collect();
+    ex.sort();
+    files.extend(ex);
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(format!("{root}/{f}")).unwrap();
+            (f.replace(['/', '.'], "_"), SourceSet::with_stdlib(f, text))
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_assembles_with_ptxas_for_sm80_and_sm90() {
+    let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
+    for (_, src) in programs() {
+        let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+        for k in &m.kernels {
+            let simt = lower_kernel(&m, k, 32).unwrap();
+            for arch in ["sm_80", "sm_90"] {
+                let p = tilec_codegen_ptx::compile(&simt, arch).unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
+                let r = tilec::ptxas(&ptxas, &p.text, arch)
+                    .unwrap_or_else(|e| panic!("ptxas rejects {} for {arch}:\n{e}", k.symbol));
+                assert!(r.registers > 0, "{}: {r:?}", k.symbol);
+                // The f32 factorization and solve kernels keep their tiles in registers.
+                let solver = (k.name.starts_with("potrf") || k.name.starts_with("trsm") || k.name.starts_with("potrs"))
+                    && k.symbol.contains("__f32");
+                if solver {
+                    assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{} spills on {arch}: {r:?}", k.symbol);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ptx_snapshots() {
+    for (key, src) in programs() {
+        let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+        for k in m.kernels.iter().filter(|k| k.symbol.contains("__f32")) {
+            let simt = lower_kernel(&m, k, 32).unwrap();
+            let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap();
+            insta::assert_snapshot!(format!("ptx_{key}_{}", k.symbol), p.text);
+        }
+    }
+}

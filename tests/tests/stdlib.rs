@@ -1,0 +1,422 @@
+//! Correctness of the standard library's kernels (`stdlib/linalg.tile`) on the CPU target
+//! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
+//! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum.
+//!
+//! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
+//! share one f64 reference, computed once. Tolerances: normwise relative error (per matrix)
+//! at most 1e-4 in f32 and 1e-10 in f64.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+use tilec::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use tilec_frontend::GenericArg;
+use tilec_midend::{Const, Scalar};
+use tilec_runtime::{random_spd, ArgValue, HostArray};
+use tilec_tests::{
+    cholesky_f64, gemm_f64, max_rel_err_chunks, potrs_f64, random_triangular, round_f32, trsm_f64, Rng, TrsmOp,
+};
+
+const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
+
+fn tol(elem: Scalar) -> f64 {
+    match elem {
+        Scalar::F32 => 1e-4,
+        _ => 1e-10,
+    }
+}
+
+fn stdlib() -> SourceSet {
+    SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"))
+}
+
+fn arr(elem: Scalar, data: &[f64], shape: &[usize]) -> ArgValue {
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    ArgValue::Array(HostArray::from_f64_as(elem, data, &shape).expect("host array"))
+}
+
+fn float(elem: Scalar, x: f64) -> ArgValue {
+    ArgValue::Scalar(Const::Float(x, elem))
+}
+
+/// Runs stdlib kernel `kernel` once (element types from the arrays, const parameters from
+/// `fixed`) and returns the array `output` afterwards.
+fn run(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], output: &str) -> Vec<f64> {
+    let set = stdlib();
+    let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let fixed: HashMap<String, GenericArg> =
+        fixed.iter().map(|&(n, v)| (n.to_string(), GenericArg::Const(v))).collect();
+    let runner = CpuRunner::new(&set, kernel, &args, &fixed).unwrap_or_else(|d| {
+        panic!("{kernel} does not compile:\n{}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
+    });
+    let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("{kernel}: launch failed: {e}"));
+    bound.array(output).expect("output array").to_f64_vec()
+}
+
+// ---------------------------------------------------------------------------------------
+// gemm
+// ---------------------------------------------------------------------------------------
+
+const ALPHA: f64 = 1.5;
+const BETA: f64 = -0.75;
+
+/// `C <- alpha A B + beta C` with `gemm`, both dtypes, against one f64 reference.
+fn gemm_case(m: usize, n: usize, k: usize, seed: u64, fixed: &[(&str, i64)]) {
+    let mut rng = Rng::new(seed);
+    let a = rng.vec(m * k, -1.0, 1.0);
+    let b = rng.vec(k * n, -1.0, 1.0);
+    let c0 = rng.vec(m * n, -1.0, 1.0);
+    let mut want = c0.clone();
+    gemm_f64(m, n, k, ALPHA, &a, &b, BETA, &mut want);
+    for elem in FLOATS {
+        let got = run(
+            "gemm",
+            vec![
+                ("A", arr(elem, &a, &[m, k])),
+                ("B", arr(elem, &b, &[k, n])),
+                ("C", arr(elem, &c0, &[m, n])),
+                ("alpha", float(elem, ALPHA)),
+                ("beta", float(elem, BETA)),
+            ],
+            fixed,
+            "C",
+        );
+        let err = max_rel_err_chunks(&got, &want, want.len());
+        assert!(err <= tol(elem), "gemm {elem:?} M={m} N={n} K={k} {fixed:?}: relative error {err:e}");
+    }
+}
+
+#[test]
+fn gemm_1x1x1() {
+    gemm_case(1, 1, 1, 1, &[]);
+}
+
+#[test]
+fn gemm_17x33x65() {
+    gemm_case(17, 33, 65, 2, &[]);
+}
+
+#[test]
+fn gemm_512x512x512() {
+    gemm_case(512, 512, 512, 3, &[]);
+}
+
+#[test]
+fn gemm_1000x1000x1000() {
+    gemm_case(1000, 1000, 1000, 4, &[]);
+}
+
+/// Other block sizes through the const parameters (`BM`, `BN`, `BK`), including blocks
+/// larger than the matrix and blocks of 1.
+#[test]
+fn gemm_with_other_block_sizes() {
+    for (i, fixed) in [
+        vec![("BM", 64), ("BN", 16), ("BK", 8)],
+        vec![("BM", 16), ("BN", 64), ("BK", 64)],
+        vec![("BM", 1), ("BN", 1), ("BK", 1)],
+        vec![("BM", 17), ("BN", 5), ("BK", 3)],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        gemm_case(37, 29, 45, 10 + i as u64, &fixed);
+        gemm_case(3, 70, 2, 20 + i as u64, &fixed);
+    }
+}
+
+/// With `beta == 0`, C is not read: NaN in C does not reach the result.
+#[test]
+fn gemm_beta_zero_ignores_nan_in_c() {
+    let (m, n, k) = (45, 37, 29);
+    let mut rng = Rng::new(5);
+    let a = rng.vec(m * k, -1.0, 1.0);
+    let b = rng.vec(k * n, -1.0, 1.0);
+    let c0 = vec![f64::NAN; m * n];
+    let mut want = c0.clone();
+    gemm_f64(m, n, k, ALPHA, &a, &b, 0.0, &mut want);
+    for elem in FLOATS {
+        let got = run(
+            "gemm",
+            vec![
+                ("A", arr(elem, &a, &[m, k])),
+                ("B", arr(elem, &b, &[k, n])),
+                ("C", arr(elem, &c0, &[m, n])),
+                ("alpha", float(elem, ALPHA)),
+                ("beta", float(elem, 0.0)),
+            ],
+            &[],
+            "C",
+        );
+        assert!(got.iter().all(|x| !x.is_nan()), "{elem:?}: NaN in the result");
+        let err = max_rel_err_chunks(&got, &want, want.len());
+        assert!(err <= tol(elem), "{elem:?}: relative error {err:e}");
+    }
+}
+
+/// `gemm_batched` on small and odd shapes; every batch entry has its own matrices.
+#[test]
+fn gemm_batched_small_cases() {
+    for (bt, m, n, k, seed) in [(1, 1, 1, 1, 30), (3, 17, 33, 65, 31), (5, 40, 20, 70, 32), (2, 64, 64, 64, 33)] {
+        let mut rng = Rng::new(seed);
+        let a = rng.vec(bt * m * k, -1.0, 1.0);
+        let b = rng.vec(bt * k * n, -1.0, 1.0);
+        let c0 = rng.vec(bt * m * n, -1.0, 1.0);
+        let mut want = c0.clone();
+        for q in 0..bt {
+            gemm_f64(
+                m,
+                n,
+                k,
+                ALPHA,
+                &a[q * m * k..(q + 1) * m * k],
+                &b[q * k * n..(q + 1) * k * n],
+                BETA,
+                &mut want[q * m * n..(q + 1) * m * n],
+            );
+        }
+        for elem in FLOATS {
+            let got = run(
+                "gemm_batched",
+                vec![
+                    ("A", arr(elem, &a, &[bt, m, k])),
+                    ("B", arr(elem, &b, &[bt, k, n])),
+                    ("C", arr(elem, &c0, &[bt, m, n])),
+                    ("alpha", float(elem, ALPHA)),
+                    ("beta", float(elem, BETA)),
+                ],
+                &[],
+                "C",
+            );
+            let err = max_rel_err_chunks(&got, &want, m * n);
+            assert!(err <= tol(elem), "gemm_batched {elem:?} Bt={bt} M={m} N={n} K={k}: relative error {err:e}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Triangular solves and potrs.
+// ---------------------------------------------------------------------------------------
+
+/// A batch of triangular systems: `A: [batch, n, n]` with a well-conditioned `lower` (or
+/// upper) triangle and garbage in the other, right-hand sides `X: [batch, n * m]` (`n x m`
+/// for left solves, `m x n` for right ones).
+struct Systems {
+    batch: usize,
+    n: usize,
+    m: usize,
+    a: Vec<f64>,
+    x: Vec<f64>,
+}
+
+impl Systems {
+    fn new(batch: usize, n: usize, m: usize, lower: bool, garbage: f64, seed: u64) -> Systems {
+        let mut rng = Rng::new(seed);
+        let mut a = Vec::with_capacity(batch * n * n);
+        for _ in 0..batch {
+            let mut t = random_triangular(&mut rng, n, lower, 1e3);
+            if garbage.is_nan() {
+                for i in 0..n {
+                    for j in 0..n {
+                        if (j > i) == lower && i != j {
+                            t[i * n + j] = garbage;
+                        }
+                    }
+                }
+            }
+            a.extend(t);
+        }
+        let x = rng.vec(batch * n * m, -1.0, 1.0);
+        Systems { batch, n, m, a, x }
+    }
+
+    /// The f64 reference of `op` (or of potrs when `op` is `None`), matrix by matrix.
+    fn reference(&self, op: Option<TrsmOp>) -> Vec<f64> {
+        let (n, m) = (self.n, self.m);
+        let solve = |q: usize| {
+            let a = &self.a[q * n * n..(q + 1) * n * n];
+            let x = &self.x[q * n * m..(q + 1) * n * m];
+            match op {
+                Some(op) => trsm_f64(op, a, n, x, m),
+                None => potrs_f64(a, n, x, m),
+            }
+        };
+        // Two threads: the reference runs at the test profile's low optimisation level.
+        let half = self.batch / 2;
+        let (lo, hi) = std::thread::scope(|s| {
+            let h = s.spawn(|| (half..self.batch).flat_map(solve).collect::<Vec<f64>>());
+            let lo: Vec<f64> = (0..half).flat_map(solve).collect();
+            (lo, h.join().expect("reference thread"))
+        });
+        let mut r = lo;
+        r.extend(hi);
+        r
+    }
+
+    /// Runs `kernel` (a trsm or potrs) in `elem` and returns the solutions.
+    fn run(&self, kernel: &str, left: bool, elem: Scalar) -> Vec<f64> {
+        let (b, n, m) = (self.batch, self.n, self.m);
+        let xshape = if left { [b, n, m] } else { [b, m, n] };
+        let names = if kernel == "potrs_batched" { ("L", "X") } else { ("A", "X") };
+        run(kernel, vec![(names.0, arr(elem, &self.a, &[b, n, n])), (names.1, arr(elem, &self.x, &xshape))], &[], "X")
+    }
+}
+
+/// The 8 stdlib trsm variants.
+fn stdlib_trsm_ops() -> Vec<TrsmOp> {
+    TrsmOp::all().into_iter().filter(|op| !op.unit).collect()
+}
+
+/// The 4096 x 92 x 92 systems (with 20 right-hand sides), one per triangle, built once.
+fn big(lower: bool) -> &'static Systems {
+    static LOWER: OnceLock<Systems> = OnceLock::new();
+    static UPPER: OnceLock<Systems> = OnceLock::new();
+    let cell = if lower { &LOWER } else { &UPPER };
+    cell.get_or_init(|| Systems::new(4096, 92, 20, lower, 1e3, if lower { 40 } else { 41 }))
+}
+
+fn check(got: &[f64], want: &[f64], chunk: usize, elem: Scalar, what: &str) {
+    let err = max_rel_err_chunks(got, want, chunk);
+    assert!(err <= tol(elem), "{what} {elem:?}: relative error {err:e}");
+}
+
+/// One stdlib trsm variant on 4096 systems of order 92, f32 and f64.
+fn big_trsm(left: bool, lower: bool, trans: bool) {
+    let op = TrsmOp { left, lower, trans, unit: false };
+    let sys = big(lower);
+    let want = sys.reference(Some(op));
+    for elem in FLOATS {
+        let got = sys.run(&op.stdlib_kernel(), left, elem);
+        check(&got, &want, sys.n * sys.m, elem, &format!("{} 4096x92x92, 20 rhs", op.stdlib_kernel()));
+    }
+}
+
+#[test]
+fn trsm_left_lower_4096x92x92() {
+    big_trsm(true, true, false);
+}
+
+#[test]
+fn trsm_left_lower_t_4096x92x92() {
+    big_trsm(true, true, true);
+}
+
+#[test]
+fn trsm_left_upper_4096x92x92() {
+    big_trsm(true, false, false);
+}
+
+#[test]
+fn trsm_left_upper_t_4096x92x92() {
+    big_trsm(true, false, true);
+}
+
+#[test]
+fn trsm_right_lower_4096x92x92() {
+    big_trsm(false, true, false);
+}
+
+#[test]
+fn trsm_right_lower_t_4096x92x92() {
+    big_trsm(false, true, true);
+}
+
+#[test]
+fn trsm_right_upper_4096x92x92() {
+    big_trsm(false, false, false);
+}
+
+#[test]
+fn trsm_right_upper_t_4096x92x92() {
+    big_trsm(false, false, true);
+}
+
+#[test]
+fn potrs_4096x92x92() {
+    let sys = big(true);
+    let want = sys.reference(None);
+    for elem in FLOATS {
+        let got = sys.run("potrs_batched", true, elem);
+        check(&got, &want, sys.n * sys.m, elem, "potrs_batched 4096x92x92, 20 rhs");
+    }
+}
+
+/// Every trsm variant and potrs at odd orders (1, 17, 33) and right-hand side widths
+/// (1, 16, 17, 33), with NaN in the triangle that must not be read.
+#[test]
+fn trsm_and_potrs_odd_sizes_ignore_nan_in_the_other_triangle() {
+    let mut seed = 100;
+    for n in [1, 17, 33] {
+        for m in [1, 16, 17, 33] {
+            for lower in [true, false] {
+                seed += 1;
+                let sys = Systems::new(3, n, m, lower, f64::NAN, seed);
+                for op in stdlib_trsm_ops().into_iter().filter(|op| op.lower == lower) {
+                    let want = sys.reference(Some(op));
+                    for elem in FLOATS {
+                        let got = sys.run(&op.stdlib_kernel(), op.left, elem);
+                        check(&got, &want, n * m, elem, &format!("{} N={n} M={m}", op.stdlib_kernel()));
+                    }
+                }
+                if lower {
+                    let want = sys.reference(None);
+                    for elem in FLOATS {
+                        let got = sys.run("potrs_batched", true, elem);
+                        check(&got, &want, n * m, elem, &format!("potrs_batched N={n} K={m}"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// potrf then potrs solves `A X = B` for SPD `A` (against the reference Cholesky solve).
+#[test]
+fn potrf_then_potrs_solves_spd_systems() {
+    let (batch, n, k) = (9, 50, 7);
+    let a = round_f32(&random_spd(batch, n, 77));
+    let mut rng = Rng::new(78);
+    let x = rng.vec(batch * n * k, -1.0, 1.0);
+    for elem in FLOATS {
+        let eps = if elem == Scalar::F32 { 1e-6 } else { 1e-12 };
+        let l = run("potrf_batched", vec![("A", arr(elem, &a, &[batch, n, n])), ("eps", float(elem, eps))], &[], "A");
+        let got = run(
+            "potrs_batched",
+            vec![("L", arr(elem, &l, &[batch, n, n])), ("X", arr(elem, &x, &[batch, n, k]))],
+            &[],
+            "X",
+        );
+        let want: Vec<f64> = (0..batch)
+            .flat_map(|q| {
+                let lq = cholesky_f64(&a[q * n * n..(q + 1) * n * n], n);
+                potrs_f64(&lq, n, &x[q * n * k..(q + 1) * n * k], k)
+            })
+            .collect();
+        check(&got, &want, n * k, elem, "potrf + potrs");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// row_sum
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn row_sum_matches_f64() {
+    let mut rng = Rng::new(90);
+    for (m, n) in [(1, 1), (15, 63), (16, 64), (17, 65), (100, 200), (33, 1)] {
+        let x = rng.vec(m * n, -1.0, 1.0);
+        let want: Vec<f64> = x.chunks(n).map(|r| r.iter().sum()).collect();
+        for elem in FLOATS {
+            let got = run(
+                "row_sum",
+                vec![("X", arr(elem, &x, &[m, n])), ("out", arr(elem, &vec![f64::NAN; m], &[m]))],
+                &[],
+                "out",
+            );
+            // Row sums cancel: scale the error by the row's absolute sum.
+            for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                let scale: f64 = x[i * n..(i + 1) * n].iter().map(|v| v.abs()).sum();
+                let err = (g - w).abs() / scale.max(f64::MIN_POSITIVE);
+                assert!(err <= tol(elem) / 10.0, "row_sum {elem:?} {m}x{n} row {i}: got {g}, want {w}");
+            }
+        }
+    }
+}

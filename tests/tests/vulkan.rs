@@ -1,0 +1,167 @@
+//! Vulkan (Mesa's lavapipe in CI): every stdlib kernel and every example agrees with the CPU
+//! target, with lavapipe's subgroup at 4, 8 and 16 lanes (`LP_NATIVE_VECTOR_WIDTH` 128, 256,
+//! 512, which must be set before the driver loads: each width runs in a child process), and
+//! `tilec run --target vulkan` factors 4096 SPD matrices of 92x92 within 1e-4 of the f64
+//! reference. Without a Vulkan device the tests are skipped, unless `TILEC_REQUIRE_VULKAN=1`
+//! (set by tools/test.sh, which installs lavapipe).
+
+mod cases;
+
+use cases::Case;
+use std::collections::HashMap;
+use std::process::Command;
+use tilec::{compile, CompileOptions, CpuRunner};
+use tilec_frontend::{GenericArg, Instances};
+use tilec_midend::Scalar;
+use tilec_runtime::VulkanDevice;
+
+/// Opens the default device, or None (with a message) when Vulkan is absent and not required.
+fn device() -> Option<VulkanDevice> {
+    match VulkanDevice::open(None) {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var("TILEC_REQUIRE_VULKAN").as_deref() != Ok("1") => {
+            eprintln!("skipped: no Vulkan device ({e})");
+            None
+        }
+        Err(e) => panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
+    }
+}
+
+fn check(dev: &VulkanDevice, c: &Case, elem: Scalar, tol: f64) {
+    let cpu_args = c.args(elem);
+    let runner = CpuRunner::new(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
+    let (cpu, _) = runner.run(cpu_args).expect("runs on the CPU");
+    let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
+    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");
+    let inst = Instances::One { kernel: c.kernel.to_string(), generics };
+    let module = compile(&c.src, &inst, &CompileOptions::default()).expect("compiles").module;
+    let kernel = module.kernels[0].clone();
+    let mut bound = tilec_runtime::bind(&kernel, c.args(elem)).expect("binds");
+    tilec::vulkan_launch(dev, &module, &kernel, &mut bound, 1).unwrap_or_else(|d| panic!("{}: {d:?}", c.kernel));
+    for out in &c.outs {
+        let got = bound.array(out).unwrap().to_f64_vec();
+        let want = cpu.array(out).unwrap().to_f64_vec();
+        let err = cases::rel_diff(&got, &want);
+        assert!(
+            err <= tol,
+            "{} {elem:?} on {} (subgroup {}): `{out}` differs from the CPU by {err:e}",
+            c.kernel,
+            dev.name(),
+            dev.subgroup_size()
+        );
+    }
+}
+
+/// Run by `vulkan_agrees_with_cpu_at_4_8_16_lanes` in a child process per subgroup size.
+#[test]
+#[ignore = "run by vulkan_agrees_with_cpu_at_4_8_16_lanes with LP_NATIVE_VECTOR_WIDTH set"]
+fn vulkan_agrees_with_cpu_child() {
+    let Some(dev) = device() else { return };
+    if let Ok(w) = std::env::var("LP_NATIVE_VECTOR_WIDTH") {
+        if dev.name().starts_with("llvmpipe") {
+            assert_eq!(
+                dev.subgroup_size(),
+                w.parse::<u32>().unwrap() / 32,
+                "lavapipe's subgroup follows LP_NATIVE_VECTOR_WIDTH"
+            );
+        }
+    }
+    let all: Vec<Case> = [cases::factorizations(), cases::solves(), cases::products(), cases::examples()]
+        .into_iter()
+        .flatten()
+        .collect();
+    for c in &all {
+        check(&dev, c, Scalar::F32, 1e-5);
+        // f64 once (at 16 lanes on lavapipe): its shaders are twice the work to compile.
+        let wide = std::env::var("LP_NATIVE_VECTOR_WIDTH").map_or(true, |w| w == "512");
+        if dev.supports_f64() && wide {
+            check(&dev, c, Scalar::F64, 1e-5);
+        }
+    }
+}
+
+#[test]
+fn vulkan_agrees_with_cpu_at_4_8_16_lanes() {
+    if device().is_none() {
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    for width in ["128", "256", "512"] {
+        let status = Command::new(&exe)
+            .args(["--exact", "vulkan_agrees_with_cpu_child", "--ignored", "--nocapture"])
+            .env("LP_NATIVE_VECTOR_WIDTH", width)
+            .status()
+            .expect("runs the child test");
+        assert!(status.success(), "Vulkan results differ from the CPU with LP_NATIVE_VECTOR_WIDTH={width}");
+    }
+}
+
+#[test]
+fn cli_potrf_4096x92x92_on_vulkan_within_1e4() {
+    if device().is_none() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tilec-vk-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (input, output) = (dir.join("spd.npy"), dir.join("l.npy"));
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let run = |args: &[&str]| {
+        let mut argv = vec!["tilec".to_string()];
+        argv.extend(args.iter().map(|s| s.to_string()));
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+        String::from_utf8(out).unwrap()
+    };
+    run(&["gen-spd", "--batch", "4096", "--n", "92", "--dtype", "f32", "--seed", "9", "-o", input.to_str().unwrap()]);
+    let a = format!("A={}", input.display());
+    let o = format!("A={}", output.display());
+    let printed = run(&[
+        "run",
+        &format!("{root}/stdlib/linalg.tile"),
+        "--kernel",
+        "potrf_batched",
+        "--target",
+        "vulkan",
+        "--arg",
+        &a,
+        "--arg",
+        "eps=1e-6",
+        "--out",
+        &o,
+    ]);
+    assert!(printed.contains("potrf_batched__f32: grid [4096, 1, 1]") && printed.contains(" on "), "{printed}");
+    let inp = tilec_runtime::read_npy(&input).unwrap().to_f64_vec();
+    let l = tilec_runtime::read_npy(&output).unwrap().to_f64_vec();
+    let reference: Vec<f64> = inp.chunks(92 * 92).flat_map(|m| tilec_tests::cholesky_f64(m, 92)).collect();
+    let err = tilec_tests::max_rel_err_lower(&l, &reference, 92);
+    assert!(err <= 1e-4, "relative error {err:e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn cuda_like_missing_device_index_is_a_clean_error() {
+    if device().is_none() {
+        return;
+    }
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let argv: Vec<String> = [
+        "tilec",
+        "run",
+        &format!("{root}/examples/colsum.tile"),
+        "--kernel",
+        "colsum",
+        "--target",
+        "vulkan",
+        "--device",
+        "99",
+        "--arg",
+        "X=/nonexistent.npy",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+    assert_eq!(code, 2);
+}

@@ -1,0 +1,155 @@
+//! `tilec build --target ptx`: PTX for NVIDIA GPUs (one `.ptx` per kernel instance), and
+//! `--report`: registers per lane, spill bytes and shared memory of each kernel from
+//! `ptxas -v`, pointing at the kernel in the source.
+
+use crate::cli::{program, usage, write_out, Emit, Fail};
+use crate::{compile, CompileOptions, SourceSet};
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tilec_frontend::{GenericArg, Instances};
+use tilec_midend::simt::lower_kernel;
+use tilec_midend::{Kernel, Module};
+
+/// Lowers a kernel to SIMT form for a 32-lane warp and compiles it to PTX.
+pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Fail> {
+    let simt = lower_kernel(m, k, 32).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
+        let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
+        usage(code, format!("kernel `{}`: {e}", k.symbol))
+    })
+}
+
+/// `ptxas`: `$TILEC_PTXAS`, on the `PATH`, or in the Python package `nvidia-cuda-nvcc-cu12`.
+pub fn find_ptxas() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("TILEC_PTXAS") {
+        return Some(PathBuf::from(p));
+    }
+    if Command::new("ptxas").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return Some(PathBuf::from("ptxas"));
+    }
+    let out = Command::new("python3")
+        .args(["-c", "import nvidia.cuda_nvcc, os; print(os.path.join(nvidia.cuda_nvcc.__path__[0], 'bin', 'ptxas'))"])
+        .output()
+        .ok()?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    p.is_file().then_some(p)
+}
+
+/// What `ptxas -v` reports for one kernel.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PtxasReport {
+    pub registers: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    pub shared_bytes: u32,
+}
+
+/// Assembles PTX for `arch` with ptxas and returns its resource report (or ptxas's errors).
+pub fn ptxas(ptxas: &Path, text: &str, arch: &str) -> Result<PtxasReport, String> {
+    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{}", std::process::id(), text.len()));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let (src, obj) = (dir.join("k.ptx"), dir.join("k.cubin"));
+    std::fs::write(&src, text).map_err(|e| e.to_string())?;
+    let out = Command::new(ptxas)
+        .args(["-v", "--gpu-name", arch, "-o"])
+        .arg(&obj)
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", ptxas.display()))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(log);
+    }
+    let num_before = |s: &str, word: &str| -> u32 {
+        s.find(word).and_then(|i| s[..i].split_whitespace().last()).and_then(|n| n.parse().ok()).unwrap_or(0)
+    };
+    let mut r = PtxasReport::default();
+    for line in log.lines() {
+        if line.contains("Used") && line.contains("registers") {
+            r.registers = num_before(line, "registers");
+            r.shared_bytes = num_before(line, "bytes smem");
+        }
+        if line.contains("spill stores") {
+            r.spill_stores = num_before(line, "bytes spill stores");
+            r.spill_loads = num_before(line, "bytes spill loads");
+        }
+    }
+    Ok(r)
+}
+
+/// Line (1-based) of `kernel NAME` in the source that defines it, and that source's name.
+fn kernel_line(src: &SourceSet, name: &str) -> (String, usize) {
+    let pat = format!("kernel {name}");
+    let mut texts = vec![(src.main_name.clone(), src.main_src.as_str())];
+    texts.extend(src.modules.iter().map(|(n, t)| (format!("stdlib/{n}.tile"), t.as_str())));
+    for (file, text) in texts {
+        if let Some(i) = text.find(&pat) {
+            return (file, text[..i].matches('\n').count() + 1);
+        }
+    }
+    (src.main_name.clone(), 1)
+}
+
+/// `tilec build --target ptx`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_ptx(
+    src: &SourceSet,
+    file: &Path,
+    emit: Emit,
+    o: Option<PathBuf>,
+    fixed: &HashMap<String, GenericArg>,
+    arch: &str,
+    report: bool,
+    out: &mut dyn Write,
+) -> Result<(), Fail> {
+    let opts = CompileOptions { verify: true, dump_after: None };
+    let m = compile(src, &Instances::All { fixed: fixed.clone() }, &opts).map_err(program)?.module;
+    let tool = if report {
+        Some(find_ptxas().ok_or_else(|| {
+            usage(
+                "E0506",
+                "`--report` needs ptxas: set TILEC_PTXAS, put it on the PATH, or `pip install nvidia-cuda-nvcc-cu12`",
+            )
+        })?)
+    } else {
+        None
+    };
+    let several = m.kernels.len() > 1;
+    let mut text = String::new();
+    for k in &m.kernels {
+        let p = ptx_kernel(&m, k, arch)?;
+        if let Some(t) = &tool {
+            let r =
+                ptxas(t, &p.text, arch).map_err(|e| usage("E0506", format!("ptxas rejected `{}`:\n{e}", k.symbol)))?;
+            let (f, line) = kernel_line(src, &k.name);
+            let _ = writeln!(
+                out,
+                "{f}:{line}: kernel {} ({arch}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared",
+                k.symbol, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes
+            );
+            continue;
+        }
+        match emit {
+            Emit::Obj => {
+                let path = match (&o, several) {
+                    (Some(p), false) => p.clone(),
+                    (Some(dir), true) if dir.is_dir() => dir.join(format!("{}.ptx", k.symbol)),
+                    _ => file.with_extension(format!("{}.ptx", k.symbol)),
+                };
+                write_out(&Some(path), None, p.text.as_bytes(), out)?;
+            }
+            Emit::Simt => {
+                let simt = lower_kernel(&m, k, 32).map_err(|e| usage("E0504", e.to_string()))?;
+                text.push_str(&tilec_midend::print::print_function(&simt.func));
+            }
+            _ => return Err(usage("E0503", "`--target ptx` emits obj (PTX) or simt")),
+        }
+    }
+    if !text.is_empty() {
+        write_out(&o, None, text.as_bytes(), out)?;
+    }
+    Ok(())
+}
