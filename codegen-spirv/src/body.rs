@@ -163,32 +163,11 @@ impl Gen<'_> {
                 BinOp::Or => b.bitwise_or(t, None, x, y).map_err(be)?,
                 BinOp::Min => return self.glsl(s, if signed { GLOp::SMin } else { GLOp::UMin }, &[x, y]),
                 BinOp::Max => return self.glsl(s, if signed { GLOp::SMax } else { GLOp::UMax }, &[x, y]),
-                BinOp::Div | BinOp::Rem => {
-                    // As on the CPU: division by zero gives 0, MIN / -1 wraps.
-                    let zero = self.constant(s, 0.0);
-                    let one = self.constant(s, 1.0);
-                    let tb = self.t_bool;
-                    let is_zero = self.b.i_equal(tb, None, y, zero).map_err(be)?;
-                    let safe = self.b.select(t, None, is_zero, one, y).map_err(be)?;
-                    let r = if signed {
-                        let m1 = self.constant(s, -1.0);
-                        let is_m1 = self.b.i_equal(tb, None, safe, m1).map_err(be)?;
-                        let safe2 = self.b.select(t, None, is_m1, one, safe).map_err(be)?;
-                        if k == BinOp::Div {
-                            let q = self.b.s_div(t, None, x, safe2).map_err(be)?;
-                            let neg = self.b.s_negate(t, None, x).map_err(be)?;
-                            self.b.select(t, None, is_m1, neg, q).map_err(be)?
-                        } else {
-                            let r = self.b.s_rem(t, None, x, safe2).map_err(be)?;
-                            self.b.select(t, None, is_m1, zero, r).map_err(be)?
-                        }
-                    } else if k == BinOp::Div {
-                        self.b.u_div(t, None, x, safe).map_err(be)?
-                    } else {
-                        self.b.u_mod(t, None, x, safe).map_err(be)?
-                    };
-                    self.b.select(t, None, is_zero, zero, r).map_err(be)?
-                }
+                // The SIMT lowering guards divisors (no 0, no MIN / -1): plain division.
+                BinOp::Div if signed => self.b.s_div(t, None, x, y).map_err(be)?,
+                BinOp::Rem if signed => self.b.s_rem(t, None, x, y).map_err(be)?,
+                BinOp::Div => self.b.u_div(t, None, x, y).map_err(be)?,
+                BinOp::Rem => self.b.u_mod(t, None, x, y).map_err(be)?,
             }
         })
     }

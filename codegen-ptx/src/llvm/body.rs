@@ -167,31 +167,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 let c = b.build_int_compare(p, x, y, "").map_err(be)?;
                 b.build_select(c, x, y, "").map_err(be)?
             }
-            BinOp::Div | BinOp::Rem => {
-                // As on the CPU: division by zero gives 0, MIN / -1 wraps.
-                let t = x.get_type();
-                let (zero, one) = (t.const_zero(), t.const_int(1, false));
-                let is_zero = b.build_int_compare(IntPredicate::EQ, y, zero, "").map_err(be)?;
-                let safe = b.build_select(is_zero, one, y, "").map_err(be)?.into_int_value();
-                let r = if signed {
-                    let m1 = t.const_all_ones();
-                    let is_m1 = b.build_int_compare(IntPredicate::EQ, safe, m1, "").map_err(be)?;
-                    let safe2 = b.build_select(is_m1, one, safe, "").map_err(be)?.into_int_value();
-                    if k == BinOp::Div {
-                        let q = b.build_int_signed_div(x, safe2, "").map_err(be)?;
-                        let neg = b.build_int_neg(x, "").map_err(be)?;
-                        b.build_select(is_m1, neg, q, "").map_err(be)?.into_int_value()
-                    } else {
-                        let r = b.build_int_signed_rem(x, safe2, "").map_err(be)?;
-                        b.build_select(is_m1, zero, r, "").map_err(be)?.into_int_value()
-                    }
-                } else if k == BinOp::Div {
-                    b.build_int_unsigned_div(x, safe, "").map_err(be)?
-                } else {
-                    b.build_int_unsigned_rem(x, safe, "").map_err(be)?
-                };
-                b.build_select(is_zero, zero, r, "").map_err(be)?
-            }
+            // The SIMT lowering guards divisors (no 0, no MIN / -1): plain division.
+            BinOp::Div if signed => b.build_int_signed_div(x, y, "").map_err(be)?.into(),
+            BinOp::Rem if signed => b.build_int_signed_rem(x, y, "").map_err(be)?.into(),
+            BinOp::Div => b.build_int_unsigned_div(x, y, "").map_err(be)?.into(),
+            BinOp::Rem => b.build_int_unsigned_rem(x, y, "").map_err(be)?.into(),
         })
     }
 

@@ -126,7 +126,31 @@ impl Lower<'_> {
     }
 
     pub(super) fn bin(&mut self, k: BinOp, a: Value, b: Value, s: Scalar) -> Value {
+        if matches!(k, BinOp::Div | BinOp::Rem) && s.is_int() {
+            return self.int_div(k, a, b, s);
+        }
         self.emit1(OpKind::Bin(k), vec![a, b], Type::Scalar(s))
+    }
+
+    /// Integer division with the CPU target's semantics, so every backend can use its plain
+    /// division: a zero divisor gives 0, and `MIN / -1` wraps (its remainder is 0). After this,
+    /// no `Div`/`Rem` of the SIMT form divides by 0 or (signed) by -1.
+    fn int_div(&mut self, k: BinOp, a: Value, b: Value, s: Scalar) -> Value {
+        let (zero, one) = (self.elemc(0.0, s), self.elemc(1.0, s));
+        let is_zero = self.cmp(CmpOp::Eq, b, zero);
+        let safe = self.select(is_zero, one, b, s);
+        let r = if s == Scalar::U32 {
+            self.emit1(OpKind::Bin(k), vec![a, safe], Type::Scalar(s))
+        } else {
+            let m1 = self.elemc(-1.0, s);
+            let is_m1 = self.cmp(CmpOp::Eq, safe, m1);
+            let safe2 = self.select(is_m1, one, safe, s);
+            let q = self.emit1(OpKind::Bin(k), vec![a, safe2], Type::Scalar(s));
+            let other =
+                if k == BinOp::Div { self.emit1(OpKind::Un(UnOp::Neg), vec![a], Type::Scalar(s)) } else { zero };
+            self.select(is_m1, other, q, s)
+        };
+        self.select(is_zero, zero, r, s)
     }
 
     pub(super) fn cmp(&mut self, k: CmpOp, a: Value, b: Value) -> Value {
@@ -286,6 +310,11 @@ impl Lower<'_> {
         {
             // A scalar operation: copied with its operands renamed.
             let args = op.args.iter().map(|a| self.scalar(*a)).collect::<Result<Vec<_>, _>>()?;
+            if let (OpKind::Bin(k), Some(Type::Scalar(s))) = (&op.kind, &res_ty) {
+                let v = self.bin(*k, args[0], args[1], *s);
+                self.map.insert(op.results[0], Lv::Scalar(v));
+                return Ok(());
+            }
             let tys = op.results.iter().map(|r| self.src.ty(*r).clone()).collect();
             let rs = self.emit(op.kind.clone(), args, tys);
             for (r, n) in op.results.iter().zip(rs) {

@@ -22,6 +22,8 @@
 //! `Store` and `AtomicAdd` (out of bounds: nothing) — `AllocShared`, `Barrier`, and the
 //! structured `For If While Yield Return`. Masked-off lanes store to index -1 (out of
 //! bounds) instead of branching, so every branch condition is uniform across the subgroup.
+//! Integer `Div`/`Rem` never divide by 0 or (signed) by -1: the lowering guards them with the
+//! CPU target's semantics, so backends use plain division.
 
 pub mod interp;
 mod linalg;
