@@ -23,7 +23,8 @@
 //! structured `For If While Yield Return`. Masked-off lanes store to index -1 (out of
 //! bounds) instead of branching, so every branch condition is uniform across the subgroup.
 //! Integer `Div`/`Rem` never divide by 0 or (signed) by -1: the lowering guards them with the
-//! CPU target's semantics, so backends use plain division.
+//! CPU target's semantics, so backends use plain division. Every store to a shared array is
+//! followed by a `Barrier` (barrier insertion), since lanes read rows that other lanes wrote.
 
 pub mod interp;
 mod linalg;

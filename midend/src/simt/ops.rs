@@ -332,6 +332,11 @@ impl Lower<'_> {
             }
             _ => return Err(err("store value does not match its slice")),
         }
+        // Barrier insertion: lanes write shared arrays at their own rows and read them at any
+        // row, so every store to one is followed by a barrier before later accesses.
+        if self.shared_arrays.contains(&op.args[0]) {
+            self.emit(OpKind::Barrier, vec![], vec![]);
+        }
         Ok(())
     }
 
