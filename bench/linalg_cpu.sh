@@ -59,6 +59,7 @@ echo "128-bit FMA ceiling, f32: $cores cores x 2 FMA pipes x 4 lanes x 2 flop x 
 echo "(256-bit FMAs, as OpenBLAS uses: 2x that, $(python3 -c "print(2 * $ceiling)") GFLOP/s)"
 # Under a hypervisor `cpu MHz` is the nominal (TSC) clock; the cores may boost above it. If a
 # C compiler is present, measure the FMA peak: one thread per core, 12 independent FMA chains.
+measured=""
 if command -v cc >/dev/null; then
     cat >"$data/fma_peak.c" <<'C'
 #include <immintrin.h>
@@ -123,9 +124,8 @@ C
     fi
 fi
 
-# ---------------------------------------------------------------------------------------
-measured=${measured:-}
 
+# ---------------------------------------------------------------------------------------
 echo
 # Runs per median: enough for about 0.5 s at each size. Shorter series come out slow and
 # erratic here (up to 2x at 512 with 10 runs of 5 ms): the idle second core has to wake up.
@@ -219,7 +219,8 @@ for r in rows:
     print(f"{n:>5} | {tms:>9.3f} {tg:>8.2f} {100 * tg / ceiling:>5.1f}% {meas} | {nms:>9.3f}"
           f" {ng:>8.2f} | {tg / ng:>13.3f}x | {err:.1e}")
 print(f"(tilec tile sizes: {cfg}; %ceil: of the 128-bit FMA ceiling at the nominal clock,"
-      f" {ceiling} GFLOP/s; %meas: of the measured 128-bit FMA peak, {measured} GFLOP/s)")
+      f" {ceiling} GFLOP/s; %meas: of the measured 128-bit FMA peak, "
+      + (f"{measured} GFLOP/s)" if measured else "not measured: no C compiler)"))
 PY
 section_end gemm
 
@@ -292,6 +293,10 @@ for name, t, flop, nb, nl in rows:
     print(f"{name:>6} | {t:>9.3f} {flop / t / 1e6:>8.2f} | {nb:>10.3f} {nb / t:>7.2f}x"
           f" | {nl:>9.3f} {nl / t:>7.2f}x")
 print("(speedup: reference time / tilec time; above 1 means tilec is faster)")
+gesv = B * (2 * N ** 3 / 3 + 2 * N * N * M)  # LU, then the two triangular solves
+print(f"(np.linalg.solve does {gesv / (B * M * N ** 2):.2f}x the trsm's flops: LU 2N^3/3 plus"
+      f" 2 N^2 M for the two solves; counted so, it ran at {gesv / rows[1][3] / 1e6:.2f}"
+      f" GFLOP/s batched, {gesv / rows[1][4] / 1e6:.2f} GFLOP/s in the loop)")
 
 # Checks: tilec's results against NumPy's on the same inputs.
 out = np.load("bench/data/potrf_out.npy").astype(np.float64)
