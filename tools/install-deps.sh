@@ -13,6 +13,8 @@ ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || need+=(mesa-vulkan-d
 ls /usr/lib/llvm-16/lib/libPolly*.a >/dev/null 2>&1 || need+=(libpolly-16-dev)
 [ -e /usr/include/zstd.h ] || need+=(libzstd-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -22,5 +24,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 if ! python3 -c 'import nvidia.cuda_nvcc' >/dev/null 2>&1; then
     echo "installing: nvidia-cuda-nvcc-cu12 (ptxas)"
-    python3 -m pip install --quiet nvidia-cuda-nvcc-cu12
+    # Debian's own Python refuses installs outside a virtual environment (PEP 668).
+    python3 -m pip install --quiet nvidia-cuda-nvcc-cu12 ||
+        python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvcc-cu12
 fi
