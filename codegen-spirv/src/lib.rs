@@ -62,7 +62,8 @@ pub struct SpirvKernel {
 /// How one array parameter is bound: one buffer, or `count` buffers of `2^log2` elements
 /// each (the last one holding the rest) as a descriptor array at its binding. Element `e` is
 /// element `e & (2^log2 - 1)` of descriptor `e >> log2`. Used for arrays larger than the
-/// device's `maxStorageBufferRange`; needs the device's non-uniform storage-buffer indexing.
+/// device's `maxStorageBufferRange`. The shader reads every chunk with a constant descriptor
+/// index and keeps the value of the right one, so no descriptor-indexing feature is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Chunks {
     pub log2: u8,

@@ -2,32 +2,12 @@
 //! the standard library and of every example (`tests/tests/snapshots/`), and an end-to-end
 //! check of the object file and its C ABI with the system C compiler.
 
+mod programs;
+
+use programs::programs;
 use std::collections::HashMap;
 use tilec::{compile, CompileOptions, SourceSet};
 use tilec_frontend::Instances;
-
-/// Every `.tile` program whose codegen is snapshotted: the stdlib and the examples.
-fn programs() -> Vec<(String, SourceSet)> {
-    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<String> = vec!["stdlib/linalg.tile".to_string()];
-    let mut examples: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tile"))
-        .map(|n| format!("examples/{n}"))
-        .collect();
-    examples.sort();
-    files.extend(examples);
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(format!("{root}/{f}")).unwrap();
-            let key = f.replace(['/', '.'], "_");
-            (key, SourceSet::with_stdlib(f, text))
-        })
-        .collect()
-}
 
 fn compiled(src: &SourceSet) -> tilec_midend::Module {
     let opts = CompileOptions { verify: true, dump_after: None };

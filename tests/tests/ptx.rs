@@ -3,30 +3,13 @@
 //! kernels; the PTX of the f32 instances for sm_80 is snapshotted.
 #![cfg(feature = "ptx")]
 
+mod programs;
+
+use programs::programs;
 use std::collections::HashMap;
-use tilec::{compile, CompileOptions, SourceSet};
+use tilec::{compile, CompileOptions};
 use tilec_frontend::Instances;
 use tilec_midend::simt::lower_kernel;
-
-fn programs() -> Vec<(String, SourceSet)> {
-    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec!["stdlib/linalg.tile".to_string()];
-    let mut ex: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| format!("examples/{}", e.file_name().to_string_lossy()))
-        .filter(|n| n.ends_with(".tile"))
-        .collect();
-    ex.sort();
-    files.extend(ex);
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(format!("{root}/{f}")).unwrap();
-            (f.replace(['/', '.'], "_"), SourceSet::with_stdlib(f, text))
-        })
-        .collect()
-}
 
 #[test]
 fn every_kernel_assembles_with_ptxas_for_sm80_and_sm90() {

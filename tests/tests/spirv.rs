@@ -2,32 +2,15 @@
 //! 64 lanes and compiled, passes `spirv-val --target-env vulkan1.1`; the disassembly of the
 //! f32 instances at 32 lanes is snapshotted.
 
+mod programs;
+
+use programs::programs;
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use tilec::{compile, CompileOptions, SourceSet};
 use tilec_frontend::Instances;
 use tilec_midend::simt::lower_kernel;
-
-fn programs() -> Vec<(String, SourceSet)> {
-    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec!["stdlib/linalg.tile".to_string()];
-    let mut ex: Vec<String> = std::fs::read_dir(format!("{root}/examples"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| format!("examples/{}", e.file_name().to_string_lossy()))
-        .filter(|n| n.ends_with(".tile"))
-        .collect();
-    ex.sort();
-    files.extend(ex);
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(format!("{root}/{f}")).unwrap();
-            (f.replace(['/', '.'], "_"), SourceSet::with_stdlib(f, text))
-        })
-        .collect()
-}
 
 fn spirv_val(words: &[u32]) -> Result<(), String> {
     let mut child = Command::new("spirv-val")

@@ -16,9 +16,11 @@ pub(crate) fn spirv_kernel(
     m: &Module,
     k: &Kernel,
     lanes: u32,
+    opts: &tilec_codegen_spirv::SpirvOptions,
 ) -> Result<(SimtKernel, tilec_codegen_spirv::SpirvKernel), Fail> {
     let simt = lower_kernel(m, k, lanes).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
-    let spv = tilec_codegen_spirv::compile(&simt).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    let spv = tilec_codegen_spirv::compile_with(&simt, opts)
+        .map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     Ok((simt, spv))
 }
 
@@ -33,13 +35,9 @@ pub fn vulkan_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
-    let fail = |f: Fail| f.diags;
     let rerr = |e: tilec_runtime::RunError| vec![tilec_grammar::diag::Diagnostic::error(e.code(), e.to_string())];
-    let simt = lower_kernel(module, kernel, dev.subgroup_size())
-        .map_err(|e| fail(usage("E0504", format!("kernel `{}`: {e}", kernel.symbol))))?;
     let opts = tilec_codegen_spirv::SpirvOptions { chunks: dev.chunking(kernel, bound) };
-    let spv = tilec_codegen_spirv::compile_with(&simt, &opts)
-        .map_err(|e| fail(usage("E0504", format!("kernel `{}`: {e}", kernel.symbol))))?;
+    let (_, spv) = spirv_kernel(module, kernel, dev.subgroup_size(), &opts).map_err(|f| f.diags)?;
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
     let mut times = dev.launch(&spv, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
     if times.len() > 1 {
@@ -72,7 +70,7 @@ pub(crate) fn build_spirv(
     let mut text = String::new();
     let several = m.kernels.len() > 1;
     for k in &m.kernels {
-        let (simt, spv) = spirv_kernel(&m, k, lanes)?;
+        let (simt, spv) = spirv_kernel(&m, k, lanes, &tilec_codegen_spirv::SpirvOptions::default())?;
         match emit {
             Emit::Simt => text.push_str(&tilec_midend::print::print_function(&simt.func)),
             Emit::SpirvAsm => {

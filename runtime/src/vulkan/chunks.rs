@@ -79,9 +79,8 @@ impl VulkanDevice {
     /// must hold the arrays in `bound` (which passed `check_bound`).
     ///
     /// Errors: the shader binds an array that does not fit in one storage buffer as one, or
-    /// its chunks are too large for a storage buffer or too few for the array (E0417); it has
-    /// chunks and the device lacks descriptor indexing, or its arrays and chunks need more
-    /// storage buffers than a shader may use (E0424).
+    /// its chunks are too large for a storage buffer or too few for the array (E0417); its arrays
+    /// and chunks need more storage buffers than a shader may use (E0424).
     pub(super) fn plan_arrays(
         &self,
         k: &SpirvKernel,

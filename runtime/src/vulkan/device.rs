@@ -47,10 +47,6 @@ pub(super) struct Limits {
     pub(super) min_storage_offset_alignment: u64,
     /// Storage buffers one shader may use (arrays, their chunks and the params buffer).
     pub(super) max_storage_buffers: u32,
-    /// Whether shaders may index arrays of storage buffers non-uniformly
-    /// (`shaderStorageBufferArrayNonUniformIndexing` of `VK_EXT_descriptor_indexing`, enabled
-    /// on the device): arrays larger than `max_storage_buffer_range` need it.
-    pub(super) descriptor_indexing: bool,
     pub(super) memory: vk::PhysicalDeviceMemoryProperties,
 }
 
@@ -85,7 +81,6 @@ impl std::fmt::Debug for VulkanDevice {
             .field("max_shared_bytes", &self.limits.max_shared_bytes)
             .field("f64", &self.f64)
             .field("i64", &self.i64)
-            .field("descriptor_indexing", &self.limits.descriptor_indexing)
             .field("max_storage_buffer_range", &self.limits.max_storage_buffer_range)
             .finish()
     }
@@ -130,9 +125,8 @@ fn device_label(p: &vk::PhysicalDeviceProperties) -> String {
 
 impl VulkanDevice {
     /// Opens Vulkan device `index` (in the loader's order), or by default the first discrete
-    /// GPU, else the first device. Enables `shaderFloat64`, `shaderInt64` and, for chunked
-    /// arrays, `VK_EXT_descriptor_indexing` with `shaderStorageBufferArrayNonUniformIndexing`
-    /// where the device supports them.
+    /// GPU, else the first device. Enables `shaderFloat64` and `shaderInt64` where the device
+    /// supports them.
     ///
     /// Errors: the loader library is missing (E0420, saying how to install one); a Vulkan
     /// call fails (E0421); there is no device or driver (E0422); `index` is out of range
@@ -227,13 +221,6 @@ impl VulkanDevice {
         self.i64
     }
 
-    /// Whether arrays larger than [`VulkanDevice::max_storage_buffer_range`] can be bound as
-    /// descriptor arrays of chunks (`VK_EXT_descriptor_indexing` with
-    /// `shaderStorageBufferArrayNonUniformIndexing`, enabled when supported).
-    pub fn supports_descriptor_indexing(&self) -> bool {
-        self.limits.descriptor_indexing
-    }
-
     /// The largest storage buffer a shader may bind, in bytes (`maxStorageBufferRange`):
     /// larger arrays are split into chunks (see [`VulkanDevice::chunking`]).
     pub fn max_storage_buffer_range(&self) -> u32 {
@@ -269,7 +256,6 @@ fn open_physical(
     // off limits even on newer devices.
     let has_driver_props = has_extension(&exts, ash::khr::driver_properties::NAME);
     let has_size_control = has_extension(&exts, ash::ext::subgroup_size_control::NAME);
-    let has_indexing = has_extension(&exts, ash::ext::descriptor_indexing::NAME);
 
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
@@ -294,14 +280,10 @@ fn open_physical(
     }
 
     let mut size_features = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
-    let mut indexing_features = vk::PhysicalDeviceDescriptorIndexingFeatures::default();
     let features = {
         let mut f2 = vk::PhysicalDeviceFeatures2::default();
         if has_size_control {
             f2 = f2.push_next(&mut size_features);
-        }
-        if has_indexing {
-            f2 = f2.push_next(&mut indexing_features);
         }
         // SAFETY: as above.
         unsafe { inst.get_physical_device_features2(pdev, &mut f2) };
@@ -324,27 +306,14 @@ fn open_physical(
     };
     let family = family as u32;
 
-    // Chunked arrays (descriptor arrays of storage buffers) are indexed per lane.
-    let dynamic_indexing = features.shader_storage_buffer_array_dynamic_indexing == vk::TRUE;
-    let descriptor_indexing = has_indexing
-        && dynamic_indexing
-        && indexing_features.shader_storage_buffer_array_non_uniform_indexing == vk::TRUE;
-
     let f64 = features.shader_float64 == vk::TRUE;
     let i64 = features.shader_int64 == vk::TRUE;
-    let enabled = vk::PhysicalDeviceFeatures::default()
-        .shader_float64(f64)
-        .shader_int64(i64)
-        .shader_storage_buffer_array_dynamic_indexing(dynamic_indexing);
+    let enabled = vk::PhysicalDeviceFeatures::default().shader_float64(f64).shader_int64(i64);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
     let mut dev_exts: Vec<*const c_char> = Vec::new();
     if size_control {
         dev_exts.push(ash::ext::subgroup_size_control::NAME.as_ptr());
-    }
-    // Its dependency `VK_KHR_maintenance3` is core in Vulkan 1.1.
-    if descriptor_indexing {
-        dev_exts.push(ash::ext::descriptor_indexing::NAME.as_ptr());
     }
     // Required by the specification wherever it is offered (MoltenVK).
     let portability_subset = c"VK_KHR_portability_subset";
@@ -358,13 +327,8 @@ fn open_physical(
         .queue_create_infos(&queues)
         .enabled_extension_names(&dev_exts)
         .enabled_features(&enabled);
-    let mut enable_indexing =
-        vk::PhysicalDeviceDescriptorIndexingFeatures::default().shader_storage_buffer_array_non_uniform_indexing(true);
     if size_control {
         create = create.push_next(&mut enable_size);
-    }
-    if descriptor_indexing {
-        create = create.push_next(&mut enable_indexing);
     }
     // SAFETY: the create info and everything it points to are valid for the call; the
     // features and extensions enabled are supported (checked above).
@@ -398,7 +362,6 @@ fn open_physical(
             max_storage_buffer_range: l.max_storage_buffer_range,
             min_storage_offset_alignment: l.min_storage_buffer_offset_alignment.max(4),
             max_storage_buffers: l.max_per_stage_descriptor_storage_buffers.min(l.max_descriptor_set_storage_buffers),
-            descriptor_indexing,
             memory,
         },
         real_max_storage_buffer_range: l.max_storage_buffer_range,

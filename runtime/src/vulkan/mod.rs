@@ -9,8 +9,8 @@
 //! several dispatches, and copies the `mut` arrays back into the [`Bound`](crate::Bound)
 //! arguments. Arrays larger than a storage buffer may be (`maxStorageBufferRange`) are bound
 //! as descriptor arrays of chunks: [`VulkanDevice::chunking`] says which, for
-//! `tilec_codegen_spirv::compile_with`; that needs `VK_EXT_descriptor_indexing`
-//! (non-uniform indexing of storage-buffer arrays), enabled where the device has it. Every
+//! `tilec_codegen_spirv::compile_with`, whose shaders index the chunks with constants, so no
+//! device feature is needed. Every
 //! failure is a [`RunError`] (codes `E0420..`); nothing here panics.
 
 mod chunks;
