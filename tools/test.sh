@@ -11,8 +11,14 @@ export TILEC_REQUIRE_VULKAN=1
 export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${TILEC_JOBS:-2}"
+# On a fresh target directory, cargo's rustc target-info probe has failed now and then right
+# after another cargo command (rustc then reads another rustc's error text as its input); the
+# same command succeeds when run again. Build steps are retried once for that; tests run once.
+twice() { "$@" || { echo "tools/test.sh: retrying once: $*" >&2; "$@"; }; }
 cargo fmt --all -- --check
-cargo clippy --workspace --all-targets -j"$jobs" -- -D warnings
-cargo clippy -p tilec-codegen-ptx -p tilec -p tilec-tests --all-targets --features tilec-tests/ptx -j"$jobs" -- -D warnings
+twice cargo clippy --workspace --all-targets -j"$jobs" -- -D warnings
+twice cargo clippy -p tilec-codegen-ptx -p tilec -p tilec-tests --all-targets --features tilec-tests/ptx -j"$jobs" -- -D warnings
+twice cargo test --workspace --no-run -j"$jobs"
 cargo test --workspace -j"$jobs"
+twice cargo test -p tilec-tests --features ptx --test ptx --no-run -j"$jobs"
 cargo test -p tilec-tests --features ptx --test ptx -j"$jobs"
