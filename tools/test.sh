@@ -11,10 +11,17 @@ export TILEC_REQUIRE_VULKAN=1
 export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${TILEC_JOBS:-2}"
-# On a fresh target directory, cargo's rustc target-info probe has failed now and then right
-# after another cargo command (rustc then reads another rustc's error text as its input); the
-# same command succeeds when run again. Build steps are retried once for that; tests run once.
-twice() { "$@" || { echo "tools/test.sh: retrying once: $*" >&2; "$@"; }; }
+# On a fresh target directory, cargo's rustc target-info probe has failed after another cargo
+# command (rustc read another rustc's error text as its input), and cargo caches that failure
+# in target/.rustc_info.json, so every later command fails the same way. Build steps are
+# retried once without that cache (it is only a cache); tests run once.
+twice() {
+    "$@" || {
+        echo "tools/test.sh: retrying once without target/.rustc_info.json: $*" >&2
+        rm -f target/.rustc_info.json
+        "$@"
+    }
+}
 cargo fmt --all -- --check
 twice cargo clippy --workspace --all-targets -j"$jobs" -- -D warnings
 twice cargo clippy -p tilec-codegen-ptx -p tilec -p tilec-tests --all-targets --features tilec-tests/ptx -j"$jobs" -- -D warnings
