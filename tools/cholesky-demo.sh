@@ -3,6 +3,8 @@
 # potrf_batched on the CPU target, and write the factor to target/demo/L.npy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. tools/fix-dev-null.sh
+fix_dev_null
 cargo build --release -j"${TILEC_JOBS:-2}" -p tilec
 tilec=target/release/tilec
 mkdir -p target/demo
