@@ -121,15 +121,26 @@ impl Checker<'_> {
         let v = match r {
             Ok(c) => {
                 let ty = match &item.item.ty {
-                    tilec_grammar::ast::TypeExpr::Named(i) => Scalar::from_name(&i.name),
-                    _ => None,
+                    tilec_grammar::ast::TypeExpr::Named(i) => {
+                        Scalar::from_name(&i.name).ok_or_else(|| errors::unknown_type(i))
+                    }
+                    other => Err(errors::const_item_not_scalar(other.span(), &item.item.name.name)),
                 };
-                Some(match (c, ty) {
-                    (Const::Int(v, _), Some(s)) if s.is_int() => Const::Int(v, s),
-                    (Const::Int(v, _), Some(s)) if s.is_float() => Const::Float(v as f64, s),
-                    (Const::Float(v, _), Some(s)) if s.is_float() => Const::Float(v, s),
-                    (c, _) => c,
-                })
+                let v = ty.and_then(|s| match (c, s) {
+                    (Const::Int(v, _), s) if s.is_int() => Ok(Const::Int(v, s)),
+                    (Const::Int(v, _), s) if s.is_float() => Ok(Const::Float(v as f64, s)),
+                    (Const::Float(v, _), s) if s.is_float() => Ok(Const::Float(v, s)),
+                    (Const::Bool(b), Scalar::Bool) => Ok(Const::Bool(b)),
+                    (c, s) => Err(errors::const_item_type(item.item.value.span, &item.item.name.name, s, c.ty())),
+                });
+                match v {
+                    Ok(c) => Some(c),
+                    Err(mut d) => {
+                        d.source = item.source.map(str::to_string);
+                        self.diags.push(d);
+                        None
+                    }
+                }
             }
             Err(NotConst::Runtime(span)) => {
                 let mut d = errors::not_const(span, "a `const` item's value");

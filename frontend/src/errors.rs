@@ -116,6 +116,19 @@ pub(crate) fn assign_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
     Diagnostic::error("E0201", format!("expected {want}, found {got}")).label(span, format!("this is {got}"))
 }
 
+pub(crate) fn const_item_type(span: Span, name: &str, want: Scalar, got: Scalar) -> Diagnostic {
+    let (want, got) = (want.name(), got.name());
+    Diagnostic::error("E0201", format!("the `const` item `{name}` is declared {want}, but its value is {got}"))
+        .label(span, format!("this is {got}"))
+        .help(format!("write a value of type {want}, or declare `{name}` as {got}"))
+}
+
+pub(crate) fn const_item_not_scalar(span: Span, name: &str) -> Diagnostic {
+    Diagnostic::error("E0218", format!("the `const` item `{name}` must have a scalar type"))
+        .label(span, "not a scalar type")
+        .help("`const` items are scalars: `const TS: i32 = 16;`")
+}
+
 pub(crate) fn store_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
     Diagnostic::error("E0202", format!("stored value has the wrong shape: the slice is {want}, the value is {got}"))
         .label(span, format!("this is {got}"))
@@ -424,6 +437,11 @@ pub(crate) fn in_instance(span: Span, key: &str) -> Diagnostic {
     Diagnostic::error("E0224", format!("errors in `{key}`, instantiated here")).label(span, "instantiated by this call")
 }
 
+pub(crate) fn uncalled_instance(span: Span, key: &str, name: &str) -> Diagnostic {
+    Diagnostic::error("E0224", format!("errors in `{key}`, the instance checked because nothing calls `{name}`"))
+        .label(span, "checked with the first type its bounds allow")
+}
+
 pub(crate) fn return_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
     Diagnostic::error("E0225", format!("the `fn` returns {got}, but its declared type is {want}"))
         .label(span, "in this body")
@@ -443,6 +461,37 @@ pub(crate) fn unexpected_return(span: Span, got: &Type) -> Diagnostic {
 
 pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {
     Diagnostic::error("E0301", format!("unknown bound `{}`", b.name)).label(b.span, "bounds are `float` and `int`")
+}
+
+pub(crate) fn bound_violation(span: Span, f: &str, p: &Ident, bound: &Ident, got: Scalar) -> Diagnostic {
+    let allowed = if bound.name == "int" { "i32 or i64" } else { "f32 or f64" };
+    Diagnostic::error(
+        "E0306",
+        format!(
+            "this call makes `{}` of `{f}` {}, but its bound `{}` allows {allowed}",
+            p.name,
+            got.name(),
+            bound.name
+        ),
+    )
+    .label(span, format!("`{}` = {} here", p.name, got.name()))
+    .help("convert the argument with `as`, or call another `fn`")
+}
+
+pub(crate) fn const_param_type(ty: Span, p: &Ident) -> Diagnostic {
+    Diagnostic::error("E0307", format!("the const parameter `{}` must have an integer type", p.name))
+        .label(ty, "not an integer type")
+        .help(format!("const parameters are integers: `const {}: i32`", p.name))
+}
+
+pub(crate) fn const_default_type(span: Span, p: &Ident, want: Scalar, got: Scalar) -> Diagnostic {
+    let (want, got) = (want.name(), got.name());
+    Diagnostic::error(
+        "E0201",
+        format!("the default of the const parameter `{}` is {got}, but `{}` is {want}", p.name, p.name),
+    )
+    .label(span, format!("this is {got}"))
+    .help("const parameters are integers: write an integer default")
 }
 
 pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {

@@ -13,8 +13,15 @@ use tilec_midend::{Const, FuncKind, OpKind, Scalar, Type, Value};
 fn unify(te: &TypeExpr, t: &Type, generics: &[GenericParam], out: &mut HashMap<String, GenericVal>) {
     let is_type_param =
         |n: &str| generics.iter().any(|g| matches!(g, GenericParam::Type { name, .. } if name.name == n));
-    let is_const_param =
-        |n: &str| generics.iter().any(|g| matches!(g, GenericParam::Const { name, .. } if name.name == n));
+    // The integer type of the const parameter `n`, if it is one.
+    let const_param = |n: &str| {
+        generics.iter().find_map(|g| match g {
+            GenericParam::Const { name, ty, .. } if name.name == n => {
+                Some(crate::kernel::const_param_scalar(ty).unwrap_or(Scalar::I32))
+            }
+            _ => None,
+        })
+    };
     match (te, t) {
         (TypeExpr::Named(n), Type::Scalar(s)) if is_type_param(&n.name) => {
             out.entry(n.name.clone()).or_insert(GenericVal::Type(*s));
@@ -23,8 +30,8 @@ fn unify(te: &TypeExpr, t: &Type, generics: &[GenericParam], out: &mut HashMap<S
             unify(elem, &Type::Scalar(*e), generics, out);
             for (d, &n) in dims.iter().zip(shape) {
                 if let tilec_grammar::ast::ExprKind::Name(id) = &d.kind {
-                    if is_const_param(&id.name) {
-                        out.entry(id.name.clone()).or_insert(GenericVal::Const(Const::Int(n as i64, Scalar::I32)));
+                    if let Some(s) = const_param(&id.name) {
+                        out.entry(id.name.clone()).or_insert(GenericVal::Const(Const::Int(n as i64, s)));
                     }
                 }
             }
@@ -95,6 +102,31 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         for p in &decl.generics {
+            match p {
+                GenericParam::Const { name, ty, default: Some(d) } if !g.contains_key(&name.name) => {
+                    let s = crate::kernel::const_param_scalar(ty).unwrap_or(Scalar::I32);
+                    match crate::kernel::const_default(self.cx, name, s, d) {
+                        Ok(v) => {
+                            g.insert(name.name.clone(), GenericVal::Const(Const::Int(v, s)));
+                        }
+                        Err(mut diag) => {
+                            diag.source = item.source.map(str::to_string);
+                            self.cx.diags.push(diag);
+                            return Ev::Err;
+                        }
+                    }
+                }
+                GenericParam::Type { name, bound: Some(b) } => {
+                    let allowed = crate::kernel::candidates(Some(b));
+                    if let (Ok(allowed), Some(GenericVal::Type(t))) = (allowed, g.get(&name.name)) {
+                        if !allowed.contains(t) {
+                            self.error(errors::bound_violation(e.span, &f.name, name, b, *t));
+                            return Ev::Err;
+                        }
+                    }
+                }
+                _ => {}
+            }
             if !g.contains_key(&p.name().name) {
                 self.error(errors::cannot_infer(e.span, &f.name, &p.name().name));
                 return Ev::Err;
@@ -124,6 +156,23 @@ impl FnBuilder<'_, '_> {
     /// Checks a non-generic `fn` on its own (no call site).
     pub(crate) fn instantiate_for_check(&mut self, item: From<'_, FnItem>, call: &Expr) -> Option<u32> {
         self.instantiate(item, HashMap::new(), call, false)
+    }
+
+    /// Checks a generic `fn` that nothing calls, as the instance `g` (E0224 at its name, in
+    /// addition to the errors in its body).
+    pub(crate) fn check_uncalled_generic(&mut self, item: From<'_, FnItem>, g: HashMap<String, GenericVal>) {
+        let errors_before = self.cx.diags.len();
+        let call = Expr {
+            kind: tilec_grammar::ast::ExprKind::Call(item.item.name.clone(), vec![]),
+            span: item.item.name.span,
+        };
+        let key = mangle(&item.item.name.name, item.item, &g);
+        let _ = self.instantiate(item, g, &call, false);
+        if self.cx.diags.len() > errors_before {
+            let mut d = errors::uncalled_instance(item.item.name.span, &key, &item.item.name.name);
+            d.source = item.source.map(str::to_string);
+            self.cx.diags.push(d);
+        }
     }
 
     fn instantiate(

@@ -11,8 +11,8 @@ use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Module, OpKind, ParamKind, Scalar, Type, Value};
 
-/// The element types a type parameter may take, from its bound.
-fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, ()> {
+/// The element types a type parameter may take, from its bound (none: `float`).
+pub(crate) fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, ()> {
     match bound.map(|b| b.name.as_str()) {
         None | Some("float") => Ok(vec![Scalar::F32, Scalar::F64]),
         Some("int") => Ok(vec![Scalar::I32, Scalar::I64]),
@@ -41,18 +41,21 @@ fn kernel_params(cx: &mut Checker<'_>, k: &KernelItem, source: Option<&str>) -> 
                 }
                 Err(()) => errors::unknown_bound(bound.as_ref().expect("bound")),
             },
-            GenericParam::Const { name, default, .. } => {
+            GenericParam::Const { name, ty, default } => {
+                let Some(s) = const_param_scalar(ty) else {
+                    ok = false; // E0307, reported by `check_generic_decls`
+                    continue;
+                };
                 let Some(e) = default else {
                     out.push((name.name.clone(), Choice::Const(None)));
                     continue;
                 };
-                let mut lookup = |n: &str| cx.const_item(n);
-                match crate::consteval::eval(e, &mut lookup) {
-                    Ok(c @ Const::Int(..)) => {
-                        out.push((name.name.clone(), Choice::Const(Some(c.as_i64()))));
+                match const_default(cx, name, s, e) {
+                    Ok(v) => {
+                        out.push((name.name.clone(), Choice::Const(Some(v))));
                         continue;
                     }
-                    _ => errors::not_const(e.span, "a const parameter's default"),
+                    Err(d) => d,
                 }
             }
         };
@@ -61,6 +64,68 @@ fn kernel_params(cx: &mut Checker<'_>, k: &KernelItem, source: Option<&str>) -> 
         ok = false;
     }
     ok.then_some(out)
+}
+
+/// Checks the declarations of generic parameters once: const parameters have an integer type
+/// (E0307; kernels and `fn`s) and `fn` type parameters a known bound (E0301; kernels report
+/// theirs when instantiated).
+fn check_generic_decls(cx: &mut Checker<'_>) {
+    let program = cx.program;
+    let mut decls: Vec<(&[GenericParam], Option<&str>, u32)> =
+        program.kernels.iter().map(|k| (&k.item.generics[..], k.source, k.item.span.start)).collect();
+    decls.extend(program.fns.values().map(|f| (&f.item.generics[..], f.source, f.item.span.start)));
+    decls.sort_by_key(|d| (d.1.map(str::to_string), d.2));
+    let mut out = Vec::new();
+    for (generics, source, _) in decls {
+        for g in generics {
+            let d = match g {
+                GenericParam::Const { name, ty, .. } if const_param_scalar(ty).is_none() => {
+                    errors::const_param_type(ty.span(), name)
+                }
+                _ => continue,
+            };
+            out.push((d, source));
+        }
+    }
+    let mut fns: Vec<_> = program.fns.values().collect();
+    fns.sort_by_key(|f| (f.source.map(str::to_string), f.item.span.start));
+    for f in fns {
+        for g in &f.item.generics {
+            if let GenericParam::Type { bound: Some(b), .. } = g {
+                if candidates(Some(b)).is_err() {
+                    out.push((errors::unknown_bound(b), f.source));
+                }
+            }
+        }
+    }
+    for (mut d, source) in out {
+        d.source = source.map(str::to_string);
+        cx.diags.push(d);
+    }
+}
+
+/// The value of the default `e` of the const parameter `name` of type `s` (an integer type).
+pub(crate) fn const_default(
+    cx: &mut Checker<'_>,
+    name: &tilec_grammar::ast::Ident,
+    s: Scalar,
+    e: &tilec_grammar::ast::Expr,
+) -> Result<i64, Diagnostic> {
+    let mut lookup = |n: &str| cx.const_item(n);
+    match crate::consteval::eval(e, &mut lookup) {
+        Ok(Const::Int(v, _)) => Ok(v),
+        Ok(c) => Err(errors::const_default_type(e.span, name, s, c.ty())),
+        Err(crate::consteval::NotConst::Error(d)) => Err(d),
+        Err(crate::consteval::NotConst::Runtime(_)) => Err(errors::not_const(e.span, "a const parameter's default")),
+    }
+}
+
+/// The integer type of a const parameter declared with `ty` (`i32`, `i64` or `u32`), if it is one.
+pub(crate) fn const_param_scalar(ty: &TypeExpr) -> Option<Scalar> {
+    match ty {
+        TypeExpr::Named(t) => Scalar::from_name(&t.name).filter(|s| s.is_int()),
+        _ => None,
+    }
 }
 
 /// Lowers the requested kernel instances of a program.
@@ -78,6 +143,7 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
     for n in names {
         cx.const_item(n);
     }
+    check_generic_decls(&mut cx);
     match instances {
         Instances::All { fixed } => {
             for k in &program.kernels {
@@ -129,16 +195,56 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
     (cx.module, cx.diags)
 }
 
-/// Checks non-generic `fn`s that no kernel called, so that their errors are reported too.
+/// Checks the `fn`s that no kernel called, so that their errors are reported too: a
+/// non-generic one as it is, a generic one as one instance, each type parameter set to the
+/// first type its bound allows (`f32` for `float`, `i32` for `int`) and each const parameter
+/// to its default. A generic `fn` with an unbounded type parameter, or a const parameter
+/// without default, is not checked.
 fn check_plain_fns(cx: &mut Checker<'_>) {
-    let mut fns: Vec<_> = cx.program.fns.values().copied().filter(|f| f.item.generics.is_empty()).collect();
-    fns.sort_by_key(|f| f.item.span.start);
+    let mut fns: Vec<_> = cx.program.fns.values().copied().collect();
+    fns.sort_by_key(|f| (f.source.map(str::to_string), f.item.span.start));
     for f in fns {
-        if cx.instances.contains_key(&f.item.name.name) {
+        let name = &f.item.name.name;
+        let prefix = format!("{name}__");
+        if cx.instances.keys().any(|k| k == name || k.starts_with(&prefix)) {
             continue;
         }
-        let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
-        b.check_uncalled(f);
+        if f.item.generics.is_empty() {
+            let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
+            b.check_uncalled(f);
+            continue;
+        }
+        let mut g = HashMap::new();
+        for p in &f.item.generics {
+            let v = match p {
+                // Without a bound, no type is known to be meant: any choice could report
+                // errors that no real call has.
+                GenericParam::Type { bound: None, .. } => break,
+                GenericParam::Type { bound: Some(b), .. } => match candidates(Some(b)) {
+                    Ok(c) => GenericVal::Type(c[0]),
+                    Err(()) => break,
+                },
+                GenericParam::Const { name, ty, default: Some(d) } => {
+                    let Some(s) = const_param_scalar(ty) else {
+                        break; // E0307
+                    };
+                    match const_default(cx, name, s, d) {
+                        Ok(v) => GenericVal::Const(Const::Int(v, s)),
+                        Err(mut d) => {
+                            d.source = f.source.map(str::to_string);
+                            cx.diags.push(d);
+                            break;
+                        }
+                    }
+                }
+                GenericParam::Const { .. } => break,
+            };
+            g.insert(p.name().name.clone(), v);
+        }
+        if g.len() == f.item.generics.len() {
+            let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
+            b.check_uncalled_generic(f, g);
+        }
     }
 }
 
@@ -264,11 +370,7 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
         let v = match (p, arg) {
             (GenericParam::Type { .. }, GenericArg::Type(s)) => GenericVal::Type(*s),
             (GenericParam::Const { ty, .. }, GenericArg::Const(v)) => {
-                let s = match ty {
-                    TypeExpr::Named(t) => Scalar::from_name(&t.name).filter(|s| s.is_int()).unwrap_or(Scalar::I32),
-                    _ => Scalar::I32,
-                };
-                GenericVal::Const(Const::Int(*v, s))
+                GenericVal::Const(Const::Int(*v, const_param_scalar(ty).unwrap_or(Scalar::I32)))
             }
             (p, _) => {
                 let mut d = errors::generic_kind(&item.name.name, p.name(), matches!(p, GenericParam::Type { .. }));

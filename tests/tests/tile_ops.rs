@@ -1637,6 +1637,50 @@ fn const_parameters_size_the_tiles() {
     }
 }
 
+/// A `fn` const parameter takes its default when no argument type fixes it, and the value
+/// inferred from a tile extent otherwise; a `const` item's integer value is converted to its
+/// declared float type.
+#[test]
+fn fn_const_parameter_defaults() {
+    let src = "const BIAS: f32 = 2;
+    fn scaled<const S: i32 = 4>(x: f32) -> f32 { x * (S as f32) }
+    fn count<const S: i32 = 4>(t: tile<f32, S>) -> f32 { sum(t) + (S as f32) }
+    kernel k(A: f32[N], O: mut f32[3]) grid(1) {
+        O[0] = scaled(A[0]) + BIAS;
+        O[1] = count(A[0:8]);
+        O[2] = scaled(A[1]);
+    }";
+    let a: Vec<f64> = (0..8).map(|i| i as f64 * 0.5 + 1.0).collect();
+    let b = run(src, "k", vec![("A", arr(Scalar::F32, &a, &[8])), ("O", sentinel(Scalar::F32, &[3]))]);
+    let want = [a[0] * 4.0 + 2.0, a.iter().sum::<f64>() + 8.0, a[1] * 4.0];
+    assert_close(&out(&b, "O"), &want, 1e-6, "fn const defaults");
+}
+
+/// A scalar added to a matrix product, on either side, broadcasts (it is not fused into the
+/// product's accumulator).
+#[test]
+fn scalar_plus_matmul_broadcasts() {
+    let src = "kernel k<T: float>(A: T[5, 3], B: T[3, 4], O: mut T[2, 5, 4]) grid(1) {
+        let a = A[0:5, 0:3];
+        let b = B[0:3, 0:4];
+        O[0, 0:5, 0:4] = 1.5 + a @ b;
+        O[1, 0:5, 0:4] = a @ b + 2.0;
+    }";
+    let mut rng = Rng::new(26);
+    for elem in FLOATS {
+        let (a, bv) = (rng.vec(15, -1.0, 1.0), rng.vec(12, -1.0, 1.0));
+        let b = run(
+            src,
+            "k",
+            vec![("A", arr(elem, &a, &[5, 3])), ("B", arr(elem, &bv, &[3, 4])), ("O", sentinel(elem, &[2, 5, 4]))],
+        );
+        let p = matmul_f64(5, 3, 4, &a, &bv);
+        let mut want: Vec<f64> = p.iter().map(|x| x + 1.5).collect();
+        want.extend(p.iter().map(|x| x + 2.0));
+        assert_close(&out(&b, "O"), &want, tol(elem), &format!("{elem:?}"));
+    }
+}
+
 /// A sweep of small matmul shapes around the register blocking of the CPU micro-kernel, with
 /// the plain and the accumulate form.
 #[test]
