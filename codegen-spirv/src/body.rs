@@ -229,11 +229,9 @@ impl Gen<'_> {
             UnOp::Tanh => GLOp::Tanh,
         };
         if s == Scalar::F64 && !matches!(gl, GLOp::FAbs | GLOp::Sqrt) {
-            // GLSL.std.450 has these for 16- and 32-bit floats only: evaluate in f32.
-            let f32t = self.ty(Scalar::F32);
-            let n = self.b.f_convert(f32t, None, x).map_err(be)?;
-            let r = self.glsl(Scalar::F32, gl, &[n])?;
-            return self.b.f_convert(t, None, r).map_err(be);
+            // GLSL.std.450 has these for 16- and 32-bit floats only; the SIMT lowering expands
+            // the f64 ones into arithmetic (midend/src/simt/math.rs).
+            return Err(SpirvError { message: format!("f64 {k:?} in SIMT form (the SIMT lowering expands it)") });
         }
         self.glsl(s, gl, &[x])
     }

@@ -233,14 +233,14 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", fname(s)), t, &[x]),
             _ => {}
         }
-        // Transcendental functions with the GPU's fast f32 approximations (as GLSL.std.450
-        // on Vulkan); f64 is evaluated in f32.
+        // f32 transcendental functions with the GPU's fast approximations (as GLSL.std.450
+        // on Vulkan); the SIMT lowering expands the f64 ones into arithmetic
+        // (midend/src/simt/math.rs).
+        if s == Scalar::F64 {
+            return Err(err(format!("f64 {k:?} in SIMT form (the SIMT lowering expands it)")));
+        }
         let f32t = self.cx.f32_type();
-        let xf = if s == Scalar::F64 {
-            self.b.build_float_trunc(x.into_float_value(), f32t, "").map_err(be)?
-        } else {
-            x.into_float_value()
-        };
+        let xf = x.into_float_value();
         let ft: BasicTypeEnum<'ctx> = f32t.into();
         let c = |v: f64| f32t.const_float(v);
         let r = match k {
@@ -263,9 +263,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.b.build_float_sub(c(1.0), q, "").map_err(be)?.into()
             }
         };
-        if s == Scalar::F64 {
-            return Ok(self.b.build_float_ext(r.into_float_value(), self.cx.f64_type(), "").map_err(be)?.into());
-        }
         Ok(r)
     }
 

@@ -319,6 +319,11 @@ impl Lower<'_> {
                 self.map.insert(op.results[0], Lv::Scalar(v));
                 return Ok(());
             }
+            if let (OpKind::Un(k), Some(Type::Scalar(s))) = (&op.kind, &res_ty) {
+                let v = self.un(*k, args[0], *s);
+                self.map.insert(op.results[0], Lv::Scalar(v));
+                return Ok(());
+            }
             let tys = op.results.iter().map(|r| self.src.ty(*r).clone()).collect();
             let rs = self.emit(op.kind.clone(), args, tys);
             for (r, n) in op.results.iter().zip(rs) {

@@ -29,6 +29,7 @@
 pub mod interp;
 mod linalg;
 mod lower;
+mod math;
 mod ops;
 
 pub use lower::lower_kernel;

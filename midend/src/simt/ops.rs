@@ -47,9 +47,7 @@ impl Lower<'_> {
         let lv = match &op.kind {
             OpKind::Fill(f) => Some(self.fill(*f, op, res_ty.expect("tile result"))?),
             OpKind::Bin(k) => Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?),
-            OpKind::Un(k) => {
-                Some(self.map_regs(self.get(op.args[0])?, |l, x, s| l.emit1(OpKind::Un(*k), vec![x], Type::Scalar(s))))
-            }
+            OpKind::Un(k) => Some(self.map_regs(self.get(op.args[0])?, |l, x, s| l.un(*k, x, s))),
             OpKind::Load(kinds) => Some(self.load(kinds, op, None)?),
             OpKind::LoadInto(kinds) => {
                 let old = self.get(op.args[0])?;

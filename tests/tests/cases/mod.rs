@@ -22,6 +22,20 @@ pub(crate) struct Case {
     pub(crate) arrays: Vec<(&'static str, Vec<f64>, Vec<u64>)>,
     pub(crate) scalars: Vec<(&'static str, f64)>,
     pub(crate) outs: Vec<&'static str>,
+    /// How outputs are compared with the CPU's.
+    pub(crate) compare: Compare,
+}
+
+/// How a case's outputs are compared with the CPU's ([`diff`]).
+#[derive(Clone, Copy)]
+pub(crate) enum Compare {
+    /// The largest difference relative to the largest magnitude ([`rel_diff`]).
+    Normwise,
+    /// Element by element, relative to `max(|want|, 1)`: relative for large values, absolute
+    /// for small ones (the accuracy of a device's `f32` functions near their zeros).
+    Mixed,
+    /// Element by element, relative ([`elem_rel_diff`]).
+    Relative,
 }
 
 impl Case {
@@ -45,7 +59,7 @@ fn case(
     scalars: Vec<(&'static str, f64)>,
     outs: Vec<&'static str>,
 ) -> Case {
-    Case { src, kernel, arrays, scalars, outs }
+    Case { src, kernel, arrays, scalars, outs, compare: Compare::Normwise }
 }
 
 /// potrf_batched and potrs_batched.
@@ -200,6 +214,153 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["S"],
         ),
     ]
+}
+
+/// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`
+/// ones are expanded into arithmetic by the SIMT lowering, `f32` ones are the device's.
+const MATH_SRC: &str = "
+kernel math<T: float>(X: T[N], Y: T[N], O: mut T[10, N]) grid(cdiv(N, 16)) block(16) {
+    let i0 = program_id(0) * 16;
+    let x = X[i0:i0+16];
+    let y = Y[i0:i0+16];
+    O[0, i0:i0+16] = exp(x);
+    O[1, i0:i0+16] = log(x);
+    O[2, i0:i0+16] = sin(y);
+    O[3, i0:i0+16] = cos(y);
+    O[4, i0:i0+16] = tanh(x);
+    for i in i0..min(i0 + 16, N) {
+        O[5, i] = exp(X[i]);
+        O[6, i] = log(X[i]);
+        O[7, i] = sin(Y[i]);
+        O[8, i] = cos(Y[i]);
+        O[9, i] = tanh(X[i]);
+    }
+}
+";
+
+/// [`MATH_SRC`] on 77 moderate positive arguments (from 1e-6 to 40), compared element by
+/// element ([`Compare::Mixed`]: lavapipe's `f32` `tanh(1.26e-6)` is 1.7% off, 2e-8 absolute).
+pub(crate) fn math() -> Vec<Case> {
+    let mut x: Vec<f64> = (0..60).map(|i| 1e-6 * 1.26f64.powi(i)).collect(); // 1e-6 .. 8.4
+    x.extend((0..17).map(|i| 8.0 + 2.0 * i as f64));
+    vec![math_case(x.clone(), x, Compare::Mixed)]
+}
+
+/// [`MATH_SRC`] on edge arguments for `f64`: signed zeros, subnormals, the limits of `exp`,
+/// huge and negative arguments, multiples of pi/2, infinities and NaN. (Finite arguments of
+/// `sin` and `cos` are capped at 3.3e9, below 2^31 pi/2, the GPU targets' limit.)
+pub(crate) fn math_edges_f64() -> Case {
+    let pi = std::f64::consts::PI;
+    let x = vec![
+        0.0,
+        -0.0,
+        1e-300,
+        2.5e-310,
+        5e-324,
+        1e-17,
+        -1e-17,
+        1e-8,
+        0.3,
+        -0.3,
+        0.5,
+        0.69,
+        0.7,
+        0.99,
+        1.0,
+        1.01,
+        -1.0,
+        2.0,
+        -2.5,
+        pi / 4.0,
+        pi / 2.0,
+        pi,
+        -pi,
+        1.5 * pi,
+        2.0 * pi,
+        10.0 * pi,
+        100.0,
+        -100.0,
+        1e5,
+        -1e5,
+        12345.678,
+        -12345.678,
+        -2e9,
+        -2.5e9,
+        1e9,
+        -3e9,
+        3.3e9,
+        19.5,
+        20.5,
+        -25.0,
+        700.0,
+        709.7,
+        709.78,
+        709.79,
+        710.0,
+        -700.0,
+        -708.5,
+        -744.0,
+        -745.1,
+        -746.0,
+        1e300,
+        -1e300,
+        f64::MAX,
+        f64::MIN_POSITIVE,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let limit = 2f64.powi(31) * std::f64::consts::FRAC_PI_2;
+    let y = x.iter().map(|v| if v.is_finite() && v.abs() >= limit { v.signum() * 3.3e9 } else { *v }).collect();
+    math_case(x, y, Compare::Relative)
+}
+
+/// [`MATH_SRC`] with `exp`, `log` and `tanh` of `x` and `sin`, `cos` of `y`.
+fn math_case(x: Vec<f64>, y: Vec<f64>, compare: Compare) -> Case {
+    let n = x.len() as u64;
+    let src = SourceSet::with_stdlib("math.tile", MATH_SRC);
+    let arrays = vec![("X", x, vec![n]), ("Y", y, vec![n]), ("O", vec![0.0; 10 * n as usize], vec![10, n])];
+    Case { compare, ..case(src, "math", arrays, vec![], vec!["O"]) }
+}
+
+/// The largest difference of two arrays relative to each element of `want` (absolute where
+/// `want` is 0); NaN matches NaN and an infinity matches itself, anything else is infinitely
+/// far.
+pub(crate) fn elem_rel_diff(got: &[f64], want: &[f64]) -> f64 {
+    got.iter().zip(want).map(|(g, w)| elem_diff(*g, *w)).fold(0.0, f64::max)
+}
+
+/// As [`elem_rel_diff`], relative to `max(|want|, 1)`.
+pub(crate) fn elem_mixed_diff(got: &[f64], want: &[f64]) -> f64 {
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| elem_diff(*g, *w) * w.abs().max(f64::MIN_POSITIVE) / w.abs().max(1.0))
+        .fold(0.0, f64::max)
+}
+
+fn elem_diff(g: f64, w: f64) -> f64 {
+    if (g.is_nan() && w.is_nan()) || (g.is_infinite() && g == w) {
+        0.0
+    } else if g.is_nan() || w.is_nan() || g.is_infinite() || w.is_infinite() {
+        f64::INFINITY
+    } else {
+        (g - w).abs() / w.abs().max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Where `got` and `want` differ most, element by element: `[i] got G, want W`.
+pub(crate) fn worst(got: &[f64], want: &[f64]) -> String {
+    let i = (0..got.len()).max_by(|&a, &b| elem_diff(got[a], want[a]).total_cmp(&elem_diff(got[b], want[b])));
+    i.map_or(String::new(), |i| format!("[{i}] got {:e}, want {:e}", got[i], want[i]))
+}
+
+/// The difference of `got` and `want` as the case measures it.
+pub(crate) fn diff(c: &Case, got: &[f64], want: &[f64]) -> f64 {
+    match c.compare {
+        Compare::Normwise => rel_diff(got, want),
+        Compare::Mixed => elem_mixed_diff(got, want),
+        Compare::Relative => elem_rel_diff(got, want),
+    }
 }
 
 /// Largest difference between two arrays relative to the largest magnitude of `want`.
