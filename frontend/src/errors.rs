@@ -129,6 +129,10 @@ pub(crate) fn const_item_not_scalar(span: Span, name: &str) -> Diagnostic {
         .help("`const` items are scalars: `const TS: i32 = 16;`")
 }
 
+pub(crate) fn shared_annotation(span: Span, want: &str, got: &str) -> Diagnostic {
+    Diagnostic::error("E0201", format!("expected {want}, found {got}")).label(span, format!("this is {got}"))
+}
+
 pub(crate) fn store_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
     Diagnostic::error("E0202", format!("stored value has the wrong shape: the slice is {want}, the value is {got}"))
         .label(span, format!("this is {got}"))

@@ -6,7 +6,7 @@ use crate::errors;
 use crate::expr::Ev;
 use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
 use tilec_grammar::span::Span;
-use tilec_midend::{OpKind, Region, Type};
+use tilec_midend::{OpKind, Region, Scalar, Type};
 
 /// The name under which `map` binds the element it passes to the user `fn`; it cannot be
 /// written in source.
@@ -119,19 +119,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::shared_ctor(m.span.to(e.span)));
             return Ev::Err;
         }
-        let elem = match &**elem {
-            TypeExpr::Named(n) => self.scalar_type(n),
-            other => {
-                self.error(errors::tile_elem(other.span()));
-                None
-            }
-        };
-        if dims.is_empty() || dims.len() > 2 {
-            self.error(errors::tile_rank(*span, dims.len()));
-            return Ev::Err;
-        }
-        let shape: Option<Vec<u32>> = dims.iter().map(|d| self.extent(d, "a shared array extent")).collect();
-        let (Some(elem), Some(shape)) = (elem, shape) else {
+        let Some((elem, shape)) = self.shared_type(elem, dims, *span) else {
             return Ev::Err;
         };
         let ty = Type::Array { elem, rank: shape.len() as u8, mutable: true };
@@ -140,9 +128,50 @@ impl FnBuilder<'_, '_> {
         Ev::Val(v)
     }
 
+    /// The element type and shape of `shared<elem, dims..>` (reported if invalid).
+    pub(crate) fn shared_type(&mut self, elem: &TypeExpr, dims: &[Expr], span: Span) -> Option<(Scalar, Vec<u32>)> {
+        let elem = match elem {
+            TypeExpr::Named(n) => self.scalar_type(n),
+            other => {
+                self.error(errors::tile_elem(other.span()));
+                None
+            }
+        };
+        if dims.is_empty() || dims.len() > 2 {
+            self.error(errors::tile_rank(span, dims.len()));
+            return None;
+        }
+        let shape: Option<Vec<u32>> = dims.iter().map(|d| self.extent(d, "a shared array extent")).collect();
+        Some((elem?, shape?))
+    }
+
+    /// Checks `let s: shared<T, R, C> = value;`: the value is a shared array of that element
+    /// type and shape (E0201 otherwise).
+    pub(crate) fn check_shared_annotation(&mut self, t: &TypeExpr, v: tilec_midend::Value, value_span: Span) {
+        let TypeExpr::Shared { elem, dims, span } = t else {
+            return;
+        };
+        let Some((elem, shape)) = self.shared_type(elem, dims, *span) else {
+            return;
+        };
+        let want = shared_name(elem, &shape);
+        let got = match (self.ty(v), self.shared_shapes.get(&v)) {
+            (Type::Array { elem: e, .. }, Some(s)) if e == elem && *s == shape => return,
+            (Type::Array { elem: e, .. }, Some(s)) => shared_name(e, s),
+            (t, _) => t.to_string(),
+        };
+        self.error(errors::shared_annotation(value_span, &want, &got));
+    }
+
     /// Binds `let name = shared<..>::zeros();` as an array that can be indexed and written.
     pub(crate) fn declare_shared(&mut self, name: &str, v: tilec_midend::Value, _span: Span) {
         let fixed = self.shared_shapes.get(&v).map(|s| s.iter().map(|&d| Some(d as u64)).collect()).unwrap_or_default();
         self.declare(name, Binding::Array { value: v, mutable: true, name: name.to_string(), fixed });
     }
+}
+
+/// `shared<f32, 16, 16>`.
+fn shared_name(elem: Scalar, shape: &[u32]) -> String {
+    let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
+    format!("shared<{}, {}>", elem.name(), dims.join(", "))
 }

@@ -5,7 +5,7 @@
 use crate::builder::{Binding, BodyKind, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
-use tilec_grammar::ast::{Block, ElseBranch, Expr, ExprKind, IfStmt, IndexItem, Stmt};
+use tilec_grammar::ast::{Block, ElseBranch, Expr, ExprKind, IfStmt, IndexItem, Stmt, TypeExpr};
 use tilec_grammar::span::Span;
 use tilec_midend::{OpKind, Region, Scalar, Type, Value};
 
@@ -115,6 +115,19 @@ impl FnBuilder<'_, '_> {
             return;
         }
         match s {
+            Stmt::Let { name, ty: Some(t @ TypeExpr::Shared { .. }), value, .. } => {
+                let v = self.value(value, None);
+                if let Some(v) = v {
+                    self.check_shared_annotation(t, v, value.span);
+                }
+                match v {
+                    Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
+                        self.declare_shared(&name.name, v, name.span)
+                    }
+                    Some(v) => self.declare(&name.name, Binding::Var(v)),
+                    None => self.declare(&name.name, Binding::Poisoned),
+                }
+            }
             Stmt::Let { name, ty, value, .. } => {
                 let want = match ty {
                     Some(t) => self.value_type(t),

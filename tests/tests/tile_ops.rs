@@ -1330,7 +1330,7 @@ fn atomic_add_from_many_programs_sums_exactly() {
 fn shared_arrays_round_trip_with_sync() {
     let src = "kernel k<T: float>(A: T[P, 16, 16], O: mut T[P, 6, 16, 16], V: mut T[P, 32]) grid(P) {
         let p = program_id(0);
-        let s = shared<T, 16, 16>::zeros();
+        let s: shared<T, 16, 16> = shared<T, 16, 16>::zeros();
         O[p, 0, 0:16, 0:16] = s[0:16, 0:16];
         s[0:16, 0:16] = A[p, 0:16, 0:16];
         sync();
