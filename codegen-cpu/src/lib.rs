@@ -12,6 +12,14 @@
 //! grid axes 0, 1, 2, then the grid's extents. One call runs one program; the caller runs
 //! every program of the grid (in any order, in parallel). Transcendental functions call the C
 //! library's `expf`, `exp`, `logf`, ... (link with `-lm`).
+//!
+//! Object files also export, for every kernel instance, its launch function:
+//! ```c
+//! void NAME__grid(const uint64_t *args, int64_t grid[3], double *flops);
+//! ```
+//! With the same `args`, it writes the grid's extents along axes 0, 1, 2 (from the `grid(..)`
+//! clause; integer division by zero gives 0, as in kernels, where `tilec run` reports E0415)
+//! and the kernel's flop count (`flops(..)`; NaN without that clause).
 
 mod isa;
 mod linalg;
@@ -65,9 +73,15 @@ impl JitKernel {
 }
 
 fn kernel_signature(isa: &OwnedTargetIsa) -> Signature {
+    pointers_signature(isa, 2)
+}
+
+/// A signature of `n` pointer parameters and no result.
+fn pointers_signature(isa: &OwnedTargetIsa, n: usize) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
-    sig.params.push(AbiParam::new(cranelift_codegen::ir::types::I64));
-    sig.params.push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    for _ in 0..n {
+        sig.params.push(AbiParam::new(cranelift_codegen::ir::types::I64));
+    }
     sig
 }
 
@@ -78,7 +92,7 @@ fn jit_function(module: &Module, kernel: &Kernel) -> Result<(JITModule, cranelif
     let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
-    lower::lower_kernel(&mut jit, &mut ctx.func, &module.funcs[kernel.body as usize], kernel)?;
+    lower::lower_function(&mut jit, &mut ctx.func, &module.funcs[kernel.body as usize], kernel)?;
     Ok((jit, ctx))
 }
 
@@ -101,17 +115,23 @@ pub fn emit_clif(module: &Module, kernel: &Kernel) -> Result<String, CodegenErro
 }
 
 /// Compiles every kernel instance of the module into one relocatable object file for the host,
-/// each exported under its symbol with the C ABI above.
+/// each exported under its symbol with the C ABI above, with its launch function `SYMBOL__grid`.
 pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
     let isa = isa::host(true)?;
     let sig = kernel_signature(&isa);
+    let launch_sig = pointers_signature(&isa, 3);
     let builder = ObjectBuilder::new(isa, "tilec", default_libcall_names()).map_err(err)?;
     let mut obj = ObjectModule::new(builder);
     for k in &module.kernels {
         let id = obj.declare_function(&k.symbol, Linkage::Export, &sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = sig.clone();
-        lower::lower_kernel(&mut obj, &mut ctx.func, &module.funcs[k.body as usize], k)?;
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.body as usize], k)?;
+        obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
+        let id = obj.declare_function(&format!("{}__grid", k.symbol), Linkage::Export, &launch_sig).map_err(err)?;
+        let mut ctx = obj.make_context();
+        ctx.func.signature = launch_sig.clone();
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.launch as usize], k)?;
         obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
     }
     obj.finish().emit().map_err(err)

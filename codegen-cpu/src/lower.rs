@@ -46,12 +46,16 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     slot_ids: Vec<StackSlot>,
     exit: Block,
     ids: ir::Value,
+    /// For a launch function: where `Return` writes the grid (`int64_t[3]`) and the flops.
+    results: Option<(ir::Value, ir::Value)>,
     pub(crate) fma: bool,
     libm: HashMap<&'static str, FuncRef>,
 }
 
-/// Translates the kernel body `f` into `func`.
-pub(crate) fn lower_kernel<M: ClModule>(
+/// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
+/// (signature: `args`, `grid`, `flops`; its `Return` stores the three grid extents as
+/// `int64_t` and the flop count as a `double`), into `func`.
+pub(crate) fn lower_function<M: ClModule>(
     module: &mut M,
     func: &mut ir::Function,
     f: &Function,
@@ -69,6 +73,7 @@ pub(crate) fn lower_kernel<M: ClModule>(
         slot_ids: Vec::new(),
         exit: Block::from_u32(0),
         ids: ir::Value::from_u32(0),
+        results: None,
         fma: crate::isa::host_has_fma(),
         libm: HashMap::new(),
     };
@@ -77,6 +82,10 @@ pub(crate) fn lower_kernel<M: ClModule>(
     l.b.switch_to_block(entry);
     let args = l.b.block_params(entry)[0];
     l.ids = l.b.block_params(entry)[1];
+    if f.kind == tilec_midend::FuncKind::Launch {
+        let params = l.b.block_params(entry);
+        l.results = Some((params[1], params[2]));
+    }
     l.exit = l.b.create_block();
     let frame: u64 = l.slots.sizes.iter().map(|s| *s as u64).sum();
     if frame > MAX_FRAME {
@@ -327,6 +336,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::While => self.while_loop(op),
             OpKind::If => self.if_op(op),
             OpKind::Return => {
+                if let Some((grid, flops)) = self.results {
+                    if op.args.len() != 4 {
+                        return Err(err("a launch function returns the grid and the flops"));
+                    }
+                    for (i, a) in op.args[..3].iter().enumerate() {
+                        let x = self.val(*a);
+                        self.b.ins().store(MemFlagsData::trusted(), x, grid, 8 * i as i32);
+                    }
+                    let x = self.val(op.args[3]);
+                    self.b.ins().store(MemFlagsData::trusted(), x, flops, 0);
+                }
                 let exit = self.exit;
                 self.b.ins().jump(exit, &[]);
                 self.fresh_block();

@@ -48,7 +48,7 @@ fn every_program_passes_the_verifier_after_each_pass() {
 /// `tilec build --target cpu` writes an object whose `potrf_batched__f64` follows the C ABI
 /// documented in codegen-cpu: a C program links it and factors a 3x3 matrix.
 #[test]
-fn object_file_links_with_c_and_factors_a_matrix() {
+fn object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
     let dir = std::env::temp_dir().join(format!("tilec-obj-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("linalg.o");
@@ -75,13 +75,23 @@ fn object_file_links_with_c_and_factors_a_matrix() {
         r#"#include <stdint.h>
 #include <stdio.h>
 void potrf_batched__f64(const uint64_t *args, const int64_t *ids);
+void potrf_batched__f64__grid(const uint64_t *args, int64_t grid[3], double *flops);
+void gemm__f64__32__32__32__grid(const uint64_t *args, int64_t grid[3], double *flops);
 int main(void) {
     double a[9] = {4, 2, 2, 2, 5, 3, 2, 3, 6};
     union { double d; uint64_t u; } eps = { 1e-12 };
     uint64_t args[5] = { (uint64_t)(uintptr_t)a, 1, 3, 3, eps.u };
-    int64_t ids[6] = { 0, 0, 0, 1, 1, 1 };
-    potrf_batched__f64(args, ids);
+    int64_t grid[3];
+    double flops;
+    potrf_batched__f64__grid(args, grid, &flops);
+    int64_t ids[6] = { 0, 0, 0, grid[0], grid[1], grid[2] };
+    for (ids[0] = 0; ids[0] < grid[0]; ids[0]++) potrf_batched__f64(args, ids);
     for (int i = 0; i < 9; i++) printf("%.12f\n", a[i]);
+    printf("%lld %lld %lld %.1f\n", (long long)grid[0], (long long)grid[1], (long long)grid[2], flops);
+    /* gemm's grid for A: 100x7, B: 7x65 (C: 100x65): cdiv(100, 32) x cdiv(65, 32). */
+    uint64_t gargs[12] = { 0, 100, 7, 0, 7, 65, 0, 100, 65, 0, 0 };
+    gemm__f64__32__32__32__grid(gargs, grid, &flops);
+    printf("%lld %lld %lld %.1f\n", (long long)grid[0], (long long)grid[1], (long long)grid[2], flops);
     return 0;
 }
 "#,
@@ -94,10 +104,15 @@ int main(void) {
         .expect("a C compiler `cc` is needed for this test");
     assert!(status.success());
     let printed = std::process::Command::new(&exe).output().unwrap();
-    let got: Vec<f64> = String::from_utf8(printed.stdout).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    let text = String::from_utf8(printed.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let got: Vec<f64> = lines[..9].iter().map(|l| l.parse().unwrap()).collect();
     let want = tilec_tests::cholesky_f64(&[4.0, 2.0, 2.0, 2.0, 5.0, 3.0, 2.0, 3.0, 6.0], 3);
     for (g, w) in got.iter().zip(&want) {
         assert!((g - w).abs() < 1e-12, "{got:?} vs {want:?}");
     }
+    // The launch functions: potrf's grid(B) and flops B N^3 / 3; gemm's 2 M N K.
+    assert_eq!(lines[9], "1 1 1 9.0", "potrf_batched__f64__grid");
+    assert_eq!(lines[10], format!("4 3 1 {:.1}", 2.0 * 100.0 * 65.0 * 7.0), "gemm__f64__32__32__32__grid");
     std::fs::remove_dir_all(&dir).ok();
 }
