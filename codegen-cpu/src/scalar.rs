@@ -212,6 +212,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let a = self.val(op.args[0]);
                 self.cast(from, *to, a)
             }
+            OpKind::Bitcast(to) => {
+                let a = self.val(op.args[0]);
+                self.b.ins().bitcast(cl_type(*to), ir::MemFlagsData::new(), a)
+            }
             OpKind::Select => {
                 let (c, a, b) = (self.val(op.args[0]), self.val(op.args[1]), self.val(op.args[2]));
                 self.b.ins().select(c, a, b)

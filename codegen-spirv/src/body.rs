@@ -96,6 +96,10 @@ impl Gen<'_> {
                 let x = a(self, 0)?;
                 self.cast(from, *to, x)?
             }
+            OpKind::Bitcast(to) => {
+                let (t, x) = (self.ty(*to), a(self, 0)?);
+                self.b.bitcast(t, None, x).map_err(be)?
+            }
             OpKind::Select => {
                 let (c, x, y) = (a(self, 0)?, a(self, 1)?, a(self, 2)?);
                 self.b.select(t, None, c, x, y).map_err(be)?

@@ -186,6 +186,7 @@ impl Evaluator<'_> {
             OpKind::Cmp(c) => Const::Bool(cmp(*c, self.arg(op, 0)?, self.arg(op, 1)?)),
             OpKind::Un(u) => un(*u, self.arg(op, 0)?, ty)?,
             OpKind::Cast(s) => cast(self.arg(op, 0)?, *s),
+            OpKind::Bitcast(s) => bitcast(self.arg(op, 0)?, *s)?,
             OpKind::Select => match self.arg(op, 0)? {
                 Const::Bool(true) => self.arg(op, 1)?,
                 Const::Bool(false) => self.arg(op, 2)?,
@@ -377,6 +378,28 @@ pub(crate) fn cast(a: Const, to: Scalar) -> Const {
     }
 }
 
+/// The bits of `a` reinterpreted as `to` (same width: `i64`/`f64`, `i32`/`u32`/`f32`).
+pub(crate) fn bitcast(a: Const, to: Scalar) -> Result<Const, EvalError> {
+    let bits: u64 = match a {
+        Const::Float(x, Scalar::F32) => (x as f32).to_bits() as u64,
+        Const::Float(x, _) => x.to_bits(),
+        Const::Int(v, s) if s.bytes() == 4 => v as u32 as u64,
+        Const::Int(v, _) => v as u64,
+        Const::Bool(_) => return err("bitcast of a bool"),
+    };
+    if a.ty().bytes() != to.bytes() {
+        return err(format!("bitcast from {} to {}", a.ty().name(), to.name()));
+    }
+    Ok(match to {
+        Scalar::F32 => Const::Float(f32::from_bits(bits as u32) as f64, to),
+        Scalar::F64 => Const::Float(f64::from_bits(bits), to),
+        Scalar::I32 => Const::Int(bits as u32 as i32 as i64, to),
+        Scalar::U32 => Const::Int(bits as u32 as i64, to),
+        Scalar::I64 => Const::Int(bits as i64, to),
+        Scalar::Bool => return err("bitcast to a bool"),
+    })
+}
+
 /// `a * b + c` with result type `ty`: one rounding for floats, wrapping for integers.
 pub(crate) fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
     match ty {
@@ -566,6 +589,15 @@ mod tests {
         assert!(e.to_string().starts_with("unsupported op in launch function"), "{e}");
         let e = eval_launch(&f, &[LaunchArg::Array { dims: vec![] }]).unwrap_err();
         assert!(e.to_string().contains("takes 0 arguments"), "{e}");
+    }
+
+    #[test]
+    fn bitcasts() {
+        let one = Const::Float(1.0, Scalar::F64);
+        assert_eq!(bitcast(one, Scalar::I64), Ok(Const::Int(0x3ff0_0000_0000_0000, Scalar::I64)));
+        assert_eq!(bitcast(Const::Int(0x3ff0_0000_0000_0000, Scalar::I64), Scalar::F64), Ok(one));
+        assert_eq!(bitcast(Const::Float(-2.0, Scalar::F32), Scalar::I32), Ok(Const::Int(-0x4000_0000, Scalar::I32)));
+        assert!(bitcast(one, Scalar::I32).is_err());
     }
 
     #[test]

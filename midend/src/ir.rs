@@ -134,6 +134,10 @@ pub enum OpKind {
     Un(UnOp),
     /// `(a) -> b`: scalar conversion to the given type.
     Cast(Scalar),
+    /// `(a) -> b`: the bits of a scalar reinterpreted as the given type of the same width
+    /// (`i64` and `f64`, `i32`/`u32` and `f32`). Made only by the SIMT lowering (its `f64`
+    /// math functions); the language has no bit casts.
+    Bitcast(Scalar),
     /// `(cond, a, b) -> a or b`, scalars.
     Select,
     /// `(a, b, c) -> a*b + c`, scalars.

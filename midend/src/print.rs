@@ -22,6 +22,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Cmp(c) => format!("cmp.{}", format!("{c:?}").to_lowercase()),
         OpKind::Un(u) => format!("{u:?}").to_lowercase(),
         OpKind::Cast(s) => format!("cast.{}", s.name()),
+        OpKind::Bitcast(s) => format!("bitcast.{}", s.name()),
         OpKind::Select => "select".into(),
         OpKind::Fma => "fma".into(),
         OpKind::ProgramId(a) => format!("program_id.{a}"),

@@ -76,6 +76,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 let x = a(self, 0)?;
                 self.cast(from, *to, x)?
             }
+            OpKind::Bitcast(to) => {
+                let x = a(self, 0)?;
+                self.b.build_bit_cast(x, self.ty(*to), "").map_err(be)?
+            }
             OpKind::Select => {
                 let (c, x, y) = (a(self, 0)?, a(self, 1)?, a(self, 2)?);
                 self.b.build_select(c.into_int_value(), x, y, "").map_err(be)?

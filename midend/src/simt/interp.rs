@@ -675,6 +675,9 @@ impl Interp<'_, '_, '_> {
                 self.lanewise(op, |[x]| eval::un(*u, x, ty).map_err(|e| InterpError { message: e.0 }))?
             }
             OpKind::Cast(s) => self.lanewise(op, |[x]| Ok(eval::cast(x, *s)))?,
+            OpKind::Bitcast(s) => {
+                self.lanewise(op, |[x]| eval::bitcast(x, *s).map_err(|e| InterpError { message: e.0 }))?
+            }
             OpKind::Select => self.lanewise(op, |[c, a, b]| match c {
                 Const::Bool(c) => Ok(if c { a } else { b }),
                 c => err(format!("condition {c:?} is not a bool")),

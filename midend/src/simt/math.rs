@@ -11,11 +11,10 @@
 //! argument, evaluated by Horner's rule with FMAs:
 //!
 //! - `exp(x) = 2^k exp(r)`, `k = round(x / ln 2)`, `|r| <= ln 2 / 2`, Taylor to `r^13`
-//!   (truncation below 1e-17 relative); `2^k` is applied as up to 11 factors `2^(±2^b)`
-//!   chosen by comparisons, so no bit manipulation is needed.
-//! - `log(x) = e ln 2 + log(m)`, `x = m 2^e` with `m` in `[sqrt(1/2), sqrt(2))` found by
-//!   comparisons with `2^(±2^b)`; `log(m) = 2 atanh(s)`, `s = (m - 1) / (m + 1)`, series to
-//!   `s^23`.
+//!   (truncation below 1e-17 relative); `2^k` is applied as two factors made from their
+//!   exponent fields (`Bitcast`).
+//! - `log(x) = e ln 2 + log(m)`, `x = m 2^e` with `m` in `[sqrt(1/2), sqrt(2))` taken from the
+//!   bits of `x`; `log(m) = 2 atanh(s)`, `s = (m - 1) / (m + 1)`, series to `s^23`.
 //! - `sin`, `cos`: `x = q pi/2 + r`, `|r| <= pi/4`, five-part Cody-Waite reduction with exact
 //!   products (valid for `|x| < 2^31 pi/2`, about 3.4e9; larger or non-finite arguments give
 //!   NaN), Taylor to `r^17` / `r^18`, and the quadrant `q mod 4` picks `±sin r` or `±cos r`.
@@ -115,41 +114,41 @@ impl Lower<'_> {
         p
     }
 
-    /// `x` rounded to the nearest integer (halves away from zero), as an `i32`; `x` must be
-    /// within the `i32` range.
-    fn round_i32(&mut self, x: Value) -> Value {
-        let neg = self.cmpc(CmpOp::Lt, x, 0.0);
-        let half = self.selc(neg, -0.5, 0.5);
-        let y = self.add(x, half);
-        self.emit1(OpKind::Cast(Scalar::I32), vec![y], Type::Scalar(Scalar::I32))
+    /// `x` rounded to the nearest integer, as an `i32`, for `|x| < bound` (a power of two
+    /// below 2^30): `trunc(x + bound + 0.5) - bound`, so the conversion only sees positive
+    /// values and no compare is needed. Within an ulp of `bound` of a half, the result may be
+    /// the other neighbour; the reductions tolerate that (`|r|` a hair above its bound).
+    fn round_i32(&mut self, x: Value, bound: i32) -> Value {
+        let off = self.c(bound as f64 + 0.5);
+        let y = self.add(x, off);
+        let i = self.emit1(OpKind::Cast(Scalar::I32), vec![y], Type::Scalar(Scalar::I32));
+        let b = self.i32c(bound as i64);
+        self.bin(BinOp::Sub, i, b, Scalar::I32)
     }
 
     fn int_to_f64(&mut self, i: Value) -> Value {
         self.emit1(OpKind::Cast(F64), vec![i], Type::Scalar(F64))
     }
 
-    /// `p * 2^kf` for an integer-valued `kf` with `|kf| < 2048`, as factors `2^(±2^b)`
-    /// (`2^±1024` as two factors `2^±512`), largest first so that no factor but the last
-    /// overflows or underflows on its own.
-    fn scale_pow2(&mut self, p: Value, kf: Value) -> Value {
-        let neg = self.cmpc(CmpOp::Lt, kf, 0.0);
-        let mut rest = self.emit1(OpKind::Un(UnOp::Abs), vec![kf], Type::Scalar(F64));
-        let mut p = p;
-        for b in (0..=10).rev() {
-            let v = (1u32 << b) as f64;
-            let take = self.cmpc(CmpOp::Ge, rest, v);
-            let dv = self.selc(take, v, 0.0);
-            rest = self.sub(rest, dv);
-            let e = (1u32 << b.min(9)) as i32;
-            let f = self.selc(neg, 2f64.powi(-e), 2f64.powi(e));
-            let one = self.c(1.0);
-            let f = self.select(take, f, one, F64);
-            p = self.mul(p, f);
-            if b == 10 {
-                p = self.mul(p, f);
-            }
-        }
-        p
+    /// `2^k` for an `i64` `k` in `[-1022, 1023]`: the `f64` with exponent field `k + 1023`.
+    fn pow2(&mut self, k: Value) -> Value {
+        let bias = self.elemc(1023.0, Scalar::I64);
+        let e = self.bin(BinOp::Add, k, bias, Scalar::I64);
+        let shift = self.elemc(2f64.powi(52), Scalar::I64);
+        let bits = self.bin(BinOp::Mul, e, shift, Scalar::I64);
+        self.emit1(OpKind::Bitcast(F64), vec![bits], Type::Scalar(F64))
+    }
+
+    /// `p * 2^k` for `i32`s `k` in `[-1076, 1025]` and `k1` within 1 of `k / 2`, as
+    /// `(p * 2^k1) * 2^(k - k1)`: both factors are normal numbers, and a subnormal result is
+    /// rounded once, at the end.
+    fn scale_pow2(&mut self, p: Value, k: Value, k1: Value) -> Value {
+        let k = self.emit1(OpKind::Cast(Scalar::I64), vec![k], Type::Scalar(Scalar::I64));
+        let k1 = self.emit1(OpKind::Cast(Scalar::I64), vec![k1], Type::Scalar(Scalar::I64));
+        let k2 = self.bin(BinOp::Sub, k, k1, Scalar::I64);
+        let (s1, s2) = (self.pow2(k1), self.pow2(k2));
+        let p = self.mul(p, s1);
+        self.mul(p, s2)
     }
 
     /// `exp(x)` in `f64`.
@@ -162,7 +161,7 @@ impl Lower<'_> {
         let x = self.select(hi, chi, x, F64);
         let log2e = self.c(std::f64::consts::LOG2_E);
         let t = self.mul(x, log2e);
-        let k = self.round_i32(t);
+        let k = self.round_i32(t, 2048);
         let kf = self.int_to_f64(k);
         // r = (x - k ln2_hi) - k ln2_lo; both products exact (|k| < 2^11).
         let (h, l) = (self.c(LN2_HI), self.c(LN2_LO));
@@ -172,7 +171,10 @@ impl Lower<'_> {
         let r = self.sub(r, kl);
         let coef: Vec<f64> = (0..=13).map(inv_fact).collect();
         let p = self.horner(r, &coef);
-        self.scale_pow2(p, kf)
+        let half = self.c(0.5);
+        let th = self.mul(t, half);
+        let k1 = self.round_i32(th, 1024);
+        self.scale_pow2(p, k, k1)
     }
 
     /// `log(x)` in `f64`.
@@ -183,29 +185,22 @@ impl Lower<'_> {
         let xs = self.mul(x, big);
         let mut m = self.select(sub, xs, x, F64);
         let mut e = self.selc(sub, -54.0, 0.0);
-        // m >= 2: divide by 2^(2^b) while it is that large; then m < 1: multiply.
-        for b in (0..=9).rev() {
-            let v = 1i32 << b;
-            let take = self.cmpc(CmpOp::Ge, m, 2f64.powi(v));
-            let f = self.selc(take, 2f64.powi(-v), 1.0);
-            m = self.mul(m, f);
-            let de = self.selc(take, v as f64, 0.0);
-            e = self.add(e, de);
-        }
-        for b in (0..=9).rev() {
-            let v = 1i32 << b;
-            let take = self.cmpc(CmpOp::Lt, m, 2f64.powi(-v));
-            let f = self.selc(take, 2f64.powi(v), 1.0);
-            m = self.mul(m, f);
-            let de = self.selc(take, v as f64, 0.0);
-            e = self.sub(e, de);
-        }
-        // Now m is in [0.5, 2): bring it to [sqrt(1/2), sqrt(2)).
-        let low = self.cmpc(CmpOp::Lt, m, std::f64::consts::FRAC_1_SQRT_2);
-        let f = self.selc(low, 2.0, 1.0);
-        m = self.mul(m, f);
-        let de = self.selc(low, 1.0, 0.0);
-        e = self.sub(e, de);
+        // x = m 2^e with m in [1, 2), from the bits: e is the exponent field minus 1023, and m
+        // has x's mantissa with the exponent field of 1.0. (Negative x, infinities and NaN
+        // give some m and e here; the special cases below replace their results.)
+        let bits = self.emit1(OpKind::Bitcast(Scalar::I64), vec![m], Type::Scalar(Scalar::I64));
+        let shift = self.elemc(2f64.powi(52), Scalar::I64);
+        let field = self.bin(BinOp::Div, bits, shift, Scalar::I64);
+        let top = self.bin(BinOp::Mul, field, shift, Scalar::I64);
+        let mant = self.bin(BinOp::Sub, bits, top, Scalar::I64);
+        let one_bits = self.elemc(1023.0 * 2f64.powi(52), Scalar::I64);
+        let mbits = self.bin(BinOp::Add, mant, one_bits, Scalar::I64);
+        m = self.emit1(OpKind::Bitcast(F64), vec![mbits], Type::Scalar(F64));
+        let bias = self.elemc(1023.0, Scalar::I64);
+        let eu = self.bin(BinOp::Sub, field, bias, Scalar::I64);
+        let ef = self.int_to_f64(eu);
+        e = self.add(e, ef);
+        // [1, 2) -> [sqrt(1/2), sqrt(2)).
         let high = self.cmpc(CmpOp::Ge, m, std::f64::consts::SQRT_2);
         let f = self.selc(high, 0.5, 1.0);
         m = self.mul(m, f);
@@ -236,7 +231,9 @@ impl Lower<'_> {
         let r = self.select(zero, cninf, r, F64);
         let negative = self.cmpc(CmpOp::Lt, x, 0.0);
         let nan = self.c(f64::NAN);
-        self.select(negative, nan, r, F64)
+        let r = self.select(negative, nan, r, F64);
+        let is_nan = self.cmp(CmpOp::Ne, x, x);
+        self.select(is_nan, nan, r, F64)
     }
 
     /// `sin(x)` or `cos(x)` in `f64`.
@@ -257,7 +254,7 @@ impl Lower<'_> {
         let c16 = self.c(65536.0);
         let qh = self.mul(qh, c16);
         let tl = self.sub(t, qh); // exact
-        let ql = self.round_i32(tl);
+        let ql = self.round_i32(tl, 1 << 17);
         let qlf = self.int_to_f64(ql);
         let qf = self.add(qh, qlf);
         // r = x - q pi/2, one exact product at a time.

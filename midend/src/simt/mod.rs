@@ -16,7 +16,8 @@
 //! register with a static index: rank-1 updates need none, matmul and triangular solves
 //! broadcast rows of their right operand, Cholesky broadcasts along the diagonal.
 //!
-//! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Select Fma`, `ProgramId
+//! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Bitcast Select Fma` (`Un` with
+//! `exp log sin cos tanh` on `f32` only: `math.rs` expands the `f64` ones), `ProgramId
 //! NumPrograms Dim LaneId Shuffle`, scalar memory ops with one `Index::At` index per
 //! dimension — `Load` (out of bounds: 0), `LoadInto(old, array, ..)` (out of bounds: `old`),
 //! `Store` and `AtomicAdd` (out of bounds: nothing) — `AllocShared`, `Barrier`, and the
