@@ -330,3 +330,18 @@ fn successful_run_writes_output_file() {
     let err = tilec_tests::max_rel_err_lower(&output.to_f64_vec(), &reference, n);
     assert!(err < 1e-5, "relative error {err:e}");
 }
+
+/// `build` of a file with several kernel instances and `-o` that is not a directory: an error
+/// (nothing is written next to the source instead).
+#[test]
+fn build_several_instances_to_a_file() {
+    let t = Tmp::new("several-instances");
+    let snap = t.fail(&["build", &t.path("k.tile"), "--target", "spirv", "-o", &t.path("out.spv")]);
+    let written: Vec<String> = std::fs::read_dir(&t.dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "k.tile")
+        .collect();
+    assert!(written.is_empty(), "files written: {written:?}");
+    insta::assert_snapshot!(snap);
+}

@@ -291,6 +291,32 @@ fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
     }
 }
 
+/// Where `build` writes the file of kernel instance `symbol` (extension `ext`): `-o` itself when
+/// the program has one instance, else `-o`'s directory (which must exist: E0501, rather than
+/// writing somewhere the user did not ask for), else next to `file` as `FILE.SYMBOL.ext`.
+pub(crate) fn instance_path(
+    o: &Option<PathBuf>,
+    several: bool,
+    file: &std::path::Path,
+    symbol: &str,
+    ext: &str,
+) -> Result<PathBuf, Fail> {
+    match (o, several) {
+        (Some(p), false) => Ok(p.clone()),
+        (Some(dir), true) if dir.is_dir() => Ok(dir.join(format!("{symbol}.{ext}"))),
+        (Some(p), true) => Err(usage(
+            "E0501",
+            format!(
+                "`-o {}` is not a directory, but `{}` has several kernel instances (one `.{ext}` file \
+                 each): give an existing directory, or choose one instance with `--generic`",
+                p.display(),
+                file.display()
+            ),
+        )),
+        (None, _) => Ok(file.with_extension(format!("{symbol}.{ext}"))),
+    }
+}
+
 pub(crate) fn write_out(
     path: &Option<PathBuf>,
     default: Option<PathBuf>,

@@ -1,7 +1,7 @@
 //! GPU targets of the driver: `build --target spirv` (SPIR-V modules, their disassembly, or
 //! the SIMT form) and `run --target vulkan`.
 
-use crate::cli::{program, usage, write_out, Emit, Fail};
+use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
 use crate::{compile, CompileOptions, SourceSet};
 use rspirv::binary::Disassemble;
 use std::collections::HashMap;
@@ -80,11 +80,7 @@ pub(crate) fn build_spirv(
             }
             Emit::Obj => {
                 let bytes: Vec<u8> = spv.words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let path = match (&o, several) {
-                    (Some(p), false) => p.clone(),
-                    (Some(dir), true) if dir.is_dir() => dir.join(format!("{}.spv", k.symbol)),
-                    (_, _) => file.with_extension(format!("{}.spv", k.symbol)),
-                };
+                let path = instance_path(&o, several, file, &k.symbol, "spv")?;
                 write_out(&Some(path), None, &bytes, out)?;
             }
             _ => return Err(usage("E0503", "`--target spirv` emits obj (SPIR-V), spirv-asm or simt")),

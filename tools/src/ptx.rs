@@ -2,7 +2,7 @@
 //! `--report`: registers per lane, spill bytes and shared memory of each kernel from
 //! `ptxas -v`, pointing at the kernel in the source.
 
-use crate::cli::{program, usage, write_out, Emit, Fail};
+use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
 use crate::{compile, CompileOptions, SourceSet};
 use std::collections::HashMap;
 use std::io::Write;
@@ -134,11 +134,7 @@ pub(crate) fn build_ptx(
         }
         match emit {
             Emit::Obj => {
-                let path = match (&o, several) {
-                    (Some(p), false) => p.clone(),
-                    (Some(dir), true) if dir.is_dir() => dir.join(format!("{}.ptx", k.symbol)),
-                    _ => file.with_extension(format!("{}.ptx", k.symbol)),
-                };
+                let path = instance_path(&o, several, file, &k.symbol, "ptx")?;
                 write_out(&Some(path), None, p.text.as_bytes(), out)?;
             }
             Emit::Simt => {
