@@ -37,6 +37,8 @@ pub(crate) struct Checker<'s> {
     pub(crate) in_progress: Vec<String>,
     /// Memoised values of const items (`None`: failed).
     pub(crate) consts: HashMap<String, Option<Const>>,
+    /// Names of the `fn`s that some checked body calls (whether or not the call checked).
+    pub(crate) called: std::collections::HashSet<String>,
 }
 
 /// How a body ends.

@@ -61,6 +61,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::unknown_fn(f, &cands));
             return Ev::Err;
         };
+        self.cx.called.insert(f.name.clone());
         let decl = item.item;
         if args.len() != decl.params.len() {
             self.error(errors::arg_count(e.span, &f.name, decl.params.len(), args.len()));
@@ -84,7 +85,14 @@ impl FnBuilder<'_, '_> {
                 let expect = match &decl.params[i].ty {
                     TypeExpr::Named(n) => Scalar::from_name(&n.name).or(match g.get(&n.name) {
                         Some(GenericVal::Type(s)) => Some(*s),
-                        _ => None,
+                        // Not inferred yet: the first type of its bound (`sq(2)` with
+                        // `T: float` passes 2.0 as an f32).
+                        _ => decl.generics.iter().find_map(|p| match p {
+                            GenericParam::Type { name, bound: Some(b) } if name.name == n.name => {
+                                crate::kernel::candidates(Some(b)).ok().map(|c| c[0])
+                            }
+                            _ => None,
+                        }),
                     }),
                     _ => None,
                 };
@@ -104,7 +112,9 @@ impl FnBuilder<'_, '_> {
         for p in &decl.generics {
             match p {
                 GenericParam::Const { name, ty, default: Some(d) } if !g.contains_key(&name.name) => {
-                    let s = crate::kernel::const_param_scalar(ty).unwrap_or(Scalar::I32);
+                    let Some(s) = crate::kernel::const_param_scalar(ty) else {
+                        return Ev::Err; // E0307, reported once by `check_generic_decls`
+                    };
                     match crate::kernel::const_default(self.cx, name, s, d) {
                         Ok(v) => {
                             g.insert(name.name.clone(), GenericVal::Const(Const::Int(v, s)));

@@ -137,6 +137,7 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
         instances: HashMap::new(),
         in_progress: Vec::new(),
         consts: HashMap::new(),
+        called: std::collections::HashSet::new(),
     };
     let mut names: Vec<&String> = program.consts.keys().collect();
     names.sort();
@@ -202,11 +203,10 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
 /// without default, is not checked.
 fn check_plain_fns(cx: &mut Checker<'_>) {
     let mut fns: Vec<_> = cx.program.fns.values().copied().collect();
-    fns.sort_by_key(|f| (f.source.map(str::to_string), f.item.span.start));
+    // Non-generic ones first: they may call generic ones, which then count as called.
+    fns.sort_by_key(|f| (!f.item.generics.is_empty(), f.source.map(str::to_string), f.item.span.start));
     for f in fns {
-        let name = &f.item.name.name;
-        let prefix = format!("{name}__");
-        if cx.instances.keys().any(|k| k == name || k.starts_with(&prefix)) {
+        if cx.called.contains(&f.item.name.name) {
             continue;
         }
         if f.item.generics.is_empty() {

@@ -1639,20 +1639,27 @@ fn const_parameters_size_the_tiles() {
 
 /// A `fn` const parameter takes its default when no argument type fixes it, and the value
 /// inferred from a tile extent otherwise; a `const` item's integer value is converted to its
-/// declared float type.
+/// declared float type; uncalled generic `fn`s are checked without false errors.
 #[test]
 fn fn_const_parameter_defaults() {
+    // `thrice` is only called from `unused`, which nothing calls and is declared after it: both
+    // check (as `thrice__f64`); a literal for a bounded, not yet inferred `T` takes the bound's
+    // first type (`sq(3)`: f32).
     let src = "const BIAS: f32 = 2;
     fn scaled<const S: i32 = 4>(x: f32) -> f32 { x * (S as f32) }
     fn count<const S: i32 = 4>(t: tile<f32, S>) -> f32 { sum(t) + (S as f32) }
-    kernel k(A: f32[N], O: mut f32[3]) grid(1) {
+    fn thrice<T: float>(x: T) -> f64 { let y: f64 = x * 3.0; y }
+    fn unused(x: f64) -> f64 { thrice(x) }
+    fn sq<T: float>(x: T) -> T { x * x }
+    kernel k(A: f32[N], O: mut f32[4]) grid(1) {
         O[0] = scaled(A[0]) + BIAS;
         O[1] = count(A[0:8]);
         O[2] = scaled(A[1]);
+        O[3] = sq(3);
     }";
     let a: Vec<f64> = (0..8).map(|i| i as f64 * 0.5 + 1.0).collect();
-    let b = run(src, "k", vec![("A", arr(Scalar::F32, &a, &[8])), ("O", sentinel(Scalar::F32, &[3]))]);
-    let want = [a[0] * 4.0 + 2.0, a.iter().sum::<f64>() + 8.0, a[1] * 4.0];
+    let b = run(src, "k", vec![("A", arr(Scalar::F32, &a, &[8])), ("O", sentinel(Scalar::F32, &[4]))]);
+    let want = [a[0] * 4.0 + 2.0, a.iter().sum::<f64>() + 8.0, a[1] * 4.0, 9.0];
     assert_close(&out(&b, "O"), &want, 1e-6, "fn const defaults");
 }
 

@@ -313,7 +313,10 @@ impl Lower<'_> {
         let t = self.select(is_small, small, large, F64);
         let neg = self.cmpc(CmpOp::Lt, x, 0.0);
         let nt = self.neg(t);
-        self.select(neg, nt, t, F64)
+        let t = self.select(neg, nt, t, F64);
+        // tanh(±0) = ±0.
+        let zero = self.cmpc(CmpOp::Eq, x, 0.0);
+        self.select(zero, x, t, F64)
     }
 }
 
