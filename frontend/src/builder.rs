@@ -39,6 +39,8 @@ pub(crate) struct Checker<'s> {
     pub(crate) consts: HashMap<String, Option<Const>>,
     /// Names of the `fn`s that some checked body calls (whether or not the call checked).
     pub(crate) called: std::collections::HashSet<String>,
+    /// `fn`s whose const-parameter default failed and was reported (once, not per call).
+    pub(crate) bad_defaults: std::collections::HashSet<String>,
 }
 
 /// How a body ends.

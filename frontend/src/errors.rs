@@ -498,6 +498,14 @@ pub(crate) fn const_default_type(span: Span, p: &Ident, want: Scalar, got: Scala
     .help("const parameters are integers: write an integer default")
 }
 
+pub(crate) fn const_default_range(span: Span, p: &Ident, s: Scalar, v: i64) -> Diagnostic {
+    Diagnostic::error(
+        "E0219",
+        format!("the default {v} of the const parameter `{}` is out of range for {}", p.name, s.name()),
+    )
+    .label(span, format!("not a {}", s.name()))
+}
+
 pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {
     let n = &p.name;
     Diagnostic::error("E0302", format!("the const parameter `{n}` of kernel `{kernel}` has no value"))

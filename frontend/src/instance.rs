@@ -120,8 +120,10 @@ impl FnBuilder<'_, '_> {
                             g.insert(name.name.clone(), GenericVal::Const(Const::Int(v, s)));
                         }
                         Err(mut diag) => {
-                            diag.source = item.source.map(str::to_string);
-                            self.cx.diags.push(diag);
+                            if self.cx.bad_defaults.insert(format!("{}::{}", f.name, name.name)) {
+                                diag.source = item.source.map(str::to_string);
+                                self.cx.diags.push(diag);
+                            }
                             return Ev::Err;
                         }
                     }

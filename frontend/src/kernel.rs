@@ -113,6 +113,7 @@ pub(crate) fn const_default(
 ) -> Result<i64, Diagnostic> {
     let mut lookup = |n: &str| cx.const_item(n);
     match crate::consteval::eval(e, &mut lookup) {
+        Ok(Const::Int(v, _)) if s.wrap(v) != v => Err(errors::const_default_range(e.span, name, s, v)),
         Ok(Const::Int(v, _)) => Ok(v),
         Ok(c) => Err(errors::const_default_type(e.span, name, s, c.ty())),
         Err(crate::consteval::NotConst::Error(d)) => Err(d),
@@ -138,6 +139,7 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
         in_progress: Vec::new(),
         consts: HashMap::new(),
         called: std::collections::HashSet::new(),
+        bad_defaults: std::collections::HashSet::new(),
     };
     let mut names: Vec<&String> = program.consts.keys().collect();
     names.sort();
