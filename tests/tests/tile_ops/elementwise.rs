@@ -1,0 +1,302 @@
+//! Constructors, element-wise operations, compound assignment and reductions.
+
+use super::*;
+
+/// `zeros()`, `eye()`, `full(x)` and `t.eye_()` for square, rectangular, 1-D and 1x1 tiles.
+#[test]
+fn constructors_zeros_eye_full_and_eye_method() {
+    for elem in FLOATS {
+        for (r, c) in [(1, 1), (15, 17), (16, 16), (17, 15), (1, 16), (16, 1)] {
+            let src = format!(
+                "kernel k<T: float>(A: T[{r}, {c}], Z: mut T[{r}, {c}], E: mut T[{r}, {c}], F: mut T[{r}, {c}], G: mut T[{r}, {c}], H: mut T[{r}, {c}], x: T) grid(1) {{
+                    Z[0:{r}, 0:{c}] = tile<T, {r}, {c}>::zeros();
+                    E[0:{r}, 0:{c}] = tile<T, {r}, {c}>::eye();
+                    F[0:{r}, 0:{c}] = tile<T, {r}, {c}>::full(x);
+                    G[0:{r}, 0:{c}] = tile<T, {r}, {c}>::full(-2.5);
+                    let t = A[0:{r}, 0:{c}];
+                    t.eye_();
+                    H[0:{r}, 0:{c}] = t;
+                }}"
+            );
+            let a = vec![3.0; r * c];
+            let b = run(
+                &src,
+                "k",
+                vec![
+                    ("A", arr(elem, &a, &[r, c])),
+                    ("Z", sentinel(elem, &[r, c])),
+                    ("E", sentinel(elem, &[r, c])),
+                    ("F", sentinel(elem, &[r, c])),
+                    ("G", sentinel(elem, &[r, c])),
+                    ("H", sentinel(elem, &[r, c])),
+                    ("x", float(elem, 0.375)),
+                ],
+            );
+            let eye: Vec<f64> = (0..r * c).map(|k| if k / c == k % c { 1.0 } else { 0.0 }).collect();
+            let ctx = format!("{elem:?} {r}x{c}");
+            assert_exact(&out(&b, "Z"), &vec![0.0; r * c], &ctx);
+            assert_exact(&out(&b, "E"), &eye, &ctx);
+            assert_exact(&out(&b, "F"), &vec![0.375; r * c], &ctx);
+            assert_exact(&out(&b, "G"), &vec![-2.5; r * c], &ctx);
+            assert_exact(&out(&b, "H"), &eye, &ctx);
+        }
+        for n in [1, 16, 17] {
+            let src = format!(
+                "kernel k<T: float>(Z: mut T[{n}], E: mut T[{n}], F: mut T[{n}]) grid(1) {{
+                    Z[0:{n}] = tile<T, {n}>::zeros();
+                    E[0:{n}] = tile<T, {n}>::eye();
+                    F[0:{n}] = tile<T, {n}>::full(4.0);
+                }}"
+            );
+            let b = run(
+                &src,
+                "k",
+                vec![("Z", sentinel(elem, &[n])), ("E", sentinel(elem, &[n])), ("F", sentinel(elem, &[n]))],
+            );
+            let mut e = vec![0.0; n];
+            e[0] = 1.0;
+            assert_exact(&out(&b, "Z"), &vec![0.0; n], "1-D zeros");
+            assert_exact(&out(&b, "E"), &e, "1-D eye");
+            assert_exact(&out(&b, "F"), &vec![4.0; n], "1-D full");
+        }
+    }
+}
+
+/// Element-wise expressions of `a` (positive), `b` (either sign, |b| >= 0.5) and the scalar
+/// `s`, with their f64 meaning.
+const ELEMENTWISE: &[(&str, Binary)] = &[
+    ("a + b", |a, b, _| a + b),
+    ("a - b", |a, b, _| a - b),
+    ("a * b", |a, b, _| a * b),
+    ("a / b", |a, b, _| a / b),
+    ("a + s", |a, _, s| a + s),
+    ("s + a", |a, _, s| s + a),
+    ("a - s", |a, _, s| a - s),
+    ("s - a", |a, _, s| s - a),
+    ("a * s", |a, _, s| a * s),
+    ("s * b", |_, b, s| s * b),
+    ("a / s", |a, _, s| a / s),
+    ("s / b", |_, b, s| s / b),
+    ("a * 2.0 - 0.5", |a, _, _| a * 2.0 - 0.5),
+    ("-b", |_, b, _| -b),
+    ("abs(b)", |_, b, _| b.abs()),
+    ("sqrt(a)", |a, _, _| a.sqrt()),
+    ("exp(b)", |_, b, _| b.exp()),
+    ("log(a)", |a, _, _| a.ln()),
+    ("sin(b)", |_, b, _| b.sin()),
+    ("cos(b)", |_, b, _| b.cos()),
+    ("tanh(b)", |_, b, _| b.tanh()),
+    ("min(a, b)", |a, b, _| a.min(b)),
+    ("max(a, b)", |a, b, _| a.max(b)),
+    ("min(b, s)", |_, b, s| b.min(s)),
+    ("max(s, b)", |_, b, s| s.max(b)),
+    ("(a - b) * (a + b) / s", |a, b, s| (a - b) * (a + b) / s),
+];
+
+/// Every element-wise operation (tile/tile, tile/scalar both ways, unary, math functions,
+/// two-argument min/max) on full and partial tiles: the padding computes on zeros (even
+/// `0 / 0`) but is never stored.
+#[test]
+fn elementwise_operations_match_f64() {
+    let mut rng = Rng::new(6);
+    for elem in FLOATS {
+        for (r, c, m, n) in [(16, 16, 16, 16), (16, 16, 15, 17), (1, 17, 1, 17), (17, 1, 17, 1), (15, 15, 14, 16)] {
+            let mut body = String::new();
+            for (k, (e, _)) in ELEMENTWISE.iter().enumerate() {
+                body += &format!("    O[{k}, 0:{r}, 0:{c}] = {e};\n");
+            }
+            let src = format!(
+                "kernel k<T: float>(A: T[M, N], B: T[M, N], O: mut T[E, M, N], s: T) grid(1) {{
+                    let a = A[0:{r}, 0:{c}];
+                    let b = B[0:{r}, 0:{c}];
+                {body}}}"
+            );
+            let a = rng.vec(m * n, 0.25, 2.0);
+            let bv: Vec<f64> =
+                rng.vec(m * n, 0.5, 2.0).into_iter().map(|x| if rng.next_u64() & 1 == 0 { x } else { -x }).collect();
+            let s = -1.25;
+            let ne = ELEMENTWISE.len();
+            let b = run(
+                &src,
+                "k",
+                vec![
+                    ("A", arr(elem, &a, &[m, n])),
+                    ("B", arr(elem, &bv, &[m, n])),
+                    ("O", sentinel(elem, &[ne, m, n])),
+                    ("s", float(elem, s)),
+                ],
+            );
+            let o = out(&b, "O");
+            for (k, (e, f)) in ELEMENTWISE.iter().enumerate() {
+                let want = stored(m, n, 0, 0, r, c, |i, j| f(a[i * n + j], bv[i * n + j], s));
+                assert_close(
+                    &o[k * m * n..(k + 1) * m * n],
+                    &want,
+                    tol(elem),
+                    &format!("{elem:?} `{e}` tile {r}x{c} on {m}x{n}"),
+                );
+            }
+        }
+        // 1-D tiles.
+        for (l, m) in [(16, 15), (17, 17), (1, 1)] {
+            let mut body = String::new();
+            for (k, (e, _)) in ELEMENTWISE.iter().enumerate() {
+                body += &format!("    O[{k}, 0:{l}] = {e};\n");
+            }
+            let src = format!(
+                "kernel k<T: float>(A: T[M], B: T[M], O: mut T[E, M], s: T) grid(1) {{
+                    let a = A[0:{l}];
+                    let b = B[0:{l}];
+                {body}}}"
+            );
+            let a = rng.vec(m, 0.25, 2.0);
+            let bv = rng.vec(m, 0.5, 2.0);
+            let ne = ELEMENTWISE.len();
+            let b = run(
+                &src,
+                "k",
+                vec![
+                    ("A", arr(elem, &a, &[m])),
+                    ("B", arr(elem, &bv, &[m])),
+                    ("O", sentinel(elem, &[ne, m])),
+                    ("s", float(elem, 3.0)),
+                ],
+            );
+            let o = out(&b, "O");
+            for (k, (e, f)) in ELEMENTWISE.iter().enumerate() {
+                let want: Vec<f64> = (0..m).map(|i| if i < l { f(a[i], bv[i], 3.0) } else { SENTINEL }).collect();
+                assert_close(&o[k * m..(k + 1) * m], &want, tol(elem), &format!("{elem:?} `{e}` tile<{l}> on {m}"));
+            }
+        }
+    }
+}
+
+/// Compound assignments on tile variables: `t op= tile` and `t op= scalar`.
+#[test]
+fn compound_assignment_on_tiles() {
+    let src = "kernel k<T: float>(A: T[M, N], B: T[M, N], O: mut T[4, M, N], s: T) grid(1) {
+        let t = A[0:16, 0:16];
+        let b = B[0:16, 0:16];
+        let u = t; u += b; O[0, 0:16, 0:16] = u;
+        let u = t; u -= s; O[1, 0:16, 0:16] = u;
+        let u = t; u *= b; u *= 2.0; O[2, 0:16, 0:16] = u;
+        let u = t; u /= b; u /= s; O[3, 0:16, 0:16] = u;
+    }";
+    let mut rng = Rng::new(7);
+    for elem in FLOATS {
+        let (m, n) = (15, 17);
+        let a = rng.vec(m * n, -1.0, 1.0);
+        let bv = rng.vec(m * n, 0.5, 2.0);
+        let s = 0.75;
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("B", arr(elem, &bv, &[m, n])),
+                ("O", sentinel(elem, &[4, m, n])),
+                ("s", float(elem, s)),
+            ],
+        );
+        let o = out(&b, "O");
+        let fs: [Binary; 4] = [|a, b, _| a + b, |a, _, s| a - s, |a, b, _| a * b * 2.0, |a, b, s| a / b / s];
+        for (k, f) in fs.iter().enumerate() {
+            let want = stored(m, n, 0, 0, 16, 16, |i, j| f(a[i * n + j], bv[i * n + j], s));
+            assert_close(&o[k * m * n..(k + 1) * m * n], &want, tol(elem), &format!("{elem:?} compound {k}"));
+        }
+    }
+}
+
+/// Whole-tile `sum`, `max`, `min` and the axis reductions `sum(t, axis)`, `max_axis`,
+/// `min_axis` along both axes. A partial load's zero padding is part of the tile.
+#[test]
+fn reductions_whole_and_along_both_axes() {
+    let mut rng = Rng::new(8);
+    for elem in FLOATS {
+        for (r, c, m, n) in
+            [(16, 16, 16, 16), (16, 16, 15, 17), (1, 17, 1, 17), (17, 1, 17, 1), (15, 17, 15, 17), (16, 16, 9, 4)]
+        {
+            let src = format!(
+                "kernel k<T: float>(A: T[M, N], S: mut T[3], C: mut T[3, {c}], R: mut T[3, {r}]) grid(1) {{
+                    let t = A[0:{r}, 0:{c}];
+                    S[0] = sum(t);
+                    S[1] = max(t);
+                    S[2] = min(t);
+                    C[0, 0:{c}] = sum(t, 0);
+                    C[1, 0:{c}] = max_axis(t, 0);
+                    C[2, 0:{c}] = min_axis(t, 0);
+                    R[0, 0:{r}] = sum(t, 1);
+                    R[1, 0:{r}] = max_axis(t, 1);
+                    R[2, 0:{r}] = min_axis(t, 1);
+                }}"
+            );
+            // Positive and negative values, so that the zero padding matters for max and min.
+            let a = rng.vec(m * n, -1.0, 1.0);
+            let b = run(
+                &src,
+                "k",
+                vec![
+                    ("A", arr(elem, &a, &[m, n])),
+                    ("S", sentinel(elem, &[3])),
+                    ("C", sentinel(elem, &[3, c])),
+                    ("R", sentinel(elem, &[3, r])),
+                ],
+            );
+            let t = tile_of(&a, m, n, 0, 0, r, c);
+            let ctx = format!("{elem:?} tile {r}x{c} on {m}x{n}");
+            let whole = [
+                t.iter().sum(),
+                t.iter().copied().fold(f64::MIN, f64::max),
+                t.iter().copied().fold(f64::MAX, f64::min),
+            ];
+            let s = out(&b, "S");
+            assert_close(&s[..1], &whole[..1], tol(elem), &format!("sum {ctx}"));
+            assert_exact(&s[1..], &whole[1..], &format!("max/min {ctx}"));
+            let mut cw = vec![0.0; 3 * c];
+            for j in 0..c {
+                let col: Vec<f64> = (0..r).map(|i| t[i * c + j]).collect();
+                cw[j] = col.iter().sum();
+                cw[c + j] = col.iter().copied().fold(f64::MIN, f64::max);
+                cw[2 * c + j] = col.iter().copied().fold(f64::MAX, f64::min);
+            }
+            let mut rw = vec![0.0; 3 * r];
+            for i in 0..r {
+                let row = &t[i * c..(i + 1) * c];
+                rw[i] = row.iter().sum();
+                rw[r + i] = row.iter().copied().fold(f64::MIN, f64::max);
+                rw[2 * r + i] = row.iter().copied().fold(f64::MAX, f64::min);
+            }
+            let co = out(&b, "C");
+            let ro = out(&b, "R");
+            assert_close(&co[..c], &cw[..c], tol(elem), &format!("sum axis 0 {ctx}"));
+            assert_exact(&co[c..], &cw[c..], &format!("max/min axis 0 {ctx}"));
+            assert_close(&ro[..r], &rw[..r], tol(elem), &format!("sum axis 1 {ctx}"));
+            assert_exact(&ro[r..], &rw[r..], &format!("max/min axis 1 {ctx}"));
+        }
+        // Whole reductions of 1-D tiles.
+        for (l, m) in [(16, 15), (17, 17), (1, 1)] {
+            let src = format!(
+                "kernel k<T: float>(A: T[M], S: mut T[3]) grid(1) {{
+                    let t = A[0:{l}];
+                    S[0] = sum(t);
+                    S[1] = max(t);
+                    S[2] = min(t);
+                }}"
+            );
+            let a = rng.vec(m, 0.5, 1.0);
+            let b = run(&src, "k", vec![("A", arr(elem, &a, &[m])), ("S", sentinel(elem, &[3]))]);
+            let t: Vec<f64> = (0..l).map(|i| a.get(i).copied().unwrap_or(0.0)).collect();
+            let s = out(&b, "S");
+            assert_close(&s[..1], &[t.iter().sum()], tol(elem), "1-D sum");
+            assert_exact(
+                &s[1..],
+                &[t.iter().copied().fold(f64::MIN, f64::max), t.iter().copied().fold(f64::MAX, f64::min)],
+                "1-D max/min",
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Products, transpose, outer.
+// ---------------------------------------------------------------------------------------

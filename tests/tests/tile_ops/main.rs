@@ -1,0 +1,130 @@
+//! Tile operations, one by one, on the CPU target against plain f64 references of
+//! `tilec_tests` (never the compiler's own evaluation): small kernels load tiles from input
+//! arrays, apply one operation and store the result. Partial tiles (extents 1, 15, 16, 17
+//! against arrays that are smaller or larger) are covered wherever an operation meets the
+//! edge of an array; f32 results are checked to about 1e-5 (relative) and f64 to about 1e-12.
+
+use std::collections::HashMap;
+use tilec::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use tilec_midend::{Const, Scalar};
+use tilec_runtime::{random_spd, ArgValue, Bound, HostArray};
+use tilec_tests::{
+    cholesky_clamped_f64, matmul_f64, max_rel_err_chunks, random_triangular, transpose_f64, trsm_f64, Rng, TrsmOp,
+};
+
+mod edges;
+mod elementwise;
+mod linalg;
+mod memory;
+mod programs;
+
+const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
+
+/// Value written to outputs before a launch, to see which elements a kernel wrote.
+const SENTINEL: f64 = 12345.0;
+
+fn tol(elem: Scalar) -> f64 {
+    match elem {
+        Scalar::F32 => 1e-5,
+        Scalar::F64 => 1e-12,
+        _ => 0.0,
+    }
+}
+
+fn arr(elem: Scalar, data: &[f64], shape: &[usize]) -> ArgValue {
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    ArgValue::Array(HostArray::from_f64_as(elem, data, &shape).expect("host array"))
+}
+
+/// An output array of `shape` filled with [`SENTINEL`].
+fn sentinel(elem: Scalar, shape: &[usize]) -> ArgValue {
+    arr(elem, &vec![SENTINEL; shape.iter().product()], shape)
+}
+
+fn float(elem: Scalar, x: f64) -> ArgValue {
+    ArgValue::Scalar(Const::Float(x, elem))
+}
+
+fn int(x: i64) -> ArgValue {
+    ArgValue::Scalar(Const::Int(x, Scalar::I32))
+}
+
+/// Compiles `kernel` of `src` for the dtypes of `args`, runs it once and returns the bound
+/// arguments after the launch. Compile and launch errors fail the test with the source.
+fn run(src: &str, kernel: &str, args: Vec<(&str, ArgValue)>) -> Bound {
+    let set = SourceSet::with_stdlib("test.tile", src);
+    let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+    let runner = CpuRunner::new(&set, kernel, &args, &HashMap::new()).unwrap_or_else(|d| {
+        panic!("does not compile:\n{}\n{src}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
+    });
+    let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("launch failed: {e}\n{src}"));
+    bound
+}
+
+fn out(b: &Bound, name: &str) -> Vec<f64> {
+    b.array(name).expect("array output").to_f64_vec()
+}
+
+/// Element-wise check: `|got - want| <= tol * max(|want|, 1)`; NaN never passes (unless
+/// both are NaN).
+fn assert_close(got: &[f64], want: &[f64], tol: f64, ctx: &str) {
+    assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * w.abs().max(1.0);
+        assert!(ok, "{ctx}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// Normwise check for products and solves: `max |got - want| / max |want| <= tol`.
+fn assert_normwise(got: &[f64], want: &[f64], tol: f64, ctx: &str) {
+    let err = max_rel_err_chunks(got, want, want.len().max(1));
+    assert!(err <= tol, "{ctx}: normwise relative error {err:e} > {tol:e}");
+}
+
+fn assert_exact(got: &[f64], want: &[f64], ctx: &str) {
+    assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(g == w, "{ctx}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// `want` for a store of a `tr x tc` tile at `(r0, c0)` into an `m x n` array that held
+/// [`SENTINEL`]: `f(i, j)` (tile coordinates) where the tile covers the array.
+fn stored(m: usize, n: usize, r0: i64, c0: i64, tr: usize, tc: usize, f: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+    let mut w = vec![SENTINEL; m * n];
+    for i in 0..tr {
+        for j in 0..tc {
+            let (r, c) = (r0 + i as i64, c0 + j as i64);
+            if r >= 0 && c >= 0 && (r as usize) < m && (c as usize) < n {
+                w[r as usize * n + c as usize] = f(i, j);
+            }
+        }
+    }
+    w
+}
+
+/// The value a zero-padded load of a tile at `(r0, c0)` from an `m x n` array sees at tile
+/// position `(i, j)`.
+fn padded(a: &[f64], m: usize, n: usize, r0: i64, c0: i64, i: usize, j: usize) -> Option<f64> {
+    let (r, c) = (r0 + i as i64, c0 + j as i64);
+    (r >= 0 && c >= 0 && (r as usize) < m && (c as usize) < n).then(|| a[r as usize * n + c as usize])
+}
+
+// ---------------------------------------------------------------------------------------
+// Loads, stores, masked loads, vectors, elements.
+// ---------------------------------------------------------------------------------------
+
+/// The zero-padded `r x c` tile at `(r0, c0)` of an `m x n` array.
+#[allow(clippy::too_many_arguments)]
+fn tile_of(a: &[f64], m: usize, n: usize, r0: i64, c0: i64, r: usize, c: usize) -> Vec<f64> {
+    let mut t = vec![0.0; r * c];
+    for i in 0..r {
+        for j in 0..c {
+            t[i * c + j] = padded(a, m, n, r0, c0, i, j).unwrap_or(0.0);
+        }
+    }
+    t
+}
+
+/// An element-wise operation of `(a, b, s)` in f64.
+type Binary = fn(f64, f64, f64) -> f64;
