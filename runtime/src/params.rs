@@ -115,3 +115,40 @@ pub(crate) fn split_grid(grid: [u32; 3], max: [u32; 3]) -> Option<Vec<Chunk>> {
     }
     Some(chunks)
 }
+
+/// A non-empty grid and its dispatches.
+pub(crate) struct GridPlan {
+    pub(crate) grid: [u32; 3],
+    pub(crate) chunks: Vec<Chunk>,
+}
+
+/// The dispatches of a launch over `grid` within `max` programs per axis: `None` for an empty
+/// grid (nothing runs), else the grid as `u32`s and its split ([`split_grid`]). Error E0416
+/// for an extent above `i32::MAX` or a split into more than [`MAX_DISPATCHES`].
+pub(crate) fn plan_grid(grid: [i64; 3], max: [u32; 3]) -> Result<Option<GridPlan>, RunError> {
+    if grid.iter().any(|&g| g > i32::MAX as i64) {
+        return Err(RunError::GridTooLarge { grid });
+    }
+    if grid.iter().any(|&g| g <= 0) {
+        return Ok(None);
+    }
+    let grid32 = grid.map(|g| g as u32);
+    let chunks = split_grid(grid32, max).ok_or(RunError::GridTooLarge { grid })?;
+    Ok(Some(GridPlan { grid: grid32, chunks }))
+}
+
+/// The params buffer of a split launch: for every chunk, the `words` with the chunk's
+/// program-id offsets in words 3..6, little-endian, each region starting at a multiple of
+/// `align` bytes. Returns the bytes and the stride between regions.
+pub(crate) fn pack_params(words: &[u32], chunks: &[Chunk], align: usize) -> (Vec<u8>, usize) {
+    let stride = (words.len().max(HEADER_WORDS as usize) * 4).next_multiple_of(align);
+    let mut bytes = vec![0u8; stride * chunks.len()];
+    for (c, chunk) in chunks.iter().enumerate() {
+        let region = &mut bytes[c * stride..(c + 1) * stride];
+        for (j, &w) in words.iter().enumerate() {
+            let w = if (3..6).contains(&j) { chunk.offset[j - 3] } else { w };
+            region[4 * j..4 * j + 4].copy_from_slice(&w.to_le_bytes());
+        }
+    }
+    (bytes, stride)
+}

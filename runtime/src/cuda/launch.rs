@@ -7,14 +7,14 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::result;
 use cudarc::driver::sys;
-use tilec_codegen_ptx::{PtxKernel, HEADER_WORDS};
+use tilec_codegen_ptx::PtxKernel;
 use tilec_midend::{Kernel, ParamKind};
 
 use super::device::CudaDevice;
 use super::driver::{drv, error_name, guard};
 use crate::bind::{ArgValue, Bound};
 use crate::error::RunError;
-use crate::params::{check_bound, params_words, split_grid, Chunk};
+use crate::params::{check_bound, pack_params, params_words, plan_grid, Chunk, GridPlan};
 
 /// Threads per block: one warp, one program.
 const LANES: u32 = 32;
@@ -23,29 +23,13 @@ const LANES: u32 = 32;
 const MIN_BUFFER_BYTES: usize = 16;
 
 /// Regions of the params buffer start at multiples of this (bytes).
-const PARAMS_ALIGN: usize = 16;
+pub(super) const PARAMS_ALIGN: usize = 16;
 
 /// Bytes of the driver's JIT error log.
 const LOG_BYTES: usize = 64 * 1024;
 
 fn mismatch(detail: String) -> RunError {
     RunError::Mismatch { detail }
-}
-
-/// The params buffer of a split launch: for every chunk, the `words` with the chunk's
-/// program-id offsets in words 3..6, little-endian, each region starting at a multiple of
-/// [`PARAMS_ALIGN`] bytes. Returns the bytes and the stride between regions.
-pub(super) fn pack_params(words: &[u32], chunks: &[Chunk]) -> (Vec<u8>, usize) {
-    let stride = (words.len().max(HEADER_WORDS as usize) * 4).next_multiple_of(PARAMS_ALIGN);
-    let mut bytes = vec![0u8; stride * chunks.len()];
-    for (c, chunk) in chunks.iter().enumerate() {
-        let region = &mut bytes[c * stride..(c + 1) * stride];
-        for (j, &w) in words.iter().enumerate() {
-            let w = if (3..6).contains(&j) { chunk.offset[j - 3] } else { w };
-            region[4 * j..4 * j + 4].copy_from_slice(&w.to_le_bytes());
-        }
-    }
-    (bytes, stride)
 }
 
 /// Device memory, freed when dropped.
@@ -188,17 +172,12 @@ impl CudaDevice {
         max_grid: [u32; 3],
     ) -> Result<Vec<Duration>, RunError> {
         self.check(k, kernel, bound)?;
-        if grid.iter().any(|&g| g > i32::MAX as i64) {
-            return Err(RunError::GridTooLarge { grid });
-        }
         let runs = repeat.max(1) as usize;
-        if grid.iter().any(|&g| g <= 0) {
+        let Some(GridPlan { grid: grid32, chunks }) = plan_grid(grid, max_grid)? else {
             return Ok(vec![Duration::ZERO; runs]);
-        }
-        let grid32 = grid.map(|g| g as u32);
-        let chunks = split_grid(grid32, max_grid).ok_or(RunError::GridTooLarge { grid })?;
+        };
         let words = params_words(&k.params, bound, grid32);
-        let (params, stride) = pack_params(&words, &chunks);
+        let (params, stride) = pack_params(&words, &chunks, PARAMS_ALIGN);
         let source = CString::new(k.text.as_str()).map_err(|_| mismatch("the PTX text contains a NUL byte".into()))?;
         let entry = CString::new(k.entry.as_str())
             .map_err(|_| mismatch(format!("the PTX entry point `{}` contains a NUL byte", k.entry)))?;

@@ -11,12 +11,12 @@ use tilec_midend::{Const, Dim, Kernel, KernelParam, ParamKind, Scalar};
 
 use super::device::{arch_for, grid_limits, version_text, MAX_GRID};
 use super::driver::{guard, DRIVER_LIBRARY};
-use super::launch::pack_params;
+use super::launch::PARAMS_ALIGN;
 use super::CudaDevice;
 use crate::array::HostArray;
 use crate::bind::{bind, ArgValue, Bound};
 use crate::error::RunError;
-use crate::params::{params_words, split_grid, Chunk};
+use crate::params::{pack_params, params_words, split_grid, Chunk};
 
 fn required() -> bool {
     std::env::var("TILEC_REQUIRE_CUDA").is_ok_and(|v| v == "1")
@@ -313,7 +313,7 @@ fn params_regions_carry_the_launch_offsets() {
     let words = params_words(&layout, &b, g);
     assert_eq!(words, [5, 70000, 3, 0, 0, 0, 64, (-100i32) as u32]);
     let chunks = split_grid(g, MAX_GRID).unwrap();
-    let (bytes, stride) = pack_params(&words, &chunks);
+    let (bytes, stride) = pack_params(&words, &chunks, PARAMS_ALIGN);
     assert_eq!((stride, bytes.len()), (32, 64));
     let word =
         |c: usize, j: usize| u32::from_le_bytes(bytes[c * stride + 4 * j..c * stride + 4 * j + 4].try_into().unwrap());
@@ -321,7 +321,7 @@ fn params_regions_carry_the_launch_offsets() {
     assert_eq!(region(0), words);
     assert_eq!(region(1), [5, 70000, 3, 0, 65535, 0, 64, (-100i32) as u32]);
     // Regions are 16-byte aligned: 9 words take 48 bytes.
-    let (bytes, stride) = pack_params(&[1; 9], &chunks[..1]);
+    let (bytes, stride) = pack_params(&[1; 9], &chunks[..1], PARAMS_ALIGN);
     assert_eq!((stride, bytes.len()), (48, 48));
     assert_eq!(&bytes[36..], &[0; 12]);
 }

@@ -9,7 +9,7 @@ use tilec_midend::{Kernel, ParamKind};
 
 use super::chunks::ArrayPlan;
 use super::device::VulkanDevice;
-use super::params::{check_bound, module_uses, params_words, split_grid, Chunk};
+use super::params::{check_bound, module_uses, pack_params, params_words, plan_grid, Chunk, GridPlan};
 use super::resources::LaunchObjects;
 use super::vk_err;
 use crate::bind::{ArgValue, Bound};
@@ -63,18 +63,13 @@ impl VulkanDevice {
     ) -> Result<Vec<Duration>, RunError> {
         self.check(k, kernel, bound)?;
         let plans = self.plan_arrays(k, kernel, bound)?;
-        if grid.iter().any(|&g| g > i32::MAX as i64) {
-            return Err(RunError::GridTooLarge { grid });
-        }
         let runs = repeat.max(1) as usize;
-        if grid.iter().any(|&g| g <= 0) {
+        let Some(GridPlan { grid: grid32, chunks }) = plan_grid(grid, max_groups)? else {
             return Ok(vec![Duration::ZERO; runs]);
-        }
-        let grid32 = grid.map(|g| g as u32);
-        let chunks = split_grid(grid32, max_groups).ok_or(RunError::GridTooLarge { grid })?;
+        };
         let words = params_words(&k.params, bound, grid32);
         let region = (words.len() * 4) as u64;
-        let stride = region.next_multiple_of(self.limits.min_storage_offset_alignment);
+        let (params, stride) = pack_params(&words, &chunks, self.limits.min_storage_offset_alignment as usize);
 
         // The queue is used by one launch at a time; `objects` (declared later, dropped
         // earlier) waits for it while this is held.
@@ -103,15 +98,6 @@ impl VulkanDevice {
             }
             arrays.push((plan, buffers));
         }
-        let mut params = vec![0u8; (stride * chunks.len() as u64) as usize];
-        for (c, chunk) in chunks.iter().enumerate() {
-            let mut w = words.clone();
-            w[3..6].copy_from_slice(&chunk.offset);
-            let at = c * stride as usize;
-            for (j, x) in w.iter().enumerate() {
-                params[at + 4 * j..at + 4 * j + 4].copy_from_slice(&x.to_le_bytes());
-            }
-        }
         // Dynamic offsets are 32-bit.
         let pb =
             o.create_buffer(&self.limits, self.name(), "the params buffer", params.len() as u64, u32::MAX as u64)?;
@@ -119,7 +105,7 @@ impl VulkanDevice {
 
         let set = self.descriptor_set(o, &arrays, pb, region)?;
         self.pipeline(o, k)?;
-        let cmd = self.record(o, set, &chunks, stride)?;
+        let cmd = self.record(o, set, &chunks, stride as u64)?;
 
         let d = &self.device;
         // SAFETY: a valid create info.

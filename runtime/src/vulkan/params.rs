@@ -2,7 +2,7 @@
 //! params words and the grid split are shared with the CUDA launcher (`crate::params`).
 
 use crate::error::RunError;
-pub(super) use crate::params::{check_bound, params_words, split_grid, Chunk};
+pub(super) use crate::params::{check_bound, pack_params, params_words, plan_grid, Chunk, GridPlan};
 
 fn mismatch(detail: impl Into<String>) -> RunError {
     RunError::Mismatch { detail: detail.into() }

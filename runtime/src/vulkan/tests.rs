@@ -11,10 +11,11 @@ use tilec_midend::{
 };
 
 use super::chunks::chunks_for;
-use super::params::{check_bound, module_uses, params_words, split_grid, Chunk, Uses};
+use super::params::{check_bound, module_uses, params_words, Chunk, Uses};
 use super::VulkanDevice;
 use crate::array::HostArray;
 use crate::bind::{bind, ArgValue, Bound};
+use crate::params::split_grid;
 
 fn required() -> bool {
     std::env::var("TILEC_REQUIRE_VULKAN").is_ok_and(|v| v == "1")
