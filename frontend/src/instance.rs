@@ -164,15 +164,9 @@ impl FnBuilder<'_, '_> {
         }
     }
 
-    /// The IR function of an instance of `item`, built on first use.
-    /// Checks a non-generic `fn` on its own (no call site).
-    pub(crate) fn instantiate_for_check(&mut self, item: From<'_, FnItem>, call: &Expr) -> Option<u32> {
-        self.instantiate(item, HashMap::new(), call, false)
-    }
-
-    /// Checks a generic `fn` that nothing calls, as the instance `g` (E0224 at its name, in
-    /// addition to the errors in its body).
-    pub(crate) fn check_uncalled_generic(&mut self, item: From<'_, FnItem>, g: HashMap<String, GenericVal>) {
+    /// Checks a `fn` that nothing calls, as the instance `g` (empty for a non-generic `fn`).
+    /// Errors of a generic one come with an E0224 at its name, naming the instance checked.
+    pub(crate) fn check_uncalled(&mut self, item: From<'_, FnItem>, g: HashMap<String, GenericVal>) {
         let errors_before = self.cx.diags.len();
         let call = Expr {
             kind: tilec_grammar::ast::ExprKind::Call(item.item.name.clone(), vec![]),
@@ -180,7 +174,7 @@ impl FnBuilder<'_, '_> {
         };
         let key = mangle(&item.item.name.name, item.item, &g);
         let _ = self.instantiate(item, g, &call, false);
-        if self.cx.diags.len() > errors_before {
+        if !item.item.generics.is_empty() && self.cx.diags.len() > errors_before {
             let mut d = errors::uncalled_instance(item.item.name.span, &key, &item.item.name.name);
             d.source = item.source.map(str::to_string);
             self.cx.diags.push(d);

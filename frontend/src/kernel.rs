@@ -184,7 +184,7 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
                     lower_kernel(&mut cx, *k, &g);
                 }
             }
-            check_plain_fns(&mut cx);
+            check_uncalled_fns(&mut cx);
         }
         Instances::One { kernel, generics } => match program.kernel(kernel) {
             Some(k) => {
@@ -203,17 +203,12 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
 /// first type its bound allows (`f32` for `float`, `i32` for `int`) and each const parameter
 /// to its default. A generic `fn` with an unbounded type parameter, or a const parameter
 /// without default, is not checked.
-fn check_plain_fns(cx: &mut Checker<'_>) {
+fn check_uncalled_fns(cx: &mut Checker<'_>) {
     let mut fns: Vec<_> = cx.program.fns.values().copied().collect();
     // Non-generic ones first: they may call generic ones, which then count as called.
     fns.sort_by_key(|f| (!f.item.generics.is_empty(), f.source.map(str::to_string), f.item.span.start));
     for f in fns {
         if cx.called.contains(&f.item.name.name) {
-            continue;
-        }
-        if f.item.generics.is_empty() {
-            let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
-            b.check_uncalled(f);
             continue;
         }
         let mut g = HashMap::new();
@@ -245,7 +240,7 @@ fn check_plain_fns(cx: &mut Checker<'_>) {
         }
         if g.len() == f.item.generics.len() {
             let mut b = FnBuilder::new(cx, String::new(), FuncKind::Fn, BodyKind::Launch, HashMap::new(), None);
-            b.check_uncalled_generic(f, g);
+            b.check_uncalled(f, g);
         }
     }
 }
@@ -350,13 +345,6 @@ impl FnBuilder<'_, '_> {
             }
         }
         Some((values, kinds))
-    }
-
-    /// Checks a `fn` that nothing called.
-    fn check_uncalled(&mut self, f: From<'_, tilec_grammar::ast::FnItem>) {
-        let call =
-            tilec_grammar::ast::Expr { kind: ExprKind::Call(f.item.name.clone(), vec![]), span: f.item.name.span };
-        let _ = self.instantiate_for_check(f, &call);
     }
 }
 
