@@ -21,7 +21,9 @@
 //! clause; integer division by zero gives 0, as in kernels, where `tilec run` reports E0415)
 //! and the kernel's flop count (`flops(..)`; NaN without that clause).
 
+mod factor;
 mod isa;
+mod ix;
 mod linalg;
 mod lower;
 mod memory;

@@ -40,6 +40,9 @@ enum Xfer {
     AtomicAdd,
 }
 
+/// Longest 1-D slice whose in-bounds copy is unrolled.
+const UNROLL_1D: u32 = 64;
+
 /// Memory flags for data that may be unaligned but is known to be accessible.
 pub(crate) fn flags() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
@@ -162,7 +165,31 @@ impl<M: ClModule> Lower<'_, '_, M> {
         match acc.slices.len() {
             1 => {
                 let s = &acc.slices[0];
-                let (lo, hi, stride) = (s.lo, s.hi, s.stride);
+                let (lo, hi, stride, extent) = (s.lo, s.hi, s.stride, s.extent);
+                let done = self.b.create_block();
+                if mode != Xfer::AtomicAdd && extent <= UNROLL_1D {
+                    // The whole slice in bounds (a column of a matrix, typically): unrolled,
+                    // one pointer step per element.
+                    let kk = self.b.ins().iconst(types::I64, extent as i64);
+                    let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, lo, 0);
+                    let full_hi = self.b.ins().icmp(IntCC::Equal, hi, kk);
+                    let full = self.b.ins().band(full_lo, full_hi);
+                    let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(full, fast_b, &[], slow_b, &[]);
+                    self.b.switch_to_block(fast_b);
+                    let step = self.b.ins().imul_imm_s(stride, esz);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let mut ga = self.elem_addr(acc, zero);
+                    for r in 0..extent {
+                        if r > 0 {
+                            ga = self.b.ins().iadd(ga, step);
+                        }
+                        let ta = self.b.ins().iadd_imm_s(tile, r as i64 * esz);
+                        self.xfer_elem(mode, ga, ta, elem);
+                    }
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(slow_b);
+                }
                 self.dyn_loop(lo, hi, |l, r| {
                     let off = l.b.ins().imul(r, stride);
                     let ga = l.elem_addr(acc, off);
@@ -170,6 +197,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let ta = l.b.ins().iadd(tile, tb);
                     l.xfer_elem(mode, ga, ta, elem);
                 });
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
             }
             _ => {
                 let (s0, s1) = (&acc.slices[0], &acc.slices[1]);
@@ -198,6 +227,21 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     });
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(slow_b);
+                    // Rows partly in bounds but contiguous: the in-bounds run of each row with
+                    // vector moves, then single elements.
+                    let (run_b, elem_b) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(unit, run_b, &[], elem_b, &[]);
+                    self.b.switch_to_block(run_b);
+                    self.dyn_loop(rlo, rhi, |l, r| {
+                        let off = l.b.ins().imul(r, rstride);
+                        let ga = l.elem_addr(acc, off);
+                        let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
+                        let ta = l.b.ins().iadd(tile, tb);
+                        let (src, dst) = if mode == Xfer::Store { (ta, ga) } else { (ga, ta) };
+                        l.copy_run(dst, src, clo, chi, elem);
+                    });
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(elem_b);
                 }
                 self.dyn_loop(rlo, rhi, |l, r| {
                     l.dyn_loop(clo, chi, |l, c| {
@@ -287,6 +331,32 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.def_var(var, next);
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(exit);
+    }
+
+    /// Copies elements `lo..hi` (i64 values) of a contiguous run from `src` to `dst` (both the
+    /// address of element 0): 16-byte vector moves, then single elements.
+    fn copy_run(&mut self, dst: ir::Value, src: ir::Value, lo: ir::Value, hi: ir::Value, elem: Scalar) {
+        let esz = elem.bytes() as i64;
+        let per = 16 / esz;
+        let len = self.b.ins().isub(hi, lo);
+        let chunks = self.b.ins().sshr_imm_u(len, per.trailing_zeros() as i64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let first = self.b.ins().imul_imm_s(lo, esz);
+        let (src0, dst0) = (self.b.ins().iadd(src, first), self.b.ins().iadd(dst, first));
+        self.dyn_loop(zero, chunks, |l, q| {
+            let o = l.b.ins().imul_imm_s(q, 16);
+            let (s, d) = (l.b.ins().iadd(src0, o), l.b.ins().iadd(dst0, o));
+            let v = l.b.ins().load(types::I8X16, flags(), s, 0);
+            l.b.ins().store(flags(), v, d, 0);
+        });
+        let done = self.b.ins().imul_imm_s(chunks, per);
+        let tail = self.b.ins().iadd(lo, done);
+        self.dyn_loop(tail, hi, |l, c| {
+            let o = l.b.ins().imul_imm_s(c, esz);
+            let (s, d) = (l.b.ins().iadd(src, o), l.b.ins().iadd(dst, o));
+            let v = l.b.ins().load(cl_type(elem), flags(), s, 0);
+            l.b.ins().store(flags(), v, d, 0);
+        });
     }
 
     /// Copies `bytes` (a multiple of 4) from `src` to `dst` with 16-byte vector moves.

@@ -1,7 +1,6 @@
 //! Register-tile operations on the CPU. A tile is row-major in its stack slot; element-wise
-//! operations, fills, rank-1 updates, matmul rows and row copies use 128-bit vectors
-//! (`f32x4`, `f64x2`), and the factorisations walk the tile with scalar loops.
-//! Matmul, Cholesky and triangular solves are in `linalg.rs`.
+//! operations, fills, rank-1 updates and row copies use 128-bit vectors (`f32x4`, `f64x2`),
+//! as do matmul (`linalg.rs`) and the factorizations (`factor.rs`).
 
 use crate::lower::{cl_type, Lower};
 use crate::memory::flags;
@@ -18,7 +17,7 @@ pub(crate) enum Operand {
 }
 
 /// The 128-bit vector type of an element type.
-fn vec_ty(s: Scalar) -> Option<ir::Type> {
+pub(crate) fn vec_ty(s: Scalar) -> Option<ir::Type> {
     match s {
         Scalar::F32 => Some(types::F32X4),
         Scalar::F64 => Some(types::F64X2),
@@ -30,6 +29,9 @@ fn vec_ty(s: Scalar) -> Option<ir::Type> {
 
 /// The per-element (or per-vector) body of an element-wise loop.
 type ElemFn<'a, L> = dyn FnMut(&mut L, &[ir::Value]) -> Result<ir::Value, CodegenError> + 'a;
+
+/// Most vectors per row that `outer` and rank-1 updates keep in registers.
+const OUTER_VECTORS: u32 = 8;
 
 /// Chunks of one element-wise loop that are unrolled (above this, a loop is emitted).
 const UNROLL: u32 = 64;
@@ -185,48 +187,25 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
             }
             OpKind::Outer => {
-                let (u, v) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
-                let (rows, cols) = rt.as_ref().expect("tile").rows_cols();
-                let dst = self.tile_addr(op.results[0]);
-                for r in 0..rows {
-                    let ur = self.ld(s, u, (r * s.bytes()) as i32);
-                    let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-                    self.elementwise(cols, s, &[Operand::Scalar(ur), Operand::Tile(v)], row, true, &mut |l, a| {
-                        Ok(l.bin(BinOp::Mul, s, a[0], a[1]))
-                    })?;
+                if !self.outer_rows(op, s, None) {
+                    let (u, v) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
+                    let (rows, cols) = rt.as_ref().expect("tile").rows_cols();
+                    let dst = self.tile_addr(op.results[0]);
+                    for r in 0..rows {
+                        let ur = self.ld(s, u, (r * s.bytes()) as i32);
+                        let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
+                        self.elementwise(cols, s, &[Operand::Scalar(ur), Operand::Tile(v)], row, true, &mut |l, a| {
+                            Ok(l.bin(BinOp::Mul, s, a[0], a[1]))
+                        })?;
+                    }
                 }
             }
             OpKind::Rank1(alpha) => self.rank1(op, *alpha, s)?,
             OpKind::Matmul => self.matmul(op, s, false)?,
             OpKind::Transpose => {
-                let (r, c) = self.f.ty(op.args[0]).rows_cols();
+                let shape = self.f.ty(op.args[0]).rows_cols();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
-                if r * c <= 256 {
-                    // Small tiles: unrolled, with constant offsets.
-                    for i in 0..r {
-                        for j in 0..c {
-                            let v = self.ld(s, src, ((i * c + j) * s.bytes()) as i32);
-                            self.st(v, dst, ((j * r + i) * s.bytes()) as i32);
-                        }
-                    }
-                    return Ok(());
-                }
-                let (lo, rows, cols) = (
-                    self.b.ins().iconst(types::I64, 0),
-                    self.b.ins().iconst(types::I64, r as i64),
-                    self.b.ins().iconst(types::I64, c as i64),
-                );
-                self.dyn_loop(lo, rows, |l, i| {
-                    l.dyn_loop(lo, cols, |l, j| {
-                        let from = l.b.ins().imul_imm_s(i, c as i64);
-                        let from = l.b.ins().iadd(from, j);
-                        let to = l.b.ins().imul_imm_s(j, r as i64);
-                        let to = l.b.ins().iadd(to, i);
-                        let (fa, ta) = (l.at(src, from, s), l.at(dst, to, s));
-                        let v = l.ld(s, fa, 0);
-                        l.st(v, ta, 0);
-                    });
-                });
+                self.transpose_tile(src, dst, shape, s);
             }
             OpKind::Reduce(k, Some(axis)) => {
                 let (r, c) = self.f.ty(op.args[0]).rows_cols();
@@ -334,6 +313,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `t + alpha * u v^T`, one row at a time with vector FMAs.
     fn rank1(&mut self, op: &Op, alpha: f64, s: Scalar) -> Result<(), CodegenError> {
         self.copy_tile_to_result(op.args[0], op.results[0]);
+        if self.outer_rows(op, s, Some(alpha)) {
+            return Ok(());
+        }
         let (rows, cols) = self.f.ty(op.results[0]).rows_cols();
         let dst = self.tile_addr(op.results[0]);
         let (u, v) = (self.tile_addr(op.args[1]), self.tile_addr(op.args[2]));
@@ -342,15 +324,58 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let ur = self.ld(s, u, (r * s.bytes()) as i32);
             let sr = self.bin(BinOp::Mul, s, a, ur);
             let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-            self.elementwise(
-                cols,
-                s,
-                &[Operand::Scalar(sr), Operand::Tile(v), Operand::Tile(row)],
-                row,
-                true,
-                &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
-            )?;
+            self.elementwise(cols, s, &[Operand::Scalar(sr), Operand::Tile(v)], row, true, &mut |l, x| {
+                Ok(l.fma(x[0], x[1], x[2]))
+            })?;
         }
         Ok(())
+    }
+
+    /// `outer(u, v)` (`alpha: None`) or the rank-1 update `t + alpha * u v^T` (the result tile
+    /// already holds `t`) for float rows of at most [`OUTER_VECTORS`] whole vectors: `v` is
+    /// loaded into registers once and each row is `u[r] * v` or one multiply-add per vector.
+    /// The products are the same as the element-by-element form (`alpha * u[r]` first, exact
+    /// for `alpha = -1` and `1`, which become a negated multiply-add and a plain one).
+    /// Returns false, emitting nothing, for other shapes and types.
+    fn outer_rows(&mut self, op: &Op, s: Scalar, alpha: Option<f64>) -> bool {
+        let (rows, cols) = self.f.ty(op.results[0]).rows_cols();
+        let lanes = 16 / s.bytes();
+        let vt = match vec_ty(s) {
+            Some(vt) if s.is_float() && cols % lanes == 0 && cols / lanes <= OUTER_VECTORS => vt,
+            _ => return false,
+        };
+        let base = usize::from(alpha.is_some());
+        let dst = self.tile_addr(op.results[0]);
+        let (u, v) = (self.tile_addr(op.args[base]), self.tile_addr(op.args[base + 1]));
+        let vv: Vec<ir::Value> =
+            (0..cols / lanes).map(|c| self.b.ins().load(vt, flags(), v, (c * 16) as i32)).collect();
+        let scale = match alpha {
+            Some(a) if a != 1.0 && a != -1.0 => {
+                let a = self.const_val(Const::Float(a, s), s);
+                Some(self.b.ins().splat(vt, a))
+            }
+            _ => None,
+        };
+        for r in 0..rows {
+            let ur = self.ld(s, u, (r * s.bytes()) as i32);
+            let us = self.b.ins().splat(vt, ur);
+            let us = match (alpha, scale) {
+                (_, Some(a)) => self.b.ins().fmul(a, us),
+                (Some(a), None) if a == -1.0 => self.b.ins().fneg(us),
+                _ => us,
+            };
+            for (c, vc) in vv.iter().enumerate() {
+                let off = ((r * cols + c as u32 * lanes) * s.bytes()) as i32;
+                let x = match alpha {
+                    None => self.b.ins().fmul(us, *vc),
+                    Some(_) => {
+                        let t = self.b.ins().load(vt, flags(), dst, off);
+                        self.fma(us, *vc, t)
+                    }
+                };
+                self.b.ins().store(flags(), x, dst, off);
+            }
+        }
+        true
     }
 }

@@ -291,3 +291,66 @@ fn array_elements_and_rank_3_accesses() {
 // ---------------------------------------------------------------------------------------
 // Constructors, element-wise operations, reductions.
 // ---------------------------------------------------------------------------------------
+
+/// Column vectors and 16 x 16 tiles of tall, wide and odd arrays (77 x 131, 131 x 77,
+/// 92 x 92, 17 x 1, 1 x 17), wholly inside the array and cut by each edge: value loads,
+/// masked loads (`t[:] = ..` over a tile of 7s) and stores, compared element by element. On
+/// the CPU these take the unrolled copy of a whole column, the vector copy of whole rows and
+/// the vector-then-element copy of the in-bounds part of partial rows.
+#[test]
+fn columns_and_tiles_of_odd_arrays() {
+    let src = "kernel k<T: float>(A: T[M, N], C: mut T[16], D: mut T[16], T16: mut T[16, 16],
+                                  U16: mut T[16, 16], OA: mut T[M, N], r0: i32, c0: i32) grid(1) {
+        C[0:16] = A[r0:r0+16, c0];
+        let d = tile<T, 16>::full(7.0);
+        d[:] = A[r0:r0+16, c0];
+        D[0:16] = d;
+        T16[0:16, 0:16] = A[r0:r0+16, c0:c0+16];
+        let u = tile<T, 16, 16>::full(7.0);
+        u[:] = A[r0:r0+16, c0:c0+16];
+        U16[0:16, 0:16] = u;
+        OA[r0:r0+16, c0:c0+16] = u * 2.0;
+        OA[r0:r0+16, c0] = d * 4.0;
+    }";
+    let mut rng = Rng::new(5);
+    for elem in FLOATS {
+        for (m, n) in [(77, 131), (131, 77), (92, 92), (17, 1), (1, 17)] {
+            let a = rng.vec(m * n, -1.0, 1.0);
+            let (mi, ni) = (m as i64, n as i64);
+            for (r0, c0) in
+                [(0, 0), (mi - 16, ni - 16), (mi - 12, 5), (3, ni - 9), (mi - 3, ni - 3), (-5, -2), (40, 60)]
+            {
+                let b = run(
+                    src,
+                    "k",
+                    vec![
+                        ("A", arr(elem, &a, &[m, n])),
+                        ("C", sentinel(elem, &[16])),
+                        ("D", sentinel(elem, &[16])),
+                        ("T16", sentinel(elem, &[16, 16])),
+                        ("U16", sentinel(elem, &[16, 16])),
+                        ("OA", sentinel(elem, &[m, n])),
+                        ("r0", int(r0)),
+                        ("c0", int(c0)),
+                    ],
+                );
+                let ctx = format!("{elem:?} {m}x{n} at ({r0}, {c0})");
+                let col: Vec<f64> = (0..16).map(|i| padded(&a, m, n, r0, c0, i, 0).unwrap_or(0.0)).collect();
+                let dcol: Vec<f64> = (0..16).map(|i| padded(&a, m, n, r0, c0, i, 0).unwrap_or(7.0)).collect();
+                assert_exact(&out(&b, "C"), &col, &format!("column {ctx}"));
+                assert_exact(&out(&b, "D"), &dcol, &format!("masked column {ctx}"));
+                let t = stored(16, 16, 0, 0, 16, 16, |i, j| padded(&a, m, n, r0, c0, i, j).unwrap_or(0.0));
+                let u = stored(16, 16, 0, 0, 16, 16, |i, j| padded(&a, m, n, r0, c0, i, j).unwrap_or(7.0));
+                assert_exact(&out(&b, "T16"), &t, &format!("tile {ctx}"));
+                assert_exact(&out(&b, "U16"), &u, &format!("masked tile {ctx}"));
+                let mut oa = stored(m, n, r0, c0, 16, 16, |i, j| u[i * 16 + j] * 2.0);
+                for i in 0..16 {
+                    if padded(&a, m, n, r0, c0, i, 0).is_some() {
+                        oa[(r0 + i as i64) as usize * n + c0 as usize] = dcol[i] * 4.0;
+                    }
+                }
+                assert_exact(&out(&b, "OA"), &oa, &format!("stores {ctx}"));
+            }
+        }
+    }
+}

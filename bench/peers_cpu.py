@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""tilec against its CPU peers (NumPy/SciPy with OpenBLAS, Quadrants, Warp) in one run.
+
+Run through bench/peers_cpu.sh, which installs the peers and builds tilec. Every workload reads
+the same .npy files (made by bench/peers/gen_inputs.py, with float64 references):
+
+  potrf    tilec potrf_batched          vs np.linalg.cholesky (batched), Quadrants Crout,
+                                           Warp tile Cholesky
+  trsm     tilec trsm_right_lower_t     vs SciPy solve_triangular loop, Quadrants, Warp tiles
+  potrs    tilec potrs_batched          vs SciPy cho_solve loop
+  gemm     tilec gemm (64x64x64 tiles)  vs NumPy a @ b (OpenBLAS sgemm), Warp tiles
+
+tilec's time is the median that `tilec run --repeat R` prints (kernel only; compile time is
+printed separately). The peers' times come from bench/peers/anchors.py (median over >= 7
+calls after warm-up, one child process per measurement). Every result, tilec's included, is
+checked against the float64 reference: max over the batch of max|x - ref| / max|ref|.
+The table prints each peer's time divided by tilec's (above 1: tilec is faster).
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STDLIB = os.path.join(ROOT, "stdlib", "linalg.tile")
+
+
+def rel_err(x, ref, tril=False):
+    """max over the batch of max|x_b - ref_b| / max|ref_b| (lower triangles only if `tril`)."""
+    x = np.asarray(x, np.float64)
+    ref = np.asarray(ref, np.float64)
+    if ref.ndim == 2:
+        x, ref = x[None], ref[None]
+    if tril:
+        mask = np.tril(np.ones(ref.shape[-2:], bool))
+        x, ref = np.where(mask, x, 0.0), np.where(mask, ref, 0.0)
+    num = np.abs(x - ref).reshape(len(ref), -1).max(axis=1)
+    den = np.abs(ref).reshape(len(ref), -1).max(axis=1)
+    return float((num / den).max())
+
+
+def run_tilec(args, kernel, arrays, scalars, out_name, generics=()):
+    """Runs one stdlib kernel; returns (median seconds, compile seconds, output array)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out_path = os.path.join(tmp, "out.npy")
+        cmd = [args.tilec, "run", STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
+               f"{out_name}={out_path}"]
+        for name, path in arrays:
+            cmd += ["--arg", f"{name}={path}"]
+        for name, value in scalars:
+            cmd += ["--arg", f"{name}={value}"]
+        for g in generics:
+            cmd += ["--generic", g]
+        t0 = time.perf_counter()
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{p.stdout}{p.stderr}")
+        m = re.search(r"median ([0-9.]+) ms", p.stdout + p.stderr)
+        if not m:
+            raise RuntimeError(f"no median in tilec's output:\n{p.stdout}{p.stderr}")
+        return float(m.group(1)) / 1e3, wall, np.load(out_path)
+
+
+def run_peers(args, workload, impls, shape):
+    """Runs anchors.py for the given peers; returns {impl: record}."""
+    cmd = [sys.executable, os.path.join(HERE, "peers", "anchors.py"), workload, "--impl", ",".join(impls),
+           "--shapes", shape]
+    env = dict(os.environ, PEERS_DATA=args.data)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    recs = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            recs[r["impl"]] = r
+    if p.returncode != 0 and not recs:
+        print(f"# peers failed for {workload} {shape}:\n{p.stderr[-2000:]}", file=sys.stderr)
+    return recs
+
+
+def timed(f, reps=5):
+    """Median wall time of `reps` calls of `f` after one warm-up call, and its last result."""
+    r = f()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        r = f()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), r
+
+
+ROWS = []
+
+
+def row(workload, shape, who, seconds, err, note=""):
+    ROWS.append((workload, shape, who, seconds, err, note))
+    s = f"{seconds * 1e3:10.3f} ms" if seconds is not None else "    failed"
+    e = f"{err:.1e}" if err is not None else "-"
+    print(f"{workload:6} {shape:14} {who:26} {s}   err {e}  {note}", flush=True)
+
+
+def peer_rows(workload, shape_label, recs):
+    for impl, r in recs.items():
+        row(workload, shape_label, impl, r.get("median_s"), r.get("max_rel_err"), r.get("error", "")[:60])
+
+
+def potrf(args, b, n, impls):
+    a = os.path.join(args.data, f"chol_A_B{b}_N{n}.npy")
+    ref = np.load(os.path.join(args.data, f"chol_ref_f64_B{b}_N{n}.npy"))
+    label = f"{b}x{n}x{n}"
+    t, _, l = run_tilec(args, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A")
+    row("potrf", label, "tilec f32", t, rel_err(l, ref, tril=True))
+    peer_rows("potrf", label, run_peers(args, "chol", impls, f"{b}x{n}"))
+    if args.f64:
+        with tempfile.TemporaryDirectory() as tmp:
+            a64 = os.path.join(tmp, "a64.npy")
+            np.save(a64, np.load(a).astype(np.float64))
+            t, _, l = run_tilec(args, "potrf_batched", [("A", a64)], [("eps", "1e-12")], "A")
+            row("potrf", label, "tilec f64", t, rel_err(l, ref, tril=True))
+            x = np.load(a64)
+            tn, l = timed(lambda: np.linalg.cholesky(x), reps=3)
+            row("potrf", label, "numpy f64 (batched)", tn, rel_err(l, ref, tril=True))
+
+
+def trsm(args, b, n, impls):
+    lp = os.path.join(args.data, f"trsm_L_B{b}_N{n}.npy")
+    rp = os.path.join(args.data, f"trsm_rhs_B{b}_N{n}.npy")
+    ref = np.load(os.path.join(args.data, f"trsm_ref_f64_B{b}_N{n}.npy"))
+    label = f"{b}x{n}x{n}"
+    t, _, x = run_tilec(args, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X")
+    row("trsm", label, "tilec f32", t, rel_err(x, ref))
+    peer_rows("trsm", label, run_peers(args, "trsm", impls, f"{b}x{n}"))
+
+
+def potrs(args, b, n):
+    import scipy.linalg as sla
+
+    lp = os.path.join(args.data, f"trsm_L_B{b}_N{n}.npy")
+    rp = os.path.join(args.data, f"trsm_rhs_B{b}_N{n}.npy")
+    L, R = np.load(lp), np.load(rp)
+    # Reference: (L L^T) X = R in float64, by two triangular solves per matrix.
+    ref = np.empty(R.shape, np.float64)
+    for i in range(b):
+        l64 = L[i].astype(np.float64)
+        y = sla.solve_triangular(l64, R[i].astype(np.float64), lower=True, check_finite=False)
+        ref[i] = sla.solve_triangular(l64.T, y, lower=False, check_finite=False)
+    label = f"{b}x{n}x{n}"
+    t, _, x = run_tilec(args, "potrs_batched", [("L", lp), ("X", rp)], [], "X")
+    row("potrs", label, "tilec f32", t, rel_err(x, ref))
+
+    def loop():
+        out = np.empty_like(R)
+        for i in range(b):
+            out[i] = sla.cho_solve((L[i], True), R[i], check_finite=False)
+        return out
+
+    ts, x = timed(loop, reps=3)
+    row("potrs", label, "scipy_loop (cho_solve)", ts, rel_err(x, ref))
+
+
+def gemm(args, n, impls):
+    a = os.path.join(args.data, f"gemm_A_{n}.npy")
+    bp = os.path.join(args.data, f"gemm_B_{n}.npy")
+    ref = np.load(os.path.join(args.data, f"gemm_ref_f64_{n}.npy"))
+    label = f"{n}^3"
+    with tempfile.TemporaryDirectory() as tmp:
+        c = os.path.join(tmp, "c.npy")
+        np.save(c, np.zeros((n, n), np.float32))
+        t, _, x = run_tilec(args, "gemm", [("A", a), ("B", bp), ("C", c)], [("alpha", "1"), ("beta", "0")], "C",
+                            generics=("BM=64", "BN=64", "BK=64"))
+    row("gemm", label, "tilec f32 (64x64x64)", t, rel_err(x, ref))
+    peer_rows("gemm", label, run_peers(args, "gemm", impls, str(n)))
+
+
+def summary():
+    print("\n| workload | shape | implementation | median ms | max rel err | peer time / tilec time |")
+    print("|---|---|---|---|---|---|")
+    tilec_t = {}
+    for w, s, who, t, e, note in ROWS:
+        if who == "tilec f32":
+            tilec_t[(w, s)] = t
+    for w, s, who, t, e, note in ROWS:
+        base = tilec_t.get((w, s)) if not who.startswith("tilec") and "f64" not in who else None
+        ratio = f"{t / base:.2f}x" if (base and t) else ""
+        ts = f"{t * 1e3:.3f}" if t else "failed " + note
+        es = f"{e:.1e}" if e is not None else ""
+        print(f"| {w} | {s} | {who} | {ts} | {es} | {ratio} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tilec", required=True)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--only", default="potrf,trsm,potrs,gemm")
+    ap.add_argument("--no-f64", dest="f64", action="store_false")
+    args = ap.parse_args()
+    only = set(args.only.split(","))
+    if "potrf" in only:
+        for b, n in [(4096, 92), (4096, 16), (1024, 64)]:
+            potrf(args, b, n, ["numpy", "quadrants", "warp_tile"])
+    if "trsm" in only:
+        trsm(args, 4096, 92, ["scipy_loop", "quadrants", "warp_tile"])
+    if "potrs" in only:
+        potrs(args, 4096, 92)
+    if "gemm" in only:
+        for n in [1024, 2048]:
+            gemm(args, n, ["numpy", "warp_tile"])
+    summary()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): tilec's stdlib kernels on the CPU target against the CPU peers people
+# would pick instead (NumPy/SciPy with OpenBLAS, Quadrants, Warp), in one run, on the same .npy
+# inputs, every result checked against a float64 reference. Prints one line per measurement
+# and a markdown table with each peer's time over tilec's. See bench/README.md.
+#
+# Installs the peers in a virtual environment (PEERS_VENV, default ~/.cache/tilec-peers-venv)
+# and writes the inputs (about 1.2 GB, PEERS_DATA, default bench/data/peers) once.
+# TILEC=/path/to/tilec benchmarks that binary instead of building target/release/tilec.
+# Extra arguments go to bench/peers_cpu.py (`--only potrf,trsm`, `--no-f64`, `--repeat N`).
+# Takes about 5 minutes on a 2-core VM; run it on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${PEERS_VENV:-$HOME/.cache/tilec-peers-venv}
+data=${PEERS_DATA:-bench/data/peers}
+if ! "$venv/bin/python" -c 'import numpy, scipy, quadrants, warp, threadpoolctl' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet numpy scipy quadrants warp-lang threadpoolctl
+fi
+mkdir -p "$data"
+if [ ! -f "$data/manifest.json" ]; then
+    "$venv/bin/python" bench/peers/gen_inputs.py --out "$data"
+fi
+if [ -n "${TILEC:-}" ]; then
+    tilec=$TILEC built="(given by TILEC)"
+else
+    . tools/fix-dev-null.sh
+    fix_dev_null
+    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec
+    tilec=target/release/tilec
+    built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
+fi
+echo "date:   $(date -u +%Y-%m-%d)"
+echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+echo "tilec:  $tilec $built"
+echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+PEERS_DATA=$data "$venv/bin/python" bench/peers/anchors.py info
+"$venv/bin/python" bench/peers_cpu.py --tilec "$tilec" --data "$data" "$@"
