@@ -361,7 +361,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let us = self.b.ins().splat(vt, ur);
             let us = match (alpha, scale) {
                 (_, Some(a)) => self.b.ins().fmul(a, us),
-                (Some(a), None) if a == -1.0 => self.b.ins().fneg(us),
+                (Some(-1.0), None) => self.b.ins().fneg(us),
                 _ => us,
             };
             for (c, vc) in vv.iter().enumerate() {
