@@ -13,8 +13,8 @@
 //!   the right-hand sides: a left solve `op(A) X = B` updates whole rows of `X`; a right solve
 //!   `X op(A) = B` is the left solve `op(A)^T X^T = B^T` on a transposed scratch copy of `X`.
 //!
-//! Tiles of at most [`UNROLL_N`] rows are unrolled completely (constant offsets, no branches);
-//! larger ones are loops.
+//! Cholesky factorizations of small f32 tiles and transposes of tiles of at most 256 elements
+//! are unrolled completely (constant offsets, no branches; see [`unrolled`]); the rest are loops.
 
 use crate::ix::Ix;
 use crate::lower::{cl_type, Lower};
@@ -26,8 +26,18 @@ use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use tilec_midend::{BinOp, Op, Scalar, Trsm};
 
-/// Largest triangular extent whose factorization or solve is unrolled completely.
+/// Largest order of a Cholesky factorization that is unrolled completely.
 const UNROLL_N: u32 = 16;
+
+/// Whether a Cholesky factorization of order `n` over rows of `vectors` 128-bit vectors is
+/// unrolled completely: up to 16 x 16 f32 tiles (measured on the stdlib's potrf_batched,
+/// 4096 x 16 x 16 and x 92 x 92: 1.5x and 1.2x faster than loops). Wider rows (f64) stay
+/// loops, which keeps each kernel instance's compile time within tens of milliseconds. The
+/// triangular solves are always loops: unrolled, they made potrf, trsm and potrs 1.15-1.2x
+/// slower (their code no longer fits the instruction cache next to the rest of the kernel).
+fn unrolled(n: u32, vectors: u32) -> bool {
+    n <= UNROLL_N && n * vectors <= UNROLL_N * 4
+}
 
 /// Most vector accumulators one substitution keeps in registers (of the 16 XMM registers).
 const GROUP: u32 = 8;
@@ -122,7 +132,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let ns = (nv * lanes) as i64;
         let u = self.scratch(n * ns as u32 * esz);
         self.zero_bytes(u, n * ns as u32 * esz);
-        let unroll = n <= UNROLL_N;
+        let unroll = unrolled(n, nv);
         let (zero, nn) = (Ix::C(0), Ix::C(n as i64));
         // U[j, i] = a[i, j] for i >= j.
         self.ix_loop(zero, nn, unroll, |l, i| {
@@ -281,13 +291,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let e = l.ix_add(e, c);
             l.ix_addr(a, e, s)
         };
-        let unroll = n <= UNROLL_N;
         let cell = |l: &mut Self, row: Ix, v: u32| -> (ir::Value, i32) {
             let e = l.ix_affine(row, cols as i64, c0 as i64);
             let (p, o) = l.ix_addr(x, e, s);
             (p, o + v as i32 * step_bytes)
         };
-        self.ix_loop(Ix::C(0), Ix::C(nn), unroll, |l, step| {
+        self.ix_loop(Ix::C(0), Ix::C(nn), false, |l, step| {
             let i = if forward { step } else { l.ix_affine(step, -1, nn - 1) };
             let accs: Vec<Variable> = (0..count)
                 .map(|v| {
@@ -299,7 +308,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 })
                 .collect();
             let (klo, khi) = if forward { (Ix::C(0), i) } else { (l.ix_affine(i, 1, 1), Ix::C(nn)) };
-            l.ix_loop(klo, khi, unroll, |l, k| {
+            l.ix_loop(klo, khi, false, |l, k| {
                 let (ta, to) = coef(l, i, k);
                 let t = l.ld(s, ta, to);
                 let t = if vt.is_some() { l.b.ins().splat(ty, t) } else { t };

@@ -21,6 +21,31 @@ const NR: u32 = 2;
 impl<M: ClModule> Lower<'_, '_, M> {
     /// `a @ b` (`acc`: `c + a @ b` with `c` the first operand), into the result tile.
     pub(crate) fn matmul(&mut self, op: &Op, s: Scalar, acc: bool) -> Result<(), CodegenError> {
+        let c = self.tile_addr(op.results[0]);
+        self.matmul_into(op, s, acc, c, None)
+    }
+
+    /// `t - a @ b` for the `Matmul` op `mm` and the `Sub` op `sub` that alone uses its product
+    /// (`t` is `sub`'s first operand): the product is formed in registers as for `a @ b` and
+    /// subtracted from `t` as it is stored into `sub`'s result, the same operations (and bits)
+    /// as the product tile followed by the subtraction, without storing and reloading the
+    /// product. The caller checks that `sub`'s result does not share a slot with `a` or `b`.
+    pub(crate) fn matmul_sub(&mut self, mm: &Op, sub: &Op, s: Scalar) -> Result<(), CodegenError> {
+        let t = self.tile_addr(sub.args[0]);
+        let out = self.tile_addr(sub.results[0]);
+        self.matmul_into(mm, s, false, out, Some(t))
+    }
+
+    /// The product of `op` into the tile at `c`: added to `c`'s value (`acc`), or, with
+    /// `sub_from: Some(t)`, started at zero and stored as `t - product`.
+    fn matmul_into(
+        &mut self,
+        op: &Op,
+        s: Scalar,
+        acc: bool,
+        c: ir::Value,
+        sub_from: Option<ir::Value>,
+    ) -> Result<(), CodegenError> {
         let base = usize::from(acc);
         let (ta, tb) = (self.f.ty(op.args[base]).clone(), self.f.ty(op.args[base + 1]).clone());
         let (m, k) = ta.rows_cols();
@@ -30,13 +55,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         if acc {
             self.copy_tile_to_result(op.args[0], op.results[0]);
-        } else {
-            let dst = self.tile_addr(op.results[0]);
-            self.zero_bytes(dst, m * n * s.bytes());
+        } else if sub_from.is_none() {
+            self.zero_bytes(c, m * n * s.bytes());
         }
         let a = self.tile_addr(op.args[base]);
         let b = self.tile_addr(op.args[base + 1]);
-        let c = self.tile_addr(op.results[0]);
         let lanes = 16 / s.bytes();
         let nv = n / lanes;
         // Vector columns in blocks of NR vectors (the last block may be narrower).
@@ -46,7 +69,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let mut i = 0;
             while i < m {
                 let h = MR.min(m - i);
-                self.micro_kernel(s, (a, b, c), (m, n, k), (i, j * lanes), (h, w));
+                self.micro_kernel(s, (a, b, c, sub_from), (m, n, k), (i, j * lanes), (h, w));
                 i += h;
             }
             j += w;
@@ -55,7 +78,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for col in nv * lanes..n {
             for row in 0..m {
                 let cell = ((row * n + col) * s.bytes()) as i32;
-                let init = self.ld(s, c, cell);
+                let init = match sub_from {
+                    Some(_) => self.zero(s),
+                    None => self.ld(s, c, cell),
+                };
                 let var = self.b.declare_var(cl_type(s));
                 self.b.def_var(var, init);
                 let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, k as i64));
@@ -69,7 +95,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let nx = l.fma(x, y, acc);
                     l.b.def_var(var, nx);
                 });
-                let sum = self.b.use_var(var);
+                let mut sum = self.b.use_var(var);
+                if let Some(t) = sub_from {
+                    let tv = self.ld(s, t, cell);
+                    sum = self.bin(tilec_midend::BinOp::Sub, s, tv, sum);
+                }
                 self.st(sum, c, cell);
             }
         }
@@ -77,11 +107,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// `C[i0..i0+h, j0..j0+w*lanes] += A[i0..i0+h, :] @ B[:, j0..j0+w*lanes]` with the block of C
-    /// in `h * w` vector registers across a loop over `k`.
+    /// in `h * w` vector registers across a loop over `k` (with `t: Some(..)`, the block starts
+    /// at zero and `C = T - block` is stored).
     fn micro_kernel(
         &mut self,
         s: Scalar,
-        (a, b, c): (ir::Value, ir::Value, ir::Value),
+        (a, b, c, t): (ir::Value, ir::Value, ir::Value, Option<ir::Value>),
         (_m, n, k): (u32, u32, u32),
         (i0, j0): (u32, u32),
         (h, w): (u32, u32),
@@ -99,7 +130,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for r in 0..h {
             for v in 0..w {
                 let var = self.b.declare_var(vt);
-                let x = self.b.ins().load(vt, flags(), c, coff(r, v));
+                let x = match t {
+                    Some(_) => {
+                        let z = self.zero(s);
+                        self.b.ins().splat(vt, z)
+                    }
+                    None => self.b.ins().load(vt, flags(), c, coff(r, v)),
+                };
                 self.b.def_var(var, x);
                 accs.push(var);
             }
@@ -127,7 +164,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
         for r in 0..h {
             for v in 0..w {
-                let x = self.b.use_var(accs[(r * w + v) as usize]);
+                let mut x = self.b.use_var(accs[(r * w + v) as usize]);
+                if let Some(t) = t {
+                    let tv = self.b.ins().load(vt, flags(), t, coff(r, v));
+                    x = if s.is_float() { self.b.ins().fsub(tv, x) } else { self.b.ins().isub(tv, x) };
+                }
                 self.b.ins().store(flags(), x, c, coff(r, v));
             }
         }

@@ -50,6 +50,20 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     results: Option<(ir::Value, ir::Value)>,
     pub(crate) fma: bool,
     libm: HashMap<&'static str, FuncRef>,
+    /// How many operands (in all regions) refer to each value.
+    uses: HashMap<Value, u32>,
+}
+
+/// The number of operands of `r` and its nested regions that refer to each value.
+fn count_uses(r: &Region, uses: &mut HashMap<Value, u32>) {
+    for op in &r.ops {
+        for a in &op.args {
+            *uses.entry(*a).or_insert(0) += 1;
+        }
+        for reg in &op.regions {
+            count_uses(reg, uses);
+        }
+    }
 }
 
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
@@ -76,7 +90,9 @@ pub(crate) fn lower_function<M: ClModule>(
         results: None,
         fma: crate::isa::host_has_fma(),
         libm: HashMap::new(),
+        uses: HashMap::new(),
     };
+    count_uses(&f.body, &mut l.uses);
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);
     l.b.switch_to_block(entry);
@@ -221,10 +237,43 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn region(&mut self, r: &Region) -> Result<(), CodegenError> {
-        for op in &r.ops {
-            self.op(op)?;
+        let mut i = 0;
+        while i < r.ops.len() {
+            i += self.op_or_fused(&r.ops[i..])?;
         }
         Ok(())
+    }
+
+    /// Lowers `ops[0]`, or `ops[0]` and `ops[1]` together when they fuse (`t - a @ b` whose
+    /// product is used only by the subtraction: see `matmul_sub`); returns how many ops it took.
+    fn op_or_fused(&mut self, ops: &[Op]) -> Result<usize, CodegenError> {
+        if let [mm, sub, ..] = ops {
+            if self.fuses_as_matmul_sub(mm, sub) {
+                self.bind_tile(mm.results[0]);
+                self.bind_tile(sub.results[0]);
+                let s = self.f.ty(sub.results[0]).elem();
+                self.matmul_sub(mm, sub, s)?;
+                return Ok(2);
+            }
+        }
+        self.op(&ops[0])?;
+        Ok(1)
+    }
+
+    fn fuses_as_matmul_sub(&self, mm: &Op, sub: &Op) -> bool {
+        let (OpKind::Matmul, OpKind::Bin(tilec_midend::BinOp::Sub)) = (&mm.kind, &sub.kind) else {
+            return false;
+        };
+        let p = mm.results[0];
+        let t = sub.args[0];
+        let out = sub.results[0];
+        sub.args[1] == p
+            && t != p
+            && self.uses.get(&p) == Some(&1)
+            && self.f.ty(t) == self.f.ty(p)
+            && matches!(self.f.ty(p), Type::Tile { shape, .. } if shape.len() == 2)
+            && !self.same_slot(out, mm.args[0])
+            && !self.same_slot(out, mm.args[1])
     }
 
     /// Copies tile `from` into the slot of `to` unless they share it.
@@ -321,11 +370,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// Lowers a region that ends in `Yield` (or `Return`); returns the yielded values.
     pub(crate) fn region_yield(&mut self, r: &Region) -> Result<Option<Vec<Value>>, CodegenError> {
-        for op in &r.ops {
-            if op.kind == OpKind::Yield {
-                return Ok(Some(op.args.clone()));
+        let mut i = 0;
+        while i < r.ops.len() {
+            if r.ops[i].kind == OpKind::Yield {
+                return Ok(Some(r.ops[i].args.clone()));
             }
-            self.op(op)?;
+            i += self.op_or_fused(&r.ops[i..])?;
         }
         Ok(None)
     }

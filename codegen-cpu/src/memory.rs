@@ -180,12 +180,33 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let step = self.b.ins().imul_imm_s(stride, esz);
                     let zero = self.b.ins().iconst(types::I64, 0);
                     let mut ga = self.elem_addr(acc, zero);
+                    let lanes = 16 / esz as u32;
+                    let vt = crate::tile::vec_ty(elem).filter(|_| mode == Xfer::Load && extent % lanes == 0);
+                    let mut pending = Vec::new();
                     for r in 0..extent {
                         if r > 0 {
                             ga = self.b.ins().iadd(ga, step);
                         }
-                        let ta = self.b.ins().iadd_imm_s(tile, r as i64 * esz);
-                        self.xfer_elem(mode, ga, ta, elem);
+                        match vt {
+                            // Gathered into vectors and stored whole, so that the vector loads
+                            // of the tile that follow are forwarded from these stores.
+                            Some(vt) => {
+                                pending.push(self.b.ins().load(cl_type(elem), flags(), ga, 0));
+                                if pending.len() as u32 == lanes {
+                                    let mut v = self.b.ins().scalar_to_vector(vt, pending[0]);
+                                    for (k, x) in pending.iter().enumerate().skip(1) {
+                                        v = self.b.ins().insertlane(v, *x, k as u8);
+                                    }
+                                    let off = ((r + 1 - lanes) as i64 * esz) as i32;
+                                    self.b.ins().store(flags(), v, tile, off);
+                                    pending.clear();
+                                }
+                            }
+                            None => {
+                                let ta = self.b.ins().iadd_imm_s(tile, r as i64 * esz);
+                                self.xfer_elem(mode, ga, ta, elem);
+                            }
+                        }
                     }
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(slow_b);

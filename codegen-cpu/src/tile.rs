@@ -324,9 +324,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let ur = self.ld(s, u, (r * s.bytes()) as i32);
             let sr = self.bin(BinOp::Mul, s, a, ur);
             let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-            self.elementwise(cols, s, &[Operand::Scalar(sr), Operand::Tile(v)], row, true, &mut |l, x| {
-                Ok(l.fma(x[0], x[1], x[2]))
-            })?;
+            self.elementwise(
+                cols,
+                s,
+                &[Operand::Scalar(sr), Operand::Tile(v), Operand::Tile(row)],
+                row,
+                true,
+                &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
+            )?;
         }
         Ok(())
     }

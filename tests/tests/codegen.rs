@@ -116,3 +116,36 @@ int main(void) {
     assert_eq!(lines[10], format!("4 3 1 {:.1}", 2.0 * 100.0 * 65.0 * 7.0), "gemm__f64__32__32__32__grid");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tilec build --target cpu --report` compiles every instance, writes no file, and prints one
+/// line per instance (its Cranelift compile time) and the front end's time, in that order.
+#[test]
+fn cpu_report_lists_every_instance_with_its_compile_time() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let argv: Vec<String> = ["tilec", "build", &format!("{root}/stdlib/linalg.tile"), "--generic", "T=f32", "--report"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
+    let out = String::from_utf8(out).expect("UTF-8");
+    let lines: Vec<&str> = out.lines().collect();
+    let (last, per_instance) = lines.split_last().expect("output");
+    let names: Vec<&str> = per_instance
+        .iter()
+        .map(|l| {
+            let (name, rest) = l.split_once(": ").unwrap_or_else(|| panic!("bad line {l:?}"));
+            let ms = rest.strip_suffix(" ms (Cranelift)").unwrap_or_else(|| panic!("bad line {l:?}"));
+            assert!(ms.parse::<f64>().is_ok_and(|t| t > 0.0), "bad time in {l:?}");
+            name
+        })
+        .collect();
+    for want in ["potrf_batched__f32", "trsm_right_lower_t_batched__f32", "potrs_batched__f32", "gemm__f32__32__32__32"]
+    {
+        assert!(names.contains(&want), "{want} missing from:\n{out}");
+    }
+    assert!(names.iter().all(|n| n.contains("__f32")), "{out}");
+    let n = per_instance.len();
+    assert!(last.starts_with("front end and passes: ") && last.ends_with(&format!(" ms for {n} instances")), "{last}");
+    assert!(!std::path::Path::new(&format!("{root}/stdlib/linalg.o")).exists(), "an object file was written");
+}

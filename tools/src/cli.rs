@@ -84,7 +84,8 @@ enum Cmd {
         /// The NVIDIA architecture for `--target ptx`, `sm_70` to `sm_90`.
         #[arg(long, default_value = "sm_80")]
         arch: String,
-        /// With `--target ptx`: report registers, spills and shared memory per kernel (ptxas -v).
+        /// With `--target ptx`: report registers, spills and shared memory per kernel (ptxas -v);
+        /// with `--target cpu`: the compile time of each kernel instance.
         #[arg(long)]
         report: bool,
     },
@@ -239,9 +240,13 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
         Cmd::Run { target: Target::Spirv, .. } => {
             Err(usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
         }
-        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, .. } => {
+        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, report, .. } => {
             let src = read_source(&file, slot)?;
-            build(&src, &file, emit, o, &parse_generics(&generics)?, dump_after, out)
+            let fixed = parse_generics(&generics)?;
+            if report {
+                return crate::report::cpu_compile_times(&src, &fixed, out);
+            }
+            build(&src, &file, emit, o, &fixed, dump_after, out)
         }
         Cmd::Run { file, kernel, args, outs, repeat, target, generics, device } => {
             let src = read_source(&file, slot)?;

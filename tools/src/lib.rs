@@ -21,6 +21,7 @@ mod ptx;
 pub use gpu::vulkan_launch;
 pub use ptx::{find_ptxas, ptxas, PtxasReport};
 mod render;
+mod report;
 mod run;
 mod run_cmd;
 

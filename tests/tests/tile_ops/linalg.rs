@@ -128,12 +128,13 @@ fn matmul_accumulate_forms() {
 }
 
 /// `transpose` of square and rectangular tiles, `outer(u, v)`, and the rank-1 update
-/// `t -= outer(u, v)` of the factorizations.
+/// `t -= outer(u, v)` of the factorizations, for rows of whole vectors (held in registers on
+/// the CPU), wider ones and partial ones.
 #[test]
 fn transpose_and_outer() {
     let mut rng = Rng::new(12);
     for elem in FLOATS {
-        for (r, c) in [(16, 16), (15, 17), (1, 17), (17, 1)] {
+        for (r, c) in [(16, 16), (15, 17), (1, 17), (17, 1), (4, 32), (3, 64), (8, 12)] {
             let src = format!(
                 "kernel k<T: float>(A: T[{r}, {c}], U: T[{r}], V: T[{c}], TT: mut T[{c}, {r}], O: mut T[{r}, {c}], D: mut T[{r}, {c}]) grid(1) {{
                     let a = A[0:{r}, 0:{c}];
