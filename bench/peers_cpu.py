@@ -8,7 +8,7 @@ the same .npy files (made by bench/peers/gen_inputs.py, with float64 references)
                                            Warp tile Cholesky
   trsm     tilec trsm_right_lower_t     vs SciPy solve_triangular loop, Quadrants, Warp tiles
   potrs    tilec potrs_batched          vs SciPy cho_solve loop
-  gemm     tilec gemm (64x64x64 tiles)  vs NumPy a @ b (OpenBLAS sgemm), Warp tiles
+  gemm     tilec gemm (BM=BN=BK=64)     vs NumPy a @ b (OpenBLAS sgemm), Warp tiles
 
 tilec's time is the median that `tilec run --repeat R` prints (kernel only; compile time is
 printed separately). The peers' times come from bench/peers/anchors.py (median over >= 7
@@ -46,11 +46,11 @@ def rel_err(x, ref, tril=False):
     return float((num / den).max())
 
 
-def run_tilec(args, kernel, arrays, scalars, out_name, generics=()):
-    """Runs one stdlib kernel; returns (median seconds, compile seconds, output array)."""
+def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None):
+    """Runs one stdlib kernel; returns (median seconds, wall seconds, output array)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_path = os.path.join(tmp, "out.npy")
-        cmd = [args.tilec, "run", STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
+        cmd = [binary or args.tilec, "run", STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
                f"{out_name}={out_path}"]
         for name, path in arrays:
             cmd += ["--arg", f"{name}={path}"]
@@ -117,6 +117,9 @@ def potrf(args, b, n, impls):
     label = f"{b}x{n}x{n}"
     t, _, l = run_tilec(args, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A")
     row("potrf", label, "tilec f32", t, rel_err(l, ref, tril=True))
+    if args.before:
+        t, _, l = run_tilec(args, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A", binary=args.before)
+        row("potrf", label, "tilec f32 (before)", t, rel_err(l, ref, tril=True))
     peer_rows("potrf", label, run_peers(args, "chol", impls, f"{b}x{n}"))
     if args.f64:
         with tempfile.TemporaryDirectory() as tmp:
@@ -136,6 +139,9 @@ def trsm(args, b, n, impls):
     label = f"{b}x{n}x{n}"
     t, _, x = run_tilec(args, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X")
     row("trsm", label, "tilec f32", t, rel_err(x, ref))
+    if args.before:
+        t, _, x = run_tilec(args, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X", binary=args.before)
+        row("trsm", label, "tilec f32 (before)", t, rel_err(x, ref))
     peer_rows("trsm", label, run_peers(args, "trsm", impls, f"{b}x{n}"))
 
 
@@ -154,6 +160,9 @@ def potrs(args, b, n):
     label = f"{b}x{n}x{n}"
     t, _, x = run_tilec(args, "potrs_batched", [("L", lp), ("X", rp)], [], "X")
     row("potrs", label, "tilec f32", t, rel_err(x, ref))
+    if args.before:
+        t, _, x = run_tilec(args, "potrs_batched", [("L", lp), ("X", rp)], [], "X", binary=args.before)
+        row("potrs", label, "tilec f32 (before)", t, rel_err(x, ref))
 
     def loop():
         out = np.empty_like(R)
@@ -175,7 +184,7 @@ def gemm(args, n, impls):
         np.save(c, np.zeros((n, n), np.float32))
         t, _, x = run_tilec(args, "gemm", [("A", a), ("B", bp), ("C", c)], [("alpha", "1"), ("beta", "0")], "C",
                             generics=("BM=64", "BN=64", "BK=64"))
-    row("gemm", label, "tilec f32 (64x64x64)", t, rel_err(x, ref))
+    row("gemm", label, "tilec f32", t, rel_err(x, ref), "BM=BN=BK=64")
     peer_rows("gemm", label, run_peers(args, "gemm", impls, str(n)))
 
 
@@ -187,7 +196,7 @@ def summary():
         if who == "tilec f32":
             tilec_t[(w, s)] = t
     for w, s, who, t, e, note in ROWS:
-        base = tilec_t.get((w, s)) if not who.startswith("tilec") and "f64" not in who else None
+        base = tilec_t.get((w, s)) if who != "tilec f32" and "f64" not in who else None
         ratio = f"{t / base:.2f}x" if (base and t) else ""
         ts = f"{t * 1e3:.3f}" if t else "failed " + note
         es = f"{e:.1e}" if e is not None else ""
@@ -197,6 +206,7 @@ def summary():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tilec", required=True)
+    ap.add_argument("--before", help="another tilec binary (an earlier commit) to time beside it")
     ap.add_argument("--data", required=True)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--only", default="potrf,trsm,potrs,gemm")

@@ -7,7 +7,8 @@
 # Installs the peers in a virtual environment (PEERS_VENV, default ~/.cache/tilec-peers-venv)
 # and writes the inputs (about 1.2 GB, PEERS_DATA, default bench/data/peers) once.
 # TILEC=/path/to/tilec benchmarks that binary instead of building target/release/tilec.
-# Extra arguments go to bench/peers_cpu.py (`--only potrf,trsm`, `--no-f64`, `--repeat N`).
+# Extra arguments go to bench/peers_cpu.py (`--only potrf,trsm`, `--no-f64`, `--repeat N`,
+# `--before OLD_TILEC` to time an earlier build beside it).
 # Takes about 5 minutes on a 2-core VM; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
