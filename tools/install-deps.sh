@@ -3,7 +3,7 @@
 # sudo for apt):
 # - Debian: spirv-tools (spirv-val), Mesa's lavapipe Vulkan CPU driver and the Vulkan loader,
 #   LLVM 16 (llvm-16-dev, libpolly-16-dev) for the PTX backend (`--features ptx`);
-# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas.
+# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh.
 set -euo pipefail
 need=()
 command -v spirv-val >/dev/null 2>&1 || need+=(spirv-tools)
@@ -21,6 +21,10 @@ if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+if ! python3 -c 'import numpy' >/dev/null 2>&1; then
+    echo "installing: numpy (for tools/gpu-check.sh, run on lavapipe by the tests)"
+    python3 -m pip install --quiet numpy || python3 -m pip install --quiet --break-system-packages numpy
 fi
 if ! python3 -c 'import nvidia.cuda_nvcc' >/dev/null 2>&1; then
     echo "installing: nvidia-cuda-nvcc-cu12 (ptxas)"

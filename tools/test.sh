@@ -26,3 +26,8 @@ fix_dev_null
 cargo test --workspace -j"$jobs"
 fix_dev_null
 cargo test -p tilec-tests --features ptx --test ptx -j"$jobs"
+# The self-contained bundle for GPU machines, and the GPU check's harness on lavapipe (its
+# comparisons of every stdlib kernel and example with the CPU target and float64 references).
+fix_dev_null
+./tools/test-dist.sh
+TILEC=target/debug/tilec ./tools/gpu-check.sh --targets vulkan --parts correctness --extents 1,17,92 >/dev/null
