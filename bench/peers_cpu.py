@@ -106,6 +106,15 @@ def row(workload, shape, who, seconds, err, note=""):
     print(f"{workload:6} {shape:14} {who:26} {s}   err {e}  {note}", flush=True)
 
 
+def tilec_rows(args, workload, label, kernel, arrays, scalars, out, err):
+    """Runs tilec (and the --before build) on one workload; `err(x)` checks an output."""
+    for who, binary in [("tilec f32", None), ("tilec f32 (before)", args.before)]:
+        if who.endswith("(before)") and not binary:
+            continue
+        t, _, x = run_tilec(args, kernel, arrays, scalars, out, binary=binary)
+        row(workload, label, who, t, err(x))
+
+
 def peer_rows(workload, shape_label, recs):
     for impl, r in recs.items():
         row(workload, shape_label, impl, r.get("median_s"), r.get("max_rel_err"), r.get("error", "")[:60])
@@ -115,11 +124,8 @@ def potrf(args, b, n, impls):
     a = os.path.join(args.data, f"chol_A_B{b}_N{n}.npy")
     ref = np.load(os.path.join(args.data, f"chol_ref_f64_B{b}_N{n}.npy"))
     label = f"{b}x{n}x{n}"
-    t, _, l = run_tilec(args, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A")
-    row("potrf", label, "tilec f32", t, rel_err(l, ref, tril=True))
-    if args.before:
-        t, _, l = run_tilec(args, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A", binary=args.before)
-        row("potrf", label, "tilec f32 (before)", t, rel_err(l, ref, tril=True))
+    tilec_rows(args, "potrf", label, "potrf_batched", [("A", a)], [("eps", "1e-6")], "A",
+               lambda x: rel_err(x, ref, tril=True))
     peer_rows("potrf", label, run_peers(args, "chol", impls, f"{b}x{n}"))
     if args.f64:
         with tempfile.TemporaryDirectory() as tmp:
@@ -137,11 +143,8 @@ def trsm(args, b, n, impls):
     rp = os.path.join(args.data, f"trsm_rhs_B{b}_N{n}.npy")
     ref = np.load(os.path.join(args.data, f"trsm_ref_f64_B{b}_N{n}.npy"))
     label = f"{b}x{n}x{n}"
-    t, _, x = run_tilec(args, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X")
-    row("trsm", label, "tilec f32", t, rel_err(x, ref))
-    if args.before:
-        t, _, x = run_tilec(args, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X", binary=args.before)
-        row("trsm", label, "tilec f32 (before)", t, rel_err(x, ref))
+    tilec_rows(args, "trsm", label, "trsm_right_lower_t_batched", [("A", lp), ("X", rp)], [], "X",
+               lambda x: rel_err(x, ref))
     peer_rows("trsm", label, run_peers(args, "trsm", impls, f"{b}x{n}"))
 
 
@@ -158,11 +161,7 @@ def potrs(args, b, n):
         y = sla.solve_triangular(l64, R[i].astype(np.float64), lower=True, check_finite=False)
         ref[i] = sla.solve_triangular(l64.T, y, lower=False, check_finite=False)
     label = f"{b}x{n}x{n}"
-    t, _, x = run_tilec(args, "potrs_batched", [("L", lp), ("X", rp)], [], "X")
-    row("potrs", label, "tilec f32", t, rel_err(x, ref))
-    if args.before:
-        t, _, x = run_tilec(args, "potrs_batched", [("L", lp), ("X", rp)], [], "X", binary=args.before)
-        row("potrs", label, "tilec f32 (before)", t, rel_err(x, ref))
+    tilec_rows(args, "potrs", label, "potrs_batched", [("L", lp), ("X", rp)], [], "X", lambda x: rel_err(x, ref))
 
     def loop():
         out = np.empty_like(R)

@@ -4,7 +4,7 @@
 # - the binary links no LLVM library and every library it loads comes from the bundle;
 # - `build --target ptx` writes PTX for every stdlib instance;
 # - `run --target cpu` computes, and `run --target cuda` without a driver fails with E0430;
-# - tools/gpu-check.sh finds the bundle's tilec;
+# - tools/gpu-check.sh finds the bundle's tilec, and without a driver says so and exits 0;
 # - the archive fits the 64 MiB that travels to a GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,6 +47,7 @@ env -i PATH=/usr/bin:/bin "$box/tilec" run "$box/stdlib/linalg.tile" --kernel ro
 rc=$?
 set -e
 [ "$rc" -eq 2 ] && grep -q E0430 cuda.txt || fail "run --target cuda without a driver: exit $rc, $(cat cuda.txt)"
-(TILEC= "$box/tools/gpu-check.sh" --parts none >gc.txt 2>&1 || true)
+TILEC= "$box/tools/gpu-check.sh" >gc.txt 2>&1 || fail "tools/gpu-check.sh without a driver did not exit 0: $(cat gc.txt)"
 grep -q "^tilec: $box/tilec " gc.txt || fail "tools/gpu-check.sh did not pick the bundle's tilec: $(head -5 gc.txt)"
+grep -q "no NVIDIA driver on this machine, nothing checked" gc.txt || fail "tools/gpu-check.sh: $(cat gc.txt)"
 echo "test-dist: ok ($(basename "$archive"): $size bytes)"

@@ -82,16 +82,29 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         self.ix_loop(Ix::C(0), Ix::C(rows as i64), unroll, |l, i| {
             l.ix_loop(Ix::C(0), Ix::C(cols as i64), unroll, |l, j| {
-                let from = l.ix_affine(i, cols as i64, 0);
-                let from = l.ix_add(from, j);
-                let to = l.ix_affine(j, rows as i64, 0);
-                let to = l.ix_add(to, i);
-                let (fa, fo) = l.ix_addr(src, from, s);
-                let (ta, to) = l.ix_addr(dst, to, s);
-                let v = l.ld(s, fa, fo);
-                l.st(v, ta, to);
+                l.copy_transposed((src, cols), (dst, rows), i, j, s);
             });
         });
+    }
+
+    /// `dst[j][i] = src[i][j]`, for row-major matrices with rows of `src_cols` and `dst_cols`
+    /// elements.
+    fn copy_transposed(
+        &mut self,
+        (src, src_cols): (ir::Value, u32),
+        (dst, dst_cols): (ir::Value, u32),
+        i: Ix,
+        j: Ix,
+        s: Scalar,
+    ) {
+        let from = self.ix_affine(i, src_cols as i64, 0);
+        let from = self.ix_add(from, j);
+        let to = self.ix_affine(j, dst_cols as i64, 0);
+        let to = self.ix_add(to, i);
+        let (fa, fo) = self.ix_addr(src, from, s);
+        let (ta, to) = self.ix_addr(dst, to, s);
+        let v = self.ld(s, fa, fo);
+        self.st(v, ta, to);
     }
 
     /// The columns of a 4 x 4 block of 32-bit elements, or a 2 x 2 block of 64-bit elements,
@@ -137,16 +150,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         // U[j, i] = a[i, j] for i >= j.
         self.ix_loop(zero, nn, unroll, |l, i| {
             let i1 = l.ix_affine(i, 1, 1);
-            l.ix_loop(zero, i1, unroll, |l, j| {
-                let from = l.ix_affine(i, n as i64, 0);
-                let from = l.ix_add(from, j);
-                let to = l.ix_affine(j, ns, 0);
-                let to = l.ix_add(to, i);
-                let (fa, fo) = l.ix_addr(p, from, s);
-                let (ta, to) = l.ix_addr(u, to, s);
-                let v = l.ld(s, fa, fo);
-                l.st(v, ta, to);
-            });
+            l.ix_loop(zero, i1, unroll, |l, j| l.copy_transposed((p, n), (u, ns as u32), i, j, s));
         });
         self.ix_loop(zero, nn, unroll, |l, j| {
             // Pivot: clamp below by eps, then the square root.
@@ -196,16 +200,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         // a[i, j] = U[j, i] for i >= j, then the strict upper triangle is zeroed.
         self.ix_loop(zero, nn, unroll, |l, i| {
             let i1 = l.ix_affine(i, 1, 1);
-            l.ix_loop(zero, i1, unroll, |l, j| {
-                let from = l.ix_affine(j, ns, 0);
-                let from = l.ix_add(from, i);
-                let to = l.ix_affine(i, n as i64, 0);
-                let to = l.ix_add(to, j);
-                let (fa, fo) = l.ix_addr(u, from, s);
-                let (ta, to) = l.ix_addr(p, to, s);
-                let v = l.ld(s, fa, fo);
-                l.st(v, ta, to);
-            });
+            l.ix_loop(zero, i1, unroll, |l, j| l.copy_transposed((u, ns as u32), (p, n), j, i, s));
         });
         let z = self.zero(s);
         for i in 0..n {
@@ -240,7 +235,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// in place: with `U[i][k]` the coefficient of unknown `k` in equation `i` (an element of
     /// the tile `a`, chosen by `kind`), `x[i] = (x[i] - sum_k U[i][k] x[k]) / U[i][i]` over the
     /// unknowns already solved, `k` increasing. Whole vectors of columns go through
-    /// `substitute_vectors`; the columns past the last whole vector are solved one at a time.
+    /// `substitute_columns` in groups; the columns past the last whole vector are solved one at a time.
     fn substitute(
         &mut self,
         a: ir::Value,

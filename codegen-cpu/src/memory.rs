@@ -238,14 +238,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(fast, fast_b, &[], slow_b, &[]);
                     self.b.switch_to_block(fast_b);
-                    self.dyn_loop(rlo, rhi, |l, r| {
-                        let off = l.b.ins().imul(r, rstride);
-                        let ga = l.elem_addr(acc, off);
-                        let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
-                        let ta = l.b.ins().iadd(tile, tb);
-                        let (src, dst) = if mode == Xfer::Store { (ta, ga) } else { (ga, ta) };
-                        l.copy_bytes(dst, src, cols * esz as u32);
-                    });
+                    let row_bytes = esz * cols as i64;
+                    self.rows_loop(acc, tile, mode, row_bytes, |l, dst, src| l.copy_bytes(dst, src, row_bytes as u32));
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(slow_b);
                     // Rows partly in bounds but contiguous: the in-bounds run of each row with
@@ -253,14 +247,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let (run_b, elem_b) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(unit, run_b, &[], elem_b, &[]);
                     self.b.switch_to_block(run_b);
-                    self.dyn_loop(rlo, rhi, |l, r| {
-                        let off = l.b.ins().imul(r, rstride);
-                        let ga = l.elem_addr(acc, off);
-                        let tb = l.b.ins().imul_imm_s(r, esz * cols as i64);
-                        let ta = l.b.ins().iadd(tile, tb);
-                        let (src, dst) = if mode == Xfer::Store { (ta, ga) } else { (ga, ta) };
-                        l.copy_run(dst, src, clo, chi, elem);
-                    });
+                    self.rows_loop(acc, tile, mode, row_bytes, |l, dst, src| l.copy_run(dst, src, clo, chi, elem));
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(elem_b);
                 }
@@ -352,6 +339,28 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.def_var(var, next);
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(exit);
+    }
+
+    /// For each in-bounds row of a 2-D access, `body(dst, src)` with the addresses of the row's
+    /// first element in the array and in the tile (rows `row_bytes` apart), as `mode` moves it.
+    fn rows_loop(
+        &mut self,
+        acc: &Access,
+        tile: ir::Value,
+        mode: Xfer,
+        row_bytes: i64,
+        mut body: impl FnMut(&mut Self, ir::Value, ir::Value),
+    ) {
+        let s0 = &acc.slices[0];
+        let (rlo, rhi, rstride) = (s0.lo, s0.hi, s0.stride);
+        self.dyn_loop(rlo, rhi, |l, r| {
+            let off = l.b.ins().imul(r, rstride);
+            let ga = l.elem_addr(acc, off);
+            let tb = l.b.ins().imul_imm_s(r, row_bytes);
+            let ta = l.b.ins().iadd(tile, tb);
+            let (src, dst) = if mode == Xfer::Store { (ta, ga) } else { (ga, ta) };
+            body(l, dst, src);
+        });
     }
 
     /// Copies elements `lo..hi` (i64 values) of a contiguous run from `src` to `dst` (both the
