@@ -23,7 +23,9 @@ struct ChunkedAccess {
 /// Scope and memory-semantics constants of SPIR-V.
 const SCOPE_DEVICE: u32 = 1;
 const SCOPE_WORKGROUP: u32 = 2;
-const SEM_ACQ_REL_WG: u32 = 0x8 | 0x100;
+/// AcquireRelease on workgroup memory (shared arrays) and uniform memory (storage buffers:
+/// the global arrays), so that a barrier orders the lanes' stores to both before later loads.
+const SEM_ACQ_REL_WG: u32 = 0x8 | 0x40 | 0x100;
 const SEM_RELAXED: u32 = 0;
 
 impl Gen<'_> {

@@ -45,6 +45,9 @@ pub enum RunError {
     ShapeMismatch { name: String, expected: String, expected_values: Vec<u64>, actual: Vec<u64> },
     /// E0413: an array extent does not fit in i32.
     ExtentTooLarge { name: String, axis: usize, extent: u64 },
+    /// E0419: an array has 2^31 elements or more, which the GPU targets' 32-bit element
+    /// indices cannot address.
+    GpuArrayTooLarge { name: String, elements: u64 },
     /// E0414: scalar argument text does not parse as the parameter's type.
     BadScalar { text: String, ty: Scalar, reason: String },
     /// E0415: the launch function could not be evaluated.
@@ -117,6 +120,7 @@ impl RunError {
             RunError::RankMismatch { .. } => "E0411",
             RunError::ShapeMismatch { .. } => "E0412",
             RunError::ExtentTooLarge { .. } => "E0413",
+            RunError::GpuArrayTooLarge { .. } => "E0419",
             RunError::BadScalar { .. } => "E0414",
             RunError::Eval { .. } => "E0415",
             RunError::GridTooLarge { .. } => "E0416",
@@ -219,6 +223,12 @@ impl fmt::Display for RunError {
             RunError::ExtentTooLarge { name, axis, extent } => {
                 write!(f, "argument `{name}`: extent {extent} along axis {axis} is larger than {} (i32)", i32::MAX)
             }
+            RunError::GpuArrayTooLarge { name, elements } => write!(
+                f,
+                "argument `{name}`: {elements} elements, more than the {} that GPU targets address \
+                 (their element indices are 32-bit); split the array or use --target cpu",
+                i32::MAX
+            ),
             RunError::BadScalar { text, ty, reason } => {
                 write!(f, "`{text}` is not a valid {}: {reason}", ty.name())
             }

@@ -25,8 +25,8 @@ fn scalar_bits(c: Const) -> u64 {
     }
 }
 
-/// Checks that `bound` holds arguments for `kernel` and that `layout` is its params layout.
-/// Error E0417 otherwise.
+/// Checks that `bound` holds arguments for `kernel` and that `layout` is its params layout
+/// (error E0417 otherwise), and that every array fits the GPU's 32-bit indices (E0419).
 pub(crate) fn check_bound(kernel: &Kernel, layout: &ParamsLayout, bound: &Bound) -> Result<(), RunError> {
     if bound.kernel_symbol() != kernel.symbol || bound.args().len() != kernel.params.len() {
         return Err(mismatch(format!(
@@ -52,6 +52,20 @@ pub(crate) fn check_bound(kernel: &Kernel, layout: &ParamsLayout, bound: &Bound)
                 p.name, kernel.symbol
             )));
         }
+        if let ArgValue::Array(a) = arg {
+            gpu_indexable(name, a.shape())?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks that an array of `shape` can be addressed by the GPU targets, whose element indices
+/// are 32-bit (`docs/ir.md` §10): at most `i32::MAX` elements. Error E0419 otherwise, before
+/// anything is launched (an index would wrap to a wrong address).
+pub(crate) fn gpu_indexable(name: &str, shape: &[u64]) -> Result<(), RunError> {
+    let elements = shape.iter().try_fold(1u64, |n, d| n.checked_mul(*d)).unwrap_or(u64::MAX);
+    if elements > i32::MAX as u64 {
+        return Err(RunError::GpuArrayTooLarge { name: name.to_string(), elements });
     }
     Ok(())
 }

@@ -1,12 +1,12 @@
 //! Memory: the params buffer, array elements in global memory and shared arrays in `.shared`
 //! memory, with the SIMT form's bounds rules (loads out of bounds read 0 or keep the old
 //! value; stores and atomic adds out of bounds do nothing), barriers, and atomic adds
-//! (`atomicrmw add` for integers, a compare-and-swap loop on the bits for floats).
+//! (`atomicrmw add` for integers, `atomicrmw fadd` for floats).
 
-use super::{be, err, Gen, Held, GLOBAL, SHARED};
+use super::{be, err, Gen, Held, SHARED};
 use crate::PtxError;
 use inkwell::types::BasicType;
-use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValueEnum, IntValue, PointerValue};
 use inkwell::{AddressSpace, AtomicOrdering, AtomicRMWBinOp, IntPredicate};
 use tilec_midend::{Op, OpKind, Scalar, Type, Value};
 
@@ -163,6 +163,8 @@ impl<'ctx> Gen<'ctx, '_> {
         self.call_void("llvm.nvvm.barrier0", &[])
     }
 
+    /// `*p += x` atomically: `atomicrmw add` for integers, `atomicrmw fadd` for floats (one
+    /// `red.global.add.f32` / `.f64` instruction, native since sm_60), monotonic ordering.
     fn atomic_add(&mut self, p: PointerValue<'ctx>, x: BasicValueEnum<'ctx>, elem: Scalar) -> Result<(), PtxError> {
         if !elem.is_float() {
             self.b
@@ -170,21 +172,22 @@ impl<'ctx> Gen<'ctx, '_> {
                 .map_err(be)?;
             return Ok(());
         }
-        let it = if elem == Scalar::F32 { self.cx.i32_type() } else { self.cx.i64_type() };
-        let ft = self.ty(elem);
-        let (retry, done) = (self.cx.append_basic_block(self.f, "cas"), self.cx.append_basic_block(self.f, "added"));
-        self.b.build_unconditional_branch(retry).map_err(be)?;
-        self.b.position_at_end(retry);
-        let old = self.b.build_load(it, p, "").map_err(be)?.into_int_value();
-        let oldf = self.b.build_bit_cast(old, ft, "").map_err(be)?.into_float_value();
-        let newf = self.b.build_float_add(oldf, x.into_float_value(), "").map_err(be)?;
-        let new = self.b.build_bit_cast(newf, it, "").map_err(be)?.into_int_value();
-        let pair =
-            self.b.build_cmpxchg(p, old, new, AtomicOrdering::Monotonic, AtomicOrdering::Monotonic).map_err(be)?;
-        let ok = self.b.build_extract_value(pair, 1, "").map_err(be)?.into_int_value();
-        self.b.build_conditional_branch(ok, done, retry).map_err(be)?;
-        self.b.position_at_end(done);
-        let _ = GLOBAL;
+        // inkwell's build_atomicrmw takes integers only; LLVM 16's atomicrmw has fadd.
+        // SAFETY: the builder is positioned in this function, `p` points to global memory of
+        // `elem` and `x` is a value of that float type.
+        let r = unsafe {
+            llvm_sys::core::LLVMBuildAtomicRMW(
+                self.b.as_mut_ptr(),
+                llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd,
+                p.as_value_ref(),
+                x.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            )
+        };
+        if r.is_null() {
+            return Err(err("LLVM could not build a float atomicrmw"));
+        }
         Ok(())
     }
 }

@@ -42,8 +42,6 @@ pub(super) struct Lower<'a> {
     /// `rows[s] = lane + s * lanes`, computed at entry for every row slot used.
     pub(super) rows: Vec<Value>,
     loc: Loc,
-    /// Shared arrays (source values): stores to them are followed by a barrier.
-    pub(super) shared_arrays: std::collections::HashSet<Value>,
 }
 
 /// Lowers kernel `k` of module `m` (after the pass pipeline) to SIMT form for subgroups of
@@ -62,7 +60,6 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         lane: Value(0),
         rows: Vec::new(),
         loc: Loc::default(),
-        shared_arrays: std::collections::HashSet::new(),
     };
     let mut params = Vec::new();
     for p in &src.body.params {
@@ -297,7 +294,6 @@ impl Lower<'_> {
                 *shared += shape.iter().product::<u32>() * elem.bytes();
                 let v = self.emit1(op.kind.clone(), vec![], res_ty.expect("result"));
                 self.map.insert(op.results[0], Lv::Array(v));
-                self.shared_arrays.insert(op.results[0]);
                 return Ok(());
             }
             OpKind::Barrier => {

@@ -24,8 +24,10 @@
 //! structured `For If While Yield Return`. Masked-off lanes store to index -1 (out of
 //! bounds) instead of branching, so every branch condition is uniform across the subgroup.
 //! Integer `Div`/`Rem` never divide by 0 or (signed) by -1: the lowering guards them with the
-//! CPU target's semantics, so backends use plain division. Every store to a shared array is
-//! followed by a `Barrier` (barrier insertion), since lanes read rows that other lanes wrote.
+//! CPU target's semantics, so backends use plain division. Every store to an array, global or
+//! shared, is followed by a `Barrier` (barrier insertion), since lanes later read what other
+//! lanes wrote, and a barrier, not a shuffle, orders memory between lanes (the interpreter
+//! models exactly that: `interp`).
 
 pub mod interp;
 mod linalg;

@@ -330,11 +330,11 @@ impl Lower<'_> {
             }
             _ => return Err(err("store value does not match its slice")),
         }
-        // Barrier insertion: lanes write shared arrays at their own rows and read them at any
-        // row, so every store to one is followed by a barrier before later accesses.
-        if self.shared_arrays.contains(&op.args[0]) {
-            self.emit(OpKind::Barrier, vec![], vec![]);
-        }
+        // Barrier insertion: lanes write a tile at their own rows and the program may read any
+        // row later (potrf stores a tile, then loads its columns into every lane), so every
+        // tile store to an array, global or shared, is followed by a barrier. Shuffles order
+        // execution, not memory.
+        self.emit(OpKind::Barrier, vec![], vec![]);
         Ok(())
     }
 

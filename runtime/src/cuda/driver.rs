@@ -18,7 +18,7 @@ pub(super) const DRIVER_LIBRARY: &str = "nvcuda.dll";
 pub(super) const DRIVER_LIBRARY: &str = "libcuda.so.1";
 
 /// Every driver function the launcher calls, directly or through cudarc's wrappers.
-const SYMBOLS: &[&str] = &[
+pub(super) const SYMBOLS: &[&str] = &[
     "cuInit",
     "cuDriverGetVersion",
     "cuDeviceGetCount",
@@ -71,7 +71,36 @@ fn load_driver() -> Result<libloading::Library, RunError> {
             });
         }
     }
+    same_library_as_cudarc(&lib)?;
     Ok(lib)
+}
+
+/// Checks that the library cudarc calls through is the driver checked above. cudarc loads the
+/// first of its candidate names that opens (`libcuda.so` before `libcuda.so.1`), and where
+/// `libcuda.so` is the CUDA toolkit's stub (its `lib64/stubs` on `LD_LIBRARY_PATH`), every call
+/// would fail with CUDA_ERROR_STUB_LIBRARY. The two are the same library exactly when they
+/// resolve `cuInit` to the same address. Error: E0431 naming the library cudarc would load.
+fn same_library_as_cudarc(driver: &libloading::Library) -> Result<(), RunError> {
+    // SAFETY: only addresses are looked up; nothing is called through them.
+    let ours = unsafe { driver.get::<*const std::ffi::c_void>(b"cuInit") }.map(|s| *s).ok();
+    for name in cudarc::get_lib_name_candidates("cuda") {
+        // SAFETY: as for the driver itself; a library that does not load is skipped, as
+        // cudarc skips it.
+        let Ok(lib) = (unsafe { libloading::Library::new(&name) }) else { continue };
+        let theirs = unsafe { lib.get::<*const std::ffi::c_void>(b"cuInit") }.map(|s| *s).ok();
+        if theirs != ours {
+            return Err(RunError::CudaCall {
+                call: "cuInit".to_string(),
+                detail: format!(
+                    "the CUDA bindings would load `{name}`, which is not the NVIDIA driver \
+                     {DRIVER_LIBRARY} (a CUDA toolkit stub library on LD_LIBRARY_PATH?); remove \
+                     the directory holding it from LD_LIBRARY_PATH"
+                ),
+            });
+        }
+        return Ok(());
+    }
+    Ok(())
 }
 
 /// Runs `f`, which calls the driver through cudarc, turning a panic (a missing symbol, an

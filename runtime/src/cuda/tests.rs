@@ -16,7 +16,7 @@ use super::CudaDevice;
 use crate::array::HostArray;
 use crate::bind::{bind, ArgValue, Bound};
 use crate::error::RunError;
-use crate::params::{pack_params, params_words, split_grid, Chunk};
+use crate::params::{gpu_indexable, pack_params, params_words, split_grid, Chunk};
 
 fn required() -> bool {
     std::env::var("TILEC_REQUIRE_CUDA").is_ok_and(|v| v == "1")
@@ -476,4 +476,82 @@ fn launches_from_another_thread() {
             });
         }
     });
+}
+
+#[cfg(unix)]
+/// A fake driver for the library check: a shared library named `file` in `dir` that exports
+/// every function the launcher needs (each returning 999, never called here), built with the
+/// system C compiler. `tag` makes two fakes different libraries.
+fn fake_driver(dir: &std::path::Path, file: &str, tag: u32) -> bool {
+    let c = dir.join(format!("{file}.c"));
+    let body: String =
+        super::driver::SYMBOLS.iter().map(|s| format!("int {s}(void) {{ return 999 + {tag}; }}\n")).collect();
+    std::fs::write(&c, body).expect("write C");
+    std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.join(file))
+        .arg(&c)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The driver check runs in a child process (the loader reads `LD_LIBRARY_PATH` at start):
+/// with the toolkit's stub (`libcuda.so`) found before the driver (`libcuda.so.1`), cudarc
+/// would call the stub, so the check fails with E0431 naming it; with `libcuda.so` a link to
+/// the driver, it passes.
+#[cfg(unix)]
+#[test]
+fn driver_check_rejects_a_stub_that_cudarc_would_load_first() {
+    if driver_library_loads() {
+        eprintln!("skipped: this machine has an NVIDIA driver");
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("tilec-fake-cuda-{}", std::process::id()));
+    let (drv, stub) = (root.join("driver"), root.join("stubs"));
+    std::fs::create_dir_all(&drv).unwrap();
+    std::fs::create_dir_all(&stub).unwrap();
+    if !fake_driver(&drv, "libcuda.so.1", 0) || !fake_driver(&stub, "libcuda.so", 1) {
+        eprintln!("skipped: no C compiler to build a fake driver");
+        return;
+    }
+    let child = |path: String| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "cuda::tests::driver_check_child", "--ignored", "--nocapture"])
+            .env("LD_LIBRARY_PATH", path)
+            .output()
+            .expect("run the child test");
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+    };
+    let with_stub = child(format!("{}:{}", stub.display(), drv.display()));
+    assert!(with_stub.contains("driver check: E0431") && with_stub.contains("`libcuda.so`"), "{with_stub}");
+    std::os::unix::fs::symlink(drv.join("libcuda.so.1"), drv.join("libcuda.so")).unwrap();
+    let linked = child(drv.display().to_string());
+    assert!(linked.contains("driver check: ok"), "{linked}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Run by `driver_check_rejects_a_stub_that_cudarc_would_load_first` in a child process.
+#[cfg(unix)]
+#[test]
+#[ignore = "run by driver_check_rejects_a_stub_that_cudarc_would_load_first with LD_LIBRARY_PATH set"]
+fn driver_check_child() {
+    match super::driver::check_driver() {
+        Ok(()) => println!("driver check: ok"),
+        Err(e) => println!("driver check: {}: {e}", e.code()),
+    }
+}
+
+/// Arrays of 2^31 elements or more are refused for the GPU targets (E0419, naming the argument
+/// and the count), before anything is allocated; one element fewer is fine.
+#[test]
+fn arrays_beyond_32_bit_indices_are_refused() {
+    assert!(gpu_indexable("A", &[i32::MAX as u64]).is_ok());
+    assert!(gpu_indexable("A", &[4096, 92, 92]).is_ok());
+    assert!(gpu_indexable("A", &[]).is_ok());
+    for (shape, n) in [(vec![65536u64, 256, 256], 1u64 << 32), (vec![1 << 31], 1 << 31), (vec![u64::MAX, 2], u64::MAX)]
+    {
+        let e = gpu_indexable("A", &shape).unwrap_err();
+        assert_eq!(e.code(), "E0419");
+        assert!(e.to_string().starts_with(&format!("argument `A`: {n} elements, more than the 2147483647")), "{e}");
+    }
 }

@@ -8,10 +8,18 @@
 //! wraps), `f32` arithmetic is rounded to `f32`, float remainder is `a - trunc(a / b) * b`,
 //! float `min`/`max` are `f64::min`/`max`, casts from floats to integers saturate (NaN gives
 //! 0). Memory ops address row-major arrays with one index per dimension; out-of-bounds loads
-//! read 0 (`LoadInto`: the old value) and out-of-bounds stores and atomic adds do nothing;
-//! lanes store in lane order. Branch conditions, loop bounds and steps must be the same on all
-//! lanes, else the run fails with "divergent control flow".
+//! read 0 (`LoadInto`: the old value) and out-of-bounds stores and atomic adds do nothing.
+//! Branch conditions, loop bounds and steps must be the same on all lanes, else the run fails
+//! with "divergent control flow".
+//!
+//! Memory is weakly ordered, as on a GPU, where lanes run independently between barriers: a
+//! lane's stores are buffered, seen by that lane's own loads at once but by the other lanes
+//! only after a `Barrier` (or when the program ends), which writes the buffers back in the
+//! order of the stores. `Shuffle` exchanges registers, not memory. So a lowering that lets one lane load
+//! what another stored without a barrier between gives stale values here, as it could on the
+//! hardware. Atomic adds update memory at once.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use super::SimtKernel;
@@ -71,7 +79,7 @@ pub fn run(k: &SimtKernel, args: &mut [InterpArg<'_>], grid: [i64; 3]) -> Result
         grid,
         pid: [0; 3],
         vals: vec![None; f.values.len()],
-        mem: Memory { args, shared: Vec::new() },
+        mem: Memory { args, shared: Vec::new(), pending: vec![HashMap::new(); lanes], stores: 0 },
     };
     for z in 0..grid[2] {
         for y in 0..grid[1] {
@@ -153,9 +161,46 @@ struct SharedArray {
 struct Memory<'b, 'a> {
     args: &'b mut [InterpArg<'a>],
     shared: Vec<SharedArray>,
+    /// Per lane, its stores not yet visible to the other lanes: (array, element) -> (when,
+    /// value), `when` counting the stores of the program in their order.
+    pending: Vec<HashMap<(MemKey, usize), (u64, Const)>>,
+    /// Stores issued so far.
+    stores: u64,
+}
+
+/// A hashable name of a [`Mem`].
+type MemKey = (bool, usize);
+
+fn key(m: Mem) -> MemKey {
+    match m {
+        Mem::Param(i) => (false, i),
+        Mem::Shared(i) => (true, i),
+    }
 }
 
 impl Memory<'_, '_> {
+    /// Makes every lane's buffered stores visible, in the order they were issued (so where
+    /// two lanes stored to one element, the later store wins, as in lockstep).
+    fn flush(&mut self) -> Result<(), InterpError> {
+        let mut writes: Vec<_> = self.pending.iter_mut().flat_map(std::mem::take).collect();
+        writes.sort_by_key(|(_, (when, _))| *when);
+        for ((k, off), (_, v)) in writes {
+            let m = if k.0 { Mem::Shared(k.1) } else { Mem::Param(k.1) };
+            let (elem, data) = self.data_mut(m)?;
+            write(elem, data, off, v)?;
+        }
+        Ok(())
+    }
+
+    /// Element `off` of `m` as lane `lane` sees it: its own buffered store, else memory.
+    fn load(&self, lane: usize, m: Mem, off: usize) -> Result<Const, InterpError> {
+        if let Some((_, v)) = self.pending[lane].get(&(key(m), off)) {
+            return Ok(*v);
+        }
+        let (elem, _, data) = self.view(m)?;
+        Ok(read(elem, data, off))
+    }
+
     fn view(&self, m: Mem) -> Result<(Scalar, &[u64], &[u8]), InterpError> {
         match m {
             Mem::Param(i) => match self.args.get(i) {
@@ -291,6 +336,7 @@ impl Interp<'_, '_, '_> {
         self.pid = pid;
         self.vals.iter_mut().for_each(|v| *v = None);
         self.mem.shared.clear();
+        self.mem.pending.iter_mut().for_each(HashMap::clear);
         let f = self.f;
         for (i, &p) in f.params().iter().enumerate() {
             let v = match &self.mem.args[i] {
@@ -299,7 +345,10 @@ impl Interp<'_, '_, '_> {
             };
             self.set(p, v)?;
         }
-        match self.region(&f.body)? {
+        let flow = self.region(&f.body)?;
+        // The end of a program makes its stores visible (before its shared arrays go).
+        self.mem.flush()?;
+        match flow {
             Flow::Yield(_) => err("the kernel body ends in `yield`"),
             Flow::Return | Flow::End => Ok(()),
         }
@@ -581,15 +630,25 @@ impl Interp<'_, '_, '_> {
                 }
                 let (m, offs) = self.address(op, kinds, 0, 1)?;
                 let src = self.scalars(op.args[op.args.len() - 1])?.to_vec();
-                let (elem, data) = self.mem.data_mut(m)?;
-                for (off, &v) in offs.iter().zip(&src) {
+                for (lane, (off, &v)) in offs.iter().zip(&src).enumerate() {
                     let Some(off) = *off else { continue };
-                    let v = if atomic { bin(BinOp::Add, read(elem, data, off), v, elem)? } else { v };
-                    write(elem, data, off, v)?;
+                    if atomic {
+                        let (elem, data) = self.mem.data_mut(m)?;
+                        let v = bin(BinOp::Add, read(elem, data, off), v, elem)?;
+                        write(elem, data, off, v)?;
+                    } else {
+                        let (elem, _, _) = self.mem.view(m)?;
+                        if v.ty() != elem {
+                            return err(format!("a {} value stored into an array of {}", v.ty().name(), elem.name()));
+                        }
+                        self.mem.stores += 1;
+                        let when = self.mem.stores;
+                        self.mem.pending[lane].insert((key(m), off), (when, v));
+                    }
                 }
                 return Ok(());
             }
-            OpKind::Barrier => return Ok(()),
+            OpKind::Barrier => return self.mem.flush(),
             OpKind::AllocShared(shape) => {
                 let [r] = op.results[..] else {
                     return err("expected one result");
@@ -608,27 +667,28 @@ impl Interp<'_, '_, '_> {
             }
             OpKind::Load(kinds) => {
                 let (m, offs) = self.address(op, kinds, 0, 0)?;
-                let (elem, _, data) = self.mem.view(m)?;
+                let (elem, _, _) = self.mem.view(m)?;
                 offs.iter()
-                    .map(|o| match o {
-                        Some(o) => read(elem, data, *o),
-                        None if elem.is_float() => Const::Float(0.0, elem),
-                        None if elem == Scalar::Bool => Const::Bool(false),
-                        None => Const::Int(0, elem),
+                    .enumerate()
+                    .map(|(lane, o)| match o {
+                        Some(o) => self.mem.load(lane, m, *o),
+                        None if elem.is_float() => Ok(Const::Float(0.0, elem)),
+                        None if elem == Scalar::Bool => Ok(Const::Bool(false)),
+                        None => Ok(Const::Int(0, elem)),
                     })
-                    .collect()
+                    .collect::<Result<_, _>>()?
             }
             OpKind::LoadInto(kinds) => {
                 let (m, offs) = self.address(op, kinds, 1, 0)?;
                 let old = self.scalars(op.args[0])?;
-                let (elem, _, data) = self.mem.view(m)?;
                 offs.iter()
                     .zip(old)
-                    .map(|(o, &old)| match o {
-                        Some(o) => read(elem, data, *o),
-                        None => old,
+                    .enumerate()
+                    .map(|(lane, (o, &old))| match o {
+                        Some(o) => self.mem.load(lane, m, *o),
+                        None => Ok(old),
                     })
-                    .collect()
+                    .collect::<Result<_, _>>()?
             }
             OpKind::Const(c) => self.splat(*c),
             OpKind::LaneId => (0..lanes).map(|l| Const::Int(l as i64, Scalar::I32)).collect(),
