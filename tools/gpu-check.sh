@@ -65,7 +65,7 @@ if [[ "$wanted" == *cuda* ]] && ! "$tilec" run "$here/stdlib/linalg.tile" --kern
     rm -rf "$probe"
     exit 0
 fi
-echo "cuda: $(tail -1 "$probe/cuda.txt")" >&2
+[ -s "$probe/cuda.txt" ] && echo "cuda: $(tail -1 "$probe/cuda.txt")" >&2
 # Vulkan: compared where a device answers (the NVIDIA driver's Vulkan ICD may be absent).
 targets=cuda
 if "$tilec" run "$here/stdlib/linalg.tile" --kernel row_sum --arg "X=$probe/x.npy" --out "out=$probe/s.npy" \

@@ -2,6 +2,7 @@
 # Installs what the tests need beyond Rust, idempotently (only what is missing; needs root or
 # sudo for apt):
 # - Debian: spirv-tools (spirv-val), Mesa's lavapipe Vulkan CPU driver and the Vulkan loader,
+#   xz-utils (tools/dist.sh packs with it),
 #   LLVM 16 (llvm-16-dev, libpolly-16-dev) for the PTX backend (`--features ptx`);
 # - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh.
 set -euo pipefail
@@ -14,6 +15,7 @@ ls /usr/lib/llvm-16/lib/libPolly*.a >/dev/null 2>&1 || need+=(libpolly-16-dev)
 [ -e /usr/include/zstd.h ] || need+=(libzstd-dev)
 [ -e /usr/include/zlib.h ] || need+=(zlib1g-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""

@@ -34,6 +34,7 @@ pub(super) const SYMBOLS: &[&str] = &[
     "cuMemFree_v2",
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
+    "cuMemcpyDtoD_v2",
     "cuModuleLoadDataEx",
     "cuModuleGetFunction",
     "cuModuleUnload",
