@@ -21,7 +21,7 @@ use crate::lower::{cl_type, Lower};
 use crate::memory::flags;
 use crate::tile::vec_ty;
 use crate::{err, CodegenError};
-use cranelift_codegen::ir::{self, types, InstBuilder, StackSlotData, StackSlotKind};
+use cranelift_codegen::ir::{self, types, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use tilec_midend::{BinOp, Op, Scalar, Trsm};
@@ -42,13 +42,21 @@ fn unrolled(n: u32, vectors: u32) -> bool {
 /// Most vector accumulators one substitution keeps in registers (of the 16 XMM registers).
 const GROUP: u32 = 8;
 
-impl<M: ClModule> Lower<'_, '_, M> {
-    /// A fresh 16-byte aligned stack area of `bytes` bytes (its address).
-    fn scratch(&mut self, bytes: u32) -> ir::Value {
-        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
-        self.b.ins().stack_addr(types::I64, slot, 0)
-    }
+/// The `cols` triangular systems held in the columns of the `n x cols` row-major matrix at `x`
+/// (solved in place): with `U[i][k]` the coefficient of unknown `k` in equation `i`, an
+/// element of the `n x n` tile at `a` chosen by `kind`, `x[i] = (x[i] - sum_k U[i][k] x[k]) /
+/// U[i][i]` over the unknowns already solved, `k` increasing.
+#[derive(Clone, Copy)]
+struct Systems {
+    a: ir::Value,
+    x: ir::Value,
+    n: u32,
+    cols: u32,
+    kind: Trsm,
+    s: Scalar,
+}
 
+impl<M: ClModule> Lower<'_, '_, M> {
     /// Copies the `rows x cols` row-major matrix at `src` transposed to `dst` (`cols x rows`):
     /// by 4 x 4 (f32, i32) or 2 x 2 (f64, i64) blocks of vector unpacks when both extents are
     /// whole blocks, else element by element.
@@ -220,56 +228,41 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let x = self.tile_addr(op.results[0]);
         if kind.left {
             // The systems are the columns of X (n x bc).
-            self.substitute(a, x, (n, bc), kind, s)
+            self.substitute(Systems { a, x, n, cols: bc, kind, s })
         } else {
             // X (br x n) op(A) = B is op(A)^T X^T = B^T: the systems are the columns of X^T.
             let xt = self.scratch(n * br * s.bytes());
             self.transpose_tile(x, xt, (br, n), s);
-            self.substitute(a, xt, (n, br), kind, s)?;
+            self.substitute(Systems { a, x: xt, n, cols: br, kind, s })?;
             self.transpose_tile(xt, x, (n, br), s);
             Ok(())
         }
     }
 
-    /// Solves the `cols` systems held in the columns of the `n x cols` row-major matrix at `x`,
-    /// in place: with `U[i][k]` the coefficient of unknown `k` in equation `i` (an element of
-    /// the tile `a`, chosen by `kind`), `x[i] = (x[i] - sum_k U[i][k] x[k]) / U[i][i]` over the
-    /// unknowns already solved, `k` increasing. Whole vectors of columns go through
-    /// `substitute_columns` in groups; the columns past the last whole vector are solved one at a time.
-    fn substitute(
-        &mut self,
-        a: ir::Value,
-        x: ir::Value,
-        (n, cols): (u32, u32),
-        kind: Trsm,
-        s: Scalar,
-    ) -> Result<(), CodegenError> {
+    /// Solves the systems of `sys` in place. Whole vectors of columns go through
+    /// `substitute_columns` in groups; the columns past the last whole vector are solved one at
+    /// a time.
+    fn substitute(&mut self, sys: Systems) -> Result<(), CodegenError> {
+        let s = sys.s;
         let vt = vec_ty(s).ok_or_else(|| err("triangular solve of a non-float tile"))?;
         let lanes = 16 / s.bytes();
-        let nv = cols / lanes;
+        let nv = sys.cols / lanes;
         let mut g0 = 0;
         while g0 < nv {
             let g = GROUP.min(nv - g0);
-            self.substitute_columns(a, x, (n, cols), kind, s, (g0 * lanes, g, Some(vt)));
+            self.substitute_columns(sys, (g0 * lanes, g, Some(vt)));
             g0 += g;
         }
-        for c in nv * lanes..cols {
-            self.substitute_columns(a, x, (n, cols), kind, s, (c, 1, None));
+        for c in nv * lanes..sys.cols {
+            self.substitute_columns(sys, (c, 1, None));
         }
         Ok(())
     }
 
-    /// Substitution on `count` vectors of columns of `x` from column `c0` (`vt: None`: one
+    /// Substitution on `count` vectors of columns of `sys.x` from column `c0` (`vt: None`: one
     /// scalar column), with the accumulators of each unknown in registers.
-    fn substitute_columns(
-        &mut self,
-        a: ir::Value,
-        x: ir::Value,
-        (n, cols): (u32, u32),
-        kind: Trsm,
-        s: Scalar,
-        (c0, count, vt): (u32, u32, Option<ir::Type>),
-    ) {
+    fn substitute_columns(&mut self, sys: Systems, (c0, count, vt): (u32, u32, Option<ir::Type>)) {
+        let Systems { a, x, n, cols, kind, s } = sys;
         let ty = vt.unwrap_or(cl_type(s));
         let step_bytes = (vt.map_or(1, |_| 16 / s.bytes()) * s.bytes()) as i32;
         let nn = n as i64;

@@ -7,11 +7,12 @@
 
 use crate::lower::{cl_type, Lower};
 use crate::memory::flags;
+use crate::tile::vec_ty;
 use crate::CodegenError;
 use cranelift_codegen::ir::{self, types, InstBuilder};
 use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
-use tilec_midend::{Op, Scalar, Type};
+use tilec_midend::{BinOp, Op, Scalar, Type};
 
 /// Rows of the result block kept in registers by the matmul micro-kernel.
 const MR: u32 = 4;
@@ -98,7 +99,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let mut sum = self.b.use_var(var);
                 if let Some(t) = sub_from {
                     let tv = self.ld(s, t, cell);
-                    sum = self.bin(tilec_midend::BinOp::Sub, s, tv, sum);
+                    sum = self.bin(BinOp::Sub, s, tv, sum);
                 }
                 self.st(sum, c, cell);
             }
@@ -117,12 +118,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         (i0, j0): (u32, u32),
         (h, w): (u32, u32),
     ) {
-        let vt = match s {
-            Scalar::F64 => types::F64X2,
-            Scalar::I32 | Scalar::U32 => types::I32X4,
-            Scalar::I64 => types::I64X2,
-            _ => types::F32X4,
-        };
+        // Products of booleans are rejected by the frontend.
+        let vt = vec_ty(s).unwrap_or(types::F32X4);
         let esz = s.bytes();
         let lanes = 16 / esz;
         let coff = |r: u32, v: u32| (((i0 + r) * n + j0 + v * lanes) * esz) as i32;
@@ -167,7 +164,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let mut x = self.b.use_var(accs[(r * w + v) as usize]);
                 if let Some(t) = t {
                     let tv = self.b.ins().load(vt, flags(), t, coff(r, v));
-                    x = if s.is_float() { self.b.ins().fsub(tv, x) } else { self.b.ins().isub(tv, x) };
+                    x = self.bin(BinOp::Sub, s, tv, x);
                 }
                 self.b.ins().store(flags(), x, c, coff(r, v));
             }

@@ -51,19 +51,7 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) fma: bool,
     libm: HashMap<&'static str, FuncRef>,
     /// How many operands (in all regions) refer to each value.
-    uses: HashMap<Value, u32>,
-}
-
-/// The number of operands of `r` and its nested regions that refer to each value.
-fn count_uses(r: &Region, uses: &mut HashMap<Value, u32>) {
-    for op in &r.ops {
-        for a in &op.args {
-            *uses.entry(*a).or_insert(0) += 1;
-        }
-        for reg in &op.regions {
-            count_uses(reg, uses);
-        }
-    }
+    uses: HashMap<Value, usize>,
 }
 
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
@@ -92,7 +80,7 @@ pub(crate) fn lower_function<M: ClModule>(
         libm: HashMap::new(),
         uses: HashMap::new(),
     };
-    count_uses(&f.body, &mut l.uses);
+    f.body.count_uses(&mut l.uses);
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);
     l.b.switch_to_block(entry);
@@ -165,6 +153,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
     pub(crate) fn tile_addr(&mut self, v: Value) -> ir::Value {
         let s = self.slots.of[&v];
         self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0)
+    }
+
+    /// A fresh 16-byte aligned stack area of `bytes` bytes, outside the tile slots (its
+    /// address): staging copies and the factorizations' scratch tiles.
+    pub(crate) fn scratch(&mut self, bytes: u32) -> ir::Value {
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
+        self.b.ins().stack_addr(types::I64, slot, 0)
     }
 
     /// The pointer to the six program ids and grid extents.
@@ -317,15 +312,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let mut staged = Vec::new();
             for (v, s) in &moves {
                 let bytes = self.f.ty(*v).tile_len() * self.f.ty(*v).elem().bytes();
-                let tmp =
-                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, bytes.max(16), 4));
                 let src = self.tile_addr(*v);
-                let dst = self.b.ins().stack_addr(types::I64, tmp, 0);
-                self.copy_bytes(dst, src, bytes);
+                let tmp = self.scratch(bytes);
+                self.copy_bytes(tmp, src, bytes);
                 staged.push((tmp, *s, bytes));
             }
-            for (tmp, s, bytes) in staged {
-                let src = self.b.ins().stack_addr(types::I64, tmp, 0);
+            for (src, s, bytes) in staged {
                 let dst = self.b.ins().stack_addr(types::I64, self.slot_ids[s], 0);
                 self.copy_bytes(dst, src, bytes);
             }

@@ -91,6 +91,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Access { ptr, base, in_bounds, slices, elem }
     }
 
+    /// Whether slice dimension `s` lies wholly inside the array (`lo == 0` and `hi == extent`).
+    fn whole(&mut self, s: &SliceDim) -> ir::Value {
+        let k = self.b.ins().iconst(types::I64, s.extent as i64);
+        let from_start = self.b.ins().icmp_imm_s(IntCC::Equal, s.lo, 0);
+        let to_end = self.b.ins().icmp(IntCC::Equal, s.hi, k);
+        self.b.ins().band(from_start, to_end)
+    }
+
     /// The address of array element `base + off` (element units).
     fn elem_addr(&mut self, acc: &Access, off: ir::Value) -> ir::Value {
         let e = self.b.ins().iadd(acc.base, off);
@@ -170,10 +178,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 if mode != Xfer::AtomicAdd && extent <= UNROLL_1D {
                     // The whole slice in bounds (a column of a matrix, typically): unrolled,
                     // one pointer step per element.
-                    let kk = self.b.ins().iconst(types::I64, extent as i64);
-                    let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, lo, 0);
-                    let full_hi = self.b.ins().icmp(IntCC::Equal, hi, kk);
-                    let full = self.b.ins().band(full_lo, full_hi);
+                    let full = self.whole(s);
                     let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(full, fast_b, &[], slow_b, &[]);
                     self.b.switch_to_block(fast_b);
@@ -229,12 +234,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let done = self.b.create_block();
                 if mode != Xfer::AtomicAdd {
                     // Whole rows in bounds and contiguous in the array: vector copies.
-                    let kk = self.b.ins().iconst(types::I64, cols as i64);
-                    let full_lo = self.b.ins().icmp_imm_s(IntCC::Equal, clo, 0);
-                    let full_hi = self.b.ins().icmp(IntCC::Equal, chi, kk);
+                    let full = self.whole(s1);
                     let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
-                    let fast = self.b.ins().band(full_lo, full_hi);
-                    let fast = self.b.ins().band(fast, unit);
+                    let fast = self.b.ins().band(full, unit);
                     let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(fast, fast_b, &[], slow_b, &[]);
                     self.b.switch_to_block(fast_b);

@@ -186,21 +186,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     if s.is_float() { matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt) } else { k == UnOp::Neg };
                 self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
             }
-            OpKind::Outer => {
-                if !self.outer_rows(op, s, None) {
-                    let (u, v) = (self.tile_addr(op.args[0]), self.tile_addr(op.args[1]));
-                    let (rows, cols) = rt.as_ref().expect("tile").rows_cols();
-                    let dst = self.tile_addr(op.results[0]);
-                    for r in 0..rows {
-                        let ur = self.ld(s, u, (r * s.bytes()) as i32);
-                        let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-                        self.elementwise(cols, s, &[Operand::Scalar(ur), Operand::Tile(v)], row, true, &mut |l, a| {
-                            Ok(l.bin(BinOp::Mul, s, a[0], a[1]))
-                        })?;
-                    }
-                }
+            OpKind::Outer => self.outer(op, s, None)?,
+            OpKind::Rank1(alpha) => {
+                self.copy_tile_to_result(op.args[0], op.results[0]);
+                self.outer(op, s, Some(*alpha))?;
             }
-            OpKind::Rank1(alpha) => self.rank1(op, *alpha, s)?,
             OpKind::Matmul => self.matmul(op, s, false)?,
             OpKind::Transpose => {
                 let shape = self.f.ty(op.args[0]).rows_cols();
@@ -310,28 +300,39 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(self.b.ins().select(ok, v, z))
     }
 
-    /// `t + alpha * u v^T`, one row at a time with vector FMAs.
-    fn rank1(&mut self, op: &Op, alpha: f64, s: Scalar) -> Result<(), CodegenError> {
-        self.copy_tile_to_result(op.args[0], op.results[0]);
-        if self.outer_rows(op, s, Some(alpha)) {
+    /// `outer(u, v)` (`alpha: None`), or the rank-1 update `t + alpha * u v^T` (the result
+    /// tile already holds `t`), one row at a time: `outer_rows` where it applies, else
+    /// `u[r] * v` or `fma(alpha * u[r], v, row)` element-wise per row.
+    fn outer(&mut self, op: &Op, s: Scalar, alpha: Option<f64>) -> Result<(), CodegenError> {
+        if self.outer_rows(op, s, alpha) {
             return Ok(());
         }
         let (rows, cols) = self.f.ty(op.results[0]).rows_cols();
+        let base = usize::from(alpha.is_some());
         let dst = self.tile_addr(op.results[0]);
-        let (u, v) = (self.tile_addr(op.args[1]), self.tile_addr(op.args[2]));
-        let a = self.const_val(Const::Float(alpha, s), s);
+        let (u, v) = (self.tile_addr(op.args[base]), self.tile_addr(op.args[base + 1]));
+        let a = alpha.map(|a| self.const_val(Const::Float(a, s), s));
         for r in 0..rows {
             let ur = self.ld(s, u, (r * s.bytes()) as i32);
-            let sr = self.bin(BinOp::Mul, s, a, ur);
             let row = self.b.ins().iadd_imm_s(dst, (r * cols * s.bytes()) as i64);
-            self.elementwise(
-                cols,
-                s,
-                &[Operand::Scalar(sr), Operand::Tile(v), Operand::Tile(row)],
-                row,
-                true,
-                &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
-            )?;
+            match a {
+                None => {
+                    self.elementwise(cols, s, &[Operand::Scalar(ur), Operand::Tile(v)], row, true, &mut |l, x| {
+                        Ok(l.bin(BinOp::Mul, s, x[0], x[1]))
+                    })?
+                }
+                Some(a) => {
+                    let sr = self.bin(BinOp::Mul, s, a, ur);
+                    self.elementwise(
+                        cols,
+                        s,
+                        &[Operand::Scalar(sr), Operand::Tile(v), Operand::Tile(row)],
+                        row,
+                        true,
+                        &mut |l, x| Ok(l.fma(x[0], x[1], x[2])),
+                    )?
+                }
+            }
         }
         Ok(())
     }

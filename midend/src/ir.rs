@@ -274,6 +274,21 @@ pub struct Region {
     pub ops: Vec<Op>,
 }
 
+impl Region {
+    /// Adds to `uses`, for every value, how many operands of this region's ops and of their
+    /// nested regions refer to it.
+    pub fn count_uses(&self, uses: &mut std::collections::HashMap<Value, usize>) {
+        for op in &self.ops {
+            for a in &op.args {
+                *uses.entry(*a).or_default() += 1;
+            }
+            for reg in &op.regions {
+                reg.count_uses(uses);
+            }
+        }
+    }
+}
+
 /// Per-value data: the type.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueData {

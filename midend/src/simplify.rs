@@ -5,17 +5,6 @@
 use crate::ir::*;
 use std::collections::HashMap;
 
-fn count_uses(r: &Region, uses: &mut HashMap<Value, usize>) {
-    for op in &r.ops {
-        for a in &op.args {
-            *uses.entry(*a).or_default() += 1;
-        }
-        for reg in &op.regions {
-            count_uses(reg, uses);
-        }
-    }
-}
-
 fn fuse_rank1(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData]) {
     let mut outers: HashMap<Value, (Value, Value)> = HashMap::new();
     let mut matmuls: HashMap<Value, (Value, Value)> = HashMap::new();
@@ -98,11 +87,11 @@ fn dce(r: &mut Region, uses: &HashMap<Value, usize>) -> bool {
 pub fn run(m: &mut Module) {
     for f in &mut m.funcs {
         let mut uses = HashMap::new();
-        count_uses(&f.body, &mut uses);
+        f.body.count_uses(&mut uses);
         fuse_rank1(&mut f.body, &uses, &f.values);
         loop {
             let mut uses = HashMap::new();
-            count_uses(&f.body, &mut uses);
+            f.body.count_uses(&mut uses);
             if !dce(&mut f.body, &uses) {
                 break;
             }

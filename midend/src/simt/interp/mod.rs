@@ -15,9 +15,9 @@
 //! Memory is weakly ordered, as on a GPU, where lanes run independently between barriers: a
 //! lane's stores are buffered, seen by that lane's own loads at once but by the other lanes
 //! only after a `Barrier` (or when the program ends), which writes the buffers back in the
-//! order of the stores. `Shuffle` exchanges registers, not memory. So a lowering that lets one lane load
-//! what another stored without a barrier between gives stale values here, as it could on the
-//! hardware. Atomic adds update memory at once.
+//! order of the stores. `Shuffle` exchanges registers, not memory. So a lowering that lets one
+//! lane load what another stored without a barrier between gives stale values here, as it
+//! could on the hardware. Atomic adds update memory at once.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -146,7 +146,7 @@ enum Val {
 }
 
 /// An array: a kernel argument or a shared array of the current program.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Mem {
     Param(usize),
     Shared(usize),
@@ -163,19 +163,9 @@ struct Memory<'b, 'a> {
     shared: Vec<SharedArray>,
     /// Per lane, its stores not yet visible to the other lanes: (array, element) -> (when,
     /// value), `when` counting the stores of the program in their order.
-    pending: Vec<HashMap<(MemKey, usize), (u64, Const)>>,
+    pending: Vec<HashMap<(Mem, usize), (u64, Const)>>,
     /// Stores issued so far.
     stores: u64,
-}
-
-/// A hashable name of a [`Mem`].
-type MemKey = (bool, usize);
-
-fn key(m: Mem) -> MemKey {
-    match m {
-        Mem::Param(i) => (false, i),
-        Mem::Shared(i) => (true, i),
-    }
 }
 
 impl Memory<'_, '_> {
@@ -184,8 +174,7 @@ impl Memory<'_, '_> {
     fn flush(&mut self) -> Result<(), InterpError> {
         let mut writes: Vec<_> = self.pending.iter_mut().flat_map(std::mem::take).collect();
         writes.sort_by_key(|(_, (when, _))| *when);
-        for ((k, off), (_, v)) in writes {
-            let m = if k.0 { Mem::Shared(k.1) } else { Mem::Param(k.1) };
+        for ((m, off), (_, v)) in writes {
             let (elem, data) = self.data_mut(m)?;
             write(elem, data, off, v)?;
         }
@@ -194,7 +183,7 @@ impl Memory<'_, '_> {
 
     /// Element `off` of `m` as lane `lane` sees it: its own buffered store, else memory.
     fn load(&self, lane: usize, m: Mem, off: usize) -> Result<Const, InterpError> {
-        if let Some((_, v)) = self.pending[lane].get(&(key(m), off)) {
+        if let Some((_, v)) = self.pending[lane].get(&(m, off)) {
             return Ok(*v);
         }
         let (elem, _, data) = self.view(m)?;
@@ -643,7 +632,7 @@ impl Interp<'_, '_, '_> {
                         }
                         self.mem.stores += 1;
                         let when = self.mem.stores;
-                        self.mem.pending[lane].insert((key(m), off), (when, v));
+                        self.mem.pending[lane].insert((m, off), (when, v));
                     }
                 }
                 return Ok(());
