@@ -11,10 +11,11 @@ the same .npy files (made by bench/peers/gen_inputs.py, with float64 references)
   gemm     tilec gemm (BM=BN=BK=64)     vs NumPy a @ b (OpenBLAS sgemm), Warp tiles
 
 tilec's time is the median that `tilec run --repeat R` prints (kernel only; compile time is
-printed separately). The peers' times come from bench/peers/anchors.py (median over >= 7
+printed separately), for each CPU backend of `--backends` (default: Cranelift and LLVM). The peers' times come from bench/peers/anchors.py (median over >= 7
 calls after warm-up, one child process per measurement). Every result, tilec's included, is
 checked against the float64 reference: max over the batch of max|x - ref| / max|ref|.
-The table prints each peer's time divided by tilec's (above 1: tilec is faster).
+The table prints each peer's time divided by tilec's, one column per tilec backend (above 1:
+tilec is faster).
 """
 import argparse
 import json
@@ -46,12 +47,12 @@ def rel_err(x, ref, tril=False):
     return float((num / den).max())
 
 
-def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None):
+def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None, backend="cranelift"):
     """Runs one stdlib kernel; returns (median seconds, wall seconds, output array)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_path = os.path.join(tmp, "out.npy")
         cmd = [binary or args.tilec, "run", STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
-               f"{out_name}={out_path}"]
+               f"{out_name}={out_path}", "--backend", backend]
         for name, path in arrays:
             cmd += ["--arg", f"{name}={path}"]
         for name, value in scalars:
@@ -106,13 +107,15 @@ def row(workload, shape, who, seconds, err, note=""):
     print(f"{workload:6} {shape:14} {who:26} {s}   err {e}  {note}", flush=True)
 
 
-def tilec_rows(args, workload, label, kernel, arrays, scalars, out, err):
-    """Runs tilec (and the --before build) on one workload; `err(x)` checks an output."""
-    for who, binary in [("tilec f32", None), ("tilec f32 (before)", args.before)]:
-        if who.endswith("(before)") and not binary:
-            continue
-        t, _, x = run_tilec(args, kernel, arrays, scalars, out, binary=binary)
-        row(workload, label, who, t, err(x))
+def tilec_rows(args, workload, label, kernel, arrays, scalars, out, err, generics=(), dtype="f32"):
+    """Runs tilec with each backend (and the --before build) on one workload; `err(x)` checks
+    an output."""
+    for backend in args.backends:
+        for who, binary in [(f"tilec {dtype} {backend}", None), (f"tilec {dtype} {backend} (before)", args.before)]:
+            if who.endswith("(before)") and not binary:
+                continue
+            t, _, x = run_tilec(args, kernel, arrays, scalars, out, generics=generics, binary=binary, backend=backend)
+            row(workload, label, who, t, err(x))
 
 
 def peer_rows(workload, shape_label, recs):
@@ -131,8 +134,8 @@ def potrf(args, b, n, impls):
         with tempfile.TemporaryDirectory() as tmp:
             a64 = os.path.join(tmp, "a64.npy")
             np.save(a64, np.load(a).astype(np.float64))
-            t, _, l = run_tilec(args, "potrf_batched", [("A", a64)], [("eps", "1e-12")], "A")
-            row("potrf", label, "tilec f64", t, rel_err(l, ref, tril=True))
+            tilec_rows(args, "potrf", label, "potrf_batched", [("A", a64)], [("eps", "1e-12")], "A",
+                       lambda x: rel_err(x, ref, tril=True), dtype="f64")
             x = np.load(a64)
             tn, l = timed(lambda: np.linalg.cholesky(x), reps=3)
             row("potrf", label, "numpy f64 (batched)", tn, rel_err(l, ref, tril=True))
@@ -181,25 +184,28 @@ def gemm(args, n, impls):
     with tempfile.TemporaryDirectory() as tmp:
         c = os.path.join(tmp, "c.npy")
         np.save(c, np.zeros((n, n), np.float32))
-        t, _, x = run_tilec(args, "gemm", [("A", a), ("B", bp), ("C", c)], [("alpha", "1"), ("beta", "0")], "C",
-                            generics=("BM=64", "BN=64", "BK=64"))
-    row("gemm", label, "tilec f32", t, rel_err(x, ref), "BM=BN=BK=64")
+        tilec_rows(args, "gemm", label, "gemm", [("A", a), ("B", bp), ("C", c)], [("alpha", "1"), ("beta", "0")], "C",
+                   lambda x: rel_err(x, ref), generics=("BM=64", "BN=64", "BK=64"))
     peer_rows("gemm", label, run_peers(args, "gemm", impls, str(n)))
 
 
-def summary():
-    print("\n| workload | shape | implementation | median ms | max rel err | peer time / tilec time |")
-    print("|---|---|---|---|---|---|")
+def summary(backends):
+    cols = [f"tilec f32 {b}" for b in backends]
+    print("\n| workload | shape | implementation | median ms | max rel err | "
+          + " | ".join(f"peer time / {c}" for c in cols) + " |")
+    print("|---|---|---|---|---|" + "---|" * len(cols))
     tilec_t = {}
     for w, s, who, t, e, note in ROWS:
-        if who == "tilec f32":
-            tilec_t[(w, s)] = t
+        if who in cols:
+            tilec_t[(w, s, who)] = t
     for w, s, who, t, e, note in ROWS:
-        base = tilec_t.get((w, s)) if who != "tilec f32" and "f64" not in who else None
-        ratio = f"{t / base:.2f}x" if (base and t) else ""
+        ratios = []
+        for c in cols:
+            base = tilec_t.get((w, s, c)) if not who.startswith("tilec") and "f64" not in who else None
+            ratios.append(f"{t / base:.2f}x" if (base and t) else "")
         ts = f"{t * 1e3:.3f}" if t else "failed " + note
         es = f"{e:.1e}" if e is not None else ""
-        print(f"| {w} | {s} | {who} | {ts} | {es} | {ratio} |")
+        print(f"| {w} | {s} | {who} | {ts} | {es} | " + " | ".join(ratios) + " |")
 
 
 def main():
@@ -210,7 +216,10 @@ def main():
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--only", default="potrf,trsm,potrs,gemm")
     ap.add_argument("--no-f64", dest="f64", action="store_false")
+    ap.add_argument("--backends", default="cranelift,llvm",
+                    help="tilec's CPU code generators to time (llvm needs a tilec built with --features ptx)")
     args = ap.parse_args()
+    args.backends = args.backends.split(",")
     only = set(args.only.split(","))
     if "potrf" in only:
         for b, n in [(4096, 92), (4096, 16), (1024, 64)]:
@@ -222,7 +231,7 @@ def main():
     if "gemm" in only:
         for n in [1024, 2048]:
             gemm(args, n, ["numpy", "warp_tile"])
-    summary()
+    summary(args.backends)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@
 # and writes the inputs (about 1.2 GB, PEERS_DATA, default bench/data/peers) once.
 # TILEC=/path/to/tilec benchmarks that binary instead of building target/release/tilec.
 # Extra arguments go to bench/peers_cpu.py (`--only potrf,trsm`, `--no-f64`, `--repeat N`,
-# `--before OLD_TILEC` to time an earlier build beside it).
+# `--before OLD_TILEC` to time an earlier build beside it, `--backends cranelift` for one CPU
+# backend). The build has the `ptx` feature, for the LLVM CPU backend (LLVM 16: install-deps.sh).
 # Takes about 5 minutes on a 2-core VM; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,8 @@ if [ -n "${TILEC:-}" ]; then
 else
     . tools/fix-dev-null.sh
     fix_dev_null
-    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec
+    export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
+    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec --features ptx
     tilec=target/release/tilec
     built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
 fi

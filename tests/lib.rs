@@ -1,4 +1,35 @@
-//! Shared helpers of the test harnesses: independent f64 references and error measures.
+//! Shared helpers of the test harnesses: independent f64 references and error measures, and
+//! the CPU code generator the run tests use.
+
+use std::collections::HashMap;
+use tilec::{CpuBackend, CpuRunner, SourceSet};
+use tilec_frontend::GenericArg;
+use tilec_grammar::diag::Diagnostic;
+use tilec_runtime::ArgValue;
+
+/// The CPU code generator of the run tests: Cranelift, or LLVM with
+/// `TILEC_TEST_CPU_BACKEND=llvm` (in a build with the `ptx` feature), so that both backends
+/// pass the same run tests (tools/test.sh runs them twice).
+pub fn cpu_backend() -> CpuBackend {
+    match std::env::var("TILEC_TEST_CPU_BACKEND").as_deref() {
+        Ok("llvm") => {
+            assert!(CpuBackend::Llvm.available(), "TILEC_TEST_CPU_BACKEND=llvm needs `--features ptx`");
+            CpuBackend::Llvm
+        }
+        Ok("cranelift") | Err(_) => CpuBackend::Cranelift,
+        Ok(other) => panic!("TILEC_TEST_CPU_BACKEND={other}: expected cranelift or llvm"),
+    }
+}
+
+/// [`CpuRunner::with_backend`] with the backend of [`cpu_backend`].
+pub fn cpu_runner(
+    src: &SourceSet,
+    kernel: &str,
+    args: &HashMap<String, ArgValue>,
+    fixed: &HashMap<String, GenericArg>,
+) -> Result<CpuRunner, Vec<Diagnostic>> {
+    CpuRunner::with_backend(src, kernel, args, fixed, cpu_backend())
+}
 
 /// Plain unblocked Cholesky in f64 (Cholesky–Banachiewicz, row by row) of one `n x n`
 /// row-major SPD matrix; returns the lower factor with zeros above the diagonal.

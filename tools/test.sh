@@ -21,11 +21,15 @@ cargo test -p tilec-tests --features ptx --test ptx --no-run -j"$jobs"
 fix_dev_null
 cargo clippy --workspace --all-targets -j"$jobs" -- -D warnings
 fix_dev_null
-cargo clippy -p tilec-codegen-ptx -p tilec -p tilec-tests --all-targets --features tilec-tests/ptx -j"$jobs" -- -D warnings
+cargo clippy -p tilec-codegen-ptx -p tilec-codegen-cpu -p tilec -p tilec-tests --all-targets --features tilec-tests/ptx -j"$jobs" -- -D warnings
 fix_dev_null
 cargo test --workspace -j"$jobs"
 fix_dev_null
 cargo test -p tilec-tests --features ptx --test ptx -j"$jobs"
+# The same run tests with the LLVM CPU backend (`--backend llvm`) instead of Cranelift.
+fix_dev_null
+TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \
+    --test run --test stdlib --test tile_ops --test examples --test props --test simt
 # The self-contained bundle for GPU machines, and the GPU check's harness on lavapipe (its
 # comparisons of every stdlib kernel and example with the CPU target and float64 references).
 fix_dev_null

@@ -25,6 +25,8 @@ mod factor;
 mod isa;
 mod ix;
 mod linalg;
+#[cfg(feature = "llvm")]
+mod llvm;
 mod lower;
 mod memory;
 mod scalar;
@@ -61,9 +63,47 @@ pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
 /// The entry point of a compiled kernel (see the crate docs for the ABI).
 pub type KernelFn = unsafe extern "C" fn(args: *const u64, ids: *const i64);
 
+/// Which code generator compiles CPU kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuBackend {
+    /// Cranelift (the default; needs Rust alone): 128-bit vectors, compiles in milliseconds.
+    #[default]
+    Cranelift,
+    /// LLVM 16 (cargo feature `llvm`): the host's full vector width (AVX2, AVX-512) and FMA,
+    /// tiles kept in registers; compiles in tens to hundreds of milliseconds.
+    Llvm,
+}
+
+impl fmt::Display for CpuBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CpuBackend::Cranelift => "Cranelift",
+            CpuBackend::Llvm => "LLVM",
+        })
+    }
+}
+
+impl CpuBackend {
+    /// Whether this build of tilec includes the backend.
+    pub fn available(self) -> bool {
+        self == CpuBackend::Cranelift || cfg!(feature = "llvm")
+    }
+}
+
+/// The message for builds without the LLVM backend.
+pub const LLVM_NOT_BUILT: &str = "this tilec was built without the LLVM CPU backend: rebuild with `cargo build \
+     --release -p tilec --features ptx` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
+
+/// What owns a JIT-compiled kernel's code.
+enum CodeOwner {
+    Cranelift(#[allow(dead_code)] Box<JITModule>),
+    #[cfg(feature = "llvm")]
+    Llvm(#[allow(dead_code)] llvm::LlvmJit),
+}
+
 /// A JIT-compiled kernel; the code lives as long as this value.
 pub struct JitKernel {
-    _module: JITModule,
+    _code: CodeOwner,
     entry: KernelFn,
 }
 
@@ -107,7 +147,48 @@ pub fn compile_jit(module: &Module, kernel: &Kernel) -> Result<JitKernel, Codege
     let ptr = jit.get_finalized_function(id);
     // SAFETY: the function was compiled with the signature of `KernelFn`.
     let entry = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-    Ok(JitKernel { _module: jit, entry })
+    Ok(JitKernel { _code: CodeOwner::Cranelift(Box::new(jit)), entry })
+}
+
+/// JIT-compiles one kernel instance with the chosen backend (see [`compile_jit`]).
+///
+/// # Errors
+/// [`LLVM_NOT_BUILT`] for [`CpuBackend::Llvm`] in builds without the `llvm` feature.
+pub fn compile_jit_with(module: &Module, kernel: &Kernel, backend: CpuBackend) -> Result<JitKernel, CodegenError> {
+    match backend {
+        CpuBackend::Cranelift => compile_jit(module, kernel),
+        #[cfg(feature = "llvm")]
+        CpuBackend::Llvm => {
+            let (code, entry) = llvm::compile_jit(module, kernel)?;
+            Ok(JitKernel { _code: CodeOwner::Llvm(code), entry })
+        }
+        #[cfg(not(feature = "llvm"))]
+        CpuBackend::Llvm => Err(err(LLVM_NOT_BUILT)),
+    }
+}
+
+/// The optimised LLVM IR of one kernel instance (the LLVM backend's `--emit llvm`).
+pub fn emit_llvm(module: &Module, kernel: &Kernel) -> Result<String, CodegenError> {
+    #[cfg(feature = "llvm")]
+    {
+        llvm::emit_llvm(module, kernel)
+    }
+    #[cfg(not(feature = "llvm"))]
+    {
+        let _ = (module, kernel);
+        Err(err(LLVM_NOT_BUILT))
+    }
+}
+
+/// An object file of every kernel instance with the chosen backend (see [`compile_object`]).
+pub fn compile_object_with(module: &Module, backend: CpuBackend) -> Result<Vec<u8>, CodegenError> {
+    match backend {
+        CpuBackend::Cranelift => compile_object(module),
+        #[cfg(feature = "llvm")]
+        CpuBackend::Llvm => llvm::compile_object(module),
+        #[cfg(not(feature = "llvm"))]
+        CpuBackend::Llvm => Err(err(LLVM_NOT_BUILT)),
+    }
 }
 
 /// The Cranelift IR (CLIF text) of one kernel instance, before Cranelift's own optimisation.

@@ -256,19 +256,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn fuses_as_matmul_sub(&self, mm: &Op, sub: &Op) -> bool {
-        let (OpKind::Matmul, OpKind::Bin(tilec_midend::BinOp::Sub)) = (&mm.kind, &sub.kind) else {
-            return false;
-        };
-        let p = mm.results[0];
-        let t = sub.args[0];
-        let out = sub.results[0];
-        sub.args[1] == p
-            && t != p
-            && self.uses.get(&p) == Some(&1)
-            && self.f.ty(t) == self.f.ty(p)
-            && matches!(self.f.ty(p), Type::Tile { shape, .. } if shape.len() == 2)
-            && !self.same_slot(out, mm.args[0])
-            && !self.same_slot(out, mm.args[1])
+        tilec_midend::fusion::is_matmul_sub(self.f, &self.uses, mm, sub)
+            && !self.same_slot(sub.results[0], mm.args[0])
+            && !self.same_slot(sub.results[0], mm.args[1])
     }
 
     /// Copies tile `from` into the slot of `to` unless they share it.

@@ -4,6 +4,7 @@
 
 pub mod eval;
 pub mod fold;
+pub mod fusion;
 pub mod inline;
 pub mod ir;
 pub mod passes;

@@ -49,7 +49,51 @@ fn every_program_passes_the_verifier_after_each_pass() {
 /// documented in codegen-cpu: a C program links it and factors a 3x3 matrix.
 #[test]
 fn object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
-    let dir = std::env::temp_dir().join(format!("tilec-obj-{}", std::process::id()));
+    object_file_links_with_c("cranelift");
+}
+
+/// The same object file from the LLVM backend (`--backend llvm`).
+#[cfg(feature = "ptx")]
+#[test]
+fn llvm_object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
+    object_file_links_with_c("llvm");
+}
+
+/// Without the `ptx` feature, `--backend llvm` says how to get it (E0505, exit 2).
+#[cfg(not(feature = "ptx"))]
+#[test]
+fn llvm_backend_without_the_feature_says_how_to_get_it() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let argv: Vec<String> =
+        ["tilec", "build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 2);
+    let err = String::from_utf8_lossy(&err);
+    assert!(err.contains("E0505") && err.contains("--features ptx") && err.contains("llvm-16-dev"), "{err}");
+}
+
+/// `--emit llvm` prints the optimised LLVM IR: the kernel's function, in vector code.
+#[cfg(feature = "ptx")]
+#[test]
+fn emit_llvm_prints_vector_ir_of_each_instance() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let argv: Vec<String> =
+        ["tilec", "build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
+    let ir = String::from_utf8(out).expect("UTF-8");
+    assert!(ir.contains("define void @matmul16__f32("), "{}", &ir[..ir.len().min(2000)]);
+    assert!(ir.contains("x float>"), "no f32 vectors in the IR");
+}
+
+fn object_file_links_with_c(backend: &str) {
+    let dir = std::env::temp_dir().join(format!("tilec-obj-{}-{backend}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("linalg.o");
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
@@ -59,6 +103,8 @@ fn object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
         &format!("{root}/stdlib/linalg.tile"),
         "--target",
         "cpu",
+        "--backend",
+        backend,
         "--generic",
         "T=f64",
         "-o",

@@ -1,7 +1,7 @@
 //! Every program in `examples/` runs on the CPU target against an independent f64 reference.
 
 use std::collections::HashMap;
-use tilec::{CpuRunner, SourceSet};
+use tilec::SourceSet;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, random_uniform, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err};
@@ -21,7 +21,7 @@ fn arr(elem: Scalar, data: &[f64], shape: &[u64]) -> ArgValue {
 /// Runs `kernel` of `file` and returns the named output array as f64.
 fn run(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, out: &str) -> Vec<f64> {
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let runner = CpuRunner::new(&source(file), kernel, &args, &HashMap::new()).expect("compiles");
+    let runner = tilec_tests::cpu_runner(&source(file), kernel, &args, &HashMap::new()).expect("compiles");
     let (bound, _) = runner.run(args).expect("runs");
     bound.array(out).unwrap().to_f64_vec()
 }

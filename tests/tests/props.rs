@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use std::collections::HashMap;
-use tilec::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use tilec::{render_diagnostics, ErrorFormat, SourceSet};
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{ArgValue, HostArray};
 use tilec_tests::{gemm_f64, max_rel_err_chunks, potrs_f64, random_triangular, trsm_f64, Rng, TrsmOp};
@@ -24,7 +24,7 @@ fn arr(elem: Scalar, data: &[f64], shape: &[usize]) -> ArgValue {
 fn run(kernel: &str, args: Vec<(&str, ArgValue)>, output: &str) -> Vec<f64> {
     let set = SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"));
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let runner = CpuRunner::new(&set, kernel, &args, &HashMap::new()).unwrap_or_else(|d| {
+    let runner = tilec_tests::cpu_runner(&set, kernel, &args, &HashMap::new()).unwrap_or_else(|d| {
         panic!("{kernel} does not compile:\n{}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
     });
     let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("{kernel}: launch failed: {e}"));

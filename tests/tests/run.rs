@@ -2,7 +2,7 @@
 //! Cholesky of `tilec_tests` (not the compiler's own path).
 
 use std::collections::HashMap;
-use tilec::{CpuRunner, SourceSet};
+use tilec::SourceSet;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err, max_rel_err_lower};
@@ -30,7 +30,7 @@ fn potrf(batch: usize, n: usize, elem: Scalar, seed: u64) -> (Vec<f64>, Vec<f64>
         _ => Const::Float(1e-12, Scalar::F64),
     };
     args.insert("eps".to_string(), ArgValue::Scalar(eps));
-    let runner = CpuRunner::new(&stdlib(), "potrf_batched", &args, &HashMap::new()).expect("compiles");
+    let runner = tilec_tests::cpu_runner(&stdlib(), "potrf_batched", &args, &HashMap::new()).expect("compiles");
     let (bound, launch) = runner.run(args).expect("runs");
     assert_eq!(launch.grid, [batch as i64, 1, 1]);
     let out = bound.array("A").unwrap().to_f64_vec();
@@ -85,7 +85,8 @@ fn example_cholesky_matches_reference_and_zeroes_the_upper_triangle() {
         args.insert("A".to_string(), ArgValue::Array(host));
         args.insert("L".to_string(), ArgValue::Array(HostArray::zeros(elem, &shape).unwrap()));
         args.insert("eps".to_string(), ArgValue::Scalar(Const::Float(1e-12, elem)));
-        let runner = CpuRunner::new(&example("cholesky.tile"), "cholesky", &args, &HashMap::new()).expect("compiles");
+        let runner =
+            tilec_tests::cpu_runner(&example("cholesky.tile"), "cholesky", &args, &HashMap::new()).expect("compiles");
         let (bound, _) = runner.run(args).expect("runs");
         let out = bound.array("L").unwrap().to_f64_vec();
         let reference: Vec<f64> = seen.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();

@@ -3,7 +3,7 @@
 //! a GPU).
 
 use std::collections::HashMap;
-use tilec::{compile, CompileOptions, CpuRunner};
+use tilec::{compile, CompileOptions};
 use tilec_frontend::{GenericArg, Instances};
 use tilec_midend::simt::{interp, lower_kernel};
 use tilec_midend::{Const, ParamKind, Scalar};
@@ -18,7 +18,7 @@ use cases::Case;
 /// Runs a case on the CPU and through the SIMT interpreter at every lane count; compares.
 fn check(c: &Case, elem: Scalar, tol: f64) {
     let cpu_args = c.args(elem);
-    let runner = CpuRunner::new(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
+    let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (bound, launch) = runner.run(cpu_args).expect("runs on the CPU");
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
     let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
-use tilec::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use tilec::{render_diagnostics, ErrorFormat, SourceSet};
 use tilec_frontend::GenericArg;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, ArgValue, HostArray};
@@ -45,7 +45,7 @@ fn run(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], output:
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     let fixed: HashMap<String, GenericArg> =
         fixed.iter().map(|&(n, v)| (n.to_string(), GenericArg::Const(v))).collect();
-    let runner = CpuRunner::new(&set, kernel, &args, &fixed).unwrap_or_else(|d| {
+    let runner = tilec_tests::cpu_runner(&set, kernel, &args, &fixed).unwrap_or_else(|d| {
         panic!("{kernel} does not compile:\n{}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
     });
     let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("{kernel}: launch failed: {e}"));

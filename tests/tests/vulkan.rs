@@ -10,7 +10,7 @@ mod cases;
 use cases::Case;
 use std::collections::HashMap;
 use std::process::Command;
-use tilec::{compile, CompileOptions, CpuRunner};
+use tilec::{compile, CompileOptions};
 use tilec_frontend::{GenericArg, Instances};
 use tilec_midend::Scalar;
 use tilec_runtime::VulkanDevice;
@@ -29,7 +29,7 @@ fn device() -> Option<VulkanDevice> {
 
 fn check(dev: &VulkanDevice, c: &Case, elem: Scalar, tol: f64) {
     let cpu_args = c.args(elem);
-    let runner = CpuRunner::new(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
+    let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (cpu, _) = runner.run(cpu_args).expect("runs on the CPU");
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
     let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");

@@ -55,6 +55,27 @@ pub(crate) enum Emit {
     Simt,
     /// SPIR-V disassembly (spirv target).
     SpirvAsm,
+    /// LLVM IR after optimisation (cpu target with `--backend llvm`).
+    Llvm,
+}
+
+/// The code generator of the CPU target.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Default)]
+pub(crate) enum CpuGen {
+    /// Cranelift: compiles in milliseconds, 128-bit vectors.
+    #[default]
+    Cranelift,
+    /// LLVM 16: the host's full vector width and FMA (builds with the `ptx` feature).
+    Llvm,
+}
+
+impl From<CpuGen> for tilec_codegen_cpu::CpuBackend {
+    fn from(g: CpuGen) -> Self {
+        match g {
+            CpuGen::Cranelift => tilec_codegen_cpu::CpuBackend::Cranelift,
+            CpuGen::Llvm => tilec_codegen_cpu::CpuBackend::Llvm,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -88,6 +109,9 @@ enum Cmd {
         /// with `--target cpu`: the compile time of each kernel instance.
         #[arg(long)]
         report: bool,
+        /// The code generator for `--target cpu`.
+        #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
+        backend: CpuGen,
     },
     /// Run a kernel on .npy inputs.
     Run {
@@ -110,6 +134,9 @@ enum Cmd {
         /// The Vulkan device (`--target vulkan`; default: the first discrete GPU, else any).
         #[arg(long)]
         device: Option<usize>,
+        /// The code generator for `--target cpu`.
+        #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
+        backend: CpuGen,
     },
     /// Write an array of random numbers, uniform in [-1, 1), as .npy.
     GenUniform {
@@ -240,20 +267,24 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
         Cmd::Run { target: Target::Spirv, .. } => {
             Err(usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
         }
-        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, report, .. } => {
+        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, report, backend, .. } => {
             let src = read_source(&file, slot)?;
             let fixed = parse_generics(&generics)?;
+            cpu_backend_built(backend)?;
             if report {
-                return crate::report::cpu_compile_times(&src, &fixed, out);
+                return crate::report::cpu_compile_times(&src, &fixed, backend.into(), out);
             }
-            build(&src, &file, emit, o, &fixed, dump_after, out)
+            build(&src, &file, emit, o, &fixed, dump_after, backend, out)
         }
-        Cmd::Run { file, kernel, args, outs, repeat, target, generics, device } => {
+        Cmd::Run { file, kernel, args, outs, repeat, target, generics, device, backend: cpu } => {
             let src = read_source(&file, slot)?;
             let backend = match target {
                 Target::Vulkan => Backend::Vulkan { device },
                 Target::Cuda => Backend::Cuda { device },
-                _ => Backend::Cpu,
+                _ => {
+                    cpu_backend_built(cpu)?;
+                    Backend::Cpu(cpu.into())
+                }
             };
             let req = RunRequest {
                 kernel: &kernel,
@@ -340,6 +371,16 @@ pub(crate) fn write_out(
     }
 }
 
+/// E0505 when the chosen CPU code generator is not part of this build.
+fn cpu_backend_built(g: CpuGen) -> Result<(), Fail> {
+    if tilec_codegen_cpu::CpuBackend::from(g).available() {
+        Ok(())
+    } else {
+        Err(usage("E0505", tilec_codegen_cpu::LLVM_NOT_BUILT))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn build(
     src: &SourceSet,
     file: &Path,
@@ -347,6 +388,7 @@ fn build(
     o: Option<PathBuf>,
     fixed: &HashMap<String, GenericArg>,
     dump_after: Option<String>,
+    backend: CpuGen,
     out: &mut dyn Write,
 ) -> Result<(), Fail> {
     match emit {
@@ -392,8 +434,17 @@ fn build(
             }
             write_out(&o, None, s.as_bytes(), out)
         }
+        Emit::Llvm => {
+            let mut s = String::new();
+            for k in &m.kernels {
+                s.push_str(&tilec_codegen_cpu::emit_llvm(m, k).map_err(|e| usage("E0901", e.to_string()))?);
+                s.push('\n');
+            }
+            write_out(&o, None, s.as_bytes(), out)
+        }
         _ => {
-            let bytes = tilec_codegen_cpu::compile_object(m).map_err(|e| usage("E0901", e.to_string()))?;
+            let bytes =
+                tilec_codegen_cpu::compile_object_with(m, backend.into()).map_err(|e| usage("E0901", e.to_string()))?;
             write_out(&o, Some(file.with_extension("o")), &bytes, out)
         }
     }

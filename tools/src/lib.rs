@@ -27,6 +27,7 @@ mod run_cmd;
 
 pub use render::{render_diagnostics, ErrorFormat};
 pub use run::{dtypes_of, CpuRunner, RunOutcome};
+pub use tilec_codegen_cpu::CpuBackend;
 
 use std::collections::HashMap;
 use tilec_frontend::{GenericArg, Instances, Sources};

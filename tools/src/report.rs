@@ -9,12 +9,13 @@ use std::time::Instant;
 use tilec_frontend::{GenericArg, Instances};
 
 /// Compiles every instance of `src` (with the `--generic` values in `fixed`) and prints one
-/// line per instance with its Cranelift compile time in milliseconds (JIT, as `tilec run`
+/// line per instance with its compile time (Cranelift or LLVM) in milliseconds (JIT, as `tilec run`
 /// compiles it), then the time of the front end and the passes for all of them together.
 /// Errors: the program's diagnostics, or E0901 when code generation fails.
 pub(crate) fn cpu_compile_times(
     src: &SourceSet,
     fixed: &HashMap<String, GenericArg>,
+    backend: tilec_codegen_cpu::CpuBackend,
     out: &mut dyn Write,
 ) -> Result<(), Fail> {
     let t0 = Instant::now();
@@ -24,8 +25,8 @@ pub(crate) fn cpu_compile_times(
     let m = &compiled.module;
     for k in &m.kernels {
         let t = Instant::now();
-        tilec_codegen_cpu::compile_jit(m, k).map_err(|e| usage("E0901", e.to_string()))?;
-        let _ = writeln!(out, "{}: {:.1} ms (Cranelift)", k.symbol, t.elapsed().as_secs_f64() * 1e3);
+        tilec_codegen_cpu::compile_jit_with(m, k, backend).map_err(|e| usage("E0901", e.to_string()))?;
+        let _ = writeln!(out, "{}: {:.1} ms ({backend})", k.symbol, t.elapsed().as_secs_f64() * 1e3);
     }
     let _ = writeln!(
         out,

@@ -3,7 +3,7 @@
 
 use crate::{compile, infer_generics, CompileOptions, SourceSet};
 use std::collections::HashMap;
-use tilec_codegen_cpu::{compile_jit, JitKernel};
+use tilec_codegen_cpu::{compile_jit_with, CpuBackend, JitKernel};
 use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Kernel, Module, Scalar};
@@ -31,12 +31,24 @@ pub fn dtypes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Scalar> {
 
 impl CpuRunner {
     /// Compiles `kernel` with its element types inferred from the dtypes of `args` (or fixed
-    /// by `fixed`, `T -> f64`).
+    /// by `fixed`, `T -> f64`), with the default (Cranelift) code generator.
     pub fn new(
         src: &SourceSet,
         kernel: &str,
         args: &HashMap<String, ArgValue>,
         fixed: &HashMap<String, GenericArg>,
+    ) -> Result<CpuRunner, Vec<Diagnostic>> {
+        Self::with_backend(src, kernel, args, fixed, CpuBackend::Cranelift)
+    }
+
+    /// As [`CpuRunner::new`], with the chosen code generator. Errors: the program's
+    /// diagnostics; E0901 when code generation fails (or the backend is not built).
+    pub fn with_backend(
+        src: &SourceSet,
+        kernel: &str,
+        args: &HashMap<String, ArgValue>,
+        fixed: &HashMap<String, GenericArg>,
+        backend: CpuBackend,
     ) -> Result<CpuRunner, Vec<Diagnostic>> {
         let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
         let inst = Instances::One { kernel: kernel.to_string(), generics };
@@ -45,7 +57,8 @@ impl CpuRunner {
         let Some(k) = module.kernels.first().cloned() else {
             return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
         };
-        let jit = compile_jit(&module, &k).map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
+        let jit =
+            compile_jit_with(&module, &k, backend).map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
         Ok(CpuRunner { module, kernel: k, jit })
     }
 

@@ -16,7 +16,7 @@ use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, Bound, H
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Backend {
-    Cpu,
+    Cpu(tilec_codegen_cpu::CpuBackend),
     Vulkan { device: Option<usize> },
     Cuda { device: Option<usize> },
 }
@@ -78,7 +78,7 @@ pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) ->
         bound.output(&kernel, n).map_err(run_error)?;
     }
     let (bound, launch, mut times, device) = match req.backend {
-        Backend::Cpu => run_cpu(&module, &kernel, bound, req.repeat)?,
+        Backend::Cpu(cg) => run_cpu(&module, &kernel, bound, req.repeat, cg)?,
         Backend::Vulkan { device } => run_vulkan(&module, &kernel, bound, req.repeat, device)?,
         Backend::Cuda { device } => run_cuda(&module, &kernel, bound, req.repeat, device)?,
     };
@@ -113,8 +113,15 @@ type Ran = (Bound, LaunchValues, Vec<Duration>, Option<String>);
 
 /// Repeated runs start from the same inputs: in-place kernels would otherwise see their own
 /// output.
-fn run_cpu(module: &Module, kernel: &Kernel, pristine: Bound, repeat: u32) -> Result<Ran, Fail> {
-    let jit = tilec_codegen_cpu::compile_jit(module, kernel).map_err(|e| usage("E0901", e.to_string()))?;
+fn run_cpu(
+    module: &Module,
+    kernel: &Kernel,
+    pristine: Bound,
+    repeat: u32,
+    backend: tilec_codegen_cpu::CpuBackend,
+) -> Result<Ran, Fail> {
+    let jit =
+        tilec_codegen_cpu::compile_jit_with(module, kernel, backend).map_err(|e| usage("E0901", e.to_string()))?;
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..repeat.max(1) {

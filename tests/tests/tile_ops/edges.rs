@@ -291,7 +291,7 @@ fn tile_element_limit_applies_to_slice_and_outer_results() {
         let mut args = HashMap::new();
         args.insert("A".to_string(), arr(Scalar::F32, &[0.0], &[1, 1]));
         args.insert("O".to_string(), arr(Scalar::F32, &[0.0], &[1, 1]));
-        match CpuRunner::new(&set, "k", &args, &HashMap::new()) {
+        match tilec_tests::cpu_runner(&set, "k", &args, &HashMap::new()) {
             Ok(_) => panic!("`{body}` compiles"),
             Err(d) => assert!(
                 d.iter().any(|d| d.code == "E0204"),

@@ -5,7 +5,7 @@
 //! edge of an array; f32 results are checked to about 1e-5 (relative) and f64 to about 1e-12.
 
 use std::collections::HashMap;
-use tilec::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use tilec::{render_diagnostics, ErrorFormat, SourceSet};
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, ArgValue, Bound, HostArray};
 use tilec_tests::{
@@ -54,7 +54,7 @@ fn int(x: i64) -> ArgValue {
 fn run(src: &str, kernel: &str, args: Vec<(&str, ArgValue)>) -> Bound {
     let set = SourceSet::with_stdlib("test.tile", src);
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let runner = CpuRunner::new(&set, kernel, &args, &HashMap::new()).unwrap_or_else(|d| {
+    let runner = tilec_tests::cpu_runner(&set, kernel, &args, &HashMap::new()).unwrap_or_else(|d| {
         panic!("does not compile:\n{}\n{src}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
     });
     let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("launch failed: {e}\n{src}"));

@@ -453,7 +453,7 @@ fn const_parameters_size_the_tiles() {
             if let Some(r) = r {
                 fixed.insert("R".to_string(), GenericArg::Const(r));
             }
-            let runner = CpuRunner::new(&set, "k", &args, &fixed).expect("compiles");
+            let runner = tilec_tests::cpu_runner(&set, "k", &args, &fixed).expect("compiles");
             let (b, launch) = runner.run(args).expect("runs");
             let rr = r.unwrap_or(16) as usize;
             assert_eq!(launch.grid, [m.div_ceil(rr) as i64, n.div_ceil(rr) as i64, 1]);

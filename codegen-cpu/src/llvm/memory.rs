@@ -1,0 +1,372 @@
+//! Global and shared arrays in the LLVM CPU backend: element offsets from indices and
+//! row-major strides, and the bounds rules of the Tile IR (loads out of bounds read zero or
+//! keep the tile's value; stores and atomic adds out of bounds do nothing). A tile access
+//! wholly inside the array takes a fast path (whole-row vector loads and stores where the
+//! tile's rows are contiguous in the array); otherwise rows use masked vector loads and
+//! stores, and strided rows element by element with a safe address.
+
+use super::tile::shape;
+use super::{be, err, Gen, Held, V};
+use crate::CodegenError;
+use inkwell::types::VectorType;
+use inkwell::values::{AsValueRef, BasicValue, IntValue, PointerValue};
+use inkwell::IntPredicate;
+use tilec_midend::{Index, Op, OpKind, Scalar, Value};
+
+/// One slice dimension of an access.
+#[derive(Clone, Copy)]
+struct SliceDim<'ctx> {
+    extent: u32,
+    start: IntValue<'ctx>,
+    dim: IntValue<'ctx>,
+    stride: IntValue<'ctx>,
+}
+
+/// A checked array access: the element offset of the first element, whether the single
+/// (`At`) indices are in bounds, and the slice dimensions (rows, then columns).
+struct Access<'ctx> {
+    ptr: PointerValue<'ctx>,
+    elem: Scalar,
+    base: IntValue<'ctx>,
+    at_ok: IntValue<'ctx>,
+    slices: Vec<SliceDim<'ctx>>,
+    /// Whether the last slice is the array's innermost dimension (contiguous rows).
+    contiguous: bool,
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The data pointer and extents of an array.
+    pub(crate) fn array(&self, v: Value) -> Result<(PointerValue<'ctx>, Vec<IntValue<'ctx>>), CodegenError> {
+        match self.held.get(&v) {
+            Some(Held::Array { ptr, dims }) => Ok((*ptr, dims.clone())),
+            _ => Err(err(format!("%{} is not an array", v.0))),
+        }
+    }
+
+    fn access(&self, array: Value, kinds: &[Index], idx: &[Value]) -> Result<Access<'ctx>, CodegenError> {
+        let (ptr, dims) = self.array(array)?;
+        let n = dims.len();
+        let b = &self.b;
+        let mut strides = vec![self.i64c(1); n];
+        for d in (0..n.saturating_sub(1)).rev() {
+            strides[d] = b.build_int_mul(strides[d + 1], dims[d + 1], "").map_err(be)?;
+        }
+        let mut base = self.i64c(0);
+        let mut at_ok = self.cx.bool_type().const_int(1, false);
+        let mut slices = Vec::new();
+        for d in 0..n {
+            let i = self.wide(self.val(idx[d])?)?;
+            let t = b.build_int_mul(i, strides[d], "").map_err(be)?;
+            base = b.build_int_add(base, t, "").map_err(be)?;
+            match kinds[d] {
+                Index::At => {
+                    let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
+                    at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
+                }
+                Index::Slice(k) => slices.push(SliceDim { extent: k, start: i, dim: dims[d], stride: strides[d] }),
+            }
+        }
+        let contiguous = matches!(kinds.last(), Some(Index::Slice(_)));
+        Ok(Access { ptr, elem: self.elem(array), base, at_ok, slices, contiguous })
+    }
+
+    /// Whether every element of the slice lies inside the array.
+    fn all_inside(&self, a: &Access<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
+        let b = &self.b;
+        let mut ok = a.at_ok;
+        for sd in &a.slices {
+            let nonneg = b.build_int_compare(IntPredicate::SGE, sd.start, self.i64c(0), "").map_err(be)?;
+            let end = b.build_int_add(sd.start, self.i64c(sd.extent as i64), "").map_err(be)?;
+            let fits = b.build_int_compare(IntPredicate::SLE, end, sd.dim, "").map_err(be)?;
+            ok = b.build_and(ok, nonneg, "").map_err(be)?;
+            ok = b.build_and(ok, fits, "").map_err(be)?;
+        }
+        Ok(ok)
+    }
+
+    /// `(rows, cols)` of the accessed tile and the (row, column) slice dimensions.
+    fn tile_dims(a: &Access<'ctx>) -> (Option<SliceDim<'ctx>>, SliceDim<'ctx>) {
+        match a.slices.as_slice() {
+            [r, c] => (Some(*r), *c),
+            [c] => (None, *c),
+            _ => unreachable!("tile accesses have one or two slices"),
+        }
+    }
+
+    /// The element offset in the array of tile element (`r`, `c0`), and whether row `r` is in
+    /// bounds (with the single indices).
+    fn row_at(&self, a: &Access<'ctx>, r: IntValue<'ctx>) -> Result<(IntValue<'ctx>, IntValue<'ctx>), CodegenError> {
+        let (row, _) = Self::tile_dims(a);
+        let Some(rd) = row else { return Ok((a.base, a.at_ok)) };
+        let b = &self.b;
+        let off = b.build_int_mul(r, rd.stride, "").map_err(be)?;
+        let off = b.build_int_add(a.base, off, "").map_err(be)?;
+        let i = b.build_int_add(rd.start, r, "").map_err(be)?;
+        let ok = b.build_int_compare(IntPredicate::ULT, i, rd.dim, "").map_err(be)?;
+        Ok((off, b.build_and(ok, a.at_ok, "").map_err(be)?))
+    }
+
+    /// An address in the array that may lie outside it (no `inbounds`).
+    fn raw_ptr(&self, a: &Access<'ctx>, off: IntValue<'ctx>) -> Result<PointerValue<'ctx>, CodegenError> {
+        // SAFETY (LLVM semantics): a plain GEP is defined for any offset; it is dereferenced
+        // only where the bounds check passed (masked-off lanes are not accessed).
+        unsafe { self.b.build_gep(self.ty(a.elem), a.ptr, &[off], "") }.map_err(be)
+    }
+
+    /// A harmless address to load from or store to where an access is out of bounds.
+    fn dummy(&self, s: Scalar) -> Result<PointerValue<'ctx>, CodegenError> {
+        self.alloca(s, 1)
+    }
+
+    /// The mask of columns `c0..c0+len` of a row in bounds (`row_ok` and the column bound).
+    fn col_mask(
+        &self,
+        cd: &SliceDim<'ctx>,
+        c0: u32,
+        len: u32,
+        row_ok: IntValue<'ctx>,
+    ) -> Result<V<'ctx>, CodegenError> {
+        let i64t = self.cx.i64_type();
+        let iota: Vec<_> = (0..len).map(|j| i64t.const_int((c0 + j) as u64, false)).collect();
+        let iota = VectorType::const_vector(&iota);
+        let start = self.splat(cd.start.into(), len)?.into_vector_value();
+        let idx = self.b.build_int_add(start, iota, "").map_err(be)?;
+        let dim = self.splat(cd.dim.into(), len)?.into_vector_value();
+        let ok = self.b.build_int_compare(IntPredicate::ULT, idx, dim, "").map_err(be)?;
+        let rk = self.splat(row_ok.into(), len)?.into_vector_value();
+        Ok(self.b.build_and(ok, rk, "").map_err(be)?.into())
+    }
+
+    fn align(&self, s: Scalar) -> V<'ctx> {
+        self.i32c(s.bytes() as i64).into()
+    }
+
+    pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        match &op.kind {
+            OpKind::Load(kinds) if !self.f.ty(op.results[0]).is_tile() => {
+                let v = self.load_scalar(op, kinds)?;
+                self.held.insert(op.results[0], Held::Val(v));
+                Ok(())
+            }
+            OpKind::Load(kinds) => self.load_tile(op, kinds, false),
+            OpKind::LoadInto(kinds) => self.load_tile(op, kinds, true),
+            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
+                let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
+                let n = op.args.len();
+                let a = self.access(op.args[0], kinds, &op.args[1..n - 1])?;
+                let v = op.args[n - 1];
+                if !self.f.ty(v).is_tile() {
+                    let x = self.val(v)?;
+                    let p = self.raw_ptr(&a, a.base)?;
+                    return self.guarded(a.at_ok, |g| g.put(p, a.elem, x, atomic));
+                }
+                if atomic {
+                    self.atomic_tile(&a, v)
+                } else {
+                    self.store_tile(&a, v)
+                }
+            }
+            OpKind::AllocShared(shape) => {
+                let elem = self.elem(op.results[0]);
+                let len: u32 = shape.iter().product();
+                let ptr = self.alloca(elem, len)?;
+                self.b
+                    .build_memset(ptr, 64, self.cx.i8_type().const_zero(), self.i64c((len * elem.bytes()) as i64))
+                    .map_err(be)?;
+                let dims = shape.iter().map(|d| self.i64c(*d as i64)).collect();
+                self.held.insert(op.results[0], Held::Array { ptr, dims });
+                Ok(())
+            }
+            _ => Err(err("not a memory op")),
+        }
+    }
+
+    /// A store, or an atomic add, of one element.
+    fn put(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>, atomic: bool) -> Result<(), CodegenError> {
+        if !atomic {
+            self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
+            return Ok(());
+        }
+        let op = if s.is_float() {
+            llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd
+        } else {
+            llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd
+        };
+        // SAFETY: the builder is positioned in this function; `p` points to an element of
+        // type `s` and `x` is a value of that type. (inkwell's atomicrmw takes integers only.)
+        let r = unsafe {
+            llvm_sys::core::LLVMBuildAtomicRMW(
+                self.b.as_mut_ptr(),
+                op,
+                p.as_value_ref(),
+                x.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            )
+        };
+        if r.is_null() {
+            return Err(err("LLVM could not build an atomicrmw"));
+        }
+        Ok(())
+    }
+
+    /// A single element: zero when out of bounds.
+    pub(crate) fn load_scalar(&mut self, op: &Op, kinds: &[Index]) -> Result<V<'ctx>, CodegenError> {
+        let a = self.access(op.args[0], kinds, &op.args[1..])?;
+        let p = self.raw_ptr(&a, a.base)?;
+        let safe = self.b.build_select(a.at_ok, p, self.dummy(a.elem)?, "").map_err(be)?.into_pointer_value();
+        let v = self.b.build_load(self.ty(a.elem), safe, "").map_err(be)?;
+        v.as_instruction_value().expect("load").set_alignment(a.elem.bytes()).map_err(be)?;
+        self.b.build_select(a.at_ok, v, self.constant(a.elem, 0.0), "").map_err(be)
+    }
+
+    /// A tile from an array (`into`: elements out of bounds keep the first operand's values).
+    fn load_tile(&mut self, op: &Op, kinds: &[Index], into: bool) -> Result<(), CodegenError> {
+        let base = usize::from(into);
+        let a = self.access(op.args[base], kinds, &op.args[base + 1..])?;
+        let old = if into { Some(self.tile(op.args[0])?) } else { None };
+        let dst = self.new_tile(op.results[0])?;
+        let (rows, cols) = shape(self.f.ty(op.results[0]));
+        let s = a.elem;
+        let inside = self.all_inside(&a)?;
+        let (_, cd) = Self::tile_dims(&a);
+        let segs = super::tile::segments(cols, s);
+        self.branches(
+            inside,
+            |g| {
+                g.each_row(0, rows, cols, s, |g, row| {
+                    let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+                    let (off, _) = g.row_at(&a, r)?;
+                    for &(c0, len) in &segs {
+                        let x = if a.contiguous {
+                            let p = g.add_off(off, c0)?;
+                            g.load_vec(a.ptr, s, p, len)?
+                        } else {
+                            let mut v: V<'ctx> = g.vty(s, len).get_undef().into();
+                            for j in 0..len {
+                                let o = g.b.build_int_mul(g.i64c((c0 + j) as i64), cd.stride, "").map_err(be)?;
+                                let o = g.b.build_int_add(off, o, "").map_err(be)?;
+                                let x = g.load_elem(a.ptr, s, o)?;
+                                v = g.with_lane(v, j, x)?;
+                            }
+                            v
+                        };
+                        let t = g.add_off(row, c0)?;
+                        g.store_vec(dst, s, t, x)?;
+                    }
+                    Ok(())
+                })
+            },
+            |g| {
+                let dummy = g.dummy(s)?;
+                g.each_row(0, rows, cols, s, |g, row| {
+                    let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+                    let (off, row_ok) = g.row_at(&a, r)?;
+                    for &(c0, len) in &segs {
+                        let t = g.add_off(row, c0)?;
+                        let pass = match old {
+                            Some(o) => g.load_vec(o, s, t, len)?,
+                            None => g.splat(g.constant(s, 0.0), len)?,
+                        };
+                        let mask = g.col_mask(&cd, c0, len, row_ok)?;
+                        let x = if a.contiguous {
+                            let p = g.raw_ptr(&a, g.add_off(off, c0)?)?;
+                            let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
+                            g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?
+                        } else {
+                            let mut v = pass;
+                            for j in 0..len {
+                                let o = g.b.build_int_mul(g.i64c((c0 + j) as i64), cd.stride, "").map_err(be)?;
+                                let o = g.b.build_int_add(off, o, "").map_err(be)?;
+                                let ok = g.lane(mask, j)?.into_int_value();
+                                let p = g.raw_ptr(&a, o)?;
+                                let p = g.b.build_select(ok, p, dummy, "").map_err(be)?.into_pointer_value();
+                                let x = g.b.build_load(g.ty(s), p, "").map_err(be)?;
+                                x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
+                                let keep = g.lane(pass, j)?;
+                                let x = g.b.build_select(ok, x, keep, "").map_err(be)?;
+                                v = g.with_lane(v, j, x)?;
+                            }
+                            v
+                        };
+                        g.store_vec(dst, s, t, x)?;
+                    }
+                    Ok(())
+                })
+            },
+        )
+    }
+
+    /// Stores a tile; elements outside the array are not written.
+    fn store_tile(&mut self, a: &Access<'ctx>, v: Value) -> Result<(), CodegenError> {
+        let src = self.tile(v)?;
+        let (rows, cols) = shape(self.f.ty(v));
+        let s = a.elem;
+        let inside = self.all_inside(a)?;
+        let (_, cd) = Self::tile_dims(a);
+        let segs = super::tile::segments(cols, s);
+        let put_row = |g: &mut Self, row: IntValue<'ctx>, masked: bool, dummy: Option<PointerValue<'ctx>>| {
+            let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+            let (off, row_ok) = g.row_at(a, r)?;
+            for &(c0, len) in &segs {
+                let t = g.add_off(row, c0)?;
+                let x = g.load_vec(src, s, t, len)?;
+                if a.contiguous && !masked {
+                    let p = g.add_off(off, c0)?;
+                    g.store_vec(a.ptr, s, p, x)?;
+                } else if a.contiguous {
+                    let mask = g.col_mask(&cd, c0, len, row_ok)?;
+                    let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
+                    let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
+                    g.call_void(&name, &[x, p.into(), g.align(s), mask])?;
+                } else {
+                    let mask = if masked { Some(g.col_mask(&cd, c0, len, row_ok)?) } else { None };
+                    for j in 0..len {
+                        let o = g.b.build_int_mul(g.i64c((c0 + j) as i64), cd.stride, "").map_err(be)?;
+                        let o = g.b.build_int_add(off, o, "").map_err(be)?;
+                        let mut p = g.raw_ptr(a, o)?;
+                        if let (Some(m), Some(d)) = (mask, dummy) {
+                            let ok = g.lane(m, j)?.into_int_value();
+                            p = g.b.build_select(ok, p, d, "").map_err(be)?.into_pointer_value();
+                        }
+                        let e = g.lane(x, j)?;
+                        g.put(p, s, e, false)?;
+                    }
+                }
+            }
+            Ok(())
+        };
+        self.branches(
+            inside,
+            |g| g.each_row(0, rows, cols, s, |g, row| put_row(g, row, false, None)),
+            |g| {
+                let d = g.dummy(s)?;
+                g.each_row(0, rows, cols, s, |g, row| put_row(g, row, true, Some(d)))
+            },
+        )
+    }
+
+    /// Adds a tile to the array atomically, element by element, where in bounds.
+    fn atomic_tile(&mut self, a: &Access<'ctx>, v: Value) -> Result<(), CodegenError> {
+        let src = self.tile(v)?;
+        let (_, cols) = shape(self.f.ty(v));
+        let s = a.elem;
+        let (_, cd) = Self::tile_dims(a);
+        let n = self.f.ty(v).tile_len();
+        let (lo, hi) = (self.i64c(0), self.i64c(n as i64));
+        self.dyn_loop(lo, hi, |g, e| {
+            let c = g.i64c(cols as i64);
+            let r = g.b.build_int_unsigned_div(e, c, "").map_err(be)?;
+            let j = g.b.build_int_unsigned_rem(e, c, "").map_err(be)?;
+            let (off, row_ok) = g.row_at(a, r)?;
+            let o = g.b.build_int_mul(j, cd.stride, "").map_err(be)?;
+            let o = g.b.build_int_add(off, o, "").map_err(be)?;
+            let ci = g.b.build_int_add(cd.start, j, "").map_err(be)?;
+            let col_ok = g.b.build_int_compare(IntPredicate::ULT, ci, cd.dim, "").map_err(be)?;
+            let ok = g.b.build_and(row_ok, col_ok, "").map_err(be)?;
+            let x = g.load_elem(src, s, e)?;
+            let p = g.raw_ptr(a, o)?;
+            g.guarded(ok, |g| g.put(p, s, x, true))
+        })
+    }
+}

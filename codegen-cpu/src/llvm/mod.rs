@@ -1,0 +1,378 @@
+//! The second CPU code generator (`--backend llvm`, cargo feature `llvm`): LLVM IR from the
+//! same Tile IR as the Cranelift backend, optimised by LLVM 16 (`default<O3>`) for the host
+//! CPU's own features (AVX2, AVX-512, FMA: `target-cpu`/`target-features` of the host), then
+//! JIT-compiled (MCJIT) or written as an object file, with the crate's C ABI.
+//!
+//! Tiles live in stack allocations (`alloca`) that every operation reads and writes with
+//! whole-row vector loads and stores at constant offsets where the shape allows; LLVM's scalar
+//! replacement of aggregates then keeps small tiles (a 16 x 16 f32 tile is 16 `<16 x float>`
+//! values) in vector registers across operations and loops, and larger tiles stay in memory.
+//! The semantics are those of the Cranelift backend, operation by operation (the same
+//! arithmetic in the same order where it decides the bits: reductions, products, the
+//! factorizations of the SIMT lowering), so both backends pass the same run tests.
+
+mod control;
+mod factor;
+mod memory;
+mod scalar;
+mod tile;
+
+use crate::{CodegenError, KernelFn};
+use inkwell::attributes::AttributeLoc;
+use inkwell::basic_block::BasicBlock;
+use inkwell::builder::Builder;
+use inkwell::context::Context;
+use inkwell::execution_engine::ExecutionEngine;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::types::{BasicType, BasicTypeEnum, VectorType};
+use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
+use inkwell::{AddressSpace, OptimizationLevel};
+use std::collections::HashMap;
+use std::mem::ManuallyDrop;
+use tilec_midend::{FuncKind, Function, Kernel, Scalar, Type, Value};
+
+pub(crate) type V<'ctx> = BasicValueEnum<'ctx>;
+
+pub(crate) fn err(m: impl std::fmt::Display) -> CodegenError {
+    CodegenError { message: m.to_string() }
+}
+
+/// Maps inkwell's builder errors.
+pub(crate) fn be(e: impl std::fmt::Display) -> CodegenError {
+    err(format!("LLVM builder: {e}"))
+}
+
+/// How an IR value is held.
+#[derive(Clone)]
+pub(crate) enum Held<'ctx> {
+    Val(V<'ctx>),
+    /// A tile: its storage (row-major elements).
+    Tile(PointerValue<'ctx>),
+    /// A global or shared array: its data pointer and extents (`i64`).
+    Array {
+        ptr: PointerValue<'ctx>,
+        dims: Vec<IntValue<'ctx>>,
+    },
+}
+
+/// The generator state of one function.
+pub(crate) struct Gen<'ctx, 'f> {
+    pub(crate) cx: &'ctx Context,
+    pub(crate) m: &'f Module<'ctx>,
+    pub(crate) b: Builder<'ctx>,
+    /// Positioned at the end of the entry block, where every `alloca` goes.
+    allocas: Builder<'ctx>,
+    pub(crate) func: FunctionValue<'ctx>,
+    pub(crate) f: &'f Function,
+    pub(crate) held: HashMap<Value, Held<'ctx>>,
+    /// Integer constants of the function, for indices known at compile time.
+    pub(crate) consts: HashMap<Value, i64>,
+    ids: PointerValue<'ctx>,
+    exit: BasicBlock<'ctx>,
+    /// For a launch function: where `Return` writes the grid (`int64_t[3]`) and the flops.
+    results: Option<(PointerValue<'ctx>, PointerValue<'ctx>)>,
+    pub(crate) fma: bool,
+    /// How many operands (in all regions) refer to each value.
+    pub(crate) uses: HashMap<Value, usize>,
+}
+
+/// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
+/// object files.
+fn host_machine(pic: bool) -> Result<TargetMachine, CodegenError> {
+    Target::initialize_native(&InitializationConfig::default()).map_err(err)?;
+    let triple = TargetMachine::get_default_triple();
+    let target = Target::from_triple(&triple).map_err(err)?;
+    let cpu = TargetMachine::get_host_cpu_name().to_string();
+    let features = TargetMachine::get_host_cpu_features().to_string();
+    target
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            OptimizationLevel::Aggressive,
+            if pic { RelocMode::PIC } else { RelocMode::Default },
+            if pic { CodeModel::Default } else { CodeModel::JITDefault },
+        )
+        .ok_or_else(|| err("LLVM has no target machine for this host"))
+}
+
+/// Builds the module of `kernels` (each kernel body, and with `launch` its `__grid` function)
+/// and optimises it for `tm`.
+fn build<'ctx>(
+    cx: &'ctx Context,
+    module: &tilec_midend::Module,
+    kernels: &[&Kernel],
+    launch: bool,
+    tm: &TargetMachine,
+) -> Result<Module<'ctx>, CodegenError> {
+    let m = cx.create_module("tilec");
+    m.set_triple(&tm.get_triple());
+    m.set_data_layout(&tm.get_target_data().get_data_layout());
+    let ptr = cx.ptr_type(AddressSpace::default());
+    let cpu = TargetMachine::get_host_cpu_name().to_string();
+    let features = TargetMachine::get_host_cpu_features().to_string();
+    for k in kernels {
+        let mut fns = vec![(k.symbol.clone(), &module.funcs[k.body as usize], 2)];
+        if launch {
+            fns.push((format!("{}__grid", k.symbol), &module.funcs[k.launch as usize], 3));
+        }
+        for (name, f, n) in fns {
+            let fty = cx.void_type().fn_type(&vec![ptr.into(); n], false);
+            let func = m.add_function(&name, fty, None);
+            for (key, val) in [("target-cpu", cpu.as_str()), ("target-features", features.as_str())] {
+                func.add_attribute(AttributeLoc::Function, cx.create_string_attribute(key, val));
+            }
+            // Tiles make large frames: probe them page by page.
+            func.add_attribute(AttributeLoc::Function, cx.create_string_attribute("probe-stack", "inline-asm"));
+            lower_function(cx, &m, func, f, k)?;
+        }
+    }
+    m.verify().map_err(|e| {
+        let e = e.to_string();
+        err(format!("LLVM rejected the generated module: {}", e.lines().take(4).collect::<Vec<_>>().join("; ")))
+    })?;
+    m.run_passes("default<O3>", tm, PassBuilderOptions::create()).map_err(err)?;
+    Ok(m)
+}
+
+/// Translates `f` (a kernel body with parameters `args`, `ids`; or a launch function with
+/// `args`, `grid`, `flops`) into `func`.
+fn lower_function<'ctx>(
+    cx: &'ctx Context,
+    m: &Module<'ctx>,
+    func: FunctionValue<'ctx>,
+    f: &Function,
+    k: &Kernel,
+) -> Result<(), CodegenError> {
+    if f.body.params.len() != k.params.len() {
+        return Err(err("kernel parameters do not match its body function"));
+    }
+    let entry = cx.append_basic_block(func, "entry");
+    let start = cx.append_basic_block(func, "start");
+    let exit = cx.append_basic_block(func, "exit");
+    let allocas = cx.create_builder();
+    allocas.position_at_end(entry);
+    let b = cx.create_builder();
+    b.position_at_end(start);
+    let param = |i: u32| func.get_nth_param(i).expect("param").into_pointer_value();
+    let results = (f.kind == FuncKind::Launch).then(|| (param(1), param(2)));
+    let mut g = Gen {
+        cx,
+        m,
+        b,
+        allocas,
+        func,
+        f,
+        held: HashMap::new(),
+        consts: HashMap::new(),
+        ids: param(1),
+        exit,
+        results,
+        fma: crate::isa::host_has_fma(),
+        uses: HashMap::new(),
+    };
+    f.body.count_uses(&mut g.uses);
+    g.params(param(0))?;
+    g.region(&f.body)?;
+    g.b.build_unconditional_branch(exit).map_err(be)?;
+    g.b.position_at_end(exit);
+    g.b.build_return(None).map_err(be)?;
+    g.allocas.build_unconditional_branch(start).map_err(be)?;
+    Ok(())
+}
+
+/// A JIT-compiled kernel: the LLVM context and execution engine that own its code.
+pub(crate) struct LlvmJit {
+    engine: ManuallyDrop<ExecutionEngine<'static>>,
+    cx: ManuallyDrop<Box<Context>>,
+}
+
+impl Drop for LlvmJit {
+    fn drop(&mut self) {
+        // SAFETY: the engine (and the module it owns) refers to the context: drop it first;
+        // neither is used again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.engine);
+            ManuallyDrop::drop(&mut self.cx);
+        }
+    }
+}
+
+/// JIT-compiles one kernel instance; returns the engine that owns the code and its entry.
+pub(crate) fn compile_jit(module: &tilec_midend::Module, kernel: &Kernel) -> Result<(LlvmJit, KernelFn), CodegenError> {
+    let tm = host_machine(false)?;
+    let cx = Box::new(Context::create());
+    // SAFETY: the context is boxed (its address is stable) and `LlvmJit` drops it after the
+    // engine and module that borrow it.
+    let cxr: &'static Context = unsafe { &*(cx.as_ref() as *const Context) };
+    let m = build(cxr, module, &[kernel], false, &tm)?;
+    let engine = m.create_jit_execution_engine(OptimizationLevel::Aggressive).map_err(err)?;
+    let addr = engine.get_function_address(&kernel.symbol).map_err(err)?;
+    // SAFETY: the function was generated with the signature of `KernelFn`.
+    let entry = unsafe { std::mem::transmute::<usize, KernelFn>(addr) };
+    Ok((LlvmJit { engine: ManuallyDrop::new(engine), cx: ManuallyDrop::new(cx) }, entry))
+}
+
+/// The optimised LLVM IR of one kernel instance.
+pub(crate) fn emit_llvm(module: &tilec_midend::Module, kernel: &Kernel) -> Result<String, CodegenError> {
+    let tm = host_machine(false)?;
+    let cx = Context::create();
+    let m = build(&cx, module, &[kernel], false, &tm)?;
+    Ok(m.print_to_string().to_string())
+}
+
+/// An object file of every kernel instance and its launch function (see the crate docs).
+pub(crate) fn compile_object(module: &tilec_midend::Module) -> Result<Vec<u8>, CodegenError> {
+    let tm = host_machine(true)?;
+    let cx = Context::create();
+    let kernels: Vec<&Kernel> = module.kernels.iter().collect();
+    let m = build(&cx, module, &kernels, true, &tm)?;
+    let buf = tm.write_to_memory_buffer(&m, FileType::Object).map_err(err)?;
+    Ok(buf.as_slice().to_vec())
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// Binds the parameters from the argument block (see the crate docs for its layout).
+    fn params(&mut self, args: PointerValue<'ctx>) -> Result<(), CodegenError> {
+        let mut slot = 0u64;
+        let i64t = self.cx.i64_type();
+        for p in self.f.body.params.clone() {
+            match self.f.ty(p).clone() {
+                Type::Array { rank, .. } => {
+                    let ptr_ty = self.cx.ptr_type(AddressSpace::default());
+                    let ptr = self.load_slot(args, slot, ptr_ty.into())?.into_pointer_value();
+                    let dims = (0..rank as u64)
+                        .map(|d| self.load_slot(args, slot + 1 + d, i64t.into()).map(|v| v.into_int_value()))
+                        .collect::<Result<_, _>>()?;
+                    slot += 1 + rank as u64;
+                    self.held.insert(p, Held::Array { ptr, dims });
+                }
+                Type::Scalar(s) => {
+                    let v = if s == Scalar::Bool {
+                        let x = self.load_slot(args, slot, self.cx.i8_type().into())?.into_int_value();
+                        let z = self.cx.i8_type().const_zero();
+                        self.b.build_int_compare(inkwell::IntPredicate::NE, x, z, "").map_err(be)?.into()
+                    } else {
+                        self.load_slot(args, slot, self.ty(s))?
+                    };
+                    slot += 1;
+                    self.held.insert(p, Held::Val(v));
+                }
+                Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+            }
+        }
+        Ok(())
+    }
+
+    fn load_slot(&self, base: PointerValue<'ctx>, slot: u64, ty: BasicTypeEnum<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let i64t = self.cx.i64_type();
+        // SAFETY (LLVM semantics): the argument block has a slot for every parameter.
+        let p = unsafe { self.b.build_in_bounds_gep(i64t, base, &[i64t.const_int(slot, false)], "") }.map_err(be)?;
+        self.b.build_load(ty, p, "").map_err(be)
+    }
+
+    /// Program id (`off` 0) or grid extent (`off` 3) along `axis`, as an `i32`.
+    pub(crate) fn id(&self, off: u64, axis: u8) -> Result<V<'ctx>, CodegenError> {
+        let v = self.load_slot(self.ids, off + axis as u64, self.cx.i64_type().into())?.into_int_value();
+        Ok(self.b.build_int_truncate(v, self.cx.i32_type(), "").map_err(be)?.into())
+    }
+
+    /// The LLVM type of a scalar (`bool` is `i1`).
+    pub(crate) fn ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
+        match s {
+            Scalar::Bool => self.cx.bool_type().into(),
+            Scalar::I32 | Scalar::U32 => self.cx.i32_type().into(),
+            Scalar::I64 => self.cx.i64_type().into(),
+            Scalar::F32 => self.cx.f32_type().into(),
+            Scalar::F64 => self.cx.f64_type().into(),
+        }
+    }
+
+    /// `<n x s>`.
+    pub(crate) fn vty(&self, s: Scalar, n: u32) -> VectorType<'ctx> {
+        match self.ty(s) {
+            BasicTypeEnum::FloatType(t) => t.vec_type(n),
+            BasicTypeEnum::IntType(t) => t.vec_type(n),
+            _ => unreachable!("scalar types are ints or floats"),
+        }
+    }
+
+    /// The scalar value of `v`.
+    pub(crate) fn val(&self, v: Value) -> Result<V<'ctx>, CodegenError> {
+        match self.held.get(&v) {
+            Some(Held::Val(x)) => Ok(*x),
+            _ => Err(err(format!("%{} has no scalar value", v.0))),
+        }
+    }
+
+    /// The element type of `v`.
+    pub(crate) fn elem(&self, v: Value) -> Scalar {
+        self.f.ty(v).elem()
+    }
+
+    /// An `alloca` of `n` elements of `s` in the entry block, 64-byte aligned.
+    pub(crate) fn alloca(&self, s: Scalar, n: u32) -> Result<PointerValue<'ctx>, CodegenError> {
+        let ty = self.ty(if s == Scalar::Bool { Scalar::I32 } else { s });
+        let p = self.allocas.build_alloca(ty.array_type(n.max(1)), "").map_err(be)?;
+        p.as_instruction().expect("alloca").set_alignment(64).map_err(be)?;
+        Ok(p)
+    }
+
+    pub(crate) fn i64c(&self, v: i64) -> IntValue<'ctx> {
+        self.cx.i64_type().const_int(v as u64, true)
+    }
+
+    pub(crate) fn i32c(&self, v: i64) -> IntValue<'ctx> {
+        self.cx.i32_type().const_int(v as u64, true)
+    }
+
+    /// A constant of type `s` (floats from `v`, integers truncating it).
+    pub(crate) fn constant(&self, s: Scalar, v: f64) -> V<'ctx> {
+        match s {
+            Scalar::Bool => self.cx.bool_type().const_int((v != 0.0) as u64, false).into(),
+            Scalar::I32 => self.cx.i32_type().const_int(v as i64 as u64, true).into(),
+            Scalar::U32 => self.cx.i32_type().const_int(v as i64 as u32 as u64, false).into(),
+            Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
+            Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
+            Scalar::F64 => self.cx.f64_type().const_float(v).into(),
+        }
+    }
+
+    /// A declared function (an intrinsic or a C library function).
+    fn declared(
+        &self,
+        name: &str,
+        ret: Option<BasicTypeEnum<'ctx>>,
+        args: &[BasicTypeEnum<'ctx>],
+    ) -> FunctionValue<'ctx> {
+        if let Some(f) = self.m.get_function(name) {
+            return f;
+        }
+        let a: Vec<_> = args.iter().map(|t| (*t).into()).collect();
+        let fty = match ret {
+            Some(r) => r.fn_type(&a, false),
+            None => self.cx.void_type().fn_type(&a, false),
+        };
+        self.m.add_function(name, fty, None)
+    }
+
+    /// A call of `name` returning a value of type `ret`.
+    pub(crate) fn call(&self, name: &str, ret: BasicTypeEnum<'ctx>, args: &[V<'ctx>]) -> Result<V<'ctx>, CodegenError> {
+        let tys: Vec<_> = args.iter().map(|a| a.get_type()).collect();
+        let f = self.declared(name, Some(ret), &tys);
+        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        let c = self.b.build_call(f, &a, "").map_err(be)?;
+        c.try_as_basic_value().basic().ok_or_else(|| err(format!("{name} returns nothing")))
+    }
+
+    /// A call of `name` without result.
+    pub(crate) fn call_void(&self, name: &str, args: &[V<'ctx>]) -> Result<(), CodegenError> {
+        let tys: Vec<_> = args.iter().map(|a| a.get_type()).collect();
+        let f = self.declared(name, None, &tys);
+        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
+        self.b.build_call(f, &a, "").map_err(be)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,370 @@
+//! Scalar semantics as LLVM instructions, on scalars or on vectors of them (a tile row): the
+//! Cranelift backend's rules (integer division by zero gives 0 and `MIN / -1` wraps; float
+//! `min`/`max` propagate NaN and order -0 below +0; casts to integers saturate; `%` on floats
+//! is `a - trunc(a / b) * b`; transcendental functions are the C library's), and the lowering
+//! of the ops whose results are scalars.
+
+use super::{be, err, Gen, V};
+use crate::CodegenError;
+use inkwell::types::BasicTypeEnum;
+use inkwell::values::IntValue;
+use inkwell::{FloatPredicate, IntPredicate};
+use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Reduce, Scalar, UnOp};
+
+/// The intrinsic suffix of a value's type: `f32`, `v16f32`, `i64`.
+pub(crate) fn suffix(v: V<'_>) -> String {
+    fn one(t: BasicTypeEnum<'_>) -> String {
+        match t {
+            BasicTypeEnum::FloatType(f) => {
+                if f == f.get_context().f64_type() {
+                    "f64".into()
+                } else {
+                    "f32".into()
+                }
+            }
+            BasicTypeEnum::IntType(i) => format!("i{}", i.get_bit_width()),
+            BasicTypeEnum::VectorType(v) => format!("v{}{}", v.get_size(), one(v.get_element_type())),
+            _ => "?".into(),
+        }
+    }
+    one(v.get_type())
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// `x` as a vector of `n` copies (`n` = 0: `x` itself).
+    pub(crate) fn splat(&self, x: V<'ctx>, n: u32) -> Result<V<'ctx>, CodegenError> {
+        if n == 0 {
+            return Ok(x);
+        }
+        let vt = match x.get_type() {
+            BasicTypeEnum::FloatType(t) => t.vec_type(n),
+            BasicTypeEnum::IntType(t) => t.vec_type(n),
+            _ => return Err(err("splat of a non-scalar")),
+        };
+        let v = self.b.build_insert_element(vt.get_undef(), x, self.i32c(0), "").map_err(be)?;
+        let mask = self.cx.i32_type().vec_type(n).const_zero();
+        Ok(self.b.build_shuffle_vector(v, vt.get_undef(), mask, "").map_err(be)?.into())
+    }
+
+    /// A constant of type `s` shaped like `like` (a scalar or a vector).
+    pub(crate) fn const_like(&self, s: Scalar, v: f64, like: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let c = self.constant(s, v);
+        match like {
+            V::VectorValue(x) => self.splat(c, x.get_type().get_size()),
+            _ => Ok(c),
+        }
+    }
+
+    fn op2(&self, op: inkwell::values::InstructionOpcode, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.b.build_binop(op, a, b, "").map_err(be)
+    }
+
+    fn select(&self, c: V<'ctx>, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        match c {
+            V::IntValue(c) => self.b.build_select(c, a, b, "").map_err(be),
+            V::VectorValue(c) => self.b.build_select(c, a, b, "").map_err(be),
+            _ => Err(err("select condition")),
+        }
+    }
+
+    fn icmp(&self, p: IntPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        Ok(match (a, b) {
+            (V::IntValue(a), V::IntValue(b)) => self.b.build_int_compare(p, a, b, "").map_err(be)?.into(),
+            (V::VectorValue(a), V::VectorValue(b)) => self.b.build_int_compare(p, a, b, "").map_err(be)?.into(),
+            _ => return Err(err("integer compare operands")),
+        })
+    }
+
+    fn fcmp(&self, p: FloatPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        Ok(match (a, b) {
+            (V::FloatValue(a), V::FloatValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),
+            (V::VectorValue(a), V::VectorValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),
+            _ => return Err(err("float compare operands")),
+        })
+    }
+
+    /// `a op b` for element type `s`.
+    pub(crate) fn bin(&self, k: BinOp, s: Scalar, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        if s.is_float() {
+            return match k {
+                BinOp::Add => self.op2(I::FAdd, a, b),
+                BinOp::Sub => self.op2(I::FSub, a, b),
+                BinOp::Mul => self.op2(I::FMul, a, b),
+                BinOp::Div => self.op2(I::FDiv, a, b),
+                BinOp::Rem => {
+                    let q = self.op2(I::FDiv, a, b)?;
+                    let t = self.call(&format!("llvm.trunc.{}", suffix(q)), q.get_type(), &[q])?;
+                    let p = self.op2(I::FMul, t, b)?;
+                    self.op2(I::FSub, a, p)
+                }
+                BinOp::Min | BinOp::Max => self.fminmax(k == BinOp::Max, s, a, b),
+                BinOp::And | BinOp::Or => Ok(a),
+            };
+        }
+        let signed = s != Scalar::U32;
+        match k {
+            BinOp::Add => self.op2(I::Add, a, b),
+            BinOp::Sub => self.op2(I::Sub, a, b),
+            BinOp::Mul => self.op2(I::Mul, a, b),
+            BinOp::And => self.op2(I::And, a, b),
+            BinOp::Or => self.op2(I::Or, a, b),
+            BinOp::Min | BinOp::Max => {
+                let p = match (k == BinOp::Min, signed) {
+                    (true, true) => IntPredicate::SLT,
+                    (true, false) => IntPredicate::ULT,
+                    (false, true) => IntPredicate::SGT,
+                    (false, false) => IntPredicate::UGT,
+                };
+                let c = self.icmp(p, a, b)?;
+                self.select(c, a, b)
+            }
+            BinOp::Div | BinOp::Rem => {
+                // Division by zero gives 0 and MIN / -1 wraps, instead of trapping.
+                let (zero, one) = (self.const_like(s, 0.0, a)?, self.const_like(s, 1.0, a)?);
+                let is_zero = self.icmp(IntPredicate::EQ, b, zero)?;
+                let safe = self.select(is_zero, one, b)?;
+                let r = if signed {
+                    let m1 = self.const_like(s, -1.0, a)?;
+                    let is_m1 = self.icmp(IntPredicate::EQ, safe, m1)?;
+                    let safe2 = self.select(is_m1, one, safe)?;
+                    if k == BinOp::Div {
+                        let q = self.op2(I::SDiv, a, safe2)?;
+                        let neg = self.op2(I::Sub, zero, a)?;
+                        self.select(is_m1, neg, q)?
+                    } else {
+                        let r = self.op2(I::SRem, a, safe2)?;
+                        self.select(is_m1, zero, r)?
+                    }
+                } else if k == BinOp::Div {
+                    self.op2(I::UDiv, a, safe)?
+                } else {
+                    self.op2(I::URem, a, safe)?
+                };
+                self.select(is_zero, zero, r)
+            }
+        }
+    }
+
+    /// Float `max` (`max`: true) or `min`: NaN if either operand is NaN, -0 below +0.
+    fn fminmax(&self, max: bool, s: Scalar, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        let uno = self.fcmp(FloatPredicate::UNO, a, b)?;
+        let nan = self.op2(I::FAdd, a, b)?;
+        let (first, second) =
+            if max { (FloatPredicate::OGT, FloatPredicate::OLT) } else { (FloatPredicate::OLT, FloatPredicate::OGT) };
+        let a_wins = self.fcmp(first, a, b)?;
+        let b_wins = self.fcmp(second, a, b)?;
+        // Equal operands: +0 and -0 differ in the sign bit only; max takes the common bits
+        // (`and`), min the union (`or`).
+        let ity: BasicTypeEnum<'ctx> = match a {
+            V::VectorValue(v) => {
+                self.vty(if s == Scalar::F64 { Scalar::I64 } else { Scalar::I32 }, v.get_type().get_size()).into()
+            }
+            _ => self.ty(if s == Scalar::F64 { Scalar::I64 } else { Scalar::I32 }),
+        };
+        let (ai, bi) = (self.b.build_bit_cast(a, ity, "").map_err(be)?, self.b.build_bit_cast(b, ity, "").map_err(be)?);
+        let bits = self.op2(if max { I::And } else { I::Or }, ai, bi)?;
+        let eq = self.b.build_bit_cast(bits, a.get_type(), "").map_err(be)?;
+        let r = self.select(b_wins, b, eq)?;
+        let r = self.select(a_wins, a, r)?;
+        self.select(uno, nan, r)
+    }
+
+    /// `a * b + c`: fused where the host has FMA (as the Cranelift backend), integers plain.
+    pub(crate) fn fma3(&self, s: Scalar, a: V<'ctx>, b: V<'ctx>, c: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        if !s.is_float() {
+            let p = self.bin(BinOp::Mul, s, a, b)?;
+            return self.bin(BinOp::Add, s, p, c);
+        }
+        if self.fma {
+            self.call(&format!("llvm.fma.{}", suffix(a)), a.get_type(), &[a, b, c])
+        } else {
+            let p = self.bin(BinOp::Mul, s, a, b)?;
+            self.bin(BinOp::Add, s, p, c)
+        }
+    }
+
+    pub(crate) fn cmp(&self, k: CmpOp, s: Scalar, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        if s.is_float() {
+            let p = match k {
+                CmpOp::Eq => FloatPredicate::OEQ,
+                CmpOp::Ne => FloatPredicate::UNE,
+                CmpOp::Lt => FloatPredicate::OLT,
+                CmpOp::Le => FloatPredicate::OLE,
+                CmpOp::Gt => FloatPredicate::OGT,
+                CmpOp::Ge => FloatPredicate::OGE,
+            };
+            return self.fcmp(p, a, b);
+        }
+        let u = s == Scalar::U32 || s == Scalar::Bool;
+        let p = match (k, u) {
+            (CmpOp::Eq, _) => IntPredicate::EQ,
+            (CmpOp::Ne, _) => IntPredicate::NE,
+            (CmpOp::Lt, false) => IntPredicate::SLT,
+            (CmpOp::Le, false) => IntPredicate::SLE,
+            (CmpOp::Gt, false) => IntPredicate::SGT,
+            (CmpOp::Ge, false) => IntPredicate::SGE,
+            (CmpOp::Lt, true) => IntPredicate::ULT,
+            (CmpOp::Le, true) => IntPredicate::ULE,
+            (CmpOp::Gt, true) => IntPredicate::UGT,
+            (CmpOp::Ge, true) => IntPredicate::UGE,
+        };
+        self.icmp(p, a, b)
+    }
+
+    /// A unary operation on a scalar or a vector of `s`.
+    pub(crate) fn unary(&self, k: UnOp, s: Scalar, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        let f32 = s == Scalar::F32;
+        let name = match k {
+            UnOp::Neg if s.is_float() => {
+                return Ok(match a {
+                    V::FloatValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
+                    V::VectorValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
+                    _ => return Err(err("negation operand")),
+                })
+            }
+            UnOp::Neg => {
+                let z = self.const_like(s, 0.0, a)?;
+                return self.op2(I::Sub, z, a);
+            }
+            UnOp::Not => {
+                let one = self.const_like(Scalar::Bool, 1.0, a)?;
+                return self.op2(I::Xor, a, one);
+            }
+            UnOp::Abs if s.is_float() => return self.call(&format!("llvm.fabs.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Abs if s == Scalar::U32 => return Ok(a),
+            UnOp::Abs => {
+                let n = self.unary(UnOp::Neg, s, a)?;
+                return self.bin(BinOp::Max, s, a, n);
+            }
+            UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Exp => ["exp", "expf"][f32 as usize],
+            UnOp::Log => ["log", "logf"][f32 as usize],
+            UnOp::Sin => ["sin", "sinf"][f32 as usize],
+            UnOp::Cos => ["cos", "cosf"][f32 as usize],
+            UnOp::Tanh => ["tanh", "tanhf"][f32 as usize],
+        };
+        // The C library's function, element by element.
+        match a {
+            V::VectorValue(v) => {
+                let mut out = v.get_type().get_undef();
+                for i in 0..v.get_type().get_size() {
+                    let x = self.b.build_extract_element(v, self.i32c(i as i64), "").map_err(be)?;
+                    let y = self.call(name, self.ty(s), &[x])?;
+                    out = self.b.build_insert_element(out, y, self.i32c(i as i64), "").map_err(be)?;
+                }
+                Ok(out.into())
+            }
+            _ => self.call(name, self.ty(s), &[a]),
+        }
+    }
+
+    /// A scalar conversion (the language converts scalars only).
+    fn cast(&self, from: Scalar, to: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        if from == to {
+            return Ok(x);
+        }
+        let t = self.ty(to);
+        if to == Scalar::Bool {
+            let zero = self.constant(from, 0.0);
+            return self.cmp(CmpOp::Ne, from, x, zero);
+        }
+        let op = match (from.is_float(), to.is_float()) {
+            (true, true) if to == Scalar::F64 => I::FPExt,
+            (true, true) => I::FPTrunc,
+            (true, false) => {
+                let name = format!(
+                    "llvm.fpto{}i.sat.{}.{}",
+                    if to == Scalar::U32 { "u" } else { "s" },
+                    suffix(self.constant(to, 0.0)),
+                    suffix(x)
+                );
+                return self.call(&name, t, &[x]);
+            }
+            (false, true) if from == Scalar::U32 || from == Scalar::Bool => I::UIToFP,
+            (false, true) => I::SIToFP,
+            (false, false) => {
+                let (fb, tb) = (bits(from), bits(to));
+                if fb == tb {
+                    return Ok(x);
+                } else if fb > tb {
+                    I::Trunc
+                } else if from == Scalar::U32 || from == Scalar::Bool {
+                    I::ZExt
+                } else {
+                    I::SExt
+                }
+            }
+        };
+        self.b.build_cast(op, x, t, "").map_err(be)
+    }
+
+    /// Lowers an operation whose result is a scalar (or that has none: never here).
+    pub(crate) fn scalar_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let rs = op.results.first().map(|r| self.elem(*r)).ok_or_else(|| err("scalar op without result"))?;
+        let a = |g: &Self, i: usize| g.val(op.args[i]);
+        let v = match &op.kind {
+            OpKind::Const(c) => {
+                if let Const::Int(i, _) = c {
+                    self.consts.insert(op.results[0], *i);
+                }
+                match c {
+                    Const::Bool(b) => self.constant(Scalar::Bool, *b as u8 as f64),
+                    Const::Int(v, s) => match s {
+                        Scalar::I64 => self.cx.i64_type().const_int(*v as u64, true).into(),
+                        _ => self.cx.i32_type().const_int(*v as u32 as u64, false).into(),
+                    },
+                    Const::Float(v, s) => self.constant(*s, *v),
+                }
+            }
+            OpKind::Bin(k) => self.bin(*k, rs, a(self, 0)?, a(self, 1)?)?,
+            OpKind::Cmp(k) => self.cmp(*k, self.elem(op.args[0]), a(self, 0)?, a(self, 1)?)?,
+            OpKind::Un(k) => self.unary(*k, rs, a(self, 0)?)?,
+            OpKind::Cast(to) => self.cast(self.elem(op.args[0]), *to, a(self, 0)?)?,
+            OpKind::Bitcast(to) => self.b.build_bit_cast(a(self, 0)?, self.ty(*to), "").map_err(be)?,
+            OpKind::Select => self.select(a(self, 0)?, a(self, 1)?, a(self, 2)?)?,
+            OpKind::Fma => self.fma3(rs, a(self, 0)?, a(self, 1)?, a(self, 2)?)?,
+            OpKind::ProgramId(ax) => self.id(0, *ax)?,
+            OpKind::NumPrograms(ax) => self.id(3, *ax)?,
+            OpKind::Dim(ax) => {
+                let d = self.array(op.args[0])?.1[*ax as usize];
+                self.b.build_int_truncate(d, self.cx.i32_type(), "").map_err(be)?.into()
+            }
+            OpKind::Extract => self.extract(op)?,
+            OpKind::Reduce(k, None) => self.reduce_all(op, *k)?,
+            other => return Err(err(format!("unsupported scalar op {other:?}"))),
+        };
+        self.held.insert(op.results[0], super::Held::Val(v));
+        Ok(())
+    }
+
+    /// One step of a reduction: `acc op x`.
+    pub(crate) fn reduce_step(&self, k: Reduce, s: Scalar, acc: V<'ctx>, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let op = match k {
+            Reduce::Sum => BinOp::Add,
+            Reduce::Max => BinOp::Max,
+            Reduce::Min => BinOp::Min,
+        };
+        self.bin(op, s, acc, x)
+    }
+
+    /// `i` as an `i64`, sign-extended.
+    pub(crate) fn wide(&self, i: V<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
+        let i = i.into_int_value();
+        if i.get_type().get_bit_width() == 64 {
+            return Ok(i);
+        }
+        self.b.build_int_s_extend(i, self.cx.i64_type(), "").map_err(be)
+    }
+}
+
+fn bits(s: Scalar) -> u32 {
+    match s {
+        Scalar::Bool => 1,
+        Scalar::I64 | Scalar::F64 => 64,
+        _ => 32,
+    }
+}

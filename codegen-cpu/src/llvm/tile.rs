@@ -1,0 +1,667 @@
+//! Tile operations on tile storage: rows (or 64-byte segments of long rows) as vectors,
+//! unrolled at constant offsets for tiles up to [`UNROLL_SEGMENTS`] segments (which LLVM then
+//! keeps in registers) and in a loop over rows beyond; element-wise arithmetic, fills, outer
+//! products and rank-1 updates, the matmul micro-kernel, transposes, reductions, and element
+//! access. Factorizations are in `factor.rs`.
+//!
+//! The matmul keeps a block of [`MR`] rows by one 64-byte vector of the result in registers
+//! across the `k` loop (the BLIS micro-kernel idea: Van Zee & van de Geijn, ACM TOMS 2015),
+//! accumulating `fma(a[i][k], b[k], acc)` in increasing `k` from zero (or from `c`).
+
+use super::{be, err, Gen, Held, V};
+use crate::CodegenError;
+use inkwell::types::{BasicTypeEnum, VectorType};
+use inkwell::values::{BasicValue, IntValue, PointerValue};
+use tilec_midend::{BinOp, Fill, Op, OpKind, Reduce, Scalar, Type, Value};
+
+/// Most row segments an operation unrolls; larger tiles loop over their rows.
+const UNROLL_SEGMENTS: u32 = 256;
+/// Rows of the matmul micro-kernel's register block.
+const MR: u32 = 4;
+/// Longest `k` loop that the matmul unrolls.
+const UNROLL_K: u32 = 32;
+
+/// An operand of an element-wise operation.
+#[derive(Clone, Copy)]
+pub(crate) enum Operand<'ctx> {
+    Tile(PointerValue<'ctx>, Scalar),
+    Scalar(V<'ctx>),
+}
+
+/// Elements per 64-byte vector of `s`.
+pub(crate) fn width(s: Scalar) -> u32 {
+    64 / s.bytes().max(1)
+}
+
+/// The segments `(start, len)` of a row of `cols` elements: the whole row up to 64 elements,
+/// else 64-byte pieces and a remainder.
+pub(crate) fn segments(cols: u32, s: Scalar) -> Vec<(u32, u32)> {
+    if cols <= 64 {
+        return vec![(0, cols)];
+    }
+    let w = width(s);
+    (0..cols).step_by(w as usize).map(|c| (c, w.min(cols - c))).collect()
+}
+
+/// `(rows, cols)` of a tile type, a 1-D tile being one row.
+pub(crate) fn shape(t: &Type) -> (u32, u32) {
+    match t {
+        Type::Tile { shape, .. } if shape.len() == 2 => (shape[0], shape[1]),
+        Type::Tile { shape, .. } => (1, shape.first().copied().unwrap_or(1)),
+        _ => (1, 1),
+    }
+}
+
+impl<'ctx> Gen<'ctx, '_> {
+    /// The storage of tile `v`.
+    pub(crate) fn tile(&self, v: Value) -> Result<PointerValue<'ctx>, CodegenError> {
+        match self.held.get(&v) {
+            Some(Held::Tile(p)) => Ok(*p),
+            _ => Err(err(format!("%{} is not a tile here", v.0))),
+        }
+    }
+
+    /// New storage for the tile result `v`.
+    pub(crate) fn new_tile(&mut self, v: Value) -> Result<PointerValue<'ctx>, CodegenError> {
+        let t = self.f.ty(v);
+        let p = self.alloca(t.elem(), t.tile_len())?;
+        self.held.insert(v, Held::Tile(p));
+        Ok(p)
+    }
+
+    fn storage_ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
+        self.ty(if s == Scalar::Bool { Scalar::I32 } else { s })
+    }
+
+    /// The address of element `i` (`i64`) of a tile or array of `s`.
+    pub(crate) fn elem_ptr(
+        &self,
+        base: PointerValue<'ctx>,
+        s: Scalar,
+        i: IntValue<'ctx>,
+    ) -> Result<PointerValue<'ctx>, CodegenError> {
+        // SAFETY (LLVM semantics): callers pass in-bounds indices.
+        unsafe { self.b.build_in_bounds_gep(self.storage_ty(s), base, &[i], "") }.map_err(be)
+    }
+
+    pub(crate) fn load_elem(
+        &self,
+        base: PointerValue<'ctx>,
+        s: Scalar,
+        i: IntValue<'ctx>,
+    ) -> Result<V<'ctx>, CodegenError> {
+        let p = self.elem_ptr(base, s, i)?;
+        let x = self.b.build_load(self.storage_ty(s), p, "").map_err(be)?;
+        if s == Scalar::Bool {
+            let z = self.cx.i32_type().const_zero();
+            return Ok(self
+                .b
+                .build_int_compare(inkwell::IntPredicate::NE, x.into_int_value(), z, "")
+                .map_err(be)?
+                .into());
+        }
+        Ok(x)
+    }
+
+    pub(crate) fn store_elem(
+        &self,
+        base: PointerValue<'ctx>,
+        s: Scalar,
+        i: IntValue<'ctx>,
+        x: V<'ctx>,
+    ) -> Result<(), CodegenError> {
+        let p = self.elem_ptr(base, s, i)?;
+        let x = if s == Scalar::Bool {
+            self.b.build_int_z_extend(x.into_int_value(), self.cx.i32_type(), "").map_err(be)?.into()
+        } else {
+            x
+        };
+        self.b.build_store(p, x).map_err(be)?;
+        Ok(())
+    }
+
+    /// `n` elements from element `off` of `base`, as a vector (element alignment).
+    pub(crate) fn load_vec(
+        &self,
+        base: PointerValue<'ctx>,
+        s: Scalar,
+        off: IntValue<'ctx>,
+        n: u32,
+    ) -> Result<V<'ctx>, CodegenError> {
+        let p = self.elem_ptr(base, s, off)?;
+        let x = self.b.build_load(self.vty(s, n), p, "").map_err(be)?;
+        x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
+        Ok(x)
+    }
+
+    pub(crate) fn store_vec(
+        &self,
+        base: PointerValue<'ctx>,
+        s: Scalar,
+        off: IntValue<'ctx>,
+        x: V<'ctx>,
+    ) -> Result<(), CodegenError> {
+        let p = self.elem_ptr(base, s, off)?;
+        self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
+        Ok(())
+    }
+
+    /// Runs `body` for rows `from..rows` of a tile with `cols` columns, with the element offset
+    /// of the row's start: unrolled (constant offsets) for small tiles, else in a loop.
+    pub(crate) fn each_row(
+        &mut self,
+        from: u32,
+        rows: u32,
+        cols: u32,
+        s: Scalar,
+        mut body: impl FnMut(&mut Self, IntValue<'ctx>) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        let segs = segments(cols, s).len() as u32;
+        if rows.saturating_sub(from) * segs <= UNROLL_SEGMENTS {
+            for r in from..rows {
+                let off = self.i64c((r * cols) as i64);
+                body(self, off)?;
+            }
+            return Ok(());
+        }
+        let (lo, hi) = (self.i64c(from as i64), self.i64c(rows as i64));
+        self.dyn_loop(lo, hi, |g, r| {
+            let off = g.b.build_int_mul(r, g.i64c(cols as i64), "").map_err(be)?;
+            body(g, off)
+        })
+    }
+
+    pub(crate) fn add_off(&self, off: IntValue<'ctx>, c: u32) -> Result<IntValue<'ctx>, CodegenError> {
+        if c == 0 {
+            return Ok(off);
+        }
+        self.b.build_int_add(off, self.i64c(c as i64), "").map_err(be)
+    }
+
+    /// `dst = f(operands)` element-wise over the tile `dst` of `rows x cols` elements of `s`.
+    pub(crate) fn elementwise<F>(
+        &mut self,
+        dst: PointerValue<'ctx>,
+        (rows, cols): (u32, u32),
+        s: Scalar,
+        ops: &[Operand<'ctx>],
+        f: F,
+    ) -> Result<(), CodegenError>
+    where
+        F: Fn(&Self, &[V<'ctx>]) -> Result<V<'ctx>, CodegenError>,
+    {
+        let segs = segments(cols, s);
+        self.each_row(0, rows, cols, s, |g, row| {
+            for &(c0, len) in &segs {
+                let off = g.add_off(row, c0)?;
+                let args = ops
+                    .iter()
+                    .map(|o| match o {
+                        Operand::Tile(p, ts) => g.load_vec(*p, *ts, off, len),
+                        Operand::Scalar(x) => g.splat(*x, len),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let y = f(g, &args)?;
+                g.store_vec(dst, s, off, y)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn operand(&self, v: Value) -> Result<Operand<'ctx>, CodegenError> {
+        if self.f.ty(v).is_tile() {
+            Ok(Operand::Tile(self.tile(v)?, self.elem(v)))
+        } else {
+            Ok(Operand::Scalar(self.val(v)?))
+        }
+    }
+
+    /// Lowers an operation with a tile result.
+    pub(crate) fn tile_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let rt = self.f.ty(op.results[0]).clone();
+        let s = rt.elem();
+        let sh = shape(&rt);
+        match &op.kind {
+            OpKind::Fill(fill) => {
+                let dst = self.new_tile(op.results[0])?;
+                let x = match fill {
+                    Fill::Full => self.val(op.args[0])?,
+                    _ => self.constant(s, 0.0),
+                };
+                self.elementwise(dst, sh, s, &[Operand::Scalar(x)], |_, a| Ok(a[0]))?;
+                if *fill == Fill::Eye {
+                    let one = self.constant(s, 1.0);
+                    for i in 0..sh.0.min(sh.1) {
+                        self.store_elem(dst, s, self.i64c((i * sh.1 + i) as i64), one)?;
+                    }
+                }
+            }
+            OpKind::Bin(k) => {
+                let ops = [self.operand(op.args[0])?, self.operand(op.args[1])?];
+                let dst = self.new_tile(op.results[0])?;
+                let k = *k;
+                self.elementwise(dst, sh, s, &ops, |g, a| g.bin(k, s, a[0], a[1]))?;
+            }
+            OpKind::Un(k) => {
+                let ops = [self.operand(op.args[0])?];
+                let dst = self.new_tile(op.results[0])?;
+                let k = *k;
+                self.elementwise(dst, sh, s, &ops, |g, a| g.unary(k, s, a[0]))?;
+            }
+            OpKind::Outer => self.outer(op, s, None)?,
+            OpKind::Rank1(alpha) => self.outer(op, s, Some(*alpha))?,
+            OpKind::Matmul => self.matmul(op, s, false)?,
+            OpKind::MatmulAcc => self.matmul(op, s, true)?,
+            OpKind::Transpose => self.transpose(op, s)?,
+            OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
+            OpKind::Insert => self.insert(op, s)?,
+            OpKind::Cholesky => self.cholesky(op, s)?,
+            OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
+            other => return Err(err(format!("unsupported tile op {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// `outer(u, v)` (`alpha: None`), or the rank-1 update `t + alpha * u v^T`: per row,
+    /// `u[r] * v`, or `fma(alpha * u[r], v, t[r])` (`alpha` = 1 and -1 exactly).
+    fn outer(&mut self, op: &Op, s: Scalar, alpha: Option<f64>) -> Result<(), CodegenError> {
+        let (rows, cols) = shape(self.f.ty(op.results[0]));
+        let base = usize::from(alpha.is_some());
+        let (u, v) = (self.tile(op.args[base])?, self.tile(op.args[base + 1])?);
+        let t = if alpha.is_some() { Some(self.tile(op.args[0])?) } else { None };
+        let dst = self.new_tile(op.results[0])?;
+        let segs = segments(cols, s);
+        let vv: Vec<V<'ctx>> =
+            segs.iter().map(|&(c0, len)| self.load_vec(v, s, self.i64c(c0 as i64), len)).collect::<Result<_, _>>()?;
+        let a = alpha.map(|a| self.constant(s, a));
+        self.each_row(0, rows, cols, s, |g, row| {
+            let r = g.b.build_int_unsigned_div(row, g.i64c(cols.max(1) as i64), "").map_err(be)?;
+            let ur = g.load_elem(u, s, r)?;
+            let ur = match alpha {
+                None | Some(1.0) => ur,
+                Some(-1.0) => g.unary(tilec_midend::UnOp::Neg, s, ur)?,
+                Some(_) => g.bin(BinOp::Mul, s, a.expect("alpha"), ur)?,
+            };
+            for (&(c0, len), vc) in segs.iter().zip(&vv) {
+                let off = g.add_off(row, c0)?;
+                let us = g.splat(ur, len)?;
+                let y = match t {
+                    None => g.bin(BinOp::Mul, s, us, *vc)?,
+                    Some(t) => {
+                        let tr = g.load_vec(t, s, off, len)?;
+                        g.fma3(s, us, *vc, tr)?
+                    }
+                };
+                g.store_vec(dst, s, off, y)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// `a @ b`, or `c + a @ b` (`acc`), with the register-blocked micro-kernel.
+    fn matmul(&mut self, op: &Op, s: Scalar, acc: bool) -> Result<(), CodegenError> {
+        let dst = self.new_tile(op.results[0])?;
+        self.matmul_into(op, s, acc, dst, None)
+    }
+
+    /// `t - a @ b` for the `Matmul` op `mm` and the `Sub` op `sub` that alone uses its product
+    /// (`tilec_midend::fusion::is_matmul_sub`): each block of the product is subtracted from
+    /// `t` as it leaves the registers, the same operations as the two ops.
+    pub(crate) fn matmul_sub(&mut self, mm: &Op, sub: &Op) -> Result<(), CodegenError> {
+        let s = self.elem(sub.results[0]);
+        let t = self.tile(sub.args[0])?;
+        let dst = self.new_tile(sub.results[0])?;
+        self.matmul_into(mm, s, false, dst, Some(t))
+    }
+
+    /// The product of `op` into `dst`: plus `op`'s first operand (`acc`), or subtracted from
+    /// the tile `sub_from`.
+    fn matmul_into(
+        &mut self,
+        op: &Op,
+        s: Scalar,
+        acc: bool,
+        dst: PointerValue<'ctx>,
+        sub_from: Option<PointerValue<'ctx>>,
+    ) -> Result<(), CodegenError> {
+        let base = usize::from(acc);
+        let (m, k) = shape(self.f.ty(op.args[base]));
+        // A vector `b` (`tile<K>`) is a K x 1 matrix; the product is then `tile<M>`.
+        let n = match self.f.ty(op.args[base + 1]) {
+            Type::Tile { shape: sh, .. } if sh.len() == 2 => sh[1],
+            _ => 1,
+        };
+        let (a, b) = (self.tile(op.args[base])?, self.tile(op.args[base + 1])?);
+        let c = if acc { Some(self.tile(op.args[0])?) } else { None };
+        let w = width(s);
+        let chunks: Vec<(u32, u32)> =
+            if n <= w { vec![(0, n)] } else { (0..n).step_by(w as usize).map(|c| (c, w.min(n - c))).collect() };
+        for i0 in (0..m).step_by(MR as usize) {
+            let rows: Vec<u32> = (i0..(i0 + MR).min(m)).collect();
+            for &(c0, len) in &chunks {
+                let mut accs = Vec::new();
+                for &i in &rows {
+                    let off = self.i64c((i * n + c0) as i64);
+                    accs.push(match c {
+                        Some(c) => self.load_vec(c, s, off, len)?,
+                        None => self.splat(self.constant(s, 0.0), len)?,
+                    });
+                }
+                let step = |g: &mut Self, kk: IntValue<'ctx>, accs: &mut Vec<V<'ctx>>| -> Result<(), CodegenError> {
+                    let boff = g.b.build_int_mul(kk, g.i64c(n as i64), "").map_err(be)?;
+                    let boff = g.add_off(boff, c0)?;
+                    let bk = g.load_vec(b, s, boff, len)?;
+                    for (acc, &i) in accs.iter_mut().zip(&rows) {
+                        let aoff = g.b.build_int_add(kk, g.i64c((i * k) as i64), "").map_err(be)?;
+                        let aik = g.load_elem(a, s, aoff)?;
+                        let aik = g.splat(aik, len)?;
+                        *acc = g.fma3(s, aik, bk, *acc)?;
+                    }
+                    Ok(())
+                };
+                if k <= UNROLL_K {
+                    for kk in 0..k {
+                        let kk = self.i64c(kk as i64);
+                        step(self, kk, &mut accs)?;
+                    }
+                } else {
+                    // The accumulators in stack slots that LLVM promotes to registers (phis).
+                    let slots: Vec<PointerValue<'ctx>> =
+                        accs.iter().map(|_| self.alloca(s, len)).collect::<Result<_, _>>()?;
+                    for (p, x) in slots.iter().zip(&accs) {
+                        self.store_vec(*p, s, self.i64c(0), *x)?;
+                    }
+                    let (lo, hi) = (self.i64c(0), self.i64c(k as i64));
+                    self.dyn_loop(lo, hi, |g, kk| {
+                        let mut cur =
+                            slots.iter().map(|p| g.load_vec(*p, s, g.i64c(0), len)).collect::<Result<Vec<_>, _>>()?;
+                        step(g, kk, &mut cur)?;
+                        for (p, x) in slots.iter().zip(&cur) {
+                            g.store_vec(*p, s, g.i64c(0), *x)?;
+                        }
+                        Ok(())
+                    })?;
+                    accs = slots.iter().map(|p| self.load_vec(*p, s, self.i64c(0), len)).collect::<Result<_, _>>()?;
+                }
+                for (x, &i) in accs.iter().zip(&rows) {
+                    let off = self.i64c((i * n + c0) as i64);
+                    let y = match sub_from {
+                        Some(t) => {
+                            let tr = self.load_vec(t, s, off, len)?;
+                            self.bin(BinOp::Sub, s, tr, *x)?
+                        }
+                        None => *x,
+                    };
+                    self.store_vec(dst, s, off, y)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows of a small tile as vectors (`cols` at most 64).
+    pub(crate) fn rows_of(
+        &self,
+        t: PointerValue<'ctx>,
+        s: Scalar,
+        rows: u32,
+        cols: u32,
+    ) -> Result<Vec<V<'ctx>>, CodegenError> {
+        (0..rows).map(|r| self.load_vec(t, s, self.i64c((r * cols) as i64), cols)).collect()
+    }
+
+    pub(crate) fn put_rows(
+        &self,
+        t: PointerValue<'ctx>,
+        s: Scalar,
+        cols: u32,
+        rows: &[V<'ctx>],
+    ) -> Result<(), CodegenError> {
+        for (r, x) in rows.iter().enumerate() {
+            self.store_vec(t, s, self.i64c(r as i64 * cols as i64), *x)?;
+        }
+        Ok(())
+    }
+
+    /// Element `j` of a row vector.
+    pub(crate) fn lane(&self, row: V<'ctx>, j: u32) -> Result<V<'ctx>, CodegenError> {
+        self.b.build_extract_element(row.into_vector_value(), self.i32c(j as i64), "").map_err(be)
+    }
+
+    pub(crate) fn with_lane(&self, row: V<'ctx>, j: u32, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        Ok(self.b.build_insert_element(row.into_vector_value(), x, self.i32c(j as i64), "").map_err(be)?.into())
+    }
+
+    /// The transpose of small row vectors: `cols` rows of `rows.len()` elements. Square tiles
+    /// with a power-of-two extent use a shuffle network (`n log2 n` two-source shuffles: stage
+    /// `k` swaps bit `k` of the row index with bit `k` of the column index); others move
+    /// element by element.
+    pub(crate) fn transpose_rows(&self, rows: &[V<'ctx>], s: Scalar, cols: u32) -> Result<Vec<V<'ctx>>, CodegenError> {
+        let n = rows.len() as u32;
+        if n == cols && n.is_power_of_two() && n > 1 {
+            let i32t = self.cx.i32_type();
+            let mut m: Vec<V<'ctx>> = rows.to_vec();
+            let mut h = 1;
+            while h < n {
+                let lo: Vec<_> =
+                    (0..n).map(|c| i32t.const_int(if c & h == 0 { c } else { n + c - h } as u64, false)).collect();
+                let hi: Vec<_> =
+                    (0..n).map(|c| i32t.const_int(if c & h == 0 { c + h } else { n + c } as u64, false)).collect();
+                let (lo, hi) = (VectorType::const_vector(&lo), VectorType::const_vector(&hi));
+                for r in (0..n).filter(|r| r & h == 0) {
+                    let (a, b) = (m[r as usize].into_vector_value(), m[(r + h) as usize].into_vector_value());
+                    m[r as usize] = self.b.build_shuffle_vector(a, b, lo, "").map_err(be)?.into();
+                    m[(r + h) as usize] = self.b.build_shuffle_vector(a, b, hi, "").map_err(be)?.into();
+                }
+                h *= 2;
+            }
+            return Ok(m);
+        }
+        (0..cols)
+            .map(|j| {
+                let mut out: V<'ctx> = self.vty(s, n).get_undef().into();
+                for (i, r) in rows.iter().enumerate() {
+                    let x = self.lane(*r, j)?;
+                    out = self.with_lane(out, i as u32, x)?;
+                }
+                Ok(out)
+            })
+            .collect()
+    }
+
+    fn transpose(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        let (rows, cols) = shape(self.f.ty(op.args[0]));
+        let src = self.tile(op.args[0])?;
+        let dst = self.new_tile(op.results[0])?;
+        if rows <= 64 && cols <= 64 && rows * cols <= 1024 {
+            let r = self.rows_of(src, s, rows, cols)?;
+            let t = self.transpose_rows(&r, s, cols)?;
+            return self.put_rows(dst, s, rows, &t);
+        }
+        let (lo, hi) = (self.i64c(0), self.i64c((rows * cols) as i64));
+        self.dyn_loop(lo, hi, |g, e| {
+            let (c, r) = (g.i64c(cols as i64), g.i64c(rows as i64));
+            let i = g.b.build_int_unsigned_div(e, c, "").map_err(be)?;
+            let j = g.b.build_int_unsigned_rem(e, c, "").map_err(be)?;
+            let x = g.load_elem(src, s, e)?;
+            let d = g.b.build_int_mul(j, r, "").map_err(be)?;
+            let d = g.b.build_int_add(d, i, "").map_err(be)?;
+            g.store_elem(dst, s, d, x)
+        })
+    }
+
+    /// Reduces a row segment into `acc` (None: the first element starts it); float sums in
+    /// element order.
+    fn reduce_vec(
+        &self,
+        k: Reduce,
+        s: Scalar,
+        acc: Option<V<'ctx>>,
+        v: V<'ctx>,
+        len: u32,
+    ) -> Result<V<'ctx>, CodegenError> {
+        if k == Reduce::Sum && s.is_float() {
+            // Ordered (no reassociation): the same sums as element by element.
+            let start = match acc {
+                Some(a) => a,
+                None => self.constant(s, -0.0),
+            };
+            let name = format!("llvm.vector.reduce.fadd.{}", super::scalar::suffix(v));
+            return self.call(&name, self.ty(s), &[start, v]);
+        }
+        // Integer reductions and float min/max do not depend on the order: one intrinsic, or
+        // a tree of halves.
+        let r = if s.is_float() {
+            let mut v = v;
+            let mut n = len;
+            while n > 1 {
+                let h = n / 2;
+                let i32t = self.cx.i32_type();
+                let lo: Vec<_> = (0..h).map(|j| i32t.const_int(j as u64, false)).collect();
+                let hi: Vec<_> = (0..h).map(|j| i32t.const_int((n - h + j) as u64, false)).collect();
+                let vv = v.into_vector_value();
+                let a = self.b.build_shuffle_vector(vv, vv, VectorType::const_vector(&lo), "").map_err(be)?;
+                let b = self.b.build_shuffle_vector(vv, vv, VectorType::const_vector(&hi), "").map_err(be)?;
+                let m = self.reduce_step(k, s, a.into(), b.into())?;
+                v = if n % 2 == 1 {
+                    // The middle element joins the halves' result.
+                    let mid = self.lane(v, h)?;
+                    let mid = self.splat(mid, h)?;
+                    let ext = self.reduce_step(k, s, m, mid)?;
+                    let first = self.lane(ext, 0)?;
+                    self.with_lane(m, 0, first)?
+                } else {
+                    m
+                };
+                n = h;
+            }
+            self.lane(v, 0)?
+        } else {
+            let signed = s != Scalar::U32;
+            let name = match (k, signed) {
+                (Reduce::Sum, _) => "add",
+                (Reduce::Max, true) => "smax",
+                (Reduce::Max, false) => "umax",
+                (Reduce::Min, true) => "smin",
+                (Reduce::Min, false) => "umin",
+            };
+            let name = format!("llvm.vector.reduce.{name}.{}", super::scalar::suffix(v));
+            self.call(&name, self.ty(s), &[v])?
+        };
+        match acc {
+            Some(a) => self.reduce_step(k, s, a, r),
+            None => Ok(r),
+        }
+    }
+
+    /// A whole-tile reduction to a scalar, in element order.
+    pub(crate) fn reduce_all(&mut self, op: &Op, k: Reduce) -> Result<V<'ctx>, CodegenError> {
+        let t = self.f.ty(op.args[0]).clone();
+        let s = t.elem();
+        let src = self.tile(op.args[0])?;
+        let (rows, cols) = shape(&t);
+        let acc = self.allocas.build_alloca(self.ty(s), "").map_err(be)?;
+        let segs = segments(cols, s);
+        // Row 0 starts the accumulator; the rest continue it.
+        let mut first = None;
+        for &(c0, len) in &segs {
+            let v = self.load_vec(src, s, self.i64c(c0 as i64), len)?;
+            first = Some(self.reduce_vec(k, s, first, v, len)?);
+        }
+        self.b.build_store(acc, first.ok_or_else(|| err("empty tile"))?).map_err(be)?;
+        self.each_row(1, rows, cols, s, |g, row| {
+            let mut a = g.b.build_load(g.ty(s), acc, "").map_err(be)?;
+            for &(c0, len) in &segs {
+                let off = g.add_off(row, c0)?;
+                let v = g.load_vec(src, s, off, len)?;
+                a = g.reduce_vec(k, s, Some(a), v, len)?;
+            }
+            g.b.build_store(acc, a).map_err(be)?;
+            Ok(())
+        })?;
+        self.b.build_load(self.ty(s), acc, "").map_err(be)
+    }
+
+    /// Reduction along axis 0 (down the columns: `tile<C>`) or 1 (along the rows: `tile<R>`).
+    fn reduce_axis(&mut self, op: &Op, k: Reduce, axis: u8, s: Scalar) -> Result<(), CodegenError> {
+        let (rows, cols) = shape(self.f.ty(op.args[0]));
+        let src = self.tile(op.args[0])?;
+        let dst = self.new_tile(op.results[0])?;
+        let segs = segments(cols, s);
+        if axis == 1 {
+            return self.each_row(0, rows, cols, s, |g, row| {
+                let mut a = None;
+                for &(c0, len) in &segs {
+                    let off = g.add_off(row, c0)?;
+                    let v = g.load_vec(src, s, off, len)?;
+                    a = Some(g.reduce_vec(k, s, a, v, len)?);
+                }
+                let r = g.b.build_int_unsigned_div(row, g.i64c(cols.max(1) as i64), "").map_err(be)?;
+                g.store_elem(dst, s, r, a.ok_or_else(|| err("empty row"))?)
+            });
+        }
+        // Axis 0: the first row, then each row combined element-wise in order.
+        for &(c0, len) in &segs {
+            let v = self.load_vec(src, s, self.i64c(c0 as i64), len)?;
+            self.store_vec(dst, s, self.i64c(c0 as i64), v)?;
+        }
+        self.each_row(1, rows, cols, s, |g, row| {
+            for &(c0, len) in &segs {
+                let off = g.add_off(row, c0)?;
+                let v = g.load_vec(src, s, off, len)?;
+                let a = g.load_vec(dst, s, g.i64c(c0 as i64), len)?;
+                let y = g.reduce_step(k, s, a, v)?;
+                g.store_vec(dst, s, g.i64c(c0 as i64), y)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The flat index (`i64`) of `t[i, j]` (0 when out of range) and whether it is in range.
+    fn element_index(&self, t: Value, idx: &[Value]) -> Result<(IntValue<'ctx>, IntValue<'ctx>), CodegenError> {
+        let dims = match self.f.ty(t) {
+            Type::Tile { shape, .. } => shape.clone(),
+            _ => vec![1],
+        };
+        if idx.iter().zip(&dims).all(|(v, d)| self.consts.get(v).is_some_and(|c| (0..*d as i64).contains(c))) {
+            let flat = idx.iter().zip(&dims).fold(0i64, |f, (v, d)| f * *d as i64 + self.consts[v]);
+            return Ok((self.i64c(flat), self.cx.bool_type().const_int(1, false)));
+        }
+        let mut flat = self.i64c(0);
+        let mut ok = self.cx.bool_type().const_int(1, false);
+        for (v, d) in idx.iter().zip(&dims) {
+            let i = self.wide(self.val(*v)?)?;
+            let inb = self.b.build_int_compare(inkwell::IntPredicate::ULT, i, self.i64c(*d as i64), "").map_err(be)?;
+            ok = self.b.build_and(ok, inb, "").map_err(be)?;
+            flat = self.b.build_int_mul(flat, self.i64c(*d as i64), "").map_err(be)?;
+            flat = self.b.build_int_add(flat, i, "").map_err(be)?;
+        }
+        let flat = self.b.build_select(ok, flat, self.i64c(0), "").map_err(be)?.into_int_value();
+        Ok((flat, ok))
+    }
+
+    /// `t[i, j]`: zero when out of range.
+    pub(crate) fn extract(&mut self, op: &Op) -> Result<V<'ctx>, CodegenError> {
+        let s = self.elem(op.args[0]);
+        let base = self.tile(op.args[0])?;
+        let (idx, ok) = self.element_index(op.args[0], &op.args[1..])?;
+        let v = self.load_elem(base, s, idx)?;
+        let z = self.constant(s, 0.0);
+        self.b.build_select(ok, v, z, "").map_err(be)
+    }
+
+    /// `t` with `t[i, j] = x` where in range.
+    fn insert(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        let t = self.f.ty(op.args[0]);
+        let bytes = t.tile_len() * t.elem().bytes();
+        let src = self.tile(op.args[0])?;
+        let dst = self.new_tile(op.results[0])?;
+        self.copy(dst, src, bytes)?;
+        let (idx, ok) = self.element_index(op.args[0], &op.args[1..op.args.len() - 1])?;
+        let x = self.val(*op.args.last().expect("value"))?;
+        if ok.is_const() {
+            return self.store_elem(dst, s, idx, x);
+        }
+        self.guarded(ok, |g| g.store_elem(dst, s, idx, x))
+    }
+}
