@@ -34,7 +34,7 @@ pub(crate) fn cl_type(s: Scalar) -> ir::Type {
 }
 
 /// Most bytes of tile storage one program may use (its threads have 64 MiB stacks).
-const MAX_FRAME: u64 = 32 << 20;
+pub(crate) const MAX_FRAME: u64 = 32 << 20;
 
 /// The translation state of one function.
 pub(crate) struct Lower<'b, 'm, M: ClModule> {

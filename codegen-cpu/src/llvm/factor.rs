@@ -7,13 +7,17 @@
 //! - Triangular solves: substitution over the rows of X for left solves, over the rows of
 //!   X^T for right solves (`X T = B` is `T^T X^T = B^T`), each row a vector operation.
 
+use super::tile::segments;
 use super::tile::shape;
-use super::{be, err, Gen, V};
+use super::{be, Gen, V};
 use crate::CodegenError;
 use inkwell::types::VectorType;
+use inkwell::values::{IntValue, PointerValue};
+use inkwell::IntPredicate;
 use tilec_midend::{BinOp, Op, Scalar, Trsm, UnOp};
 
-/// Largest tile extent the factorizations handle as single vectors.
+/// Largest tile extent the factorizations unroll with rows as single vectors; larger tiles
+/// (up to 128 x 128) run the same operations in loops over rows in memory.
 const MAX_N: u32 = 64;
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -31,14 +35,12 @@ impl<'ctx> Gen<'ctx, '_> {
 
     pub(crate) fn cholesky(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
         let (n, _) = shape(self.f.ty(op.args[0]));
-        if n > MAX_N {
-            return Err(err(format!(
-                "cholesky_ of a {n} x {n} tile (the LLVM backend factors up to {MAX_N} x {MAX_N})"
-            )));
-        }
         let src = self.tile(op.args[0])?;
         let eps = self.val(op.args[1])?;
         let dst = self.new_tile(op.results[0])?;
+        if n > MAX_N {
+            return self.cholesky_mem(src, dst, n, eps, s);
+        }
         let rows = self.rows_of(src, s, n, n)?;
         let mut u = self.transpose_rows(&rows, s, n)?;
         for j in 0..n as usize {
@@ -68,11 +70,12 @@ impl<'ctx> Gen<'ctx, '_> {
         let (n, _) = shape(self.f.ty(op.args[0]));
         let bty = self.f.ty(op.args[1]).clone();
         let (br, bc) = shape(&bty);
-        if n > MAX_N || br > MAX_N || bc > MAX_N {
-            return Err(err(format!("triangular solves up to {MAX_N} x {MAX_N} tiles in the LLVM backend")));
-        }
         let (a, b) = (self.tile(op.args[0])?, self.tile(op.args[1])?);
         let dst = self.new_tile(op.results[0])?;
+        let vector = matches!(&bty, tilec_midend::Type::Tile { shape, .. } if shape.len() == 1);
+        if n > MAX_N || br > MAX_N || bc > MAX_N {
+            return self.trsm_mem(kind, s, a, b, dst, n, (br, bc), vector);
+        }
         let arows = self.rows_of(a, s, n, n)?;
         // T[p][q] with T = op(A).
         let t = |g: &Self, p: usize, q: usize| {
@@ -82,7 +85,6 @@ impl<'ctx> Gen<'ctx, '_> {
         let t_lower = kind.lower != kind.trans;
         let forward = kind.left == t_lower;
         let order: Vec<usize> = if forward { (0..n as usize).collect() } else { (0..n as usize).rev().collect() };
-        let vector = matches!(&bty, tilec_midend::Type::Tile { shape, .. } if shape.len() == 1);
         if vector {
             // T x = b, element by element.
             let v = self.load_vec(b, s, self.i64c(0), bc)?;
@@ -131,5 +133,158 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         x = self.transpose_rows(&xt, s, br)?;
         self.put_rows(dst, s, bc, &x)
+    }
+    /// `row(d) = f(row(d), row(x))` over the segments of the rows of `n` elements at element
+    /// offsets `d` and `x` of `t`.
+    fn row_update(
+        &self,
+        t: PointerValue<'ctx>,
+        s: Scalar,
+        n: u32,
+        d: IntValue<'ctx>,
+        x: Option<IntValue<'ctx>>,
+        f: impl Fn(&Self, V<'ctx>, Option<V<'ctx>>, u32) -> Result<V<'ctx>, CodegenError>,
+    ) -> Result<(), CodegenError> {
+        for (c0, len) in segments(n, s) {
+            let dof = self.add_off(d, c0)?;
+            let dv = self.load_vec(t, s, dof, len)?;
+            let xv = match x {
+                Some(x) => Some(self.load_vec(t, s, self.add_off(x, c0)?, len)?),
+                None => None,
+            };
+            let y = f(self, dv, xv, len)?;
+            self.store_vec(t, s, dof, y)?;
+        }
+        Ok(())
+    }
+
+    fn mul_n(&self, a: IntValue<'ctx>, n: u32) -> Result<IntValue<'ctx>, CodegenError> {
+        self.b.build_int_mul(a, self.i64c(n as i64), "").map_err(be)
+    }
+
+    /// Cholesky of an `n x n` tile above [`MAX_N`]: the operations of `cholesky`, in loops over
+    /// the rows of U = L^T in memory.
+    fn cholesky_mem(
+        &mut self,
+        src: PointerValue<'ctx>,
+        dst: PointerValue<'ctx>,
+        n: u32,
+        eps: V<'ctx>,
+        s: Scalar,
+    ) -> Result<(), CodegenError> {
+        let u = self.alloca(s, n * n)?;
+        self.transpose_mem(src, u, n, n, s)?;
+        let (lo, hi) = (self.i64c(0), self.i64c(n as i64));
+        self.dyn_loop(lo, hi, |g, j| {
+            let jrow = g.mul_n(j, n)?;
+            let jj = g.b.build_int_add(jrow, j, "").map_err(be)?;
+            let piv = g.load_elem(u, s, jj)?;
+            let piv = g.bin(BinOp::Max, s, piv, eps)?;
+            let d = g.unary(UnOp::Sqrt, s, piv)?;
+            g.row_update(u, s, n, jrow, None, |g, row, _, len| g.splat_div(s, row, d, len))?;
+            g.store_elem(u, s, jj, d)?;
+            let k0 = g.b.build_int_add(j, g.i64c(1), "").map_err(be)?;
+            g.dyn_loop(k0, g.i64c(n as i64), |g, k| {
+                let jk = g.b.build_int_add(jrow, k, "").map_err(be)?;
+                let lkj = g.load_elem(u, s, jk)?;
+                let krow = g.mul_n(k, n)?;
+                g.row_update(u, s, n, krow, Some(jrow), |g, row, uj, len| {
+                    g.sub_scaled(s, row, uj.expect("row j"), lkj, len)
+                })
+            })
+        })?;
+        self.transpose_mem(u, dst, n, n, s)?;
+        // Zero the strict upper triangle: row i keeps the columns c <= i.
+        self.dyn_loop(lo, hi, |g, i| {
+            let irow = g.mul_n(i, n)?;
+            for (c0, len) in segments(n, s) {
+                let i64t = g.cx.i64_type();
+                let iota: Vec<_> = (0..len).map(|c| i64t.const_int((c0 + c) as u64, false)).collect();
+                let iota = VectorType::const_vector(&iota);
+                let iv = g.splat(i.into(), len)?.into_vector_value();
+                let keep = g.b.build_int_compare(IntPredicate::ULE, iota, iv, "").map_err(be)?;
+                let off = g.add_off(irow, c0)?;
+                let row = g.load_vec(dst, s, off, len)?;
+                let zero = g.splat(g.constant(s, 0.0), len)?;
+                let y = g.b.build_select(keep, row, zero, "").map_err(be)?;
+                g.store_vec(dst, s, off, y)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Triangular solves with tiles above [`MAX_N`]: the operations of `trsm`, in loops over
+    /// rows in memory (`order[step]` is `step` forward, `n - 1 - step` backward).
+    #[allow(clippy::too_many_arguments)]
+    fn trsm_mem(
+        &mut self,
+        kind: Trsm,
+        s: Scalar,
+        a: PointerValue<'ctx>,
+        b: PointerValue<'ctx>,
+        dst: PointerValue<'ctx>,
+        n: u32,
+        (br, bc): (u32, u32),
+        vector: bool,
+    ) -> Result<(), CodegenError> {
+        let t_lower = kind.lower != kind.trans;
+        let forward = kind.left == t_lower;
+        let ord = move |g: &Self, step: IntValue<'ctx>| -> Result<IntValue<'ctx>, CodegenError> {
+            if forward {
+                Ok(step)
+            } else {
+                g.b.build_int_sub(g.i64c(n as i64 - 1), step, "").map_err(be)
+            }
+        };
+        // T[p][q] with T = op(A).
+        let t = move |g: &Self, p: IntValue<'ctx>, q: IntValue<'ctx>| -> Result<V<'ctx>, CodegenError> {
+            let (r, c) = if kind.trans { (q, p) } else { (p, q) };
+            let off = g.b.build_int_add(g.mul_n(r, n)?, c, "").map_err(be)?;
+            g.load_elem(a, s, off)
+        };
+        let (lo, hi) = (self.i64c(0), self.i64c(n as i64));
+        if vector || kind.left {
+            self.copy(dst, b, br * bc * s.bytes())?;
+            // Rows of X (a vector: rows of one element).
+            let cols = if vector { 1 } else { bc };
+            return self.dyn_loop(lo, hi, |g, step| {
+                let i = ord(g, step)?;
+                let irow = g.mul_n(i, cols)?;
+                if !kind.unit {
+                    let tii = t(g, i, i)?;
+                    g.row_update(dst, s, cols, irow, None, |g, row, _, len| g.splat_div(s, row, tii, len))?;
+                }
+                let next = g.b.build_int_add(step, g.i64c(1), "").map_err(be)?;
+                g.dyn_loop(next, g.i64c(n as i64), |g, st2| {
+                    let r = ord(g, st2)?;
+                    let tri = t(g, r, i)?;
+                    let rrow = g.mul_n(r, cols)?;
+                    g.row_update(dst, s, cols, rrow, Some(irow), |g, row, xi, len| {
+                        g.sub_scaled(s, row, xi.expect("row i"), tri, len)
+                    })
+                })
+            });
+        }
+        // X T = B on the rows of X^T, in place: x^T[i] -= x^T[k] T[k][i] for the k before i.
+        let xt = self.alloca(s, br * bc)?;
+        self.transpose_mem(b, xt, br, bc, s)?;
+        self.dyn_loop(lo, hi, |g, step| {
+            let i = ord(g, step)?;
+            let irow = g.mul_n(i, br)?;
+            g.dyn_loop(g.i64c(0), step, |g, st2| {
+                let k = ord(g, st2)?;
+                let tki = t(g, k, i)?;
+                let krow = g.mul_n(k, br)?;
+                g.row_update(xt, s, br, irow, Some(krow), |g, row, xk, len| {
+                    g.sub_scaled(s, row, xk.expect("row k"), tki, len)
+                })
+            })?;
+            if !kind.unit {
+                let tii = t(g, i, i)?;
+                g.row_update(xt, s, br, irow, None, |g, row, _, len| g.splat_div(s, row, tii, len))?;
+            }
+            Ok(())
+        })?;
+        self.transpose_mem(xt, dst, bc, br, s)
     }
 }

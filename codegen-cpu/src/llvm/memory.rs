@@ -110,11 +110,11 @@ impl<'ctx> Gen<'ctx, '_> {
     fn raw_ptr(&self, a: &Access<'ctx>, off: IntValue<'ctx>) -> Result<PointerValue<'ctx>, CodegenError> {
         // SAFETY (LLVM semantics): a plain GEP is defined for any offset; it is dereferenced
         // only where the bounds check passed (masked-off lanes are not accessed).
-        unsafe { self.b.build_gep(self.ty(a.elem), a.ptr, &[off], "") }.map_err(be)
+        unsafe { self.b.build_gep(self.mem_ty(a.elem), a.ptr, &[off], "") }.map_err(be)
     }
 
     /// A harmless address to load from or store to where an access is out of bounds.
-    fn dummy(&self, s: Scalar) -> Result<PointerValue<'ctx>, CodegenError> {
+    fn dummy(&mut self, s: Scalar) -> Result<PointerValue<'ctx>, CodegenError> {
         self.alloca(s, 1)
     }
 
@@ -181,8 +181,24 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
+    /// One element at `p` (a `bool` is a byte).
+    fn load_at(&self, p: PointerValue<'ctx>, s: Scalar) -> Result<V<'ctx>, CodegenError> {
+        let x = self.b.build_load(self.mem_ty(s), p, "").map_err(be)?;
+        x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
+        if s == Scalar::Bool {
+            let z = self.cx.i8_type().const_zero();
+            return Ok(self.b.build_int_compare(IntPredicate::NE, x.into_int_value(), z, "").map_err(be)?.into());
+        }
+        Ok(x)
+    }
+
     /// A store, or an atomic add, of one element.
     fn put(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>, atomic: bool) -> Result<(), CodegenError> {
+        let x = if s == Scalar::Bool {
+            self.b.build_int_z_extend(x.into_int_value(), self.cx.i8_type(), "").map_err(be)?.into()
+        } else {
+            x
+        };
         if !atomic {
             self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
             return Ok(());
@@ -214,9 +230,9 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(crate) fn load_scalar(&mut self, op: &Op, kinds: &[Index]) -> Result<V<'ctx>, CodegenError> {
         let a = self.access(op.args[0], kinds, &op.args[1..])?;
         let p = self.raw_ptr(&a, a.base)?;
-        let safe = self.b.build_select(a.at_ok, p, self.dummy(a.elem)?, "").map_err(be)?.into_pointer_value();
-        let v = self.b.build_load(self.ty(a.elem), safe, "").map_err(be)?;
-        v.as_instruction_value().expect("load").set_alignment(a.elem.bytes()).map_err(be)?;
+        let dummy = self.dummy(a.elem)?;
+        let safe = self.b.build_select(a.at_ok, p, dummy, "").map_err(be)?.into_pointer_value();
+        let v = self.load_at(safe, a.elem)?;
         self.b.build_select(a.at_ok, v, self.constant(a.elem, 0.0), "").map_err(be)
     }
 
@@ -269,7 +285,7 @@ impl<'ctx> Gen<'ctx, '_> {
                             None => g.splat(g.constant(s, 0.0), len)?,
                         };
                         let mask = g.col_mask(&cd, c0, len, row_ok)?;
-                        let x = if a.contiguous {
+                        let x = if a.contiguous && s != Scalar::Bool {
                             let p = g.raw_ptr(&a, g.add_off(off, c0)?)?;
                             let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
                             g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?
@@ -281,8 +297,7 @@ impl<'ctx> Gen<'ctx, '_> {
                                 let ok = g.lane(mask, j)?.into_int_value();
                                 let p = g.raw_ptr(&a, o)?;
                                 let p = g.b.build_select(ok, p, dummy, "").map_err(be)?.into_pointer_value();
-                                let x = g.b.build_load(g.ty(s), p, "").map_err(be)?;
-                                x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
+                                let x = g.load_at(p, s)?;
                                 let keep = g.lane(pass, j)?;
                                 let x = g.b.build_select(ok, x, keep, "").map_err(be)?;
                                 v = g.with_lane(v, j, x)?;
@@ -314,7 +329,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 if a.contiguous && !masked {
                     let p = g.add_off(off, c0)?;
                     g.store_vec(a.ptr, s, p, x)?;
-                } else if a.contiguous {
+                } else if a.contiguous && s != Scalar::Bool {
                     let mask = g.col_mask(&cd, c0, len, row_ok)?;
                     let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
                     let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));

@@ -7,9 +7,11 @@
 //! whole-row vector loads and stores at constant offsets where the shape allows; LLVM's scalar
 //! replacement of aggregates then keeps small tiles (a 16 x 16 f32 tile is 16 `<16 x float>`
 //! values) in vector registers across operations and loops, and larger tiles stay in memory.
-//! The semantics are those of the Cranelift backend, operation by operation (the same
-//! arithmetic in the same order where it decides the bits: reductions, products, the
-//! factorizations of the SIMT lowering), so both backends pass the same run tests.
+//! The semantics are those of the Cranelift backend, operation by operation, with the same
+//! arithmetic in the same order for element-wise ops, reductions and products (gemm gives the
+//! same bits); Cholesky and the triangular solves follow the SIMT lowering (a multiply then a
+//! subtraction where Cranelift fuses them), so they agree with Cranelift to rounding. Both
+//! backends pass the same run tests.
 
 mod control;
 mod factor;
@@ -74,6 +76,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// For a launch function: where `Return` writes the grid (`int64_t[3]`) and the flops.
     results: Option<(PointerValue<'ctx>, PointerValue<'ctx>)>,
     pub(crate) fma: bool,
+    /// Bytes of `alloca`s so far (tiles, scratch copies, shared arrays).
+    frame: u64,
     /// How many operands (in all regions) refer to each value.
     pub(crate) uses: HashMap<Value, usize>,
 }
@@ -133,7 +137,12 @@ fn build<'ctx>(
         let e = e.to_string();
         err(format!("LLVM rejected the generated module: {}", e.lines().take(4).collect::<Vec<_>>().join("; ")))
     })?;
-    m.run_passes("default<O3>", tm, PassBuilderOptions::create()).map_err(err)?;
+    // No loop unrolling by LLVM: the lowering unrolls what it wants (small tiles, short `k`
+    // loops) and keeps its other loops, such as the matmul's row blocks, whose accumulators
+    // then stay in registers.
+    let opts = PassBuilderOptions::create();
+    opts.set_loop_unrolling(false);
+    m.run_passes("default<O3>", tm, opts).map_err(err)?;
     Ok(m)
 }
 
@@ -172,10 +181,19 @@ fn lower_function<'ctx>(
         results,
         fma: crate::isa::host_has_fma(),
         uses: HashMap::new(),
+        frame: 0,
     };
     f.body.count_uses(&mut g.uses);
     g.params(param(0))?;
     g.region(&f.body)?;
+    if g.frame > crate::lower::MAX_FRAME {
+        return Err(err(format!(
+            "kernel `{}` needs {} bytes of tile storage per program, more than {}",
+            k.name,
+            g.frame,
+            crate::lower::MAX_FRAME
+        )));
+    }
     g.b.build_unconditional_branch(exit).map_err(be)?;
     g.b.position_at_end(exit);
     g.b.build_return(None).map_err(be)?;
@@ -186,16 +204,17 @@ fn lower_function<'ctx>(
 /// A JIT-compiled kernel: the LLVM context and execution engine that own its code.
 pub(crate) struct LlvmJit {
     engine: ManuallyDrop<ExecutionEngine<'static>>,
-    cx: ManuallyDrop<Box<Context>>,
+    /// From `Box::into_raw`; freed in `drop`, after the engine.
+    cx: *mut Context,
 }
 
 impl Drop for LlvmJit {
     fn drop(&mut self) {
         // SAFETY: the engine (and the module it owns) refers to the context: drop it first;
-        // neither is used again.
+        // `cx` came from `Box::into_raw` and nothing uses it afterwards.
         unsafe {
             ManuallyDrop::drop(&mut self.engine);
-            ManuallyDrop::drop(&mut self.cx);
+            drop(Box::from_raw(self.cx));
         }
     }
 }
@@ -203,16 +222,27 @@ impl Drop for LlvmJit {
 /// JIT-compiles one kernel instance; returns the engine that owns the code and its entry.
 pub(crate) fn compile_jit(module: &tilec_midend::Module, kernel: &Kernel) -> Result<(LlvmJit, KernelFn), CodegenError> {
     let tm = host_machine(false)?;
-    let cx = Box::new(Context::create());
-    // SAFETY: the context is boxed (its address is stable) and `LlvmJit` drops it after the
-    // engine and module that borrow it.
-    let cxr: &'static Context = unsafe { &*(cx.as_ref() as *const Context) };
-    let m = build(cxr, module, &[kernel], false, &tm)?;
-    let engine = m.create_jit_execution_engine(OptimizationLevel::Aggressive).map_err(err)?;
-    let addr = engine.get_function_address(&kernel.symbol).map_err(err)?;
-    // SAFETY: the function was generated with the signature of `KernelFn`.
-    let entry = unsafe { std::mem::transmute::<usize, KernelFn>(addr) };
-    Ok((LlvmJit { engine: ManuallyDrop::new(engine), cx: ManuallyDrop::new(cx) }, entry))
+    let cx = Box::into_raw(Box::new(Context::create()));
+    // SAFETY: `cx` stays allocated until `LlvmJit` (or the error path below) frees it, after the
+    // engine and module that borrow it are gone.
+    let cxr: &'static Context = unsafe { &*cx };
+    let built = build(cxr, module, &[kernel], false, &tm).and_then(|m| {
+        let engine = m.create_jit_execution_engine(OptimizationLevel::Aggressive).map_err(err)?;
+        let addr = engine.get_function_address(&kernel.symbol).map_err(err)?;
+        Ok((engine, addr))
+    });
+    match built {
+        Ok((engine, addr)) => {
+            // SAFETY: the function was generated with the signature of `KernelFn`.
+            let entry = unsafe { std::mem::transmute::<usize, KernelFn>(addr) };
+            Ok((LlvmJit { engine: ManuallyDrop::new(engine), cx }, entry))
+        }
+        Err(e) => {
+            // SAFETY: everything that borrowed the context has been dropped with `built`.
+            drop(unsafe { Box::from_raw(cx) });
+            Err(e)
+        }
+    }
 }
 
 /// The optimised LLVM IR of one kernel instance.
@@ -290,6 +320,15 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
+    /// The type of a scalar in memory: `bool` is a byte (0 or 1), as in the Cranelift backend.
+    pub(crate) fn mem_ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
+        if s == Scalar::Bool {
+            self.cx.i8_type().into()
+        } else {
+            self.ty(s)
+        }
+    }
+
     /// `<n x s>`.
     pub(crate) fn vty(&self, s: Scalar, n: u32) -> VectorType<'ctx> {
         match self.ty(s) {
@@ -313,9 +352,9 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// An `alloca` of `n` elements of `s` in the entry block, 64-byte aligned.
-    pub(crate) fn alloca(&self, s: Scalar, n: u32) -> Result<PointerValue<'ctx>, CodegenError> {
-        let ty = self.ty(if s == Scalar::Bool { Scalar::I32 } else { s });
-        let p = self.allocas.build_alloca(ty.array_type(n.max(1)), "").map_err(be)?;
+    pub(crate) fn alloca(&mut self, s: Scalar, n: u32) -> Result<PointerValue<'ctx>, CodegenError> {
+        self.frame += n.max(1) as u64 * s.bytes() as u64;
+        let p = self.allocas.build_alloca(self.mem_ty(s).array_type(n.max(1)), "").map_err(be)?;
         p.as_instruction().expect("alloca").set_alignment(64).map_err(be)?;
         Ok(p)
     }

@@ -390,3 +390,24 @@ fn fused_accumulate_edge_cases() {
     let want: Vec<f64> = matmul_f64(8, 8, 8, &a, &bv).iter().map(|p| 5.0 + 2.0 * p).collect();
     assert_exact(&out(&bo, "O"), &want, "i32 fused accumulate");
 }
+
+/// `bool` tiles (from `map`) hold one flag per element through stores, copies and indexing,
+/// and an index that constant folding puts out of range writes nothing.
+#[test]
+fn bool_tiles_and_folded_out_of_range_inserts() {
+    let src = "fn pos(x: f32) -> bool { return x > 0.0; }
+    kernel k(X: f32[8], Y: mut f32[8]) grid(1) {
+        let m = map(pos, X[0:8]);
+        m[0] = true;
+        for i in 0..8 {
+            if m[i] { Y[i] = 1.0; } else { Y[i] = -1.0; }
+        }
+        let t = tile<f32, 4>::zeros();
+        let j = 3;
+        t[j + 1] = 5.0;
+        Y[0] = t[0] + Y[0];
+    }";
+    let x = [-1.0, 2.0, -3.0, 4.0, 5.0, -6.0, 7.0, 0.0];
+    let bo = run(src, "k", vec![("X", arr(Scalar::F32, &x, &[8])), ("Y", arr(Scalar::F32, &[0.0; 8], &[8]))]);
+    assert_eq!(out(&bo, "Y"), vec![1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0, -1.0]);
+}

@@ -286,7 +286,8 @@ fn cholesky_tile(elem: Scalar, a: &[f64], n: usize, t: usize, eps: f64) -> Vec<f
 fn cholesky_of_spd_tiles_ignores_the_upper_triangle() {
     let mut rng = Rng::new(14);
     for elem in FLOATS {
-        for (n, t) in [(1, 1), (15, 15), (16, 16), (17, 17), (5, 16), (15, 16), (1, 16), (32, 32)] {
+        for (n, t) in [(1, 1), (15, 15), (16, 16), (17, 17), (5, 16), (15, 16), (1, 16), (32, 32), (77, 80), (128, 128)]
+        {
             let mut a = tilec_tests::round_f32(&random_spd(1, n, 100 + n as u64));
             for i in 0..n {
                 for j in i + 1..n {
@@ -406,6 +407,33 @@ fn trsm_all_16_variants_ignore_the_other_triangle() {
                     let ctx = format!("{elem:?} {} n={n} m={m}{}", op.method(), if vector { " (vector)" } else { "" });
                     assert_normwise(&got, &want, tol(elem), &ctx);
                 }
+            }
+        }
+    }
+}
+
+/// The 16 solves with a tile or right-hand side over 64 rows or columns (which the LLVM
+/// backend solves in loops over rows in memory instead of unrolled registers).
+#[test]
+fn trsm_all_16_variants_on_tiles_over_64() {
+    let mut rng = Rng::new(17);
+    for elem in FLOATS {
+        for op in TrsmOp::all() {
+            for (n, m, vector) in [(70, 3, false), (16, 100, false), (70, 1, true)] {
+                if vector && !op.left {
+                    continue;
+                }
+                let mut a = random_triangular(&mut rng, n, op.lower, 1e3);
+                if op.unit {
+                    for i in 0..n {
+                        a[i * n + i] = rng.uniform(-50.0, 50.0);
+                    }
+                }
+                let b = rng.vec(n * m, -1.0, 1.0);
+                let got = trsm_tile(elem, &op.method(), op.left, &a, n, &b, m, vector);
+                let want = trsm_f64(op, &a, n, &b, m);
+                let ctx = format!("{elem:?} {} n={n} m={m}{}", op.method(), if vector { " (vector)" } else { "" });
+                assert_normwise(&got, &want, tol(elem), &ctx);
             }
         }
     }
