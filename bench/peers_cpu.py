@@ -8,7 +8,9 @@ the same .npy files (made by bench/peers/gen_inputs.py, with float64 references)
                                            Warp tile Cholesky
   trsm     tilec trsm_right_lower_t     vs SciPy solve_triangular loop, Quadrants, Warp tiles
   potrs    tilec potrs_batched          vs SciPy cho_solve loop
-  gemm     tilec gemm (BM=BN=BK=64)     vs NumPy a @ b (OpenBLAS sgemm), Warp tiles
+  gemm     tilec gemm (BM=BN=BK=64)     vs NumPy a @ b (OpenBLAS sgemm, and dgemm for f64), Warp
+                                           tiles
+  softmax  examples/softmax.tile        vs NumPy exp(x - max) / sum, rows of 64
 
 tilec's time is the median that `tilec run --repeat R` prints (kernel only; compile time is
 printed separately), for each CPU backend of `--backends` (default: Cranelift and LLVM). The peers' times come from bench/peers/anchors.py (median over >= 7
@@ -47,11 +49,12 @@ def rel_err(x, ref, tril=False):
     return float((num / den).max())
 
 
-def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None, backend="cranelift"):
-    """Runs one stdlib kernel; returns (median seconds, wall seconds, output array)."""
+def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None, backend="cranelift", file=None):
+    """Runs one kernel of the stdlib (or `file`); returns (median seconds, wall seconds, output
+    array)."""
     with tempfile.TemporaryDirectory() as tmp:
         out_path = os.path.join(tmp, "out.npy")
-        cmd = [binary or args.tilec, "run", STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
+        cmd = [binary or args.tilec, "run", file or STDLIB, "--kernel", kernel, "--repeat", str(args.repeat), "--out",
                f"{out_name}={out_path}", "--backend", backend]
         for name, path in arrays:
             cmd += ["--arg", f"{name}={path}"]
@@ -107,14 +110,15 @@ def row(workload, shape, who, seconds, err, note=""):
     print(f"{workload:6} {shape:14} {who:26} {s}   err {e}  {note}", flush=True)
 
 
-def tilec_rows(args, workload, label, kernel, arrays, scalars, out, err, generics=(), dtype="f32"):
+def tilec_rows(args, workload, label, kernel, arrays, scalars, out, err, generics=(), dtype="f32", file=None):
     """Runs tilec with each backend (and the --before build) on one workload; `err(x)` checks
     an output."""
     for backend in args.backends:
         for who, binary in [(f"tilec {dtype} {backend}", None), (f"tilec {dtype} {backend} (before)", args.before)]:
             if who.endswith("(before)") and not binary:
                 continue
-            t, _, x = run_tilec(args, kernel, arrays, scalars, out, generics=generics, binary=binary, backend=backend)
+            t, _, x = run_tilec(args, kernel, arrays, scalars, out, generics=generics, binary=binary,
+                                backend=backend, file=file)
             row(workload, label, who, t, err(x))
 
 
@@ -187,6 +191,40 @@ def gemm(args, n, impls):
         tilec_rows(args, "gemm", label, "gemm", [("A", a), ("B", bp), ("C", c)], [("alpha", "1"), ("beta", "0")], "C",
                    lambda x: rel_err(x, ref), generics=("BM=64", "BN=64", "BK=64"))
     peer_rows("gemm", label, run_peers(args, "gemm", impls, str(n)))
+    if args.f64:
+        with tempfile.TemporaryDirectory() as tmp:
+            a64, b64, c64 = (os.path.join(tmp, f) for f in ("a64.npy", "b64.npy", "c64.npy"))
+            np.save(a64, np.load(a).astype(np.float64))
+            np.save(b64, np.load(bp).astype(np.float64))
+            np.save(c64, np.zeros((n, n), np.float64))
+            tilec_rows(args, "gemm", label, "gemm", [("A", a64), ("B", b64), ("C", c64)],
+                       [("alpha", "1"), ("beta", "0")], "C", lambda x: rel_err(x, ref),
+                       generics=("BM=64", "BN=64", "BK=64"), dtype="f64")
+            x, y = np.load(a64), np.load(b64)
+            tn, r = timed(lambda: x @ y, reps=3)
+            row("gemm", label, "numpy f64 (OpenBLAS dgemm)", tn, rel_err(r, ref))
+
+
+def softmax(args, m):
+    """examples/softmax.tile (rows of 64) against NumPy's softmax of the same rows."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-4, 4, (m, 64)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    ref = e / e.sum(axis=1, keepdims=True)
+    label = f"{m}x64"
+    with tempfile.TemporaryDirectory() as tmp:
+        xp = os.path.join(tmp, "x.npy")
+        np.save(xp, x)
+        tilec_rows(args, "softmax", label, "softmax64", [("X", xp)], [], "Y", lambda y: rel_err(y, ref),
+                   file=os.path.join(ROOT, "examples", "softmax.tile"))
+
+    def numpy_softmax():
+        ex = np.exp(x - x.max(axis=1, keepdims=True))
+        return ex / ex.sum(axis=1, keepdims=True)
+
+    tn, y = timed(numpy_softmax, reps=5)
+    row("softmax", label, "numpy", tn, rel_err(y, ref))
 
 
 def summary(backends):
@@ -214,7 +252,7 @@ def main():
     ap.add_argument("--before", help="another tilec binary (an earlier commit) to time beside it")
     ap.add_argument("--data", required=True)
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--only", default="potrf,trsm,potrs,gemm")
+    ap.add_argument("--only", default="potrf,trsm,potrs,gemm,softmax")
     ap.add_argument("--no-f64", dest="f64", action="store_false")
     ap.add_argument("--backends", default="cranelift,llvm",
                     help="tilec's CPU code generators to time (llvm needs a tilec built with --features ptx)")
@@ -231,6 +269,8 @@ def main():
     if "gemm" in only:
         for n in [1024, 2048]:
             gemm(args, n, ["numpy", "warp_tile"])
+    if "softmax" in only:
+        softmax(args, 1 << 18)
     summary(args.backends)
 
 
