@@ -85,7 +85,10 @@ pub(crate) struct Gen<'ctx, 'f> {
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
 /// object files.
 fn host_machine(pic: bool) -> Result<TargetMachine, CodegenError> {
-    Target::initialize_native(&InitializationConfig::default()).map_err(err)?;
+    // LLVM's target registry is global: initialise it once, not from several threads at once
+    // (tests and library users compile kernels in parallel).
+    static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(err)?;
     let triple = TargetMachine::get_default_triple();
     let target = Target::from_triple(&triple).map_err(err)?;
     let cpu = TargetMachine::get_host_cpu_name().to_string();
