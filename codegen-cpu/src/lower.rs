@@ -34,7 +34,19 @@ pub(crate) fn cl_type(s: Scalar) -> ir::Type {
 }
 
 /// Most bytes of tile storage one program may use (its threads have 64 MiB stacks).
-pub(crate) const MAX_FRAME: u64 = 32 << 20;
+const MAX_FRAME: u64 = 32 << 20;
+
+/// The error for a kernel whose programs need `frame` bytes of tile storage, above
+/// [`MAX_FRAME`] (both CPU backends).
+pub(crate) fn check_frame(k: &Kernel, frame: u64) -> Result<(), CodegenError> {
+    if frame > MAX_FRAME {
+        return Err(err(format!(
+            "kernel `{}` needs {frame} bytes of tile storage per program, more than {MAX_FRAME}",
+            k.name
+        )));
+    }
+    Ok(())
+}
 
 /// The translation state of one function.
 pub(crate) struct Lower<'b, 'm, M: ClModule> {
@@ -91,13 +103,7 @@ pub(crate) fn lower_function<M: ClModule>(
         l.results = Some((params[1], params[2]));
     }
     l.exit = l.b.create_block();
-    let frame: u64 = l.slots.sizes.iter().map(|s| *s as u64).sum();
-    if frame > MAX_FRAME {
-        return Err(err(format!(
-            "kernel `{}` needs {frame} bytes of tile storage per program, more than {MAX_FRAME}",
-            k.name
-        )));
-    }
+    check_frame(k, l.slots.sizes.iter().map(|s| *s as u64).sum())?;
     for size in l.slots.sizes.clone() {
         let s = l.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, size, 4));
         l.slot_ids.push(s);

@@ -64,14 +64,9 @@ fn llvm_object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
 #[test]
 fn llvm_backend_without_the_feature_says_how_to_get_it() {
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let argv: Vec<String> =
-        ["tilec", "build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 2);
-    let err = String::from_utf8_lossy(&err);
+    let (code, _, err) =
+        tilec(&["build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]);
+    assert_eq!(code, 2);
     assert!(err.contains("E0505") && err.contains("--features ptx") && err.contains("llvm-16-dev"), "{err}");
 }
 
@@ -80,16 +75,19 @@ fn llvm_backend_without_the_feature_says_how_to_get_it() {
 #[test]
 fn emit_llvm_prints_vector_ir_of_each_instance() {
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let argv: Vec<String> =
-        ["tilec", "build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
-    let ir = String::from_utf8(out).expect("UTF-8");
+    let (code, ir, err) =
+        tilec(&["build", &format!("{root}/examples/gemm.tile"), "--emit", "llvm", "--backend", "llvm"]);
+    assert_eq!(code, 0, "{err}");
     assert!(ir.contains("define void @matmul16__f32("), "{}", &ir[..ir.len().min(2000)]);
     assert!(ir.contains("x float>"), "no f32 vectors in the IR");
+}
+
+/// Runs the CLI in-process; returns the exit code, stdout and stderr.
+fn tilec(args: &[&str]) -> (i32, String, String) {
+    let argv: Vec<String> = std::iter::once("tilec").chain(args.iter().copied()).map(String::from).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+    (code, String::from_utf8(out).expect("UTF-8"), String::from_utf8_lossy(&err).into_owned())
 }
 
 fn object_file_links_with_c(backend: &str) {
@@ -97,24 +95,11 @@ fn object_file_links_with_c(backend: &str) {
     std::fs::create_dir_all(&dir).unwrap();
     let obj = dir.join("linalg.o");
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let argv: Vec<String> = [
-        "tilec",
-        "build",
-        &format!("{root}/stdlib/linalg.tile"),
-        "--target",
-        "cpu",
-        "--backend",
-        backend,
-        "--generic",
-        "T=f64",
-        "-o",
-        obj.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
+    let linalg = format!("{root}/stdlib/linalg.tile");
+    let args =
+        ["build", &linalg, "--target", "cpu", "--backend", backend, "--generic", "T=f64", "-o", obj.to_str().unwrap()];
+    let (code, _, err) = tilec(&args);
+    assert_eq!(code, 0, "{err}");
     let c = dir.join("main.c");
     std::fs::write(
         &c,

@@ -426,18 +426,11 @@ fn build(
             Err(usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
         }
         Emit::Tir => write_out(&o, None, tilec_midend::print::print_module(m).as_bytes(), out),
-        Emit::Clif => {
+        Emit::Clif | Emit::Llvm => {
+            let text = if emit == Emit::Clif { tilec_codegen_cpu::emit_clif } else { tilec_codegen_cpu::emit_llvm };
             let mut s = String::new();
             for k in &m.kernels {
-                s.push_str(&tilec_codegen_cpu::emit_clif(m, k).map_err(|e| usage("E0901", e.to_string()))?);
-                s.push('\n');
-            }
-            write_out(&o, None, s.as_bytes(), out)
-        }
-        Emit::Llvm => {
-            let mut s = String::new();
-            for k in &m.kernels {
-                s.push_str(&tilec_codegen_cpu::emit_llvm(m, k).map_err(|e| usage("E0901", e.to_string()))?);
+                s.push_str(&text(m, k).map_err(|e| usage("E0901", e.to_string()))?);
                 s.push('\n');
             }
             write_out(&o, None, s.as_bytes(), out)

@@ -275,13 +275,7 @@ impl<'ctx> Gen<'ctx, '_> {
         cond: IntValue<'ctx>,
         body: impl FnOnce(&mut Self) -> Result<(), CodegenError>,
     ) -> Result<(), CodegenError> {
-        let (yes, done) = (self.block(), self.block());
-        self.b.build_conditional_branch(cond, yes, done).map_err(be)?;
-        self.b.position_at_end(yes);
-        body(self)?;
-        self.b.build_unconditional_branch(done).map_err(be)?;
-        self.b.position_at_end(done);
-        Ok(())
+        self.branches(cond, body, |_| Ok(()))
     }
 
     /// `if cond { fast } else { slow }`.

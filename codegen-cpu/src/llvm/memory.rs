@@ -9,7 +9,7 @@ use super::tile::shape;
 use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::VectorType;
-use inkwell::values::{AsValueRef, BasicValue, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use tilec_midend::{Index, Op, OpKind, Scalar, Value};
 
@@ -181,28 +181,12 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    /// One element at `p` (a `bool` is a byte).
-    fn load_at(&self, p: PointerValue<'ctx>, s: Scalar) -> Result<V<'ctx>, CodegenError> {
-        let x = self.b.build_load(self.mem_ty(s), p, "").map_err(be)?;
-        x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
-        if s == Scalar::Bool {
-            let z = self.cx.i8_type().const_zero();
-            return Ok(self.b.build_int_compare(IntPredicate::NE, x.into_int_value(), z, "").map_err(be)?.into());
-        }
-        Ok(x)
-    }
-
     /// A store, or an atomic add, of one element.
     fn put(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>, atomic: bool) -> Result<(), CodegenError> {
-        let x = if s == Scalar::Bool {
-            self.b.build_int_z_extend(x.into_int_value(), self.cx.i8_type(), "").map_err(be)?.into()
-        } else {
-            x
-        };
         if !atomic {
-            self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
-            return Ok(());
+            return self.store_at(p, s, x);
         }
+        let x = self.to_mem(s, x)?;
         let op = if s.is_float() {
             llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd
         } else {
@@ -232,7 +216,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let p = self.raw_ptr(&a, a.base)?;
         let dummy = self.dummy(a.elem)?;
         let safe = self.b.build_select(a.at_ok, p, dummy, "").map_err(be)?.into_pointer_value();
-        let v = self.load_at(safe, a.elem)?;
+        let v = self.load_at(safe, a.elem, 0)?;
         self.b.build_select(a.at_ok, v, self.constant(a.elem, 0.0), "").map_err(be)
     }
 
@@ -297,7 +281,7 @@ impl<'ctx> Gen<'ctx, '_> {
                                 let ok = g.lane(mask, j)?.into_int_value();
                                 let p = g.raw_ptr(&a, o)?;
                                 let p = g.b.build_select(ok, p, dummy, "").map_err(be)?.into_pointer_value();
-                                let x = g.load_at(p, s)?;
+                                let x = g.load_at(p, s, 0)?;
                                 let keep = g.lane(pass, j)?;
                                 let x = g.b.build_select(ok, x, keep, "").map_err(be)?;
                                 v = g.with_lane(v, j, x)?;

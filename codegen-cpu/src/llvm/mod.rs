@@ -189,14 +189,7 @@ fn lower_function<'ctx>(
     f.body.count_uses(&mut g.uses);
     g.params(param(0))?;
     g.region(&f.body)?;
-    if g.frame > crate::lower::MAX_FRAME {
-        return Err(err(format!(
-            "kernel `{}` needs {} bytes of tile storage per program, more than {}",
-            k.name,
-            g.frame,
-            crate::lower::MAX_FRAME
-        )));
-    }
+    crate::lower::check_frame(k, g.frame)?;
     g.b.build_unconditional_branch(exit).map_err(be)?;
     g.b.position_at_end(exit);
     g.b.build_return(None).map_err(be)?;

@@ -74,10 +74,6 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(p)
     }
 
-    fn storage_ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
-        self.mem_ty(s)
-    }
-
     /// The address of element `i` (`i64`) of a tile or array of `s`.
     pub(crate) fn elem_ptr(
         &self,
@@ -86,7 +82,43 @@ impl<'ctx> Gen<'ctx, '_> {
         i: IntValue<'ctx>,
     ) -> Result<PointerValue<'ctx>, CodegenError> {
         // SAFETY (LLVM semantics): callers pass in-bounds indices.
-        unsafe { self.b.build_in_bounds_gep(self.storage_ty(s), base, &[i], "") }.map_err(be)
+        unsafe { self.b.build_in_bounds_gep(self.mem_ty(s), base, &[i], "") }.map_err(be)
+    }
+
+    /// One element (`n` = 0) or a vector of `n` elements of `s` loaded from `p`, with element
+    /// alignment (a `bool` is a byte in memory, 0 or 1).
+    pub(crate) fn load_at(&self, p: PointerValue<'ctx>, s: Scalar, n: u32) -> Result<V<'ctx>, CodegenError> {
+        let ty: BasicTypeEnum<'ctx> = match (s, n) {
+            (Scalar::Bool, 0) => self.cx.i8_type().into(),
+            (Scalar::Bool, n) => self.cx.i8_type().vec_type(n).into(),
+            (_, 0) => self.ty(s),
+            (_, n) => self.vty(s, n).into(),
+        };
+        let x = self.b.build_load(ty, p, "").map_err(be)?;
+        x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
+        if s == Scalar::Bool {
+            return self.cmp(tilec_midend::CmpOp::Ne, Scalar::I32, x, ty.const_zero());
+        }
+        Ok(x)
+    }
+
+    /// Stores `x` (an element or a vector of `s`) at `p`, with element alignment.
+    pub(crate) fn store_at(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>) -> Result<(), CodegenError> {
+        let x = self.to_mem(s, x)?;
+        self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
+        Ok(())
+    }
+
+    /// `x` as it is stored: a `bool` (or a vector of them) widened to bytes.
+    pub(crate) fn to_mem(&self, s: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        if s != Scalar::Bool {
+            return Ok(x);
+        }
+        let ty: BasicTypeEnum<'ctx> = match x {
+            V::VectorValue(v) => self.cx.i8_type().vec_type(v.get_type().get_size()).into(),
+            _ => self.cx.i8_type().into(),
+        };
+        self.b.build_cast(inkwell::values::InstructionOpcode::ZExt, x, ty, "").map_err(be)
     }
 
     pub(crate) fn load_elem(
@@ -95,17 +127,7 @@ impl<'ctx> Gen<'ctx, '_> {
         s: Scalar,
         i: IntValue<'ctx>,
     ) -> Result<V<'ctx>, CodegenError> {
-        let p = self.elem_ptr(base, s, i)?;
-        let x = self.b.build_load(self.storage_ty(s), p, "").map_err(be)?;
-        if s == Scalar::Bool {
-            let z = self.cx.i8_type().const_zero();
-            return Ok(self
-                .b
-                .build_int_compare(inkwell::IntPredicate::NE, x.into_int_value(), z, "")
-                .map_err(be)?
-                .into());
-        }
-        Ok(x)
+        self.load_at(self.elem_ptr(base, s, i)?, s, 0)
     }
 
     pub(crate) fn store_elem(
@@ -115,17 +137,10 @@ impl<'ctx> Gen<'ctx, '_> {
         i: IntValue<'ctx>,
         x: V<'ctx>,
     ) -> Result<(), CodegenError> {
-        let p = self.elem_ptr(base, s, i)?;
-        let x = if s == Scalar::Bool {
-            self.b.build_int_z_extend(x.into_int_value(), self.cx.i8_type(), "").map_err(be)?.into()
-        } else {
-            x
-        };
-        self.b.build_store(p, x).map_err(be)?;
-        Ok(())
+        self.store_at(self.elem_ptr(base, s, i)?, s, x)
     }
 
-    /// `n` elements from element `off` of `base`, as a vector (element alignment).
+    /// `n` elements from element `off` of `base`, as a vector.
     pub(crate) fn load_vec(
         &self,
         base: PointerValue<'ctx>,
@@ -133,19 +148,7 @@ impl<'ctx> Gen<'ctx, '_> {
         off: IntValue<'ctx>,
         n: u32,
     ) -> Result<V<'ctx>, CodegenError> {
-        let p = self.elem_ptr(base, s, off)?;
-        let ty = if s == Scalar::Bool { self.cx.i8_type().vec_type(n) } else { self.vty(s, n) };
-        let x = self.b.build_load(ty, p, "").map_err(be)?;
-        x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
-        if s == Scalar::Bool {
-            let z = self.cx.i8_type().vec_type(n).const_zero();
-            return Ok(self
-                .b
-                .build_int_compare(inkwell::IntPredicate::NE, x.into_vector_value(), z, "")
-                .map_err(be)?
-                .into());
-        }
-        Ok(x)
+        self.load_at(self.elem_ptr(base, s, off)?, s, n)
     }
 
     pub(crate) fn store_vec(
@@ -155,16 +158,7 @@ impl<'ctx> Gen<'ctx, '_> {
         off: IntValue<'ctx>,
         x: V<'ctx>,
     ) -> Result<(), CodegenError> {
-        let p = self.elem_ptr(base, s, off)?;
-        let x = if s == Scalar::Bool {
-            let v = x.into_vector_value();
-            let ty = self.cx.i8_type().vec_type(v.get_type().get_size());
-            self.b.build_int_z_extend(v, ty, "").map_err(be)?.into()
-        } else {
-            x
-        };
-        self.b.build_store(p, x).map_err(be)?.set_alignment(s.bytes()).map_err(be)?;
-        Ok(())
+        self.store_at(self.elem_ptr(base, s, off)?, s, x)
     }
 
     /// Runs `body` for rows `from..rows` of a tile with `cols` columns, with the element offset

@@ -381,6 +381,23 @@ fn trsm_tile(
     out(&bo, "X")
 }
 
+/// Solves with a random `n x n` triangular tile (large garbage in the other triangle, and on
+/// the diagonal for `_unit`) and a random right-hand side (`n x m`, `m x n`, or a vector),
+/// and checks `X` against the f64 substitution.
+fn check_trsm(rng: &mut Rng, elem: Scalar, op: TrsmOp, n: usize, m: usize, vector: bool) {
+    let mut a = random_triangular(rng, n, op.lower, 1e3);
+    if op.unit {
+        for i in 0..n {
+            a[i * n + i] = rng.uniform(-50.0, 50.0);
+        }
+    }
+    let b = rng.vec(n * m, -1.0, 1.0);
+    let got = trsm_tile(elem, &op.method(), op.left, &a, n, &b, m, vector);
+    let want = trsm_f64(op, &a, n, &b, m);
+    let ctx = format!("{elem:?} {} n={n} m={m}{}", op.method(), if vector { " (vector)" } else { "" });
+    assert_normwise(&got, &want, tol(elem), &ctx);
+}
+
 /// All 16 triangular solves `solve_{left|right}_{lower|upper}[_t][_unit]_` on tiles of
 /// order 1, 5, 15, 16, 17 with right-hand sides of widths 1, 7, 16, 17 (and vectors for the
 /// left solves), with large garbage in the triangle that must not be read (and on the
@@ -395,17 +412,7 @@ fn trsm_all_16_variants_ignore_the_other_triangle() {
                     if vector && !op.left {
                         continue;
                     }
-                    let mut a = random_triangular(&mut rng, n, op.lower, 1e3);
-                    if op.unit {
-                        for i in 0..n {
-                            a[i * n + i] = rng.uniform(-50.0, 50.0);
-                        }
-                    }
-                    let b = rng.vec(n * m, -1.0, 1.0);
-                    let got = trsm_tile(elem, &op.method(), op.left, &a, n, &b, m, vector);
-                    let want = trsm_f64(op, &a, n, &b, m);
-                    let ctx = format!("{elem:?} {} n={n} m={m}{}", op.method(), if vector { " (vector)" } else { "" });
-                    assert_normwise(&got, &want, tol(elem), &ctx);
+                    check_trsm(&mut rng, elem, op, n, m, vector);
                 }
             }
         }
@@ -423,17 +430,7 @@ fn trsm_all_16_variants_on_tiles_over_64() {
                 if vector && !op.left {
                     continue;
                 }
-                let mut a = random_triangular(&mut rng, n, op.lower, 1e3);
-                if op.unit {
-                    for i in 0..n {
-                        a[i * n + i] = rng.uniform(-50.0, 50.0);
-                    }
-                }
-                let b = rng.vec(n * m, -1.0, 1.0);
-                let got = trsm_tile(elem, &op.method(), op.left, &a, n, &b, m, vector);
-                let want = trsm_f64(op, &a, n, &b, m);
-                let ctx = format!("{elem:?} {} n={n} m={m}{}", op.method(), if vector { " (vector)" } else { "" });
-                assert_normwise(&got, &want, tol(elem), &ctx);
+                check_trsm(&mut rng, elem, op, n, m, vector);
             }
         }
     }
