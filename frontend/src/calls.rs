@@ -9,7 +9,8 @@ use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
 use tilec_midend::{self as ir, Const, Fill, OpKind, Scalar, Type, Value};
 
 /// Built-in free functions, for "did you mean" suggestions.
-pub(crate) const BUILTINS: &[&str] = &[
+/// The names of the built-in functions (docs/language.md §8).
+pub const BUILTINS: &[&str] = &[
     "program_id",
     "num_programs",
     "cdiv",
@@ -297,6 +298,7 @@ impl FnBuilder<'_, '_> {
     /// The variable named by a receiver or in-place argument, with its current value.
     fn place_var(&mut self, x: &Expr, what: &str) -> Option<(String, Value)> {
         if let ExprKind::Name(n) = &x.kind {
+            self.resolve_use(n, false);
             if let Some(crate::builder::Binding::Var(v)) = self.lookup(&n.name) {
                 return Some((n.name.clone(), *v));
             }

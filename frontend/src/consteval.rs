@@ -60,9 +60,20 @@ fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> 
     use Const::*;
     Ok(match (x, y) {
         (Int(a, s), Int(b, _)) => match op {
-            BinOp::Add => Int(a.wrapping_add(b), s),
-            BinOp::Sub => Int(a.wrapping_sub(b), s),
-            BinOp::Mul => Int(a.wrapping_mul(b), s),
+            BinOp::Add | BinOp::Sub | BinOp::Mul => {
+                let r = match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    _ => a.checked_mul(b),
+                };
+                match r {
+                    Some(r) => Int(r, s),
+                    None => {
+                        let what = format!("{a} {} {b}", op.symbol());
+                        return Err(NotConst::Error(errors::const_overflow(span, &what, None)));
+                    }
+                }
+            }
             BinOp::Div | BinOp::Rem if b == 0 => return Err(NotConst::Error(errors::const_div_zero(span))),
             BinOp::Div => Int(a / b, s),
             BinOp::Rem => Int(a % b, s),
@@ -110,6 +121,12 @@ impl Checker<'_> {
         self.consts.insert(name.to_string(), None);
         // Const items may refer to other const items (cycles evaluate to an error).
         let names: Vec<String> = collect_names(&item.item.value);
+        for n in collect_idents(&item.item.value) {
+            if let Some(d) = self.sem.item(&n.name) {
+                let at = crate::semantic::Place { source: item.source.map(str::to_string), span: n.span };
+                self.sem.note_use(d, at, false);
+            }
+        }
         let mut env: Vec<(String, Const)> = Vec::new();
         for n in names {
             if let Some(c) = self.const_item(&n) {
@@ -127,6 +144,9 @@ impl Checker<'_> {
                     other => Err(errors::const_item_not_scalar(other.span(), &item.item.name.name)),
                 };
                 let v = ty.and_then(|s| match (c, s) {
+                    (Const::Int(v, _), s) if s.is_int() && s.wrap(v) != v => {
+                        Err(errors::const_item_range(item.item.value.span, &item.item.name.name, v, s))
+                    }
                     (Const::Int(v, _), s) if s.is_int() => Ok(Const::Int(v, s)),
                     (Const::Int(v, _), s) if s.is_float() => Ok(Const::Float(v as f64, s)),
                     (Const::Float(v, _), s) if s.is_float() => Ok(Const::Float(v, s)),
@@ -161,10 +181,15 @@ impl Checker<'_> {
 
 /// Every name used in an expression.
 fn collect_names(e: &Expr) -> Vec<String> {
+    collect_idents(e).into_iter().map(|n| n.name.clone()).collect()
+}
+
+/// Every identifier used as a name in an expression.
+pub(crate) fn collect_idents(e: &Expr) -> Vec<&tilec_grammar::ast::Ident> {
     let mut out = Vec::new();
-    fn walk(e: &Expr, out: &mut Vec<String>) {
+    fn walk<'e>(e: &'e Expr, out: &mut Vec<&'e tilec_grammar::ast::Ident>) {
         match &e.kind {
-            ExprKind::Name(n) => out.push(n.name.clone()),
+            ExprKind::Name(n) => out.push(n),
             ExprKind::Binary(_, a, b) => {
                 walk(a, out);
                 walk(b, out);
@@ -182,6 +207,9 @@ impl FnBuilder<'_, '_> {
     /// Evaluates `e` at compile time in this body's scope (const generics, const items and
     /// constants bound in scope).
     pub(crate) fn const_eval(&mut self, e: &Expr) -> Result<Const, NotConst> {
+        for n in collect_idents(e) {
+            self.resolve_use(n, false);
+        }
         let names = collect_names(e);
         let mut env: Vec<(String, Const)> = Vec::new();
         for n in names {

@@ -21,7 +21,8 @@ fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-fn suggest(d: Diagnostic, name: &str, cands: &[String]) -> Diagnostic {
+fn suggest(d: Diagnostic, n: &Ident, cands: &[String]) -> Diagnostic {
+    let name = n.name.as_str();
     let best = cands
         .iter()
         .filter(|c| c.as_str() != name)
@@ -29,20 +30,29 @@ fn suggest(d: Diagnostic, name: &str, cands: &[String]) -> Diagnostic {
         .filter(|(d, c)| name.len() > 1 && c.len() > 1 && *d <= (c.len() / 3).max(1))
         .min();
     match best {
-        Some((_, c)) => d.help(format!("a name with a similar spelling exists: `{c}`")),
+        Some((_, c)) => d.help(format!("a name with a similar spelling exists: `{c}`")).suggest(
+            format!("change it to `{c}`"),
+            n.span,
+            c.clone(),
+        ),
         None => d,
     }
 }
 
 pub(crate) fn unknown_name(n: &Ident, cands: &[String]) -> Diagnostic {
+    if matches!(n.name.as_str(), "break" | "continue") {
+        return Diagnostic::error("E0221", format!("`{}` is not supported", n.name))
+            .label(n.span, "loops in .tile always run to their bound")
+            .help("use a `while` loop whose condition becomes false, or an `if` around the rest of the body");
+    }
     let d = Diagnostic::error("E0101", format!("cannot find `{}` in this scope", n.name)).label(n.span, "not found");
-    suggest(d, &n.name, cands)
+    suggest(d, n, cands)
 }
 
 pub(crate) fn unknown_fn(n: &Ident, cands: &[String]) -> Diagnostic {
     let d = Diagnostic::error("E0102", format!("cannot find function `{}`", n.name))
         .label(n.span, "not a built-in or a `fn` item");
-    suggest(d, &n.name, cands)
+    suggest(d, n, cands)
 }
 
 pub(crate) fn unknown_type(n: &Ident) -> Diagnostic {
@@ -71,15 +81,26 @@ pub(crate) fn unknown_module<'a>(m: &Ident, known: impl Iterator<Item = &'a str>
 }
 
 pub(crate) fn unknown_method(m: &Ident) -> Diagnostic {
-    Diagnostic::error("E0106", format!("unknown method `{}`", m.name))
-        .label(m.span, "not a tile method")
-        .help("tile methods are `cholesky_(eps)`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
+    let d = Diagnostic::error("E0106", format!("unknown method `{}`", m.name)).label(m.span, "not a tile method");
+    let cands: Vec<String> = tilec_midend::Trsm::all_names()
+        .into_iter()
+        .chain(["cholesky_", "eye_", "solve_triangular_"].map(str::to_string))
+        .collect();
+    let d = suggest(d, m, &cands);
+    if d.help.is_some() {
+        return d;
+    }
+    d.help("tile methods are `cholesky_(eps)`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
 }
 
 pub(crate) fn unknown_ctor(m: &Ident) -> Diagnostic {
-    Diagnostic::error("E0106", format!("unknown tile constructor `{}`", m.name))
-        .label(m.span, "not a tile constructor")
-        .help("tile constructors are `zeros()`, `eye()` and `full(x)`")
+    let d = Diagnostic::error("E0106", format!("unknown tile constructor `{}`", m.name))
+        .label(m.span, "not a tile constructor");
+    let d = suggest(d, m, &["zeros", "eye", "full"].map(str::to_string));
+    if d.help.is_some() {
+        return d;
+    }
+    d.help("tile constructors are `zeros()`, `eye()` and `full(x)`")
 }
 
 pub(crate) fn no_kernel(name: &str, known: &[String]) -> Diagnostic {
@@ -221,6 +242,12 @@ pub(crate) fn index_count(span: Span, rank: usize, got: usize) -> Diagnostic {
 pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
     Diagnostic::error("E0209", format!("a tile of rank {rank} takes {rank} single indices, or `:` for the whole tile"))
         .label(span, "here")
+}
+
+pub(crate) fn tile_slice(span: Span) -> Diagnostic {
+    Diagnostic::error("E0221", "tiles cannot be sliced")
+        .label(span, "a slice of a tile")
+        .help("index single elements (`t[i, j]`), or load the part you need from the array (`A[b, 0:4, :]`)")
 }
 
 pub(crate) fn tile_index_range(span: Span, i: i64, n: u32) -> Diagnostic {
@@ -435,6 +462,52 @@ pub(crate) fn recursion(span: Span, name: &str) -> Diagnostic {
 
 pub(crate) fn const_div_zero(span: Span) -> Diagnostic {
     Diagnostic::error("E0223", "division by zero in a constant expression").label(span, "here")
+}
+
+pub(crate) fn const_overflow(span: Span, what: &str, s: Option<Scalar>) -> Diagnostic {
+    let ty = s.map_or("64 bits".to_string(), |s| s.name().to_string());
+    let help = match s {
+        Some(s) if s != Scalar::I64 => {
+            "compute in `i64` (`x as i64`), or use smaller values; constants never wrap around"
+        }
+        _ => "use smaller values; constants never wrap around",
+    };
+    Diagnostic::error("E0226", format!("arithmetic overflow in a constant expression: {what} does not fit in {ty}"))
+        .label(span, format!("this overflows {ty}"))
+        .help(help)
+}
+
+pub(crate) fn const_item_range(span: Span, name: &str, v: i64, s: Scalar) -> Diagnostic {
+    Diagnostic::error("E0226", format!("the value of `{name}`, {v}, does not fit in {}", s.name()))
+        .label(span, format!("this is {v}"))
+        .help(format!("declare `{name}` with a wider type (`i64`), or use a smaller value"))
+}
+
+pub(crate) fn generic_value_range(kernel: &str, name: &Ident, v: i64, s: Scalar) -> Diagnostic {
+    Diagnostic::error(
+        "E0226",
+        format!("`{}={v}` does not fit in {}, the type of `{kernel}`'s parameter", name.name, s.name()),
+    )
+    .label(name.span, format!("declared {} here", s.name()))
+}
+
+pub(crate) fn shared_limit(
+    span: Span,
+    kernel: &str,
+    total: u64,
+    largest: u64,
+    limits: &crate::limits::TargetLimits,
+) -> Diagnostic {
+    Diagnostic::error(
+        "E0227",
+        format!(
+            "kernel `{kernel}` allocates {total} bytes of shared arrays, more than {} on the {} target",
+            limits.shared_bytes, limits.name
+        ),
+    )
+    .label(span, format!("{largest} bytes"))
+    .note(format!("the limit is {}", limits.source))
+    .help("use smaller shared arrays, or tiles of a loop over the data")
 }
 
 pub(crate) fn in_instance(span: Span, key: &str) -> Diagnostic {

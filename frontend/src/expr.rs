@@ -51,8 +51,18 @@ impl FnBuilder<'_, '_> {
         }
     }
 
-    /// Checks and lowers an expression.
+    /// Checks and lowers an expression, recording its type for the analysis.
     pub(crate) fn expr(&mut self, e: &Expr, expect: Option<Scalar>) -> Ev {
+        let r = self.expr_kind(e, expect);
+        if let Ev::Val(v) = r {
+            let t = self.ty(v);
+            let at = self.place(e.span);
+            self.cx.sem.note_expr(at, &t);
+        }
+        r
+    }
+
+    fn expr_kind(&mut self, e: &Expr, expect: Option<Scalar>) -> Ev {
         match &e.kind {
             ExprKind::Int(v) => {
                 let c = match expect {
@@ -81,50 +91,11 @@ impl FnBuilder<'_, '_> {
                 Ev::Val(self.constant(Const::Float(*v, s), e.span))
             }
             ExprKind::Bool(b) => Ev::Val(self.constant(Const::Bool(*b), e.span)),
-            ExprKind::Name(n) => match self.lookup(&n.name).cloned() {
-                Some(Binding::Var(v)) => Ev::Val(v),
-                Some(Binding::Array { .. }) => {
-                    self.error(errors::array_as_value(n));
-                    Ev::Err
-                }
-                Some(Binding::Poisoned) => Ev::Err,
-                None => match self.generics.get(&n.name).cloned() {
-                    Some(GenericVal::Const(c)) => Ev::Val(self.constant(c, e.span)),
-                    Some(GenericVal::Type(_)) => {
-                        self.error(errors::type_as_value(n));
-                        Ev::Err
-                    }
-                    None => match self.cx.const_item(&n.name) {
-                        Some(c) => Ev::Val(self.constant(c, e.span)),
-                        None if self.cx.program.consts.contains_key(&n.name) => Ev::Err,
-                        None => {
-                            let cands = self.names_in_scope();
-                            self.error(errors::unknown_name(n, &cands));
-                            Ev::Err
-                        }
-                    },
-                },
-            },
-            ExprKind::Unary(op, a) => {
-                // A negated literal keeps the literal's flexible type.
-                let Some(v) = self.value(a, expect) else {
-                    return Ev::Err;
-                };
-                let t = self.ty(v);
-                let ok = match op {
-                    UnOp::Neg => t.elem() != Scalar::Bool && !matches!(t, Type::Array { .. }),
-                    UnOp::Not => t == Type::Scalar(Scalar::Bool),
-                };
-                if !ok {
-                    self.error(errors::bad_unary(e.span, *op, &t));
-                    return Ev::Err;
-                }
-                let k = match op {
-                    UnOp::Neg => ir::UnOp::Neg,
-                    UnOp::Not => ir::UnOp::Not,
-                };
-                Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
+            ExprKind::Name(n) => {
+                self.resolve_use(n, false);
+                self.name_value(n, e)
             }
+            ExprKind::Unary(op, a) => self.unary(op, a, e, expect),
             ExprKind::Cast(a, to) => {
                 let Some(v) = self.value(a, None) else {
                     return Ev::Err;
@@ -151,6 +122,55 @@ impl FnBuilder<'_, '_> {
             ExprKind::Index(base, idx) => self.index_value(base, idx, e),
             ExprKind::Error => Ev::Err,
         }
+    }
+
+    /// The value of a name: a variable, a const parameter or a `const` item.
+    fn name_value(&mut self, n: &tilec_grammar::ast::Ident, e: &Expr) -> Ev {
+        match self.lookup(&n.name).cloned() {
+            Some(Binding::Var(v)) => Ev::Val(v),
+            Some(Binding::Array { .. }) => {
+                self.error(errors::array_as_value(n));
+                Ev::Err
+            }
+            Some(Binding::Poisoned) => Ev::Err,
+            None => match self.generics.get(&n.name).cloned() {
+                Some(GenericVal::Const(c)) => Ev::Val(self.constant(c, e.span)),
+                Some(GenericVal::Type(_)) => {
+                    self.error(errors::type_as_value(n));
+                    Ev::Err
+                }
+                None => match self.cx.const_item(&n.name) {
+                    Some(c) => Ev::Val(self.constant(c, e.span)),
+                    None if self.cx.program.consts.contains_key(&n.name) => Ev::Err,
+                    None => {
+                        let cands = self.names_in_scope();
+                        self.error(errors::unknown_name(n, &cands));
+                        Ev::Err
+                    }
+                },
+            },
+        }
+    }
+
+    fn unary(&mut self, op: &UnOp, a: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
+        // A negated literal keeps the literal's flexible type.
+        let Some(v) = self.value(a, expect) else {
+            return Ev::Err;
+        };
+        let t = self.ty(v);
+        let ok = match op {
+            UnOp::Neg => t.elem() != Scalar::Bool && !matches!(t, Type::Array { .. }),
+            UnOp::Not => t == Type::Scalar(Scalar::Bool),
+        };
+        if !ok {
+            self.error(errors::bad_unary(e.span, *op, &t));
+            return Ev::Err;
+        }
+        let k = match op {
+            UnOp::Neg => ir::UnOp::Neg,
+            UnOp::Not => ir::UnOp::Not,
+        };
+        Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
     }
 
     /// Names visible in this body, for "did you mean" suggestions.
@@ -235,7 +255,39 @@ impl FnBuilder<'_, '_> {
             BinOp::Div => ir::BinOp::Div,
             _ => ir::BinOp::Rem,
         };
-        Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span))
+        let folded = self.fold_int(op, va, vb, e);
+        let r = self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span);
+        match folded {
+            Ok(Some(c)) => {
+                self.known.insert(r, c);
+            }
+            Ok(None) => {}
+            Err(()) => return Ev::Err,
+        }
+        Ev::Val(r)
+    }
+
+    /// Integer `+ - *` of two compile-time values: the result, or E0226 when it does not fit
+    /// the operands' type (the program would wrap around silently).
+    fn fold_int(&mut self, op: BinOp, va: Value, vb: Value, e: &Expr) -> Result<Option<Const>, ()> {
+        let (Some(Const::Int(a, s)), Some(Const::Int(b, _))) = (self.known.get(&va), self.known.get(&vb)) else {
+            return Ok(None);
+        };
+        let (a, b, s) = (*a, *b, *s);
+        let r = match op {
+            BinOp::Add => a.checked_add(b),
+            BinOp::Sub => a.checked_sub(b),
+            BinOp::Mul => a.checked_mul(b),
+            _ => return Ok(None),
+        };
+        match r {
+            Some(r) if s.wrap(r) == r => Ok(Some(Const::Int(r, s))),
+            _ => {
+                let what = format!("{a} {} {b}", op.symbol());
+                self.error(errors::const_overflow(e.span, &what, Some(s)));
+                Err(())
+            }
+        }
     }
 
     fn matmul(&mut self, va: Value, vb: Value, a: &Expr, b: &Expr, e: &Expr) -> Ev {

@@ -62,6 +62,7 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         self.cx.called.insert(f.name.clone());
+        self.resolve_use(f, false);
         let decl = item.item;
         if args.len() != decl.params.len() {
             self.error(errors::arg_count(e.span, &f.name, decl.params.len(), args.len()));
@@ -203,9 +204,13 @@ impl FnBuilder<'_, '_> {
         let mut b = FnBuilder::new(&mut *self.cx, key.clone(), FuncKind::Fn, BodyKind::Fn { ret: None }, g, source);
         let mut params = Vec::new();
         let mut ok = true;
+        b.define_generics(&decl.generics);
         for p in &decl.params {
             match b.value_type(&p.ty) {
                 Some(t) => {
+                    let detail =
+                        format!("{}: {}", p.name.name, crate::semantic::type_text(&p.ty, &crate::semantic::expr_text));
+                    b.define(&p.name, crate::semantic::DefKind::Param, Some(&t), detail);
                     let v = b.f.new_value(t);
                     b.declare(&p.name.name, Binding::Var(v));
                     params.push(v);

@@ -4,7 +4,7 @@
 use crate::errors;
 use crate::Sources;
 use std::collections::HashMap;
-use tilec_grammar::ast::{ConstItem, File, FnItem, Item, KernelItem};
+use tilec_grammar::ast::{ConstItem, File, FnItem, Ident, Item, KernelItem};
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
 
@@ -106,5 +106,44 @@ impl<'s> Program<'s> {
     /// Names of all kernels, in declaration order.
     pub fn kernel_names(&self) -> Vec<String> {
         self.kernels.iter().map(|k| k.item.name.name.clone()).collect()
+    }
+}
+
+/// Records every `const`, `fn` and `kernel` of the program as a definition of the analysis,
+/// with its signature or declared type and its `///` docs.
+pub(crate) fn define_items(cx: &mut crate::builder::Checker<'_>) {
+    use crate::semantic::{expr_text, generics_text, type_text, DefKind, Place};
+    let p = cx.program;
+    let params = |ps: &[tilec_grammar::ast::Param]| {
+        ps.iter().map(|p| format!("{}: {}", p.name.name, type_text(&p.ty, &expr_text))).collect::<Vec<_>>().join(", ")
+    };
+    /// An item's name, kind, module, detail and docs.
+    type ItemDef<'a> = (&'a Ident, DefKind, Option<&'a str>, String, Option<&'a String>);
+    let mut items: Vec<ItemDef<'_>> = Vec::new();
+    for c in p.consts.values() {
+        let detail =
+            format!("const {}: {} = {}", c.item.name.name, type_text(&c.item.ty, &expr_text), expr_text(&c.item.value));
+        items.push((&c.item.name, DefKind::Const, c.source, detail, c.item.doc.as_ref()));
+    }
+    for f in p.fns.values() {
+        let i = f.item;
+        let mut detail = format!("fn {}{}({})", i.name.name, generics_text(&i.generics), params(&i.params));
+        if let Some(r) = &i.ret {
+            detail.push_str(&format!(" -> {}", type_text(r, &expr_text)));
+        }
+        items.push((&i.name, DefKind::Fn, f.source, detail, i.doc.as_ref()));
+    }
+    for k in &p.kernels {
+        let i = k.item;
+        let mut detail = format!("kernel {}{}({})", i.name.name, generics_text(&i.generics), params(&i.params));
+        detail.push_str(&format!(" grid({})", i.grid.iter().map(expr_text).collect::<Vec<_>>().join(", ")));
+        items.push((&i.name, DefKind::Kernel, k.source, detail, i.doc.as_ref()));
+    }
+    // Deterministic order: by module, then position.
+    items.sort_by_key(|(n, _, s, _, _)| (s.map(str::to_string), n.span.start));
+    for (name, kind, source, detail, doc) in items {
+        let at = Place { source: source.map(str::to_string), span: name.span };
+        let d = cx.sem.define(&name.name, kind, at, detail);
+        cx.sem.defs[d].doc = doc.cloned();
     }
 }

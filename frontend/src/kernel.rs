@@ -5,6 +5,7 @@
 use crate::builder::{Binding, BodyKind, Checker, FnBuilder, GenericVal};
 use crate::errors;
 use crate::items::{From, Program};
+use crate::semantic::DefKind;
 use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
@@ -130,7 +131,11 @@ pub(crate) fn const_param_scalar(ty: &TypeExpr) -> Option<Scalar> {
 }
 
 /// Lowers the requested kernel instances of a program.
-pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Module, Vec<Diagnostic>) {
+pub(crate) fn lower_program(
+    program: &Program<'_>,
+    instances: &Instances,
+    limits: &crate::TargetLimits,
+) -> (Module, Vec<Diagnostic>, crate::semantic::Analysis) {
     let mut cx = Checker {
         program,
         module: Module::default(),
@@ -140,7 +145,9 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
         consts: HashMap::new(),
         called: std::collections::HashSet::new(),
         bad_defaults: std::collections::HashSet::new(),
+        sem: crate::semantic::Analysis::default(),
     };
+    crate::items::define_items(&mut cx);
     let mut names: Vec<&String> = program.consts.keys().collect();
     names.sort();
     for n in names {
@@ -154,6 +161,14 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
                     continue;
                 };
                 let mut combos: Vec<HashMap<String, GenericArg>> = vec![HashMap::new()];
+                // Const parameters at their defaults, for a note on errors in the instance.
+                let defaults: Vec<(String, i64)> = params
+                    .iter()
+                    .filter_map(|(n, c)| match c {
+                        Choice::Const(Some(v)) if !fixed.contains_key(n) => Some((n.clone(), *v)),
+                        _ => None,
+                    })
+                    .collect();
                 for (name, choice) in params {
                     let cands: Vec<GenericArg> = match (fixed.get(&name), choice) {
                         (Some(v), _) => vec![*v],
@@ -181,7 +196,11 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
                         .collect();
                 }
                 for g in combos {
-                    lower_kernel(&mut cx, *k, &g);
+                    let before = cx.diags.len();
+                    lower_kernel(&mut cx, *k, &g, limits);
+                    for d in &mut cx.diags[before..] {
+                        note_defaults(d, &k.item.name.name, &defaults);
+                    }
                 }
             }
             check_uncalled_fns(&mut cx);
@@ -189,13 +208,13 @@ pub(crate) fn lower_program(program: &Program<'_>, instances: &Instances) -> (Mo
         Instances::One { kernel, generics } => match program.kernel(kernel) {
             Some(k) => {
                 if kernel_params(&mut cx, k.item, k.source).is_some() {
-                    lower_kernel(&mut cx, k, generics);
+                    lower_kernel(&mut cx, k, generics, limits);
                 }
             }
             None => cx.diags.push(errors::no_kernel(kernel, &program.kernel_names())),
         },
     }
-    (cx.module, cx.diags)
+    (cx.module, cx.diags, cx.sem)
 }
 
 /// Checks the `fn`s that no kernel called, so that their errors are reported too: a
@@ -245,6 +264,28 @@ fn check_uncalled_fns(cx: &mut Checker<'_>) {
     }
 }
 
+/// Adds a note to an error in a kernel instance whose text shows the value of a const
+/// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
+fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
+    let texts: Vec<&str> =
+        std::iter::once(d.message.as_str()).chain(d.labels.iter().map(|l| l.text.as_str())).collect();
+    let shown = |v: i64| {
+        let v = v.to_string();
+        texts.iter().any(|t| {
+            t.match_indices(&v).any(|(i, _)| {
+                let before = t[..i].chars().next_back().is_none_or(|c| !c.is_ascii_digit());
+                let after = t[i + v.len()..].chars().next().is_none_or(|c| !c.is_ascii_digit());
+                before && after
+            })
+        })
+    };
+    for (n, v) in defaults.iter().filter(|(_, v)| shown(*v)) {
+        d.notes.push(format!(
+            "{v} is `{n}`, a const parameter of `{kernel}` at its default; shapes that use `{n}` have it (`--generic {n}=..` picks another value)"
+        ));
+    }
+}
+
 /// The mangled symbol of a kernel instance: `name__f32`.
 fn symbol(k: &KernelItem, g: &HashMap<String, GenericArg>) -> String {
     let mut s = k.name.name.clone();
@@ -265,6 +306,7 @@ impl FnBuilder<'_, '_> {
         let mut values = Vec::new();
         let mut kinds = Vec::new();
         let mut ok = true;
+        let mut shape_syms = std::collections::HashSet::new();
         for p in &k.params {
             match &p.ty {
                 TypeExpr::Array { mutable, elem, dims, .. } => {
@@ -273,12 +315,18 @@ impl FnBuilder<'_, '_> {
                     };
                     let e = self.scalar_type(en);
                     let mut ds = Vec::new();
-                    for d in dims {
+                    for (axis, d) in dims.iter().enumerate() {
                         match &d.kind {
                             ExprKind::Name(n)
                                 if !self.generics.contains_key(&n.name)
                                     && !self.cx.program.consts.contains_key(&n.name) =>
                             {
+                                if shape_syms.insert(n.name.clone()) {
+                                    let detail = format!("{}: extent of axis {axis} of `{}`", n.name, p.name.name);
+                                    self.define(n, DefKind::ShapeVar, Some(&Type::Scalar(Scalar::I32)), detail);
+                                } else {
+                                    self.resolve_use(n, false);
+                                }
                                 ds.push(Dim::Var(n.name.clone()))
                             }
                             _ => match self.const_eval(d) {
@@ -299,7 +347,11 @@ impl FnBuilder<'_, '_> {
                         ok = false;
                         continue;
                     }
-                    let v = self.f.new_value(Type::Array { elem: e, rank: dims.len() as u8, mutable: *mutable });
+                    let at = Type::Array { elem: e, rank: dims.len() as u8, mutable: *mutable };
+                    let detail =
+                        format!("{}: {}", p.name.name, crate::semantic::type_text(&p.ty, &crate::semantic::expr_text));
+                    self.define(&p.name, DefKind::Param, Some(&at), detail);
+                    let v = self.f.new_value(at);
                     let fixed = ds.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
                     self.declare(
                         &p.name.name,
@@ -317,6 +369,12 @@ impl FnBuilder<'_, '_> {
                         continue;
                     };
                     let v = self.f.new_value(Type::Scalar(s));
+                    self.define(
+                        &p.name,
+                        DefKind::Param,
+                        Some(&Type::Scalar(s)),
+                        format!("{}: {}", p.name.name, n.name),
+                    );
                     self.declare(&p.name.name, Binding::Var(v));
                     values.push(v);
                     kinds.push(KernelParam { name: p.name.name.clone(), kind: ParamKind::Scalar(s) });
@@ -349,7 +407,12 @@ impl FnBuilder<'_, '_> {
 }
 
 /// Lowers one kernel instance: its body function and its launch function.
-fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<String, GenericArg>) {
+fn lower_kernel(
+    cx: &mut Checker<'_>,
+    k: From<'_, KernelItem>,
+    g: &HashMap<String, GenericArg>,
+    limits: &crate::TargetLimits,
+) {
     let item = k.item;
     let source = k.source.map(str::to_string);
     let mut generics: HashMap<String, GenericVal> = HashMap::new();
@@ -359,8 +422,15 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
         };
         let v = match (p, arg) {
             (GenericParam::Type { .. }, GenericArg::Type(s)) => GenericVal::Type(*s),
-            (GenericParam::Const { ty, .. }, GenericArg::Const(v)) => {
-                GenericVal::Const(Const::Int(*v, const_param_scalar(ty).unwrap_or(Scalar::I32)))
+            (GenericParam::Const { ty, name, .. }, GenericArg::Const(v)) => {
+                let s = const_param_scalar(ty).unwrap_or(Scalar::I32);
+                if s.wrap(*v) != *v {
+                    let mut d = errors::generic_value_range(&item.name.name, name, *v, s);
+                    d.source = source.clone();
+                    cx.diags.push(d);
+                    return;
+                }
+                GenericVal::Const(Const::Int(*v, s))
             }
             (p, _) => {
                 let mut d = errors::generic_kind(&item.name.name, p.name(), matches!(p, GenericParam::Type { .. }));
@@ -403,6 +473,7 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
         generics.clone(),
         source.clone(),
     );
+    b.define_generics(&item.generics);
     let Some((params, kinds)) = b.kernel_params(item) else {
         return;
     };
@@ -410,12 +481,14 @@ fn lower_kernel(cx: &mut Checker<'_>, k: From<'_, KernelItem>, g: &HashMap<Strin
     b.block(&item.body);
     b.emit(OpKind::Return, vec![], vec![], item.body.span);
     let body = b.finish(params);
+    crate::limits::check_shared(cx, &body, &item.name.name, source.clone(), limits);
     if bad_rank {
         return;
     }
 
     // The launch function: grid extents as i64 and the flop count as f64.
     let mut b = FnBuilder::new(cx, format!("{sym}__launch"), FuncKind::Launch, BodyKind::Launch, generics, source);
+    b.define_generics(&item.generics);
     let Some((params, _)) = b.kernel_params(item) else {
         return;
     };

@@ -11,8 +11,10 @@ mod expr;
 mod instance;
 mod items;
 mod kernel;
+mod limits;
 mod memops;
 mod places;
+pub mod semantic;
 mod stmt;
 mod types;
 
@@ -21,7 +23,9 @@ use tilec_grammar::ast;
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Module, Scalar};
 
+pub use calls::BUILTINS;
 pub use items::Program;
+pub use limits::TargetLimits;
 
 /// The value of a kernel's generic parameter: an element type or a constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,16 +56,46 @@ pub struct Sources<'s> {
     pub main: &'s ast::File,
     /// `(module name, parsed file)` of every module that may be imported.
     pub modules: Vec<(String, &'s ast::File)>,
+    /// Whether parsing reported errors (the tree then has holes, and unused-binding
+    /// warnings are not given).
+    pub syntax_errors: bool,
 }
 
 /// Checks the program and lowers the requested kernel instances to Tile IR.
 /// Returns the module and every diagnostic; the module must not be used if any is an error.
+/// Warnings (severity `Warning`) come after the errors; only errors make the module unusable.
+/// Shared-memory limits are the CPU target's ([`compile_for`] picks another target's).
 pub fn compile(sources: &Sources<'_>, instances: &Instances) -> (Module, Vec<Diagnostic>) {
+    compile_for(sources, instances, &TargetLimits::CPU)
+}
+
+/// [`compile`] with the resource limits of a target (E0227).
+pub fn compile_for(sources: &Sources<'_>, instances: &Instances, limits: &TargetLimits) -> (Module, Vec<Diagnostic>) {
+    let (module, diags, _) = analyze_for(sources, instances, limits);
+    (module, diags)
+}
+
+/// [`compile`], also returning the [`semantic::Analysis`] that the checker built on the way:
+/// definitions, uses and expression types, for the language server.
+pub fn analyze(sources: &Sources<'_>, instances: &Instances) -> (Module, Vec<Diagnostic>, semantic::Analysis) {
+    analyze_for(sources, instances, &TargetLimits::CPU)
+}
+
+/// [`analyze`] with the resource limits of a target.
+pub fn analyze_for(
+    sources: &Sources<'_>,
+    instances: &Instances,
+    limits: &TargetLimits,
+) -> (Module, Vec<Diagnostic>, semantic::Analysis) {
     let (program, mut diags) = Program::collect(sources);
-    let (module, more) = kernel::lower_program(&program, instances);
+    let (module, more, sem) = kernel::lower_program(&program, instances, limits);
     diags.extend(more);
     dedup(&mut diags);
-    (module, diags)
+    // A program with errors is not fully checked (an expression with an error stops before its
+    // operands), so reads may be missing: unused-binding warnings only come for clean programs.
+    let clean = !sources.syntax_errors && !diags.iter().any(|d| d.severity == tilec_grammar::diag::Severity::Error);
+    diags.extend(sem.warnings(clean));
+    (module, diags, sem)
 }
 
 /// Infers the element-type parameters of `kernel` from the dtypes of its array arguments

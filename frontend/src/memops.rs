@@ -65,6 +65,11 @@ impl FnBuilder<'_, '_> {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return Ev::Err;
         }
+        if let ExprKind::Index(base, _) = &args[0].kind {
+            if let ExprKind::Name(n) = &base.kind {
+                self.resolve_use(n, false);
+            }
+        }
         let target = match &args[0].kind {
             ExprKind::Index(base, items) => match &base.kind {
                 ExprKind::Name(n) => match self.lookup(&n.name).cloned() {

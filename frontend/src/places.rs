@@ -138,6 +138,10 @@ impl FnBuilder<'_, '_> {
         let Type::Tile { shape, .. } = self.ty(t) else {
             return None;
         };
+        if items.iter().any(|i| matches!(i, IndexItem::Range(..))) {
+            self.error(errors::tile_slice(span));
+            return None;
+        }
         if items.len() != shape.len() || items.iter().any(|i| !matches!(i, IndexItem::At(_))) {
             self.error(errors::tile_index(span, shape.len()));
             return None;
@@ -159,7 +163,10 @@ impl FnBuilder<'_, '_> {
     /// `base[items]` as a value: an array load or a tile element.
     pub(crate) fn index_value(&mut self, base: &Expr, items: &[IndexItem], e: &Expr) -> Ev {
         let binding = match &base.kind {
-            ExprKind::Name(n) => self.lookup(&n.name).cloned(),
+            ExprKind::Name(n) => {
+                self.resolve_use(n, false);
+                self.lookup(&n.name).cloned()
+            }
             _ => None,
         };
         match binding {
@@ -239,6 +246,9 @@ impl FnBuilder<'_, '_> {
                 return;
             }
         };
+        // A plain `x = v` writes x; `x += v`, `x[i] = v` and stores into an array also read it.
+        let write_only = op == AssignOp::Set && items.is_none();
+        self.resolve_use(name, write_only);
         match (self.lookup(&name.name).cloned(), items) {
             (Some(Binding::Var(old)), None) => {
                 if let Some(v) = self.combine(op, old, value, span) {
@@ -258,6 +268,7 @@ impl FnBuilder<'_, '_> {
                 if op == AssignOp::Set {
                     if let ExprKind::Index(b, its) = &value.kind {
                         if let ExprKind::Name(an) = &b.kind {
+                            self.resolve_use(an, false);
                             if let Some(Binding::Array { value: arr, fixed, .. }) = self.lookup(&an.name).cloned() {
                                 let Some(acc) = self.array_access(arr, &fixed, its, value.span) else {
                                     return;

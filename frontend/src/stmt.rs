@@ -5,6 +5,7 @@
 use crate::builder::{Binding, BodyKind, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
+use crate::semantic::DefKind;
 use tilec_grammar::ast::{Block, ElseBranch, Expr, ExprKind, IfStmt, IndexItem, Stmt, TypeExpr};
 use tilec_grammar::span::Span;
 use tilec_midend::{OpKind, Region, Scalar, Type, Value};
@@ -115,11 +116,12 @@ impl FnBuilder<'_, '_> {
             return;
         }
         match s {
-            Stmt::Let { name, ty: Some(t @ TypeExpr::Shared { .. }), value, .. } => {
+            Stmt::Let { name, ty: Some(t @ TypeExpr::Shared { .. }), value, span: let_span } => {
                 let v = self.value(value, None);
                 if let Some(v) = v {
                     self.check_shared_annotation(t, v, value.span);
                 }
+                self.define_let(name, v, *let_span);
                 match v {
                     Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
                         self.declare_shared(&name.name, v, name.span)
@@ -128,7 +130,7 @@ impl FnBuilder<'_, '_> {
                     None => self.declare(&name.name, Binding::Poisoned),
                 }
             }
-            Stmt::Let { name, ty, value, .. } => {
+            Stmt::Let { name, ty, value, span: let_span } => {
                 let want = match ty {
                     Some(t) => self.value_type(t),
                     None => None,
@@ -140,6 +142,7 @@ impl FnBuilder<'_, '_> {
                         self.error(errors::assign_type(value.span, w, &tv));
                     }
                 }
+                self.define_let(name, v, *let_span);
                 match v {
                     Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
                         self.declare_shared(&name.name, v, name.span)
@@ -160,6 +163,18 @@ impl FnBuilder<'_, '_> {
             Stmt::Return { value, span } => self.ret(value.as_ref(), *span, last_in_fn),
             Stmt::Error(_) => {}
         }
+    }
+
+    /// Records a `let`'s definition with its value's type.
+    fn define_let(&mut self, name: &tilec_grammar::ast::Ident, v: Option<Value>, let_span: Span) {
+        let t = v.map(|v| self.ty(v));
+        let detail = match &t {
+            Some(t) => format!("{}: {t}", name.name),
+            None => name.name.clone(),
+        };
+        self.define(name, DefKind::Local, t.as_ref(), detail);
+        let at = self.place(name.span);
+        self.cx.sem.let_spans.insert(at, let_span);
     }
 
     fn ret(&mut self, value: Option<&Expr>, span: Span, last_in_fn: bool) {
@@ -272,12 +287,15 @@ impl FnBuilder<'_, '_> {
         }
         let carried = self.carried(&[body]);
         self.push_scope();
-        let iv = self.f.new_value(it);
+        let iv = self.f.new_value(it.clone());
+        self.define(var, DefKind::LoopVar, Some(&it), format!("{}: {}", var.name, it));
         self.declare(&var.name, Binding::Var(iv));
         let mut params = vec![iv];
         params.extend(self.bind_carried(&carried));
         self.push_ops();
+        self.begin_loop();
         self.block(body);
+        self.end_loop();
         self.yield_carried(&carried, body.span);
         let region = self.finish_region(params);
         self.pop_scope();
@@ -321,7 +339,9 @@ impl FnBuilder<'_, '_> {
         self.push_scope();
         let params = self.bind_carried(&carried);
         self.push_ops();
+        self.begin_loop();
         self.block(body);
+        self.end_loop();
         self.yield_carried(&carried, body.span);
         let region = self.finish_region(params);
         self.pop_scope();

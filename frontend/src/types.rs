@@ -15,8 +15,11 @@ impl FnBuilder<'_, '_> {
         if let Some(s) = Scalar::from_name(&name.name) {
             return Some(s);
         }
-        match self.generics.get(&name.name) {
-            Some(GenericVal::Type(s)) => Some(*s),
+        match self.generics.get(&name.name).cloned() {
+            Some(GenericVal::Type(s)) => {
+                self.resolve_use(name, false);
+                Some(s)
+            }
             _ => {
                 self.error(errors::unknown_type(name));
                 None

@@ -30,6 +30,17 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// The imported module whose text the labels point into; `None` for the main file.
     pub source: Option<String>,
+    /// Machine-applicable fixes (editors offer them as code actions).
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// A fix: replace the text of `span` by `replacement`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suggestion {
+    /// What the fix does, e.g. "prefix it with an underscore".
+    pub message: String,
+    pub span: Span,
+    pub replacement: String,
 }
 
 impl Diagnostic {
@@ -43,7 +54,19 @@ impl Diagnostic {
             notes: Vec::new(),
             help: None,
             source: None,
+            suggestions: Vec::new(),
         }
+    }
+
+    /// A warning with a code and message and no labels yet.
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, message) }
+    }
+
+    /// Adds a machine-applicable fix.
+    pub fn suggest(mut self, message: impl Into<String>, span: Span, replacement: impl Into<String>) -> Diagnostic {
+        self.suggestions.push(Suggestion { message: message.into(), span, replacement: replacement.into() });
+        self
     }
 
     /// Adds a labelled span.
@@ -69,7 +92,8 @@ impl Diagnostic {
     pub fn render(&self, file_name: &str, src: &str, color: bool) -> String {
         use ariadne::{Config, Label as ALabel, Report, ReportKind, Source};
         if self.labels.is_empty() {
-            let mut s = format!("error[{}]: {}\n", self.code, self.message);
+            let word = if self.severity == Severity::Error { "error" } else { "warning" };
+            let mut s = format!("{word}[{}]: {}\n", self.code, self.message);
             for n in &self.notes {
                 s.push_str(&format!("  = note: {n}\n"));
             }

@@ -70,6 +70,9 @@ pub enum Tok {
     DocComment(String),
     #[regex(r"//([^/\n][^\n]*)?", logos::skip, allow_greedy = true)]
     Comment,
+    /// `/* ... */`, not nested.
+    #[regex(r"/\*([^*]|\*+[^*/])*\*+/", logos::skip)]
+    BlockComment,
     #[token("(")]
     LParen,
     #[token(")")]
@@ -210,7 +213,7 @@ fn tok_text(t: &Tok) -> &'static str {
         Tok::Dot => ".",
         Tok::DotDot => "..",
         Tok::Arrow => "->",
-        Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::DocComment(_) | Tok::Comment => "?",
+        Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::DocComment(_) | Tok::Comment | Tok::BlockComment => "?",
     }
 }
 

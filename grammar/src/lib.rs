@@ -24,16 +24,55 @@ use span::Span;
 pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
     let lexed = lexer::lex(src);
     let mut diags = Vec::new();
+    let mut string_end = 0;
     for (s, e, err) in &lexed.errors {
-        let span = Span::new(*s, *e);
+        if *s < string_end {
+            continue; // the closing quote of a string already reported
+        }
+        let mut span = Span::new(*s, *e);
+        // A quoted string (`import "linalg";`) is one error, not one per quote.
+        if matches!(err, LexError::BadChar) && matches!(&src[*s..*e], "\"" | "'") {
+            let q = &src[*s..*e];
+            if let Some(n) = src[*e..].lines().next().and_then(|l| l.find(q)) {
+                string_end = *e + n + 1;
+                span = Span::new(*s, string_end);
+            }
+        }
         diags.push(match err {
-            LexError::BadChar => Diagnostic::error("E0001", format!("unexpected character `{}`", &src[*s..*e]))
-                .label(span, "no token starts with this character"),
+            LexError::BadChar => {
+                let c = &src[*s..*e];
+                let d = if span.end as usize > *e {
+                    let inner = &src[span.start as usize + 1..span.end as usize - 1];
+                    Diagnostic::error("E0001", format!("unexpected string `{}`", &src[span.range()]))
+                        .label(span, "not a token")
+                        .suggest("remove the quotes", span, inner)
+                } else {
+                    Diagnostic::error("E0001", format!("unexpected character `{c}`"))
+                        .label(span, "no token starts with this character")
+                };
+                match c {
+                    "\"" | "'" => {
+                        d.help("there are no string literals; an import names its module bare: `import linalg;`")
+                    }
+                    "/" if src[*s..].starts_with("/*") => d.help("this block comment is not closed: add `*/`"),
+                    _ => d,
+                }
+            }
             LexError::BadNumber => Diagnostic::error("E0001", "number literal out of range")
                 .label(span, "this literal does not fit in 64 bits"),
         });
     }
     let mut recovered = Vec::new();
+    // Brace positions, to point at the `{` that a missing `}` leaves open.
+    let braces: Vec<(usize, bool)> = lexed
+        .tokens
+        .iter()
+        .filter_map(|(s, t, _)| match t {
+            Tok::LBrace => Some((*s, true)),
+            Tok::RBrace => Some((*s, false)),
+            _ => None,
+        })
+        .collect();
     let tokens = lexed.tokens.into_iter().map(Ok::<_, LexError>);
     let result = parser::FileParser::new().parse(&mut recovered, tokens);
     let mut file = match result {
@@ -45,6 +84,25 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
     };
     for r in recovered {
         diags.push(parse_error(r.error, src.len()));
+    }
+    let missing_brace =
+        |d: &Diagnostic| d.code == "E0002" || d.help.as_deref().is_some_and(|h| h.contains("`}` is probably missing"));
+    for d in diags.iter_mut().filter(|d| missing_brace(d)) {
+        let at = d.labels[0].span.start as usize;
+        let mut open = Vec::new();
+        for &(p, is_open) in braces.iter().take_while(|(p, _)| *p < at) {
+            if is_open {
+                open.push(p);
+            } else {
+                open.pop();
+            }
+        }
+        if let Some(&p) = open.last() {
+            d.labels.push(diag::Label { span: Span::new(p, p + 1), text: "this `{` is not closed".to_string() });
+            if d.code == "E0002" {
+                d.help = Some("a `}` is missing".to_string());
+            }
+        }
     }
     attach_docs(&mut file, &lexed.docs);
     (file, diags)
@@ -68,15 +126,28 @@ fn parse_error(e: ParseError<usize, Tok, LexError>, len: usize) -> Diagnostic {
         ParseError::UnrecognizedEof { location, expected } => Diagnostic::error("E0002", "unexpected end of file")
             .label(Span::new(location.min(len), len), "the file ends here")
             .help(format!("expected {}", expected_list(&expected))),
-        ParseError::UnrecognizedToken { token: (s, t, e), expected } => {
-            Diagnostic::error("E0003", format!("unexpected {t}"))
-                .label(Span::new(s, e), "not expected here")
-                .help(format!("expected {}", expected_list(&expected)))
-        }
+        ParseError::UnrecognizedToken { token: (s, t, e), expected } => unexpected(s, t, e, &expected),
         ParseError::ExtraToken { token: (s, t, e) } => {
             Diagnostic::error("E0003", format!("unexpected {t}")).label(Span::new(s, e), "extra token")
         }
         ParseError::User { error } => Diagnostic::error("E0001", format!("lexical error: {error:?}")),
+    }
+}
+
+/// E0003 for an unexpected token, with help for the usual causes.
+fn unexpected(s: usize, t: Tok, e: usize, expected: &[String]) -> Diagnostic {
+    let d = Diagnostic::error("E0003", format!("unexpected {t}")).label(Span::new(s, e), "not expected here");
+    let wants = |x: &str| expected.iter().any(|w| w == x);
+    match t {
+        // `let mut x`: every variable may be assigned.
+        Tok::Mut if wants("ident") => d
+            .help("variables can always be assigned in .tile: write `let x = ...;` without `mut`")
+            .suggest("remove `mut`", Span::new(s, e), ""),
+        // An item keyword where a statement was expected: a `}` is missing above.
+        Tok::Kernel | Tok::Fn | Tok::Const | Tok::Import if wants("\"}\"") => {
+            d.help("an item cannot start inside a block: a `}` is probably missing before it")
+        }
+        _ => d.help(format!("expected {}", expected_list(expected))),
     }
 }
 

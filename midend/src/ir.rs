@@ -237,6 +237,16 @@ impl Trsm {
         )
     }
 
+    /// All sixteen variants, in a fixed order.
+    pub fn all() -> Vec<Trsm> {
+        (0..16u8).map(|i| Trsm { left: i & 8 != 0, lower: i & 4 != 0, trans: i & 2 != 0, unit: i & 1 != 0 }).collect()
+    }
+
+    /// The method names of all sixteen variants.
+    pub fn all_names() -> Vec<String> {
+        Trsm::all().into_iter().map(Trsm::name).collect()
+    }
+
     /// Parses the method-name form.
     pub fn from_name(s: &str) -> Option<Trsm> {
         let rest = s.strip_prefix("solve_")?.strip_suffix('_')?;

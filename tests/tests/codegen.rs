@@ -10,7 +10,7 @@ use tilec::{compile, CompileOptions, SourceSet};
 use tilec_frontend::Instances;
 
 fn compiled(src: &SourceSet) -> tilec_midend::Module {
-    let opts = CompileOptions { verify: true, dump_after: None };
+    let opts = CompileOptions { verify: true, ..Default::default() };
     match compile(src, &Instances::All { fixed: HashMap::new() }, &opts) {
         Ok(c) => c.module,
         Err(d) => panic!("{} does not compile: {d:?}", src.main_name),

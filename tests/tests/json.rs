@@ -22,3 +22,55 @@ fn json_diagnostics_have_code_labels_and_positions() {
     assert!(line.contains(r#""severity":"error""#), "{line}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn tilec(args: &[&str]) -> (i32, String, String) {
+    let argv: Vec<String> = std::iter::once("tilec").chain(args.iter().copied()).map(str::to_string).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+    (code, String::from_utf8(out).expect("UTF-8"), String::from_utf8(err).expect("UTF-8"))
+}
+
+/// Warnings in JSON: severity, end positions, and a suggestion that an editor can apply.
+#[test]
+fn json_warnings_have_end_positions_and_suggestions() {
+    let dir = std::env::temp_dir().join(format!("tilec-json-w-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("warn.tile");
+    let src =
+        "kernel k(A: mut f32[B]) grid(B) {\n    let b = program_id(0);\n    let unused = 1.0;\n    A[b] = 2.0;\n}\n";
+    std::fs::write(&file, src).unwrap();
+    let (code, _, err) = tilec(&["--error-format", "json", "check", file.to_str().unwrap()]);
+    assert_eq!(code, 0, "warnings do not fail a check: {err}");
+    let v: serde_json::Value = serde_json::from_str(err.lines().next().expect("one line")).expect("JSON");
+    assert_eq!(v["code"], "W0101");
+    assert_eq!(v["severity"], "warning");
+    let l = &v["labels"][0];
+    assert_eq!(
+        (&l["line"], &l["column"], &l["end_line"], &l["end_column"]),
+        (&3.into(), &9.into(), &3.into(), &15.into())
+    );
+    let s = &v["suggestions"][0];
+    assert_eq!(s["replacement"], "_unused");
+    let (a, b) = (s["start"].as_u64().unwrap() as usize, s["end"].as_u64().unwrap() as usize);
+    assert_eq!(&src[a..b], "unused");
+    // `--deny warnings` turns it into an error and exit code 1.
+    let (code, _, err) = tilec(&["--error-format", "json", "--deny", "warnings", "check", file.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert!(err.contains(r#""severity":"error""#) && err.contains(r#""code":"W0101""#), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `tilec explain` prints a code's entry of docs/errors.md; an unknown code is a usage error.
+#[test]
+fn explain_prints_the_docs_entry() {
+    let (code, out, _) = tilec(&["explain", "E0226"]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with("## E0226: arithmetic overflow in a constant"), "{out}");
+    assert!(!out.contains("## E0227"), "only one entry: {out}");
+    let (code, out, _) = tilec(&["explain", "w0101"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("let acc = acc + a @ b;"), "{out}");
+    let (code, _, err) = tilec(&["explain", "E9999"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("E0501"), "{err}");
+}

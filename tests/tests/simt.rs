@@ -23,7 +23,8 @@ fn check(c: &Case, elem: Scalar, tol: f64) {
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
     let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");
     let inst = Instances::One { kernel: c.kernel.to_string(), generics };
-    let module = compile(&c.src, &inst, &CompileOptions { verify: true, dump_after: None }).expect("compiles").module;
+    let module =
+        compile(&c.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module;
     let kernel = module.kernels[0].clone();
     for &lanes in LANES {
         let simt =

@@ -1,5 +1,6 @@
-//! Diagnostics snapshots: every `tests/ui/*.tile` program has errors; `tilec check` on it
-//! must exit with code 1 and print its diagnostics, which are snapshotted (exit code and
+//! Diagnostics snapshots: every `tests/ui/*.tile` program has errors (or, for `warn_*.tile`,
+//! only warnings); `tilec check` on it must exit with code 1 (0 for warnings, 1 with
+//! `--deny warnings`) and print its diagnostics, which are snapshotted (exit code and
 //! stderr, without colour) in `snapshots/ui__check@NAME.tile.snap`.
 //!
 //! The file is passed to the CLI as a path relative to this package (`ui/NAME.tile`; Cargo
@@ -42,13 +43,25 @@ fn check() {
         assert!(first.starts_with("//"), "{rel}: the first line must be a `//` comment saying what the file shows");
 
         let (code, out, err) = tilec(&["check", &rel]);
-        assert_eq!(code, 1, "{rel}: expected exit code 1\nstderr:\n{err}");
         assert!(out.is_empty(), "{rel}: unexpected stdout:\n{out}");
-        assert!(err.contains("] Error: "), "{rel}: no rendered `[CODE] Error:` diagnostic in stderr:\n{err}");
-        assert!(
-            err.lines().last().is_some_and(|l| l.starts_with("error: ") && l.ends_with(" found")),
-            "{rel}: stderr does not end with the error count:\n{err}"
-        );
+        if rel.starts_with("ui/warn_") {
+            // Warnings only: the check passes, and `--deny warnings` makes it fail.
+            assert_eq!(code, 0, "{rel}: expected exit code 0\nstderr:\n{err}");
+            assert!(err.contains("] Warning: "), "{rel}: no rendered `[CODE] Warning:` in stderr:\n{err}");
+            assert!(
+                err.lines().last().is_some_and(|l| l.starts_with("warning: ") && l.ends_with(" emitted")),
+                "{rel}: stderr does not end with the warning count:\n{err}"
+            );
+            let (denied, _, _) = tilec(&["check", "--deny", "warnings", &rel]);
+            assert_eq!(denied, 1, "{rel}: `--deny warnings` must fail");
+        } else {
+            assert_eq!(code, 1, "{rel}: expected exit code 1\nstderr:\n{err}");
+            assert!(err.contains("] Error: "), "{rel}: no rendered `[CODE] Error:` diagnostic in stderr:\n{err}");
+            assert!(
+                err.lines().last().is_some_and(|l| l.starts_with("error: ") && l.ends_with(" found")),
+                "{rel}: stderr does not end with the error count:\n{err}"
+            );
+        }
         assert!(
             err.contains(&format!("{rel}:")),
             "{rel}: diagnostics do not name the file by its relative path:\n{err}"

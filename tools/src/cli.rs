@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tilec_frontend::{GenericArg, Instances};
-use tilec_grammar::diag::Diagnostic;
+use tilec_frontend::{GenericArg, Instances, TargetLimits};
+use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::Scalar;
 use tilec_runtime::{write_npy_atomic, ArgValue, HostArray, RunError};
 
@@ -19,8 +19,16 @@ struct Cli {
     /// How diagnostics are printed.
     #[arg(long, value_enum, default_value_t = Format::Human, global = true)]
     error_format: Format,
+    /// `--deny warnings`: every warning is an error.
+    #[arg(long, value_enum, global = true)]
+    deny: Option<Deny>,
     #[command(subcommand)]
     cmd: Cmd,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Deny {
+    Warnings,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,8 +88,18 @@ impl From<CpuGen> for tilec_codegen_cpu::CpuBackend {
 
 #[derive(Subcommand, Debug)]
 enum Cmd {
-    /// Check a program and report every error.
-    Check { file: PathBuf },
+    /// Check a program and report every error and warning (`-` reads standard input).
+    Check {
+        file: PathBuf,
+        /// Whose resource limits to check (shared memory per program): cpu (the default),
+        /// vulkan/spirv or cuda/ptx.
+        #[arg(long, value_enum, default_value_t = Target::Cpu)]
+        target: Target,
+    },
+    /// Print the explanation of an error code from docs/errors.md, e.g. `tilec explain E0201`.
+    Explain { code: String },
+    /// Run the language server (LSP over standard input and output) for editors.
+    Lsp,
     /// Compile a program.
     Build {
         file: PathBuf,
@@ -165,6 +183,31 @@ enum Cmd {
     },
 }
 
+/// Warnings found while a command compiled, and whether they count as errors.
+#[derive(Default)]
+pub(crate) struct Lints {
+    /// `--deny warnings`.
+    pub(crate) deny: bool,
+    pub(crate) found: Vec<Diagnostic>,
+}
+
+impl Lints {
+    /// [`compile`] with `--deny warnings` applied; keeps the warnings to print at the end.
+    pub(crate) fn compile(
+        &mut self,
+        src: &SourceSet,
+        instances: &Instances,
+        verify: bool,
+        dump_after: Option<String>,
+        limits: TargetLimits,
+    ) -> Result<crate::Compiled, Vec<Diagnostic>> {
+        let opts = CompileOptions { verify, dump_after, deny_warnings: self.deny, limits: Some(limits) };
+        let mut c = compile(src, instances, &opts)?;
+        self.found.append(&mut c.warnings);
+        Ok(c)
+    }
+}
+
 /// An error that ends a command: diagnostics with their exit code.
 pub(crate) struct Fail {
     pub(crate) diags: Vec<Diagnostic>,
@@ -199,25 +242,50 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
         Format::Json => ErrorFormat::Json,
     };
     let mut src_for_render: Option<SourceSet> = None;
-    let result = dispatch(cli.cmd, out, &mut src_for_render);
+    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new() };
+    let result = dispatch(cli.cmd, out, &mut src_for_render, &mut lints);
+    let src = src_for_render.unwrap_or_else(|| SourceSet::with_stdlib("<none>", ""));
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
     match result {
-        Ok(()) => 0,
+        Ok(()) => {
+            let w = lints.found.len();
+            if w > 0 {
+                let _ = write!(err, "{}", render_diagnostics(&lints.found, &src, format, color));
+                if format == ErrorFormat::Human {
+                    let _ = writeln!(err, "warning: {w} warning{} emitted", plural(w));
+                }
+            }
+            0
+        }
         Err(f) => {
-            let src = src_for_render.unwrap_or_else(|| SourceSet::with_stdlib("<none>", ""));
             let _ = write!(err, "{}", render_diagnostics(&f.diags, &src, format, color));
             if format == ErrorFormat::Human {
-                let n = f.diags.len();
-                let _ = writeln!(err, "error: {} error{} found", n, if n == 1 { "" } else { "s" });
+                let n = f.diags.iter().filter(|d| d.severity == Severity::Error).count();
+                let w = f.diags.len() - n;
+                let mut line = format!("error: {n} error{} found", plural(n));
+                if w > 0 {
+                    line.push_str(&format!(", {w} warning{}", plural(w)));
+                }
+                let _ = writeln!(err, "{line}");
             }
             f.code
         }
     }
 }
 
+/// Reads the program `file`; `-` is standard input (named `<stdin>` in diagnostics).
 fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Fail> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
-    let s = SourceSet::with_stdlib(file.display().to_string(), text);
+    let (name, text) = if file == Path::new("-") {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+            .map_err(|e| usage("E0500", format!("cannot read standard input: {e}")))?;
+        ("<stdin>".to_string(), t)
+    } else {
+        let t = std::fs::read_to_string(file)
+            .map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
+        (file.display().to_string(), t)
+    };
+    let s = SourceSet::with_stdlib(name, text);
     *slot = Some(s.clone());
     Ok(s)
 }
@@ -235,21 +303,23 @@ fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Fail> 
     Ok(m)
 }
 
-fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Result<(), Fail> {
+fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: &mut Lints) -> Result<(), Fail> {
     match cmd {
-        Cmd::Check { file } => {
+        Cmd::Explain { code } => crate::explain::explain(&code, out),
+        Cmd::Lsp => crate::lsp::serve_stdio().map_err(|e| usage("E0500", format!("language server: {e}"))),
+        Cmd::Check { file, target } => {
             let src = read_source(&file, slot)?;
-            compile(
-                &src,
-                &Instances::All { fixed: HashMap::new() },
-                &CompileOptions { verify: true, dump_after: None },
-            )
-            .map_err(program)?;
+            let limits = match target {
+                Target::Cpu => TargetLimits::CPU,
+                Target::Spirv | Target::Vulkan => TargetLimits::VULKAN,
+                Target::Ptx | Target::Cuda => TargetLimits::CUDA,
+            };
+            lints.compile(&src, &Instances::All { fixed: HashMap::new() }, true, None, limits).map_err(program)?;
             Ok(())
         }
         Cmd::Build { file, target: Target::Ptx, emit, o, generics, arch, report, .. } => {
             let src = read_source(&file, slot)?;
-            crate::ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out)
+            crate::ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out, lints)
         }
         Cmd::Build { target: Target::Cuda, .. } => {
             Err(usage("E0503", "`build --target cuda`: use `--target ptx` to build PTX"))
@@ -259,7 +329,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
         }
         Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, .. } => {
             let src = read_source(&file, slot)?;
-            crate::gpu::build_spirv(&src, &file, emit, o, &parse_generics(&generics)?, lanes, out)
+            crate::gpu::build_spirv(&src, &file, emit, o, &parse_generics(&generics)?, lanes, out, lints)
         }
         Cmd::Build { target: Target::Vulkan, .. } => {
             Err(usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))
@@ -272,9 +342,9 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
             let fixed = parse_generics(&generics)?;
             cpu_backend_built(backend)?;
             if report {
-                return crate::report::cpu_compile_times(&src, &fixed, backend.into(), out);
+                return crate::report::cpu_compile_times(&src, &fixed, backend.into(), out, lints);
             }
-            build(&src, &file, emit, o, &fixed, dump_after, backend, out)
+            build(&src, &file, emit, o, &fixed, dump_after, backend, out, lints)
         }
         Cmd::Run { file, kernel, args, outs, repeat, target, generics, device, backend: cpu } => {
             let src = read_source(&file, slot)?;
@@ -294,7 +364,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>) -> Resu
                 fixed: &parse_generics(&generics)?,
                 backend,
             };
-            crate::run_cmd::run(&src, &req, out)
+            crate::run_cmd::run(&src, &req, out, lints)
         }
         Cmd::GenUniform { shape, dtype, seed, o } => {
             let elem = gen_dtype(&dtype)?;
@@ -390,6 +460,7 @@ fn build(
     dump_after: Option<String>,
     backend: CpuGen,
     out: &mut dyn Write,
+    lints: &mut Lints,
 ) -> Result<(), Fail> {
     match emit {
         Emit::Tokens => {
@@ -409,12 +480,9 @@ fn build(
         }
         _ => {}
     }
-    let compiled = compile(
-        src,
-        &Instances::All { fixed: fixed.clone() },
-        &CompileOptions { verify: true, dump_after: dump_after.clone() },
-    )
-    .map_err(program)?;
+    let compiled = lints
+        .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
+        .map_err(program)?;
     if let Some(d) = compiled.dump {
         write_out(&None, None, d.as_bytes(), out)?;
     } else if let Some(p) = dump_after {

@@ -2,7 +2,7 @@
 //! the SIMT form) and `run --target vulkan`.
 
 use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
-use crate::{compile, CompileOptions, SourceSet};
+use crate::SourceSet;
 use rspirv::binary::Disassemble;
 use std::collections::HashMap;
 use std::io::Write;
@@ -56,6 +56,7 @@ pub(crate) fn disassemble(words: &[u32]) -> String {
 
 /// `tilec build --target spirv`: one `.spv` per kernel instance (`FILE.SYMBOL.spv`, or `-o`
 /// when there is exactly one), or the SIMT form / disassembly of all of them.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build_spirv(
     src: &SourceSet,
     file: &Path,
@@ -64,9 +65,12 @@ pub(crate) fn build_spirv(
     fixed: &HashMap<String, GenericArg>,
     lanes: u32,
     out: &mut dyn Write,
+    lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    let opts = CompileOptions { verify: true, dump_after: None };
-    let m = compile(src, &Instances::All { fixed: fixed.clone() }, &opts).map_err(program)?.module;
+    let m = lints
+        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::VULKAN)
+        .map_err(program)?
+        .module;
     let mut text = String::new();
     let several = m.kernels.len() > 1;
     for k in &m.kernels {

@@ -16,7 +16,9 @@
 //! ```
 
 pub mod cli;
+mod explain;
 mod gpu;
+pub mod lsp;
 mod ptx;
 pub use gpu::vulkan_launch;
 pub use ptx::{find_ptxas, ptxas, PtxasReport};
@@ -32,7 +34,7 @@ pub use tilec_codegen_cpu::CpuBackend;
 use std::collections::HashMap;
 use tilec_frontend::{GenericArg, Instances, Sources};
 use tilec_grammar::ast;
-use tilec_grammar::diag::Diagnostic;
+use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::passes::{run_pipeline, PipelineOptions};
 use tilec_midend::{Module, Scalar};
 
@@ -53,6 +55,8 @@ pub struct SourceSet {
 pub struct Parsed {
     pub main: ast::File,
     pub modules: Vec<(String, ast::File)>,
+    /// Whether parsing reported errors.
+    pub syntax_errors: bool,
 }
 
 impl SourceSet {
@@ -86,14 +90,19 @@ impl SourceSet {
             }));
             modules.push((n.clone(), f));
         }
-        (Parsed { main, modules }, diags)
+        let syntax_errors = !diags.is_empty();
+        (Parsed { main, modules, syntax_errors }, diags)
     }
 }
 
 impl Parsed {
     /// The frontend's view of the parsed sources.
     pub fn sources(&self) -> Sources<'_> {
-        Sources { main: &self.main, modules: self.modules.iter().map(|(n, f)| (n.clone(), f)).collect() }
+        Sources {
+            main: &self.main,
+            modules: self.modules.iter().map(|(n, f)| (n.clone(), f)).collect(),
+            syntax_errors: self.syntax_errors,
+        }
     }
 }
 
@@ -104,28 +113,45 @@ pub struct CompileOptions {
     pub verify: bool,
     /// Capture the IR after the named pass.
     pub dump_after: Option<String>,
+    /// Treat warnings as errors (`--deny warnings`).
+    pub deny_warnings: bool,
+    /// The target whose resource limits apply (default: the CPU's).
+    pub limits: Option<tilec_frontend::TargetLimits>,
 }
 
-/// The result of [`compile`]: the module after all passes, and the IR dump if asked.
+/// The result of [`compile`]: the module after all passes, the IR dump if asked, and the
+/// warnings (W0xxx) of the program.
 pub struct Compiled {
     pub module: Module,
     pub dump: Option<String>,
+    pub warnings: Vec<Diagnostic>,
 }
 
-/// Parses, checks and lowers `src` and runs the pass pipeline. Errors are diagnostics;
-/// a verifier failure (a compiler bug) is reported as E0900.
+/// Parses, checks and lowers `src` and runs the pass pipeline. Errors are diagnostics (with
+/// the warnings after them); a verifier failure (a compiler bug) is reported as E0900.
 pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
     let (parsed, mut diags) = src.parse();
-    let (mut module, more) = tilec_frontend::compile(&parsed.sources(), instances);
+    let limits = opts.limits.unwrap_or(tilec_frontend::TargetLimits::CPU);
+    let (mut module, more) = tilec_frontend::compile_for(&parsed.sources(), instances, &limits);
     diags.extend(more);
-    if !diags.is_empty() {
+    if opts.deny_warnings {
+        for d in diags.iter_mut().filter(|d| d.severity == Severity::Warning) {
+            d.severity = Severity::Error;
+            d.notes.push("`--deny warnings` makes every warning an error".to_string());
+        }
+    }
+    let (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>) =
+        diags.into_iter().partition(|d| d.severity == Severity::Error);
+    if !errors.is_empty() {
         // Report in source order: the main file first, then imported modules.
+        let mut diags = errors;
         diags.sort_by_key(|d| (d.source.clone(), d.labels.first().map(|l| l.span.start)));
+        diags.extend(warnings);
         return Err(diags);
     }
     let popts = PipelineOptions { verify: opts.verify || cfg!(debug_assertions), dump_after: opts.dump_after.clone() };
     match run_pipeline(&mut module, &popts) {
-        Ok(dump) => Ok(Compiled { module, dump }),
+        Ok(dump) => Ok(Compiled { module, dump, warnings }),
         Err((pass, errs)) => {
             let mut d =
                 Diagnostic::error("E0900", format!("internal compiler error: the IR verifier failed after `{pass}`"));

@@ -3,7 +3,7 @@
 //! `ptxas -v`, pointing at the kernel in the source.
 
 use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
-use crate::{compile, CompileOptions, SourceSet};
+use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -104,9 +104,12 @@ pub(crate) fn build_ptx(
     arch: &str,
     report: bool,
     out: &mut dyn Write,
+    lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    let opts = CompileOptions { verify: true, dump_after: None };
-    let m = compile(src, &Instances::All { fixed: fixed.clone() }, &opts).map_err(program)?.module;
+    let m = lints
+        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::CUDA)
+        .map_err(program)?
+        .module;
     let tool = if report {
         Some(find_ptxas().ok_or_else(|| {
             usage(

@@ -33,7 +33,20 @@ pub fn render_diagnostics(diags: &[Diagnostic], src: &SourceSet, format: ErrorFo
                     .iter()
                     .map(|l| {
                         let (line, col) = line_col(text, l.span.start as usize);
-                        serde_json::json!({"start": l.span.start, "end": l.span.end, "line": line, "column": col, "text": l.text})
+                        let (end_line, end_col) = line_col(text, l.span.end as usize);
+                        serde_json::json!({"start": l.span.start, "end": l.span.end, "line": line, "column": col,
+                            "end_line": end_line, "end_column": end_col, "text": l.text})
+                    })
+                    .collect();
+                let suggestions: Vec<serde_json::Value> = d
+                    .suggestions
+                    .iter()
+                    .map(|s| {
+                        let (line, col) = line_col(text, s.span.start as usize);
+                        let (end_line, end_col) = line_col(text, s.span.end as usize);
+                        serde_json::json!({"message": s.message, "start": s.span.start, "end": s.span.end,
+                            "line": line, "column": col, "end_line": end_line, "end_column": end_col,
+                            "replacement": s.replacement})
                     })
                     .collect();
                 let v = serde_json::json!({
@@ -44,6 +57,7 @@ pub fn render_diagnostics(diags: &[Diagnostic], src: &SourceSet, format: ErrorFo
                     "labels": labels,
                     "notes": d.notes,
                     "help": d.help,
+                    "suggestions": suggestions,
                 });
                 out.push_str(&v.to_string());
                 out.push('\n');

@@ -2,7 +2,7 @@
 //! that compile time is watched per instance (the goal is milliseconds, like the kernels).
 
 use crate::cli::{program, usage, Fail};
-use crate::{compile, CompileOptions, SourceSet};
+use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
@@ -17,10 +17,12 @@ pub(crate) fn cpu_compile_times(
     fixed: &HashMap<String, GenericArg>,
     backend: tilec_codegen_cpu::CpuBackend,
     out: &mut dyn Write,
+    lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
     let t0 = Instant::now();
-    let compiled =
-        compile(src, &Instances::All { fixed: fixed.clone() }, &CompileOptions::default()).map_err(program)?;
+    let compiled = lints
+        .compile(src, &Instances::All { fixed: fixed.clone() }, false, None, tilec_frontend::TargetLimits::CPU)
+        .map_err(program)?;
     let front = t0.elapsed();
     let m = &compiled.module;
     for k in &m.kernels {

@@ -4,7 +4,7 @@
 //! outputs atomically.
 
 use crate::cli::{program, run_error, usage, zeros_for_output, Fail};
-use crate::{compile, infer_generics, CompileOptions, SourceSet};
+use crate::{infer_generics, SourceSet};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -36,7 +36,12 @@ fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), F
 }
 
 /// Runs the request; prints one line with the grid and the median time.
-pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) -> Result<(), Fail> {
+pub(crate) fn run(
+    src: &SourceSet,
+    req: &RunRequest<'_>,
+    out: &mut dyn Write,
+    lints: &mut crate::cli::Lints,
+) -> Result<(), Fail> {
     // Arrays are read first: their dtypes choose the kernel's element types.
     let mut args: HashMap<String, ArgValue> = HashMap::new();
     let mut scalars = Vec::new();
@@ -60,7 +65,8 @@ pub(crate) fn run(src: &SourceSet, req: &RunRequest<'_>, out: &mut dyn Write) ->
     let dtypes = crate::dtypes_of(&args);
     let generics = infer_generics(src, req.kernel, &dtypes, req.fixed).map_err(compile_fail)?;
     let inst = Instances::One { kernel: req.kernel.to_string(), generics };
-    let module = compile(src, &inst, &CompileOptions::default()).map_err(compile_fail)?.module;
+    let module =
+        lints.compile(src, &inst, false, None, tilec_frontend::TargetLimits::CPU).map_err(compile_fail)?.module;
     let kernel = module.kernels.first().cloned().ok_or_else(|| program(vec![]))?;
     // Scalars take the types of their parameters.
     for (n, v) in scalars {
