@@ -71,6 +71,8 @@ pub(crate) struct FnBuilder<'c, 's> {
     pub(crate) source: Option<String>,
     /// Set once the current op list ended with `return`.
     pub(crate) terminated: bool,
+    /// Set once a statement after that `return` was reported (W0104).
+    pub(crate) unreachable_noted: bool,
     /// The value returned by a `fn` body's `return e;` (only as its last statement).
     pub(crate) returned: Option<Option<Value>>,
     /// Static shapes of the shared arrays allocated in this body.
@@ -100,6 +102,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
             body,
             source,
             terminated: false,
+            unreachable_noted: false,
             returned: None,
             shared_shapes: HashMap::new(),
             known: HashMap::new(),

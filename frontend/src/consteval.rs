@@ -19,12 +19,18 @@ pub(crate) enum NotConst {
 /// Evaluates `e` with `lookup` resolving names to constants.
 pub(crate) fn eval(e: &Expr, lookup: &mut dyn FnMut(&str) -> Option<Const>) -> Result<Const, NotConst> {
     match &e.kind {
-        ExprKind::Int(v) => Ok(Const::Int(*v as i64, Scalar::I32)),
+        ExprKind::Int(v) => match i64::try_from(*v) {
+            Ok(v) => Ok(Const::Int(v, Scalar::I32)),
+            Err(_) => Err(NotConst::Error(errors::const_overflow(e.span, &v.to_string(), None))),
+        },
         ExprKind::Float(v) => Ok(Const::Float(*v, Scalar::F32)),
         ExprKind::Bool(b) => Ok(Const::Bool(*b)),
         ExprKind::Name(n) => lookup(&n.name).ok_or(NotConst::Runtime(e.span)),
         ExprKind::Unary(UnOp::Neg, a) => match eval(a, lookup)? {
-            Const::Int(v, s) => Ok(Const::Int(-v, s)),
+            Const::Int(v, s) => match v.checked_neg() {
+                Some(n) => Ok(Const::Int(n, s)),
+                None => Err(NotConst::Error(errors::const_overflow(e.span, &format!("-({v})"), None))),
+            },
             Const::Float(v, s) => Ok(Const::Float(-v, s)),
             Const::Bool(_) => Err(NotConst::Runtime(e.span)),
         },
@@ -47,7 +53,9 @@ pub(crate) fn eval(e: &Expr, lookup: &mut dyn FnMut(&str) -> Option<Const>) -> R
                     if y == 0 {
                         return Err(NotConst::Error(errors::const_div_zero(e.span)));
                     }
-                    (x + y - 1).div_euclid(y)
+                    let what = format!("cdiv({x}, {y})");
+                    let r = x.checked_add(y).and_then(|s| s.checked_sub(1)).and_then(|s| s.checked_div_euclid(y));
+                    r.ok_or_else(|| NotConst::Error(errors::const_overflow(e.span, &what, None)))?
                 }
             };
             Ok(Const::Int(v, Scalar::I32))
@@ -75,8 +83,11 @@ fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> 
                 }
             }
             BinOp::Div | BinOp::Rem if b == 0 => return Err(NotConst::Error(errors::const_div_zero(span))),
-            BinOp::Div => Int(a / b, s),
-            BinOp::Rem => Int(a % b, s),
+            BinOp::Div | BinOp::Rem => {
+                let r = if op == BinOp::Div { a.checked_div(b) } else { a.checked_rem(b) };
+                let what = format!("{a} {} {b}", op.symbol());
+                Int(r.ok_or_else(|| NotConst::Error(errors::const_overflow(span, &what, None)))?, s)
+            }
             BinOp::Eq => Bool(a == b),
             BinOp::Ne => Bool(a != b),
             BinOp::Lt => Bool(a < b),

@@ -26,6 +26,30 @@ pub(crate) fn is_literal(e: &Expr) -> bool {
     }
 }
 
+/// Adds the fix for two scalars of different numeric types: cast the narrower operand (the
+/// right one if both are as wide) to the other's type, when it is a name, literal, call or
+/// index (so that `x as T` needs no parentheses).
+fn cast_fix(
+    d: tilec_grammar::diag::Diagnostic,
+    a: (&Expr, &Type),
+    b: (&Expr, &Type),
+) -> tilec_grammar::diag::Diagnostic {
+    let (Type::Scalar(sa), Type::Scalar(sb)) = (a.1, b.1) else { return d };
+    if *sa == Scalar::Bool || *sb == Scalar::Bool {
+        return d;
+    }
+    let (x, to) = if sa.bytes() < sb.bytes() { (a.0, sb) } else { (b.0, sa) };
+    let simple = matches!(
+        x.kind,
+        ExprKind::Name(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Call(..) | ExprKind::Index(..)
+    );
+    if !simple {
+        return d;
+    }
+    let at = tilec_grammar::span::Span { start: x.span.end, end: x.span.end };
+    d.suggest(format!("convert it with `as {}`", to.name()), at, format!(" as {}", to.name()))
+}
+
 impl FnBuilder<'_, '_> {
     /// Checks an expression that must have a value; `expect` types bare literals.
     pub(crate) fn value(&mut self, e: &Expr, expect: Option<Scalar>) -> Option<Value> {
@@ -54,7 +78,9 @@ impl FnBuilder<'_, '_> {
     /// Checks and lowers an expression, recording its type for the analysis.
     pub(crate) fn expr(&mut self, e: &Expr, expect: Option<Scalar>) -> Ev {
         let r = self.expr_kind(e, expect);
-        if let Ev::Val(v) = r {
+        // `map`'s element stands in for its tile argument at that argument's span: not recorded.
+        let synthetic = matches!(&e.kind, ExprKind::Name(n) if n.name.contains('#'));
+        if let (Ev::Val(v), false) = (r, synthetic) {
             let t = self.ty(v);
             let at = self.place(e.span);
             self.cx.sem.note_expr(at, &t);
@@ -205,7 +231,8 @@ impl FnBuilder<'_, '_> {
             return self.matmul(va, vb, a, b, e);
         }
         if ta.elem() != tb.elem() {
-            self.error(errors::mismatch(e.span, op, &ta, a.span, &tb, b.span));
+            let d = errors::mismatch(e.span, op, &ta, a.span, &tb, b.span);
+            self.error(cast_fix(d, (a, &ta), (b, &tb)));
             return Ev::Err;
         }
         let elem = ta.elem();

@@ -273,8 +273,9 @@ fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
         let v = v.to_string();
         texts.iter().any(|t| {
             t.match_indices(&v).any(|(i, _)| {
-                let before = t[..i].chars().next_back().is_none_or(|c| !c.is_ascii_digit());
-                let after = t[i + v.len()..].chars().next().is_none_or(|c| !c.is_ascii_digit());
+                let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+                let before = t[..i].chars().next_back().is_none_or(|c| !word(c));
+                let after = t[i + v.len()..].chars().next().is_none_or(|c| !word(c));
                 before && after
             })
         })
@@ -306,7 +307,9 @@ impl FnBuilder<'_, '_> {
         let mut values = Vec::new();
         let mut kinds = Vec::new();
         let mut ok = true;
-        let mut shape_syms = std::collections::HashSet::new();
+        // Names in array shapes, recorded once every parameter is declared: a scalar parameter
+        // of the same name wins over a shape symbol (as for the binding below).
+        let mut shape_mentions: Vec<(&tilec_grammar::ast::Ident, usize, &String)> = Vec::new();
         for p in &k.params {
             match &p.ty {
                 TypeExpr::Array { mutable, elem, dims, .. } => {
@@ -321,12 +324,7 @@ impl FnBuilder<'_, '_> {
                                 if !self.generics.contains_key(&n.name)
                                     && !self.cx.program.consts.contains_key(&n.name) =>
                             {
-                                if shape_syms.insert(n.name.clone()) {
-                                    let detail = format!("{}: extent of axis {axis} of `{}`", n.name, p.name.name);
-                                    self.define(n, DefKind::ShapeVar, Some(&Type::Scalar(Scalar::I32)), detail);
-                                } else {
-                                    self.resolve_use(n, false);
-                                }
+                                shape_mentions.push((n, axis, &p.name.name));
                                 ds.push(Dim::Var(n.name.clone()))
                             }
                             _ => match self.const_eval(d) {
@@ -383,6 +381,17 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::bad_kernel_param(other.span()));
                     ok = false;
                 }
+            }
+        }
+        let scalar_params: Vec<&String> =
+            k.params.iter().filter(|p| matches!(p.ty, TypeExpr::Named(_))).map(|p| &p.name.name).collect();
+        let mut shape_syms = std::collections::HashSet::new();
+        for (n, axis, array) in shape_mentions {
+            if scalar_params.contains(&&n.name) || !shape_syms.insert(n.name.clone()) {
+                self.resolve_use(n, false);
+            } else {
+                let detail = format!("{}: extent of axis {axis} of `{array}`", n.name);
+                self.define(n, DefKind::ShapeVar, Some(&Type::Scalar(Scalar::I32)), detail);
             }
         }
         if !ok {

@@ -97,8 +97,10 @@ pub struct Analysis {
     /// Types of checked expressions, by place (one entry per distinct type).
     pub exprs: HashMap<Place, Vec<Type>>,
     by_place: HashMap<Place, usize>,
-    /// The span of the `let` keyword's statement start, by the place of its name.
+    /// The span of a `let` statement without a written type, by the place of its name.
     pub(crate) let_spans: HashMap<Place, Span>,
+    /// Statements after a `return` (not lowered, so not fully analysed).
+    unreachable: Vec<Place>,
     items: HashMap<String, usize>,
     seen_uses: std::collections::HashSet<Use>,
 }
@@ -126,6 +128,13 @@ impl Analysis {
             self.items.entry(name.to_string()).or_insert(i);
         }
         i
+    }
+
+    /// Records a statement that follows a `return` (the caller reports the first of a block).
+    pub(crate) fn note_unreachable(&mut self, at: Place) {
+        if !self.unreachable.contains(&at) {
+            self.unreachable.push(at);
+        }
     }
 
     /// The `const`, `fn` or `kernel` item named `name`.
@@ -196,6 +205,15 @@ impl Analysis {
     /// (W0103) are always reported; the unused ones only if `unused`.
     pub(crate) fn warnings(&self, unused: bool) -> Vec<Diagnostic> {
         let mut out = Vec::new();
+        for p in self.unreachable.iter().filter(|p| p.source.is_none()) {
+            out.push(
+                warning("W0104", "unreachable statement".to_string())
+                    .label(p.span, "this comes after a `return` and never runs")
+                    .help("remove it, or move the `return` after it"),
+            );
+        }
+        // Reads in unreachable code are not seen, so unused-binding warnings would be wrong.
+        let unused = unused && self.unreachable.is_empty();
         for d in &self.defs {
             if d.at.source.is_none() && d.kind == DefKind::Local {
                 if let Some(w) = register_warning(d) {
@@ -221,7 +239,8 @@ impl Analysis {
                                     "to update `{0}` in the loop, assign instead: `{0} = ...;` (or `{0} += ...;`)",
                                     d.name
                                 ));
-                            if let Some(let_kw) = self.let_spans.get(&d.at) {
+                            let same_type = self.defs[outer].types == d.types;
+                            if let Some(let_kw) = self.let_spans.get(&d.at).filter(|_| same_type) {
                                 w = w.suggest(
                                     format!("assign to `{}` instead", d.name),
                                     Span { start: let_kw.start, end: d.at.span.start },

@@ -96,6 +96,20 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
     }
 }
 
+/// The span of a statement.
+fn stmt_span(s: &Stmt) -> Span {
+    match s {
+        Stmt::Let { span, .. }
+        | Stmt::Assign { span, .. }
+        | Stmt::For { span, .. }
+        | Stmt::While { span, .. }
+        | Stmt::Return { span, .. }
+        | Stmt::Error(span) => *span,
+        Stmt::Expr(e) => e.span,
+        Stmt::If(i) => i.span,
+    }
+}
+
 impl FnBuilder<'_, '_> {
     /// Lowers the statements of a block in a new scope. A tail expression is only allowed in
     /// a `fn` body (handled by the caller), so here it is an error.
@@ -113,15 +127,22 @@ impl FnBuilder<'_, '_> {
     /// Lowers one statement; `last_in_fn` is true for the final statement of a `fn` body.
     pub(crate) fn stmt(&mut self, s: &Stmt, last_in_fn: bool) {
         if self.terminated {
+            // Not lowered: the program has returned. The analysis learns that the body is not
+            // fully checked (W0104, and no unused-binding warnings).
+            if !self.unreachable_noted {
+                self.unreachable_noted = true;
+                let at = self.place(stmt_span(s));
+                self.cx.sem.note_unreachable(at);
+            }
             return;
         }
         match s {
-            Stmt::Let { name, ty: Some(t @ TypeExpr::Shared { .. }), value, span: let_span } => {
+            Stmt::Let { name, ty: Some(t @ TypeExpr::Shared { .. }), value, span: _ } => {
                 let v = self.value(value, None);
                 if let Some(v) = v {
                     self.check_shared_annotation(t, v, value.span);
                 }
-                self.define_let(name, v, *let_span);
+                self.define_let(name, v, None);
                 match v {
                     Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
                         self.declare_shared(&name.name, v, name.span)
@@ -142,7 +163,7 @@ impl FnBuilder<'_, '_> {
                         self.error(errors::assign_type(value.span, w, &tv));
                     }
                 }
-                self.define_let(name, v, *let_span);
+                self.define_let(name, v, ty.is_none().then_some(*let_span));
                 match v {
                     Some(v) if matches!(self.ty(v), Type::Array { .. }) => {
                         self.declare_shared(&name.name, v, name.span)
@@ -166,15 +187,19 @@ impl FnBuilder<'_, '_> {
     }
 
     /// Records a `let`'s definition with its value's type.
-    fn define_let(&mut self, name: &tilec_grammar::ast::Ident, v: Option<Value>, let_span: Span) {
+    /// `untyped`: the statement's span when the `let` has no written type (the shadowing fix
+    /// then rewrites it into an assignment).
+    fn define_let(&mut self, name: &tilec_grammar::ast::Ident, v: Option<Value>, untyped: Option<Span>) {
         let t = v.map(|v| self.ty(v));
         let detail = match &t {
             Some(t) => format!("{}: {t}", name.name),
             None => name.name.clone(),
         };
         self.define(name, DefKind::Local, t.as_ref(), detail);
-        let at = self.place(name.span);
-        self.cx.sem.let_spans.insert(at, let_span);
+        if let Some(let_span) = untyped {
+            let at = self.place(name.span);
+            self.cx.sem.let_spans.insert(at, let_span);
+        }
     }
 
     fn ret(&mut self, value: Option<&Expr>, span: Span, last_in_fn: bool) {
@@ -238,6 +263,7 @@ impl FnBuilder<'_, '_> {
     fn finish_region(&mut self, params: Vec<Value>) -> Region {
         let ops = self.pop_ops();
         self.terminated = false;
+        self.unreachable_noted = false;
         Region { params, ops }
     }
 

@@ -30,8 +30,8 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
             continue; // the closing quote of a string already reported
         }
         let mut span = Span::new(*s, *e);
-        // A quoted string (`import "linalg";`) is one error, not one per quote.
-        if matches!(err, LexError::BadChar) && matches!(&src[*s..*e], "\"" | "'") {
+        // A double-quoted string (`import "linalg";`) is one error, not one per quote.
+        if matches!(err, LexError::BadChar) && &src[*s..*e] == "\"" {
             let q = &src[*s..*e];
             if let Some(n) = src[*e..].lines().next().and_then(|l| l.find(q)) {
                 string_end = *e + n + 1;
@@ -99,9 +99,6 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
         }
         if let Some(&p) = open.last() {
             d.labels.push(diag::Label { span: Span::new(p, p + 1), text: "this `{` is not closed".to_string() });
-            if d.code == "E0002" {
-                d.help = Some("a `}` is missing".to_string());
-            }
         }
     }
     attach_docs(&mut file, &lexed.docs);

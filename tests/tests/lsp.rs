@@ -205,6 +205,28 @@ fn diagnostics_hover_definition_completion_rename() {
     );
     assert!(r.error.is_some());
 
+    // Renames that would break or change the program are refused: a keyword, a built-in
+    // (calls would go to it), a name already defined in the kernel.
+    for bad in ["step", "abs", "b"] {
+        let r = c.request_raw(
+            "textDocument/rename",
+            json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col}, "newName": bad}),
+        );
+        assert!(r.error.is_some(), "renaming `acc` to `{bad}` was accepted");
+    }
+
+    // Signature help inside a built-in call lists its parameters.
+    let with_call = PROGRAM.replace("let b = program_id(0);", "let b = program_id(0);\n    let q = cdiv(b, );");
+    c.change(6, &with_call);
+    let (l, cc) = position(&with_call, ", );");
+    let sig = c.request(
+        "textDocument/signatureHelp",
+        json!({"textDocument": {"uri": URI}, "position": {"line": l, "character": cc + 2}}),
+    );
+    assert_eq!(sig["signatures"][0]["label"], "cdiv(a, b)", "{sig}");
+    assert_eq!(sig["activeParameter"], 1);
+    c.change(7, PROGRAM);
+
     // Document symbols: the fn and the kernel.
     let syms = c.request("textDocument/documentSymbol", json!({"textDocument": {"uri": URI}}));
     let names: Vec<&str> = syms.as_array().expect("symbols").iter().filter_map(|s| s["name"].as_str()).collect();
@@ -306,6 +328,50 @@ fn code_actions_fix_the_shadowed_accumulator() {
     );
     let labels: Vec<&str> = hints.as_array().expect("hints").iter().filter_map(|h| h["label"].as_str()).collect();
     assert!(labels.contains(&": tile<f32, 16, 16>") && labels.contains(&": i32"), "{labels:?}");
+    c.stop();
+}
+
+#[test]
+fn completion_offers_what_is_in_scope_even_mid_edit() {
+    let mut c = Client::start();
+    let text = "kernel k(A: mut f32[N]) grid(N) {\n    let b = program_id(0);\n    for j in 0..4 {\n        let tmp = 1.0;\n        A[j] = tmp;\n    }\n    let acc = 2.0;\n    A[b] = acc;\n}\n";
+    assert!(c.open(text).is_empty());
+    let labels = |v: &Value| -> Vec<String> {
+        v.as_array().expect("items").iter().filter_map(|i| i["label"].as_str().map(str::to_string)).collect()
+    };
+    // After the loop: `b` and `acc`, not the loop's `j` and `tmp`.
+    let items = labels(&c.at("textDocument/completion", text, "A[b] = acc", json!({})));
+    assert!(items.contains(&"acc".to_string()) && items.contains(&"b".to_string()), "{items:?}");
+    assert!(!items.contains(&"tmp".to_string()) && !items.contains(&"j".to_string()), "{items:?}");
+    // Inside the loop: `j` and `tmp` too.
+    let items = labels(&c.at("textDocument/completion", text, "A[j] = tmp", json!({})));
+    assert!(items.contains(&"j".to_string()) && items.contains(&"tmp".to_string()), "{items:?}");
+    // Mid-edit, the text does not parse (no `;` yet): the names still come.
+    let editing = text.replace("    A[b] = acc;", "    A[b] = a");
+    assert!(!c.change(2, &editing).is_empty());
+    let (line, col) = position(&editing, "A[b] = a");
+    let items = labels(&c.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col + 8}}),
+    ));
+    assert!(items.contains(&"acc".to_string()) && items.contains(&"A".to_string()), "{items:?}");
+    c.stop();
+}
+
+#[test]
+fn rename_refuses_when_the_checker_did_not_see_every_use() {
+    let mut c = Client::start();
+    // `f` is generic without a bound and never called, so its body is not checked: renaming
+    // `TS` would miss the uses in it.
+    let text = "const TS: i32 = 16;\nfn f<T>(x: tile<T, TS>) -> tile<T, TS> { x * 2.0 }\nkernel k(A: mut f32[N, 16]) grid(N) {\n    A[0, 0:TS] = tile<f32, TS>::zeros();\n}\n";
+    c.open(text);
+    let (line, col) = position(text, "TS: i32");
+    let r = c.request_raw(
+        "textDocument/rename",
+        json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col}, "newName": "TILE"}),
+    );
+    let e = r.error.expect("refused");
+    assert!(e.message.contains("line 2"), "{}", e.message);
     c.stop();
 }
 

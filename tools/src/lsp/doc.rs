@@ -22,6 +22,11 @@ pub(crate) struct Document {
     pub(crate) ast: ast::File,
     /// Source text of imported modules, by name, for spans that point into them.
     pub(crate) modules: HashMap<String, String>,
+    /// Whether the text has syntax errors.
+    pub(crate) syntax_errors: bool,
+    /// The analysis and tree of the last version without syntax errors, for completion while
+    /// an edit is in progress.
+    pub(crate) fallback: Option<Box<(Analysis, ast::File)>>,
 }
 
 impl Document {
@@ -42,6 +47,8 @@ impl Document {
                 analysis: Analysis::default(),
                 ast: ast::File { items: Vec::new() },
                 modules,
+                syntax_errors: true,
+                fallback: None,
             };
         }
         let run = std::panic::catch_unwind(|| {
@@ -49,9 +56,9 @@ impl Document {
             let (_, more, analysis) =
                 tilec_frontend::analyze(&parsed.sources(), &Instances::All { fixed: HashMap::new() });
             diags.extend(more);
-            (diags, analysis, parsed.main)
+            (diags, analysis, parsed.main, parsed.syntax_errors)
         });
-        let (diags, analysis, ast) = match run {
+        let (diags, analysis, ast, syntax_errors) = match run {
             Ok(r) => r,
             Err(p) => {
                 let what = p
@@ -63,11 +70,20 @@ impl Document {
                     Diagnostic::error("E0900", format!("internal compiler error while analysing this file: {what}"))
                         .label(tilec_grammar::span::Span::new(0, 0), "analysis stopped here")
                         .help("this is a bug in tilec; please report it with the program");
-                (vec![d], Analysis::default(), tilec_grammar::parse(&text).0)
+                (vec![d], Analysis::default(), tilec_grammar::parse(&text).0, true)
             }
         };
         let diags = diags.into_iter().filter(|d| d.source.is_none()).collect();
-        Document { text, version, diags, analysis, ast, modules }
+        Document { text, version, diags, analysis, ast, modules, syntax_errors, fallback: None }
+    }
+
+    /// This document as the next version of `prev`: keeps the last analysis without syntax
+    /// errors as the fallback for completion.
+    pub(crate) fn after(mut self, prev: Option<Document>) -> Document {
+        if let Some(p) = prev {
+            self.fallback = if p.syntax_errors { p.fallback } else { Some(Box::new((p.analysis, p.ast))) };
+        }
+        self
     }
 
     /// The text a place's span points into.

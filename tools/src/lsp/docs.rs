@@ -27,9 +27,8 @@ pub(crate) fn builtins() -> Vec<Builtin> {
         if cells.len() < 3 {
             continue;
         }
-        let call = cells[0].replace('`', "");
-        // A row may document several calls: `min(a, b)`, `max(a, b)`.
-        for form in call.split(", ").filter(|f| f.contains('(')) {
+        // A row may document several calls: `min(a, b)`, `max(a, b)`; each is in backticks.
+        for form in cells[0].split('`').skip(1).step_by(2).filter(|f| f.contains('(')) {
             let name = form[..form.find('(').unwrap_or(form.len())].trim().to_string();
             out.push(Builtin {
                 name,
@@ -74,8 +73,8 @@ pub(crate) const CONSTRUCTORS: &[(&str, &str)] = &[
 
 /// Keywords of the language.
 pub(crate) const KEYWORDS: &[&str] = &[
-    "kernel", "fn", "const", "import", "let", "for", "in", "while", "if", "else", "return", "grid", "block", "flops",
-    "mut", "as", "true", "false",
+    "kernel", "fn", "const", "import", "let", "for", "in", "step", "while", "if", "else", "return", "grid", "block",
+    "flops", "mut", "as", "true", "false",
 ];
 
 /// Scalar type names and type constructors.
@@ -131,6 +130,15 @@ mod tests {
         let docs = super::builtins();
         for b in tilec_frontend::BUILTINS {
             assert!(docs.iter().any(|d| d.name == *b), "built-in `{b}` has no row in docs/language.md §8");
+        }
+    }
+
+    #[test]
+    fn builtin_forms_keep_their_parameters() {
+        let docs = super::builtins();
+        let calls: Vec<&str> = docs.iter().map(|b| b.call.as_str()).collect();
+        for want in ["cdiv(a, b)", "min(a, b)", "max(a, b)", "min(t)", "fma(a, b, c)", "atomic_add(A[..], v)"] {
+            assert!(calls.contains(&want), "{want} not in {calls:?}");
         }
     }
 

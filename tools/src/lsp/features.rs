@@ -85,7 +85,7 @@ fn diagnostic(uri: &Uri, ix: &LineIndex<'_>, d: &TDiag) -> Diagnostic {
         source: Some("tilec".to_string()),
         message,
         related_information: (!related.is_empty()).then_some(related),
-        tags: d.code.starts_with("W01").then(|| vec![DiagnosticTag::UNNECESSARY]),
+        tags: matches!(d.code, "W0101" | "W0102" | "W0104").then(|| vec![DiagnosticTag::UNNECESSARY]),
         data: None,
     }
 }
@@ -228,7 +228,43 @@ pub(crate) fn rename(uri: &Uri, doc: &Document, pos: Position, new: &str) -> Res
     if !ident || docs::KEYWORDS.contains(&new) || docs::TYPES.contains(&new) {
         return Err(format!("`{new}` is not a valid name"));
     }
-    let refs = doc.analysis.references(d);
+    let a = &doc.analysis;
+    let old = &a.defs[d];
+    if tilec_frontend::BUILTINS.contains(&new) {
+        return Err(format!("`{new}` is a built-in function: calls of `{}` would call it instead", old.name));
+    }
+    let scopes = super::scopes::Scopes::new(&doc.ast);
+    let scope = scopes.scope(old);
+    let clash = a.defs.iter().enumerate().find(|(i, o)| {
+        *i != d
+            && o.name == new
+            && (matches!(o.kind, DefKind::Const | DefKind::Fn | DefKind::Kernel)
+                || o.at.source.is_none() && scope.is_none_or(|s| s.start <= o.at.span.start && o.at.span.end <= s.end))
+    });
+    if let Some((_, o)) = clash {
+        return Err(format!("`{new}` is already the name of a {} here", o.kind.describe()));
+    }
+    // Every occurrence of the old name must be one the checker resolved; one in code it did
+    // not analyse (a `fn` nothing instantiates, a body after an error) would be left behind.
+    let resolved: std::collections::HashSet<u32> = a
+        .defs
+        .iter()
+        .map(|x| &x.at)
+        .chain(a.uses.iter().map(|u| &u.at))
+        .filter(|p| p.source.is_none())
+        .map(|p| p.span.start)
+        .collect();
+    for (s, t, _) in tilec_grammar::lexer::lex(&doc.text).tokens {
+        if matches!(&t, tilec_grammar::lexer::Tok::Ident(n) if *n == old.name) && !resolved.contains(&(s as u32)) {
+            let line = ix.position(s).line + 1;
+            return Err(format!(
+                "cannot rename `{}`: its occurrence on line {line} is in code the checker did not analyse \
+                 (fix the errors first, or instantiate the `fn` it is in)",
+                old.name
+            ));
+        }
+    }
+    let refs = a.references(d);
     if refs.iter().any(|p| p.source.is_some()) {
         return Err(format!(
             "`{}` is defined in the standard library and cannot be renamed",
@@ -248,20 +284,6 @@ fn workspace_edit(uri: &Uri, edits: Vec<TextEdit>) -> WorkspaceEdit {
     let mut changes = HashMap::new();
     changes.insert(uri.clone(), edits);
     WorkspaceEdit { changes: Some(changes), ..Default::default() }
-}
-
-/// The span of the top-level item containing `off`.
-fn item_span_at(doc: &Document, off: usize) -> Option<Span> {
-    doc.ast
-        .items
-        .iter()
-        .filter_map(|i| match i {
-            Item::Fn(f) => Some(f.span),
-            Item::Kernel(k) => Some(k.span),
-            Item::Const(c) => Some(c.span),
-            _ => None,
-        })
-        .find(|s| (s.start as usize) <= off && off <= s.end as usize)
 }
 
 fn completion_kind(k: DefKind) -> CompletionItemKind {
@@ -300,20 +322,18 @@ pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResp
     }
     let mut out: Vec<CompletionItem> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    let item = item_span_at(doc, off);
-    let mut defs: Vec<&Def> = doc.analysis.defs.iter().collect();
+    // While the text does not parse, the last analysis that did gives the names (an edit in
+    // progress, `A[0] = a` without its `;`, must still complete `acc`).
+    let (analysis, ast) = match (&doc.fallback, doc.syntax_errors) {
+        (Some(f), true) => (&f.0, &f.1),
+        _ => (&doc.analysis, &doc.ast),
+    };
+    let scopes = super::scopes::Scopes::new(ast);
+    let mut defs: Vec<&Def> = analysis.defs.iter().collect();
     // Innermost first: later definitions shadow earlier ones.
     defs.sort_by_key(|d| std::cmp::Reverse(d.at.span.start));
     for d in defs {
-        let visible = match d.kind {
-            DefKind::Const | DefKind::Fn | DefKind::Kernel => true,
-            _ => {
-                d.at.source.is_none()
-                    && (d.at.span.end as usize) < off
-                    && item.is_some_and(|s| s.start <= d.at.span.start && d.at.span.end <= s.end)
-            }
-        };
-        if visible && seen.insert(d.name.clone()) {
+        if scopes.visible(d, off) && seen.insert(d.name.clone()) {
             out.push(doc_item(d.name.clone(), completion_kind(d.kind), Some(d.detail.clone()), d.doc.clone()));
         }
     }

@@ -11,6 +11,7 @@
 mod doc;
 mod docs;
 mod features;
+mod scopes;
 mod text;
 
 use doc::Document;
@@ -134,6 +135,7 @@ impl Server {
                 };
                 let uri = p.text_document.uri;
                 let doc = Document::new(&name_of(&uri), c.text, p.text_document.version);
+                let doc = doc.after(self.docs.remove(uri.as_str()));
                 self.docs.insert(uri.as_str().to_string(), doc);
                 uri
             }
@@ -143,8 +145,10 @@ impl Server {
                 };
                 let uri = p.text_document.uri;
                 if let Some(text) = p.text {
-                    let v = self.docs.get(uri.as_str()).map_or(0, |d| d.version);
-                    self.docs.insert(uri.as_str().to_string(), Document::new(&name_of(&uri), text, v));
+                    let prev = self.docs.remove(uri.as_str());
+                    let v = prev.as_ref().map_or(0, |d| d.version);
+                    let doc = Document::new(&name_of(&uri), text, v).after(prev);
+                    self.docs.insert(uri.as_str().to_string(), doc);
                 }
                 uri
             }
