@@ -214,6 +214,19 @@ pub(crate) fn lower_program(
             None => cx.diags.push(errors::no_kernel(kernel, &program.kernel_names())),
         },
     }
+    // Const items show their value where it is not written as a literal (`= 65536 * 4`).
+    for d in cx.sem.defs.iter_mut().filter(|d| d.kind == crate::semantic::DefKind::Const) {
+        if let Some(Some(c)) = cx.consts.get(&d.name) {
+            let v = match c {
+                Const::Int(v, _) => v.to_string(),
+                Const::Float(v, _) => format!("{v:?}"),
+                Const::Bool(b) => b.to_string(),
+            };
+            if !d.detail.ends_with(&format!("= {v}")) {
+                d.detail.push_str(&format!(" (= {v})"));
+            }
+        }
+    }
     (cx.module, cx.diags, cx.sem)
 }
 

@@ -396,3 +396,15 @@ fn robust_to_bad_input() {
     assert!(c.diagnostics().is_empty());
     c.stop();
 }
+
+#[test]
+fn hover_on_a_const_shows_its_value() {
+    let mut c = Client::start();
+    let text =
+        "/// Rows per tile.\nconst R: i32 = 4 * 4;\nkernel k(A: mut f32[N]) grid(N) {\n    A[0] = R as f32;\n}\n";
+    assert!(c.open(text).is_empty());
+    let h = c.at("textDocument/hover", text, "R as f32", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("const R: i32 = 4 * 4 (= 16)") && v.contains("Rows per tile."), "{v}");
+    c.stop();
+}
