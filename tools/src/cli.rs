@@ -407,9 +407,16 @@ pub(crate) fn instance_path(
     symbol: &str,
     ext: &str,
 ) -> Result<PathBuf, Fail> {
+    // An existing directory (or a path written with a trailing `/`) takes one file per instance.
+    let dir_like = |p: &PathBuf| p.is_dir() || p.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR);
     match (o, several) {
+        (Some(dir), _) if dir_like(dir) => {
+            if !dir.is_dir() {
+                return Err(usage("E0501", format!("`-o {}`: no such directory", dir.display())));
+            }
+            Ok(dir.join(format!("{symbol}.{ext}")))
+        }
         (Some(p), false) => Ok(p.clone()),
-        (Some(dir), true) if dir.is_dir() => Ok(dir.join(format!("{symbol}.{ext}"))),
         (Some(p), true) => Err(usage(
             "E0501",
             format!(
@@ -545,4 +552,27 @@ pub(crate) fn zeros_for_output(
         });
     }
     HostArray::zeros(*elem, &shape).map_err(run_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::instance_path;
+    use std::path::{Path, PathBuf};
+
+    #[test]
+    fn an_existing_directory_takes_one_file_per_instance_even_for_one_instance() {
+        let dir = std::env::temp_dir().join(format!("tilec-o-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let f = Path::new("prog.tile");
+        for several in [false, true] {
+            let p = instance_path(&Some(dir.clone()), several, f, "k__f32", "spv").ok().expect("a path");
+            assert_eq!(p, dir.join("k__f32.spv"));
+        }
+        let slash = PathBuf::from(format!("{}/", dir.display()));
+        assert_eq!(instance_path(&Some(slash), false, f, "k", "ptx").ok().expect("a path"), dir.join("k.ptx"));
+        // A file name with one instance is that file; a missing directory is an error.
+        assert_eq!(instance_path(&Some(dir.join("x.spv")), false, f, "k", "spv").ok(), Some(dir.join("x.spv")));
+        assert!(instance_path(&Some(dir.join("nope/")), false, f, "k", "spv").is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
