@@ -70,17 +70,38 @@ fn has_effect(op: &Op) -> bool {
     )
 }
 
-/// Removes unused pure ops; returns whether anything changed.
-fn dce(r: &mut Region, uses: &HashMap<Value, usize>) -> bool {
-    let before = r.ops.len();
-    let mut changed = false;
-    for op in &mut r.ops {
-        for reg in &mut op.regions {
-            changed |= dce(reg, uses);
+/// Removes unused pure ops in one backward sweep: ops are visited last to first (nested
+/// regions before the op that holds them), and removing an op releases the uses of its
+/// operands, so a whole chain of dead ops goes at once (SSA: every use of a value comes after
+/// its definition). Linear in the number of ops.
+fn dce(r: &mut Region, uses: &mut HashMap<Value, usize>) {
+    let mut keep = vec![true; r.ops.len()];
+    for (i, op) in r.ops.iter_mut().enumerate().rev() {
+        if has_effect(op) || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0) {
+            for reg in &mut op.regions {
+                dce(reg, uses);
+            }
+        } else {
+            keep[i] = false;
+            release(op, uses);
         }
     }
-    r.ops.retain(|op| has_effect(op) || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0));
-    changed || r.ops.len() != before
+    let mut k = keep.into_iter();
+    r.ops.retain(|_| k.next().unwrap_or(true));
+}
+
+/// Drops the uses that a removed op (and the ops of its regions) made of its operands.
+fn release(op: &Op, uses: &mut HashMap<Value, usize>) {
+    for a in &op.args {
+        if let Some(n) = uses.get_mut(a) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    for reg in &op.regions {
+        for o in &reg.ops {
+            release(o, uses);
+        }
+    }
 }
 
 /// Runs the pass over a module.
@@ -89,12 +110,53 @@ pub fn run(m: &mut Module) {
         let mut uses = HashMap::new();
         f.body.count_uses(&mut uses);
         fuse_rank1(&mut f.body, &uses, &f.values);
-        loop {
-            let mut uses = HashMap::new();
-            f.body.count_uses(&mut uses);
-            if !dce(&mut f.body, &uses) {
-                break;
-            }
+        let mut uses = HashMap::new();
+        f.body.count_uses(&mut uses);
+        dce(&mut f.body, &mut uses);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Const, FuncKind, Function, Loc, Module};
+    use crate::types::{Scalar, Type};
+
+    fn op(kind: OpKind, args: Vec<Value>, results: Vec<Value>, regions: Vec<Region>) -> Op {
+        Op { kind, args, results, regions, loc: Loc::default() }
+    }
+
+    /// A dead chain `x1 = x0 + x0, x2 = x1 + x1, ...` inside a loop body, and one live value
+    /// stored: one run removes the whole chain (in one sweep, not one op per sweep) and
+    /// keeps what the store needs.
+    #[test]
+    fn dead_chains_go_in_one_run() {
+        let mut f = Function::new("k", FuncKind::Kernel);
+        let arr = f.new_value(Type::Array { elem: Scalar::I32, rank: 1, mutable: true });
+        f.body.params.push(arr);
+        let c = f.new_value(Type::Scalar(Scalar::I32));
+        let live = f.new_value(Type::Scalar(Scalar::I32));
+        let mut body = vec![
+            op(OpKind::Const(Const::Int(1, Scalar::I32)), vec![], vec![c], vec![]),
+            op(OpKind::Bin(crate::ir::BinOp::Add), vec![c, c], vec![live], vec![]),
+        ];
+        let mut prev = c;
+        for _ in 0..2000 {
+            let x = f.new_value(Type::Scalar(Scalar::I32));
+            body.push(op(OpKind::Bin(crate::ir::BinOp::Mul), vec![prev, prev], vec![x], vec![]));
+            prev = x;
         }
+        let iv = f.new_value(Type::Scalar(Scalar::I32));
+        body.push(op(OpKind::Store(vec![crate::ir::Index::At]), vec![arr, iv, live], vec![], vec![]));
+        body.push(op(OpKind::Yield, vec![], vec![], vec![]));
+        let lo = f.new_value(Type::Scalar(Scalar::I32));
+        f.body.ops.push(op(OpKind::Const(Const::Int(0, Scalar::I32)), vec![], vec![lo], vec![]));
+        f.body.ops.push(op(OpKind::For, vec![lo, lo, lo], vec![], vec![Region { params: vec![iv], ops: body }]));
+        f.body.ops.push(op(OpKind::Return, vec![], vec![], vec![]));
+        let mut m = Module { funcs: vec![f], ..Default::default() };
+        run(&mut m);
+        let ops = &m.funcs[0].body.ops[1].regions[0].ops;
+        let kinds: Vec<String> = ops.iter().map(|o| crate::print::op_name(&o.kind)).collect();
+        assert_eq!(kinds, ["const 1", "add", "store[i]", "yield"]);
     }
 }

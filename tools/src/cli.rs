@@ -124,6 +124,7 @@ enum Cmd {
         #[arg(long, default_value = "sm_80")]
         arch: String,
         /// With `--target ptx`: report registers, spills and shared memory per kernel (ptxas -v);
+        /// with `--target spirv`: the lowering time and SPIR-V size of each kernel instance;
         /// with `--target cpu`: the compile time of each kernel instance.
         #[arg(long)]
         report: bool,
@@ -327,9 +328,13 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
         Cmd::Run { target: Target::Ptx, .. } => {
             Err(usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
         }
-        Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, .. } => {
+        Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, report, .. } => {
             let src = read_source(&file, slot)?;
-            crate::gpu::build_spirv(&src, &file, emit, o, &parse_generics(&generics)?, lanes, out, lints)
+            let fixed = parse_generics(&generics)?;
+            if report {
+                return crate::gpu::spirv_report(&src, &fixed, lanes, out, lints);
+            }
+            crate::gpu::build_spirv(&src, &file, emit, o, &fixed, lanes, out, lints)
         }
         Cmd::Build { target: Target::Vulkan, .. } => {
             Err(usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))

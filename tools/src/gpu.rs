@@ -24,6 +24,30 @@ pub(crate) fn spirv_kernel(
     Ok((simt, spv))
 }
 
+/// `tilec build --target spirv --report`: for every kernel instance, the time of the SIMT
+/// lowering plus SPIR-V generation (ms), and the module's size in 32-bit words and in lines of
+/// disassembly (one instruction a line), so that code-size regressions are visible.
+pub(crate) fn spirv_report(
+    src: &SourceSet,
+    fixed: &HashMap<String, GenericArg>,
+    lanes: u32,
+    out: &mut dyn Write,
+    lints: &mut crate::cli::Lints,
+) -> Result<(), Fail> {
+    let m = lints
+        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::VULKAN)
+        .map_err(program)?
+        .module;
+    for k in &m.kernels {
+        let t = std::time::Instant::now();
+        let (_, spv) = spirv_kernel(&m, k, lanes, &tilec_codegen_spirv::SpirvOptions::default())?;
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let lines = disassemble(&spv.words).lines().count();
+        let _ = writeln!(out, "{}: {ms:.1} ms, {} words, {lines} lines ({lanes} lanes)", k.symbol, spv.words.len());
+    }
+    Ok(())
+}
+
 /// Runs a kernel instance of `module` on a Vulkan device: SIMT lowering for the device's
 /// subgroup size, SPIR-V with arrays larger than a storage buffer split into chunks, then
 /// `repeat + 1` launches from the same inputs of which the first (where drivers compile the
