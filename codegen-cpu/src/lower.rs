@@ -189,18 +189,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `map`: the region applied to every element, in a loop over the tile.
     fn map(&mut self, op: &Op) -> Result<(), CodegenError> {
         let t = self.f.ty(op.args[0]).clone();
-        let (se, de) = (t.elem(), self.f.ty(op.results[0]).elem());
-        let src = self.tile_addr(op.args[0]);
+        let de = self.f.ty(op.results[0]).elem();
+        let srcs: Vec<(ir::Value, Scalar)> =
+            op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
         let dst = self.tile_addr(op.results[0]);
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, t.tile_len() as i64);
         let r = &op.regions[0];
         let mut res = Ok(());
         self.dyn_loop(lo, hi, |l, i| {
-            let sa = l.b.ins().imul_imm_s(i, se.bytes() as i64);
-            let sa = l.b.ins().iadd(src, sa);
-            let x = l.b.ins().load(cl_type(se), crate::memory::flags(), sa, 0);
-            l.bind(r.params[0], x);
+            // Every operand's element is read before the result's is written (the result may
+            // share the first operand's storage).
+            for ((src, se), p) in srcs.iter().zip(&r.params) {
+                let sa = l.b.ins().imul_imm_s(i, se.bytes() as i64);
+                let sa = l.b.ins().iadd(*src, sa);
+                let x = l.b.ins().load(cl_type(*se), crate::memory::flags(), sa, 0);
+                l.bind(*p, x);
+            }
             match l.region_yield(r) {
                 Ok(Some(ys)) => {
                     let y = l.val(ys[0]);

@@ -138,7 +138,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(self.b.inst_results(call)[0])
     }
 
-    fn cast(&mut self, from: Scalar, to: Scalar, a: ir::Value) -> ir::Value {
+    pub(crate) fn cast(&mut self, from: Scalar, to: Scalar, a: ir::Value) -> ir::Value {
         let (ft, tt) = (cl_type(from), cl_type(to));
         let i = &mut self.b;
         if to == Scalar::Bool {

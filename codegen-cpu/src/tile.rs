@@ -147,6 +147,27 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// Lowers an operation with a tile result, or a store.
+    /// `Fill::Iota(axis)`: element `i` of the tile at `dst` is its row (`axis` 0) or column
+    /// (`axis` 1) index, converted to the element type; a loop over the elements.
+    fn iota(&mut self, dst: ir::Value, t: &tilec_midend::Type, axis: u8) {
+        let s = t.elem();
+        let (_, cols) = t.rows_cols();
+        let one_d = matches!(t, tilec_midend::Type::Tile { shape, .. } if shape.len() == 1);
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, t.tile_len() as i64);
+        self.dyn_loop(lo, hi, |l, i| {
+            let idx = match (one_d, axis) {
+                (true, _) => i,
+                (false, 0) => l.b.ins().udiv_imm_s(i, cols as i64),
+                _ => l.b.ins().urem_imm_s(i, cols as i64),
+            };
+            let x = l.cast(Scalar::I64, s, idx);
+            let a = l.b.ins().imul_imm_s(i, s.bytes() as i64);
+            let a = l.b.ins().iadd(dst, a);
+            l.b.ins().store(crate::memory::flags(), x, a, 0);
+        });
+    }
+
     pub(crate) fn tile_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         let rt = op.results.first().map(|r| self.f.ty(*r).clone());
         let (s, n) = match &rt {
@@ -161,6 +182,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     Fill::Full => self.val(op.args[0]),
                     _ => self.zero(s),
                 };
+                if let Fill::Iota(axis) = *fill {
+                    self.iota(dst, rt.as_ref().expect("tile"), axis);
+                    return Ok(());
+                }
                 self.elementwise(n, s, &[Operand::Scalar(x)], dst, true, &mut |_, a| Ok(a[0]))?;
                 if *fill == Fill::Eye {
                     let (r, c) = rt.as_ref().expect("tile").rows_cols();

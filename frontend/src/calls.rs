@@ -32,6 +32,7 @@ pub const BUILTINS: &[&str] = &[
     "atomic_add",
     "max_axis",
     "min_axis",
+    "where",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -99,6 +100,7 @@ impl FnBuilder<'_, '_> {
                 let s = self.emit1(OpKind::Bin(ir::BinOp::Sub), vec![s, one], ta.clone(), e.span);
                 Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![s, b], ta, e.span))
             }
+            "where" => self.where_(f, args, e, expect),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)
@@ -271,6 +273,7 @@ impl FnBuilder<'_, '_> {
             "zeros" => (Fill::Zeros, 0),
             "eye" => (Fill::Eye, 0),
             "full" => (Fill::Full, 1),
+            "iota" => return self.iota(&ty, m, args, e),
             _ => {
                 self.error(errors::unknown_ctor(m));
                 return Ev::Err;
@@ -293,6 +296,32 @@ impl FnBuilder<'_, '_> {
             vals.push(x);
         }
         Ev::Val(self.emit1(OpKind::Fill(fill), vals, ty, e.span))
+    }
+
+    /// `tile<T, R[, C]>::iota(axis)`: every element its index along `axis` (a constant below
+    /// the tile's rank), converted to the numeric type `T`.
+    fn iota(&mut self, ty: &Type, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 1 {
+            self.error(errors::arg_count(e.span, &m.name, 1, args.len()));
+            return Ev::Err;
+        }
+        let Type::Tile { elem, shape } = ty else {
+            return Ev::Err;
+        };
+        if *elem == Scalar::Bool {
+            self.error(errors::iota_arg(e.span, "a numeric element type, not bool"));
+            return Ev::Err;
+        }
+        match self.const_eval(&args[0]) {
+            Ok(Const::Int(a, _)) if (0..shape.len() as i64).contains(&a) => {
+                Ev::Val(self.emit1(OpKind::Fill(Fill::Iota(a as u8)), vec![], ty.clone(), e.span))
+            }
+            _ => {
+                let what = if shape.len() == 1 { "the constant 0" } else { "the constant 0 or 1" };
+                self.error(errors::iota_arg(args[0].span, what));
+                Ev::Err
+            }
+        }
     }
 
     /// The variable named by a receiver or in-place argument, with its current value.

@@ -93,14 +93,20 @@ pub(crate) fn unknown_method(m: &Ident) -> Diagnostic {
     d.help("tile methods are `cholesky_(eps)`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
 }
 
+pub(crate) fn iota_arg(span: Span, want: &str) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`iota` needs {want}"))
+        .label(span, "here")
+        .help("`tile<i32, R, C>::iota(0)` holds each element's row index, `::iota(1)` its column index")
+}
+
 pub(crate) fn unknown_ctor(m: &Ident) -> Diagnostic {
     let d = Diagnostic::error("E0106", format!("unknown tile constructor `{}`", m.name))
         .label(m.span, "not a tile constructor");
-    let d = suggest(d, m, &["zeros", "eye", "full"].map(str::to_string));
+    let d = suggest(d, m, &["zeros", "eye", "full", "iota"].map(str::to_string));
     if d.help.is_some() {
         return d;
     }
-    d.help("tile constructors are `zeros()`, `eye()` and `full(x)`")
+    d.help("tile constructors are `zeros()`, `eye()`, `full(x)` and `iota(axis)`")
 }
 
 pub(crate) fn no_kernel(name: &str, known: &[String]) -> Diagnostic {
@@ -350,10 +356,6 @@ pub(crate) fn not_indexable(span: Span, t: &Type) -> Diagnostic {
 pub(crate) fn bad_unary(span: Span, op: UnOp, t: &Type) -> Diagnostic {
     let s = if op == UnOp::Neg { "-" } else { "!" };
     Diagnostic::error("E0214", format!("`{s}` does not apply to {t}")).label(span, "here")
-}
-
-pub(crate) fn tile_not_allowed(span: Span, op: &str) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`{op}` compares scalars, not tiles")).label(span, "here")
 }
 
 pub(crate) fn bool_arith(span: Span, op: &str) -> Diagnostic {

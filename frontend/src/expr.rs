@@ -184,6 +184,12 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let t = self.ty(v);
+        if *op == UnOp::Not && t.is_tile() && t.elem() == Scalar::Bool {
+            let span = e.span;
+            return Ev::Val(self.map_elementwise(&[v], Scalar::Bool, span, |g, x| {
+                g.emit1(OpKind::Un(ir::UnOp::Not), x.to_vec(), Type::Scalar(Scalar::Bool), span)
+            }));
+        }
         let ok = match op {
             UnOp::Neg => t.elem() != Scalar::Bool && !matches!(t, Type::Array { .. }),
             UnOp::Not => t == Type::Scalar(Scalar::Bool),
@@ -237,27 +243,33 @@ impl FnBuilder<'_, '_> {
         }
         let elem = ta.elem();
         if cmp || matches!(op, BinOp::And | BinOp::Or) {
-            if ta.is_tile() || tb.is_tile() {
-                self.error(errors::tile_not_allowed(e.span, op.symbol()));
-                return Ev::Err;
-            }
-            if matches!(op, BinOp::And | BinOp::Or) {
+            let kind = if matches!(op, BinOp::And | BinOp::Or) {
                 if elem != Scalar::Bool {
                     self.error(errors::expected_bool(e.span, &ta));
                     return Ev::Err;
                 }
-                let k = if op == BinOp::And { ir::BinOp::And } else { ir::BinOp::Or };
-                return Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
-            }
-            let k = match op {
-                BinOp::Eq => ir::CmpOp::Eq,
-                BinOp::Ne => ir::CmpOp::Ne,
-                BinOp::Lt => ir::CmpOp::Lt,
-                BinOp::Le => ir::CmpOp::Le,
-                BinOp::Gt => ir::CmpOp::Gt,
-                _ => ir::CmpOp::Ge,
+                OpKind::Bin(if op == BinOp::And { ir::BinOp::And } else { ir::BinOp::Or })
+            } else {
+                OpKind::Cmp(match op {
+                    BinOp::Eq => ir::CmpOp::Eq,
+                    BinOp::Ne => ir::CmpOp::Ne,
+                    BinOp::Lt => ir::CmpOp::Lt,
+                    BinOp::Le => ir::CmpOp::Le,
+                    BinOp::Gt => ir::CmpOp::Gt,
+                    _ => ir::CmpOp::Ge,
+                })
             };
-            return Ev::Val(self.emit1(OpKind::Cmp(k), vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
+            if !ta.is_tile() && !tb.is_tile() {
+                return Ev::Val(self.emit1(kind, vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
+            }
+            // On tiles, element by element: a mask (`tile<bool, ..>`).
+            if !self.same_shape(op.symbol(), e, &[(a, va), (b, vb)]) {
+                return Ev::Err;
+            }
+            let span = e.span;
+            return Ev::Val(self.map_elementwise(&[va, vb], Scalar::Bool, span, |g, x| {
+                g.emit1(kind, x.to_vec(), Type::Scalar(Scalar::Bool), span)
+            }));
         }
         if elem == Scalar::Bool {
             self.error(errors::bool_arith(e.span, op.symbol()));

@@ -100,6 +100,9 @@ pub enum Fill {
     Eye,
     /// Every element set to the scalar argument.
     Full,
+    /// Every element set to its index along this axis (0: the row, 1: the column), converted
+    /// to the element type.
+    Iota(u8),
 }
 
 /// One dimension of a global-array access: a single position or a slice of static extent.
@@ -182,7 +185,8 @@ pub enum OpKind {
     /// `(c, a: tile<M, K>, b: tile<K, N>) -> c + a @ b`: a fused matmul-accumulate (made by
     /// `simplify` from `c + a @ b`).
     MatmulAcc,
-    /// `(t) -> tile`: applies region 0 (params `(x)`, ends with `Yield(y)`) to every element.
+    /// `(t0, t1, ..) -> tile`: tiles of one shape; applies region 0 (params `(x0, x1, ..)`, one
+    /// scalar per tile, ends with `Yield(y)`) to the elements at every position.
     Map,
     /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
     AtomicAdd(Vec<Index>),

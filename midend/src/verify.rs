@@ -256,15 +256,24 @@ impl V<'_> {
                 self.region(&op.regions[1], Some(&res), scope);
             }
             OpKind::Map => {
-                let (Some(Type::Tile { elem: a, shape: sa }), Some(Type::Tile { elem: b, shape: sb })) =
-                    (self.ty(op.args[0]).cloned(), res.first().cloned())
-                else {
-                    self.err("`map` takes a tile and gives a tile".into());
+                let ins: Vec<Option<Type>> = op.args.iter().map(|a| self.ty(*a).cloned()).collect();
+                let Some(Type::Tile { elem: b, shape: sb }) = res.first().cloned() else {
+                    self.err("`map` gives a tile".into());
                     return;
                 };
+                let mut want = Vec::new();
+                for t in &ins {
+                    match t {
+                        Some(Type::Tile { elem, shape }) if *shape == sb => want.push(Type::Scalar(*elem)),
+                        _ => {
+                            self.err("`map` takes tiles of its result's shape".into());
+                            return;
+                        }
+                    }
+                }
                 let params = tys(op.regions.first().map_or(&[][..], |r| &r.params[..]), self);
-                if op.regions.len() != 1 || sa != sb || params != [Type::Scalar(a)] {
-                    self.err("`map` has one region with one scalar parameter of the tile's element type".into());
+                if op.regions.len() != 1 || want.is_empty() || params != want {
+                    self.err("`map` has one region with one scalar parameter per tile, of its element type".into());
                     return;
                 }
                 self.region(&op.regions[0], Some(&[Type::Scalar(b)]), scope);

@@ -7,7 +7,8 @@ use tilec_runtime::{random_spd, random_uniform, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err};
 
 /// The examples this file runs; `every_example_is_run` checks it against the folder.
-const RUN: &[&str] = &["cholesky.tile", "colsum.tile", "gemm.tile", "potrs.tile", "softmax.tile", "trsm.tile"];
+const RUN: &[&str] =
+    &["causal_softmax.tile", "cholesky.tile", "colsum.tile", "gemm.tile", "potrs.tile", "softmax.tile", "trsm.tile"];
 
 fn source(name: &str) -> SourceSet {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -174,6 +175,40 @@ fn softmax_example_matches_reference() {
             for c in 0..64 {
                 let want = (row[c] - mx).exp() / s;
                 assert!((got[r * 64 + c] - want).abs() <= tol(elem) * want.max(1e-3), "{elem:?} ({r}, {c})");
+            }
+        }
+    }
+}
+
+/// Masks from `iota`, comparisons and `where`: a causal softmax on partial 29x29 and 1x1
+/// matrices (32x32 tiles), against an f64 reference.
+#[test]
+fn causal_softmax_example_masks_the_upper_triangle() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        for n in [29usize, 1] {
+            let b = 3usize;
+            let s = rounded(elem, &random_uniform(b * n * n, 31).iter().map(|v| v * 4.0).collect::<Vec<_>>());
+            let shape = [b as u64, n as u64, n as u64];
+            let got = run(
+                "causal_softmax.tile",
+                "causal_softmax",
+                vec![("S", arr(elem, &s, &shape)), ("P", arr(elem, &vec![7.0; b * n * n], &shape))],
+                "P",
+            );
+            for m in 0..b {
+                for i in 0..n {
+                    let row = &s[(m * n + i) * n..(m * n + i + 1) * n];
+                    let mx = row[..=i].iter().copied().fold(f64::MIN, f64::max);
+                    let z: f64 = row[..=i].iter().map(|v| (v - mx).exp()).sum();
+                    for j in 0..n {
+                        let want = if j <= i { (row[j] - mx).exp() / z } else { 0.0 };
+                        let g = got[(m * n + i) * n + j];
+                        assert!(
+                            (g - want).abs() <= tol(elem) * want.max(1e-3),
+                            "{elem:?} n={n} [{m}, {i}, {j}]: {g} vs {want}"
+                        );
+                    }
+                }
             }
         }
     }

@@ -101,6 +101,11 @@ fn examples() {
 }
 
 #[test]
+fn masks() {
+    cases::masks().into_iter().for_each(both);
+}
+
+#[test]
 fn math_functions() {
     cases::math().into_iter().for_each(both);
 }

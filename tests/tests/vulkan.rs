@@ -68,7 +68,7 @@ fn vulkan_agrees_with_cpu_child() {
         }
     }
     let all: Vec<Case> =
-        [cases::factorizations(), cases::solves(), cases::products(), cases::examples(), cases::math()]
+        [cases::factorizations(), cases::solves(), cases::products(), cases::examples(), cases::math(), cases::masks()]
             .into_iter()
             .flatten()
             .collect();

@@ -300,14 +300,19 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `map`: the region applied to every element, in a loop over the tile.
     fn map(&mut self, op: &Op) -> Result<(), CodegenError> {
         let t = self.f.ty(op.args[0]).clone();
-        let (se, de) = (t.elem(), self.elem(op.results[0]));
-        let src = self.tile(op.args[0])?;
+        let de = self.elem(op.results[0]);
+        let mut srcs = Vec::new();
+        for a in &op.args {
+            srcs.push((self.tile(*a)?, self.f.ty(*a).elem()));
+        }
         let dst = self.new_tile(op.results[0])?;
         let r = &op.regions[0];
         let (lo, hi) = (self.i64c(0), self.i64c(t.tile_len() as i64));
         self.dyn_loop(lo, hi, |g, i| {
-            let x = g.load_elem(src, se, i)?;
-            g.held.insert(r.params[0], Held::Val(x));
+            for ((src, se), p) in srcs.iter().zip(&r.params) {
+                let x = g.load_elem(*src, *se, i)?;
+                g.held.insert(*p, Held::Val(x));
+            }
             let Some(ys) = g.region_yield(r)? else {
                 return Err(err("`map` region does not yield"));
             };

@@ -262,7 +262,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A scalar conversion (the language converts scalars only).
-    fn cast(&self, from: Scalar, to: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+    pub(crate) fn cast(&self, from: Scalar, to: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         use inkwell::values::InstructionOpcode as I;
         if from == to {
             return Ok(x);

@@ -262,6 +262,22 @@ impl<'ctx> Gen<'ctx, '_> {
         let s = rt.elem();
         let sh = shape(&rt);
         match &op.kind {
+            OpKind::Fill(Fill::Iota(axis)) => {
+                let dst = self.new_tile(op.results[0])?;
+                let one_d = matches!(&rt, Type::Tile { shape, .. } if shape.len() == 1);
+                let cols = self.i64c(sh.1 as i64);
+                let (lo, hi) = (self.i64c(0), self.i64c(rt.tile_len() as i64));
+                let axis = *axis;
+                self.dyn_loop(lo, hi, |g, i| {
+                    let idx = match (one_d, axis) {
+                        (true, _) => i,
+                        (false, 0) => g.b.build_int_unsigned_div(i, cols, "row").map_err(be)?,
+                        _ => g.b.build_int_unsigned_rem(i, cols, "col").map_err(be)?,
+                    };
+                    let x = g.cast(Scalar::I64, s, idx.into())?;
+                    g.store_elem(dst, s, i, x)
+                })?;
+            }
             OpKind::Fill(fill) => {
                 let dst = self.new_tile(op.results[0])?;
                 let x = match fill {

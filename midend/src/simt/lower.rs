@@ -153,6 +153,14 @@ impl Lower<'_> {
         self.select(is_zero, zero, r, s)
     }
 
+    /// An `i32` value converted to `s`.
+    pub(super) fn cast_i32(&mut self, x: Value, s: Scalar) -> Value {
+        if s == Scalar::I32 {
+            return x;
+        }
+        self.emit1(OpKind::Cast(s), vec![x], Type::Scalar(s))
+    }
+
     pub(super) fn cmp(&mut self, k: CmpOp, a: Value, b: Value) -> Value {
         self.emit1(OpKind::Cmp(k), vec![a, b], Type::Scalar(Scalar::Bool))
     }

@@ -132,10 +132,22 @@ impl Lower<'_> {
             if f == Fill::Eye {
                 rep[0] = self.elemc(1.0, elem);
             }
+            if f == Fill::Iota(0) {
+                rep = (0..shape[0]).map(|i| self.elemc(i as f64, elem)).collect();
+            }
             return Ok(Lv::Vec { n: shape[0], elem, rep, dist: None });
         }
         let (rows, cols) = (shape[0], shape[1]);
         let mut regs = vec![x; (self.slots(rows) * cols) as usize];
+        if let Fill::Iota(axis) = f {
+            for s in 0..self.slots(rows) {
+                // Rows: this lane's row index of the slot; columns: the column, a constant.
+                let row = self.cast_i32(self.rows[s as usize], elem);
+                for c in 0..cols {
+                    regs[(s * cols + c) as usize] = if axis == 0 { row } else { self.elemc(c as f64, elem) };
+                }
+            }
+        }
         if f == Fill::Eye {
             let one = self.elemc(1.0, elem);
             for s in 0..self.slots(rows) {
@@ -517,33 +529,43 @@ impl Lower<'_> {
 
     /// `map(f, t)`: the region, inlined once per register.
     fn map_op(&mut self, op: &Op) -> Result<Lv, SimtError> {
-        let t = self.get(op.args[0])?;
         let r = &op.regions[0];
         let out_elem = self.src.ty(op.results[0]).elem();
-        let apply = |l: &mut Self, x: Value| -> Result<Value, SimtError> {
-            l.map.insert(r.params[0], Lv::Scalar(x));
-            let mut shared = 0;
-            match l.region_ops(r, &mut shared)? {
-                Some(ys) => Ok(ys[0]),
-                None => Err(err("`map` region does not yield")),
-            }
-        };
-        match t {
-            Lv::Mat { rows, cols, regs, .. } => {
-                let mut out = Vec::new();
-                for x in regs {
-                    out.push(apply(self, x)?);
+        // The operands' registers, position by position (one layout for one shape).
+        let mut regs: Vec<Vec<Value>> = Vec::new();
+        let mut shape = None;
+        for a in &op.args {
+            match self.get(*a)? {
+                Lv::Mat { rows, cols, regs: rs, .. } => {
+                    shape = Some((rows, cols, true));
+                    regs.push(rs);
                 }
-                Ok(Lv::Mat { rows, cols, elem: out_elem, regs: out })
-            }
-            Lv::Vec { n, rep, .. } => {
-                let mut out = Vec::new();
-                for x in rep {
-                    out.push(apply(self, x)?);
+                Lv::Vec { n, rep, .. } => {
+                    shape = Some((n, 0, false));
+                    regs.push(rep);
                 }
-                Ok(Lv::Vec { n, elem: out_elem, rep: out, dist: None })
+                _ => return Err(err("map of a non-tile")),
             }
-            _ => Err(err("map of a non-tile")),
         }
+        let Some((rows, cols, mat)) = shape else {
+            return Err(err("map without operands"));
+        };
+        let mut out = Vec::new();
+        for k in 0..regs[0].len() {
+            for (p, rs) in r.params.iter().zip(&regs) {
+                let x = *rs.get(k).ok_or_else(|| err("map operands of different layouts"))?;
+                self.map.insert(*p, Lv::Scalar(x));
+            }
+            let mut shared = 0;
+            match self.region_ops(r, &mut shared)? {
+                Some(ys) => out.push(ys[0]),
+                None => return Err(err("`map` region does not yield")),
+            }
+        }
+        Ok(if mat {
+            Lv::Mat { rows, cols, elem: out_elem, regs: out }
+        } else {
+            Lv::Vec { n: rows, elem: out_elem, rep: out, dist: None }
+        })
     }
 }

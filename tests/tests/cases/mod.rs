@@ -207,6 +207,16 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["Y"],
         ),
         case(
+            example("causal_softmax.tile"),
+            "causal_softmax",
+            vec![
+                ("S", random_uniform(3 * 29 * 29, 22), vec![3, 29, 29]),
+                ("P", vec![0.0; 3 * 29 * 29], vec![3, 29, 29]),
+            ],
+            vec![],
+            vec!["P"],
+        ),
+        case(
             example("colsum.tile"),
             "colsum",
             vec![("X", random_uniform(100 * 48, 21), vec![100, 48]), ("S", vec![0.0; 48], vec![48])],
@@ -214,6 +224,34 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["S"],
         ),
     ]
+}
+
+/// Masks: `iota` along both axes and of a vector, comparisons of tiles with tiles and
+/// scalars, `&&`, `||`, `!` and `where`, on partial tiles (rows past the array, more rows
+/// than lanes at 4 to 16 lanes).
+const MASKS_SRC: &str = "
+kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], t: T) grid(1) {
+    let a = A[0:40, 0:7];
+    let rows = tile<i32, 40, 7>::iota(0);
+    let cols = tile<i32, 40, 7>::iota(1);
+    let band = (cols <= rows && !(rows - cols > 5)) || a > t;
+    O[0:40, 0:7] = where(band, a * 2.0, where(a < 0.0, tile<T, 40, 7>::iota(0), -a));
+    let v = V[0:40];
+    W[0:40] = where(v >= t || tile<T, 40>::iota(0) < 3.0, v, tile<T, 40>::iota(0));
+}
+";
+
+/// The [`MASKS_SRC`] kernel on a 37x6 array (partial 40x7 tiles).
+pub(crate) fn masks() -> Vec<Case> {
+    let (m, n) = (37u64, 6u64);
+    let src = SourceSet::with_stdlib("masks.tile", MASKS_SRC);
+    let arrays = vec![
+        ("A", random_uniform((m * n) as usize, 41), vec![m, n]),
+        ("V", random_uniform(m as usize, 42), vec![m]),
+        ("O", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("W", vec![0.0; m as usize], vec![m]),
+    ];
+    vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W"]) }]
 }
 
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`

@@ -15,6 +15,7 @@ use tilec_tests::{
 mod edges;
 mod elementwise;
 mod linalg;
+mod masks;
 mod memory;
 mod programs;
 

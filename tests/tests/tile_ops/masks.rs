@@ -1,0 +1,123 @@
+//! Masks: `iota` index tiles, element-wise comparisons and logic on tiles, and `where`, on
+//! odd, partial and 1-D shapes, against plain f64 references.
+
+use super::*;
+
+/// `iota(0)` and `iota(1)` of 2-D tiles, `iota(0)` of vectors, as float and integer tiles.
+#[test]
+fn iota_gives_each_element_its_index() {
+    for elem in FLOATS {
+        for (r, c) in [(1, 1), (17, 5), (16, 16), (3, 77)] {
+            let src = format!(
+                "kernel k<T: float>(R: mut T[{r}, {c}], C: mut T[{r}, {c}], V: mut T[{c}], I: mut T[{r}, {c}]) grid(1) {{
+                    R[0:{r}, 0:{c}] = tile<T, {r}, {c}>::iota(0);
+                    C[0:{r}, 0:{c}] = tile<T, {r}, {c}>::iota(1);
+                    V[0:{c}] = tile<T, {c}>::iota(0);
+                    let i = tile<i32, {r}, {c}>::iota(1) * 2 - tile<i32, {r}, {c}>::iota(0);
+                    for p in 0..{r} {{
+                        for q in 0..{c} {{
+                            I[p, q] = i[p, q] as T;
+                        }}
+                    }}
+                }}"
+            );
+            let b = run(
+                &src,
+                "k",
+                vec![
+                    ("R", sentinel(elem, &[r, c])),
+                    ("C", sentinel(elem, &[r, c])),
+                    ("V", sentinel(elem, &[c])),
+                    ("I", sentinel(elem, &[r, c])),
+                ],
+            );
+            let ctx = format!("{elem:?} {r}x{c}");
+            let rows: Vec<f64> = (0..r * c).map(|k| (k / c) as f64).collect();
+            let cols: Vec<f64> = (0..r * c).map(|k| (k % c) as f64).collect();
+            assert_exact(&out(&b, "R"), &rows, &ctx);
+            assert_exact(&out(&b, "C"), &cols, &ctx);
+            assert_exact(&out(&b, "V"), &(0..c).map(|k| k as f64).collect::<Vec<_>>(), &ctx);
+            let want: Vec<f64> = (0..r * c).map(|k| 2.0 * (k % c) as f64 - (k / c) as f64).collect();
+            assert_exact(&out(&b, "I"), &want, &ctx);
+        }
+    }
+}
+
+/// Comparisons of tiles with tiles and with scalars, `&&`, `||`, `!` on masks, and `where`
+/// with tile and scalar branches, on a partial 17x13 tile over a 15x11 array.
+#[test]
+fn comparisons_logic_and_where_on_tiles() {
+    let (m, n, tr, tc) = (15usize, 11usize, 17usize, 13usize);
+    for elem in FLOATS {
+        let src = format!(
+            "kernel k<T: float>(A: T[M, N], B: T[M, N], O: mut T[M, N], P: mut T[M, N], Q: mut T[M], t: T) grid(1) {{
+                let a = A[0:{tr}, 0:{tc}];
+                let b = B[0:{tr}, 0:{tc}];
+                let lt = a < b;
+                let band = !(a >= t) || b == 0.5;
+                O[0:{tr}, 0:{tc}] = where(lt && band, a - b, where(a != b, b, 2.0));
+                P[0:{tr}, 0:{tc}] = where(tile<i32, {tr}, {tc}>::iota(1) > tile<i32, {tr}, {tc}>::iota(0), a, 0.0);
+                let v = A[0:{tr}, 0];
+                Q[0:{tr}] = where(v > t, tile<T, {tr}>::full(1.0), v * 2.0);
+            }}"
+        );
+        let mut rng = Rng::new(77);
+        let mut a: Vec<f64> = (0..m * n).map(|_| rng.int(0, 7) as f64 / 4.0 - 1.0).collect();
+        let b: Vec<f64> = (0..m * n).map(|_| rng.int(0, 7) as f64 / 4.0 - 1.0).collect();
+        a[3] = b[3]; // an equal pair
+        let t = 0.25;
+        let bd = run(
+            &src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("B", arr(elem, &b, &[m, n])),
+                ("O", sentinel(elem, &[m, n])),
+                ("P", sentinel(elem, &[m, n])),
+                ("Q", sentinel(elem, &[m])),
+                ("t", float(elem, t)),
+            ],
+        );
+        let (mut o, mut p) = (vec![0.0; m * n], vec![0.0; m * n]);
+        for i in 0..m {
+            for j in 0..n {
+                let (x, y) = (a[i * n + j], b[i * n + j]);
+                let band = x < t || y == 0.5; // `!(a >= t)` without NaNs
+                o[i * n + j] = if x < y && band {
+                    x - y
+                } else if x != y {
+                    y
+                } else {
+                    2.0
+                };
+                p[i * n + j] = if j > i { x } else { 0.0 };
+            }
+        }
+        let q: Vec<f64> = (0..m).map(|i| if a[i * n] > t { 1.0 } else { a[i * n] * 2.0 }).collect();
+        let ctx = format!("{elem:?}");
+        assert_exact(&out(&bd, "O"), &o, &ctx);
+        assert_exact(&out(&bd, "P"), &p, &ctx);
+        assert_exact(&out(&bd, "Q"), &q, &ctx);
+    }
+}
+
+/// `where` on scalars is a plain select; masks of different shapes are E0202.
+#[test]
+fn where_on_scalars_and_shape_errors() {
+    let src = "kernel k(A: f32[N], O: mut f32[N]) grid(N) {
+        let i = program_id(0);
+        O[i] = where(A[i] > 0.0, A[i], -A[i]);
+    }";
+    let a = [-1.5, 2.0, 0.0, -0.25];
+    let b = run(src, "k", vec![("A", arr(Scalar::F32, &a, &[4])), ("O", sentinel(Scalar::F32, &[4]))]);
+    assert_exact(&out(&b, "O"), &[1.5, 2.0, 0.0, 0.25], "abs via where");
+    let bad = "kernel k(A: f32[N, 16], O: mut f32[N, 16]) grid(1) {
+        let m = tile<i32, 16, 16>::iota(0) < tile<i32, 16, 8>::iota(1);
+        O[0:16, 0:16] = where(m, A[0:16, 0:16], 0.0);
+    }";
+    let set = SourceSet::with_stdlib("bad.tile", bad);
+    let (parsed, _) = set.parse();
+    let (_, diags) =
+        tilec_frontend::compile(&parsed.sources(), &tilec_frontend::Instances::All { fixed: HashMap::new() });
+    assert!(diags.iter().any(|d| d.code == "E0202"), "{diags:?}");
+}
