@@ -33,6 +33,8 @@ pub const BUILTINS: &[&str] = &[
     "max_axis",
     "min_axis",
     "where",
+    "argmax",
+    "argmin",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -101,6 +103,7 @@ impl FnBuilder<'_, '_> {
                 Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![s, b], ta, e.span))
             }
             "where" => self.where_(f, args, e, expect),
+            "argmax" | "argmin" => self.arg_reduce(f, args, e),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)

@@ -15,6 +15,7 @@ mod limits;
 mod masks;
 mod memops;
 mod places;
+mod scans;
 pub mod semantic;
 mod stmt;
 mod types;

@@ -227,10 +227,10 @@ pub(crate) fn examples() -> Vec<Case> {
 }
 
 /// Masks: `iota` along both axes and of a vector, comparisons of tiles with tiles and
-/// scalars, `&&`, `||`, `!` and `where`, on partial tiles (rows past the array, more rows
+/// scalars, `&&`, `||`, `!`, `where`, `argmax` and `argmin`, on partial tiles (rows past the array, more rows
 /// than lanes at 4 to 16 lanes).
 const MASKS_SRC: &str = "
-kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], t: T) grid(1) {
+kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], t: T) grid(1) {
     let a = A[0:40, 0:7];
     let rows = tile<i32, 40, 7>::iota(0);
     let cols = tile<i32, 40, 7>::iota(1);
@@ -238,6 +238,17 @@ kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], t: T) g
     O[0:40, 0:7] = where(band, a * 2.0, where(a < 0.0, tile<T, 40, 7>::iota(0), -a));
     let v = V[0:40];
     W[0:40] = where(v >= t || tile<T, 40>::iota(0) < 3.0, v, tile<T, 40>::iota(0));
+    let rmax = argmax(a, 1);
+    let cmin = argmin(a, 0);
+    for i in 0..40 {
+        X[i] = rmax[i] as T;
+    }
+    for j in 0..7 {
+        X[40 + j] = cmin[j] as T;
+    }
+    X[47] = argmax(a) as T;
+    X[48] = argmin(v) as T;
+    X[49] = argmax(A[0:40, 0:7] * 0.0) as T;
 }
 ";
 
@@ -250,8 +261,9 @@ pub(crate) fn masks() -> Vec<Case> {
         ("V", random_uniform(m as usize, 42), vec![m]),
         ("O", vec![0.0; (m * n) as usize], vec![m, n]),
         ("W", vec![0.0; m as usize], vec![m]),
+        ("X", vec![0.0; 50], vec![50]),
     ];
-    vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W"]) }]
+    vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W", "X"]) }]
 }
 
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`

@@ -121,3 +121,78 @@ fn where_on_scalars_and_shape_errors() {
         tilec_frontend::compile(&parsed.sources(), &tilec_frontend::Instances::All { fixed: HashMap::new() });
     assert!(diags.iter().any(|d| d.code == "E0202"), "{diags:?}");
 }
+
+/// `argmax`/`argmin` of a whole tile and along both axes: ties give the first index, a NaN
+/// wins (NumPy's rule), on a 5x7 tile and a vector.
+#[test]
+fn argmax_and_argmin_take_the_first_index() {
+    let (r, c) = (5usize, 7usize);
+    for elem in FLOATS {
+        let src = format!(
+            "kernel k<T: float>(A: T[{r}, {c}], V: T[{c}], S: mut i32[6], R: mut i32[{r}], C: mut i32[{c}], R2: mut i32[{r}], C2: mut i32[{c}]) grid(1) {{
+                let a = A[0:{r}, 0:{c}];
+                let v = V[0:{c}];
+                S[0] = argmax(a);
+                S[1] = argmin(a);
+                S[2] = argmax(v);
+                S[3] = argmin(v);
+                S[4] = argmax(tile<T, {r}, {c}>::full(2.0));
+                S[5] = argmin(-a);
+                R[0:{r}] = argmax(a, 1);
+                C[0:{c}] = argmax(a, 0);
+                R2[0:{r}] = argmin(a, 1);
+                C2[0:{c}] = argmin(a, 0);
+            }}"
+        );
+        let mut rng = Rng::new(5);
+        let mut a: Vec<f64> = (0..r * c).map(|_| rng.int(-3, 3) as f64).collect();
+        a[2 * c + 4] = f64::NAN; // row 2, column 4
+        let v: Vec<f64> = vec![1.0, 4.0, -2.0, 4.0, -2.0, 0.0, 3.0];
+        let i = |shape: &[usize]| {
+            ArgValue::Array(
+                HostArray::zeros(Scalar::I32, &shape.iter().map(|&d| d as u64).collect::<Vec<_>>()).expect("zeros"),
+            )
+        };
+        let b = run(
+            &src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[r, c])),
+                ("V", arr(elem, &v, &[c])),
+                ("S", i(&[6])),
+                ("R", i(&[r])),
+                ("C", i(&[c])),
+                ("R2", i(&[r])),
+                ("C2", i(&[c])),
+            ],
+        );
+        // NumPy's argmax/argmin: the first extreme, a NaN counting as the extreme.
+        let first = |xs: &[f64], better: &dyn Fn(f64, f64) -> bool| -> f64 {
+            let mut best = 0;
+            for (k, x) in xs.iter().enumerate() {
+                if xs[best].is_nan() {
+                    break;
+                }
+                if x.is_nan() || better(*x, xs[best]) {
+                    best = k;
+                }
+            }
+            best as f64
+        };
+        let gt = |x: f64, y: f64| x > y;
+        let lt = |x: f64, y: f64| x < y;
+        let neg: Vec<f64> = a.iter().map(|x| -x).collect();
+        let s = [first(&a, &gt), first(&a, &lt), first(&v, &gt), first(&v, &lt), 0.0, first(&neg, &lt)];
+        let rows =
+            |f: &dyn Fn(f64, f64) -> bool| -> Vec<f64> { (0..r).map(|i| first(&a[i * c..(i + 1) * c], f)).collect() };
+        let cols = |f: &dyn Fn(f64, f64) -> bool| -> Vec<f64> {
+            (0..c).map(|j| first(&(0..r).map(|i| a[i * c + j]).collect::<Vec<_>>(), f)).collect()
+        };
+        let ctx = format!("{elem:?}");
+        assert_exact(&out(&b, "S"), &s, &ctx);
+        assert_exact(&out(&b, "R"), &rows(&gt), &ctx);
+        assert_exact(&out(&b, "C"), &cols(&gt), &ctx);
+        assert_exact(&out(&b, "R2"), &rows(&lt), &ctx);
+        assert_exact(&out(&b, "C2"), &cols(&lt), &ctx);
+    }
+}

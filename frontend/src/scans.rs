@@ -1,0 +1,104 @@
+//! Index reductions, `argmax` and `argmin` on float tiles, lowered to operations every backend
+//! has: the reduction (`max`/`min`, whole or along an axis), a mask of the elements equal to
+//! it (or NaN), `iota` index tiles (`masks.rs`), and a `min` reduction of the masked indices.
+
+use crate::builder::FnBuilder;
+use crate::errors;
+use crate::expr::Ev;
+use tilec_grammar::ast::{Expr, Ident};
+use tilec_grammar::span::Span;
+use tilec_midend::{BinOp, CmpOp, Const, Fill, OpKind, Reduce, Scalar, Type, Value};
+
+impl FnBuilder<'_, '_> {
+    /// The float tile argument of `f` and its optional constant axis (`None`: the whole tile).
+    fn tile_and_axis(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Option<(Value, Scalar, Vec<u32>, Option<u8>)> {
+        if args.is_empty() || args.len() > 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+            return None;
+        }
+        let v = self.value(&args[0], None)?;
+        let t = self.ty(v);
+        let Type::Tile { elem, shape } = t.clone() else {
+            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+            return None;
+        };
+        if !elem.is_float() {
+            self.error(errors::math_operand(args[0].span, &f.name, &t));
+            return None;
+        }
+        let axis = match args.get(1) {
+            None => None,
+            Some(a) => match self.const_eval(a) {
+                Ok(Const::Int(x, _)) if (0..2).contains(&x) && shape.len() == 2 => Some(x as u8),
+                _ => {
+                    self.error(errors::reduce_axis(a.span, shape.len()));
+                    return None;
+                }
+            },
+        };
+        Some((v, elem, shape, axis))
+    }
+
+    fn fill_tile(&mut self, fill: Fill, x: Option<Value>, elem: Scalar, shape: &[u32], span: Span) -> Value {
+        let ty = Type::Tile { elem, shape: shape.to_vec() };
+        self.emit1(OpKind::Fill(fill), x.into_iter().collect(), ty, span)
+    }
+
+    /// `argmax(t)`, `argmin(t)`: the row-major index (`i32`) of the first largest / smallest
+    /// element, or of the first NaN (as NumPy); `argmax(t, axis)`, `argmin(t, axis)`: the
+    /// index along `axis` of each column (`axis` 0) or row (`axis` 1), a `tile<i32, ..>`.
+    pub(crate) fn arg_reduce(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        let Some((t, elem, shape, axis)) = self.tile_and_axis(f, args, e) else {
+            return Ev::Err;
+        };
+        let span = e.span;
+        let k = if f.name == "argmax" { Reduce::Max } else { Reduce::Min };
+        // The extreme of the tile, or of each row or column, beside every element.
+        let (m, idx, sentinel) = match axis {
+            None => {
+                let m = self.emit1(OpKind::Reduce(k, None), vec![t], Type::Scalar(elem), span);
+                let idx = if shape.len() == 1 {
+                    self.fill_tile(Fill::Iota(0), None, Scalar::I32, &shape, span)
+                } else {
+                    let r = self.fill_tile(Fill::Iota(0), None, Scalar::I32, &shape, span);
+                    let c = self.fill_tile(Fill::Iota(1), None, Scalar::I32, &shape, span);
+                    let cols = self.constant(Const::Int(shape[1] as i64, Scalar::I32), span);
+                    let ty = Type::Tile { elem: Scalar::I32, shape: shape.clone() };
+                    let rc = self.emit1(OpKind::Bin(BinOp::Mul), vec![r, cols], ty.clone(), span);
+                    self.emit1(OpKind::Bin(BinOp::Add), vec![rc, c], ty, span)
+                };
+                (m, idx, shape.iter().product::<u32>())
+            }
+            Some(a) => {
+                let other = shape[1 - a as usize];
+                let red = Type::Tile { elem, shape: vec![other] };
+                let m = self.emit1(OpKind::Reduce(k, Some(a)), vec![t], red, span);
+                let one = self.constant(Const::Float(1.0, elem), span);
+                let ones = self.fill_tile(Fill::Full, Some(one), elem, &[shape[a as usize]], span);
+                let (u, v) = if a == 1 { (m, ones) } else { (ones, m) };
+                let ty = Type::Tile { elem, shape: shape.clone() };
+                let mb = self.emit1(OpKind::Outer, vec![u, v], ty, span);
+                let idx = self.fill_tile(Fill::Iota(a), None, Scalar::I32, &shape, span);
+                (mb, idx, shape[a as usize])
+            }
+        };
+        // Where an element is the extreme (or NaN), its index; elsewhere past the last index.
+        let hit = self.map_elementwise(&[t, m], Scalar::Bool, span, |g, x| {
+            let b = Type::Scalar(Scalar::Bool);
+            let eq = g.emit1(OpKind::Cmp(CmpOp::Eq), vec![x[0], x[1]], b.clone(), span);
+            let nan = g.emit1(OpKind::Cmp(CmpOp::Ne), vec![x[0], x[0]], b.clone(), span);
+            g.emit1(OpKind::Bin(BinOp::Or), vec![eq, nan], b, span)
+        });
+        let past = self.constant(Const::Int(sentinel as i64, Scalar::I32), span);
+        let sel = self.map_elementwise(&[hit, idx, past], Scalar::I32, span, |g, x| {
+            g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(Scalar::I32), span)
+        });
+        Ev::Val(match axis {
+            None => self.emit1(OpKind::Reduce(Reduce::Min, None), vec![sel], Type::Scalar(Scalar::I32), span),
+            Some(a) => {
+                let ty = Type::Tile { elem: Scalar::I32, shape: vec![shape[1 - a as usize]] };
+                self.emit1(OpKind::Reduce(Reduce::Min, Some(a)), vec![sel], ty, span)
+            }
+        })
+    }
+}
