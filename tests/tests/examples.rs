@@ -7,8 +7,17 @@ use tilec_runtime::{random_spd, random_uniform, ArgValue, HostArray};
 use tilec_tests::{cholesky_f64, max_rel_err};
 
 /// The examples this file runs; `every_example_is_run` checks it against the folder.
-const RUN: &[&str] =
-    &["causal_softmax.tile", "cholesky.tile", "colsum.tile", "gemm.tile", "potrs.tile", "softmax.tile", "trsm.tile"];
+const RUN: &[&str] = &[
+    "attention.tile",
+    "causal_softmax.tile",
+    "cholesky.tile",
+    "colsum.tile",
+    "gemm.tile",
+    "layer_norm.tile",
+    "potrs.tile",
+    "softmax.tile",
+    "trsm.tile",
+];
 
 fn source(name: &str) -> SourceSet {
     let path = format!("{}/../examples/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -206,6 +215,87 @@ fn causal_softmax_example_masks_the_upper_triangle() {
                         assert!(
                             (g - want).abs() <= tol(elem) * want.max(1e-3),
                             "{elem:?} n={n} [{m}, {i}, {j}]: {g} vs {want}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Layer norm of 37 rows (a partial last block of 16), against an f64 reference.
+#[test]
+fn layer_norm_example_matches_reference() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let m = 37usize;
+        let x = rounded(elem, &random_uniform(m * 64, 12).iter().map(|v| v * 3.0 + 1.0).collect::<Vec<_>>());
+        let g = rounded(elem, &random_uniform(64, 13));
+        let bt = rounded(elem, &random_uniform(64, 14));
+        let eps = 1e-5;
+        let got = run(
+            "layer_norm.tile",
+            "layer_norm64",
+            vec![
+                ("X", arr(elem, &x, &[m as u64, 64])),
+                ("G", arr(elem, &g, &[64])),
+                ("Bt", arr(elem, &bt, &[64])),
+                ("Y", arr(elem, &vec![0.0; m * 64], &[m as u64, 64])),
+                ("eps", ArgValue::Scalar(Const::Float(eps, elem))),
+            ],
+            "Y",
+        );
+        for r in 0..m {
+            let row = &x[r * 64..(r + 1) * 64];
+            let mean = row.iter().sum::<f64>() / 64.0;
+            let var = row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 64.0;
+            for c in 0..64 {
+                let want = (row[c] - mean) / (var + eps).sqrt() * g[c] + bt[c];
+                let d = (got[r * 64 + c] - want).abs();
+                assert!(d <= tol(elem) * want.abs().max(1.0), "{elem:?} ({r}, {c}): {} vs {want}", got[r * 64 + c]);
+            }
+        }
+    }
+}
+
+/// Attention with and without the causal mask, for sequences of 29 and 1, against f64.
+#[test]
+fn attention_example_matches_reference() {
+    let d = 16usize;
+    for elem in [Scalar::F32, Scalar::F64] {
+        for (n, causal) in [(29usize, 0.0), (29, 1.0), (1, 1.0)] {
+            let b = 2usize;
+            let gen = |seed| rounded(elem, &random_uniform(b * n * d, seed));
+            let (q, k, v) = (gen(51), gen(52), gen(53));
+            let shape = [b as u64, n as u64, d as u64];
+            let scale = 0.25;
+            let got = run(
+                "attention.tile",
+                "attention",
+                vec![
+                    ("Q", arr(elem, &q, &shape)),
+                    ("K", arr(elem, &k, &shape)),
+                    ("V", arr(elem, &v, &shape)),
+                    ("O", arr(elem, &vec![0.0; b * n * d], &shape)),
+                    ("scale", ArgValue::Scalar(Const::Float(scale, elem))),
+                    ("causal", ArgValue::Scalar(Const::Float(causal, elem))),
+                ],
+                "O",
+            );
+            for m in 0..b {
+                let at = |x: &[f64], i: usize, j: usize| x[(m * n + i) * d + j];
+                for i in 0..n {
+                    let keys = if causal > 0.0 { i + 1 } else { n };
+                    let s: Vec<f64> =
+                        (0..keys).map(|j| (0..d).map(|c| at(&q, i, c) * at(&k, j, c)).sum::<f64>() * scale).collect();
+                    let mx = s.iter().copied().fold(f64::MIN, f64::max);
+                    let e: Vec<f64> = s.iter().map(|x| (x - mx).exp()).collect();
+                    let z: f64 = e.iter().sum();
+                    for c in 0..d {
+                        let want = (0..keys).map(|j| e[j] * at(&v, j, c)).sum::<f64>() / z;
+                        let g = got[(m * n + i) * d + c];
+                        assert!(
+                            (g - want).abs() <= tol(elem) * want.abs().max(1.0),
+                            "{elem:?} n={n} causal={causal} [{m}, {i}, {c}]: {g} vs {want}"
                         );
                     }
                 }

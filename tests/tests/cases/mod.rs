@@ -207,6 +207,30 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["Y"],
         ),
         case(
+            example("layer_norm.tile"),
+            "layer_norm64",
+            vec![
+                ("X", random_uniform(20 * 64, 23), vec![20, 64]),
+                ("G", random_uniform(64, 24), vec![64]),
+                ("Bt", random_uniform(64, 25), vec![64]),
+                ("Y", vec![0.0; 20 * 64], vec![20, 64]),
+            ],
+            vec![("eps", 1e-5)],
+            vec!["Y"],
+        ),
+        case(
+            example("attention.tile"),
+            "attention",
+            vec![
+                ("Q", random_uniform(2 * 29 * 16, 26), vec![2, 29, 16]),
+                ("K", random_uniform(2 * 29 * 16, 27), vec![2, 29, 16]),
+                ("V", random_uniform(2 * 29 * 16, 28), vec![2, 29, 16]),
+                ("O", vec![0.0; 2 * 29 * 16], vec![2, 29, 16]),
+            ],
+            vec![("scale", 0.25), ("causal", 1.0)],
+            vec!["O"],
+        ),
+        case(
             example("causal_softmax.tile"),
             "causal_softmax",
             vec![
