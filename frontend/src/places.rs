@@ -35,15 +35,41 @@ fn same_expr(a: &Expr, b: &Expr) -> bool {
 }
 
 impl FnBuilder<'_, '_> {
-    /// The static extent of the slice `lo:hi`: both constant, or `hi` written as `lo + K`.
+    /// An expression as a base plus a constant offset: `x + 16` is `(x, 16)`, `(k + 1) + 32`
+    /// is `(k, 33)`, `x - 2` is `(x, -2)`, anything else `(e, 0)`.
+    fn split_offset<'e>(&mut self, e: &'e Expr) -> (&'e Expr, i64) {
+        let konst = |b: &mut Self, x: &Expr| match b.const_eval(x) {
+            Ok(Const::Int(v, _)) => Some(v),
+            _ => None,
+        };
+        match &e.kind {
+            ExprKind::Binary(op @ (BinOp::Add | BinOp::Sub), a, c) => {
+                if let Some(v) = konst(self, c) {
+                    let (base, off) = self.split_offset(a);
+                    let v = if *op == BinOp::Add { v } else { v.saturating_neg() };
+                    return (base, off.saturating_add(v));
+                }
+                if *op == BinOp::Add {
+                    if let Some(v) = konst(self, a) {
+                        let (base, off) = self.split_offset(c);
+                        return (base, off.saturating_add(v));
+                    }
+                }
+                (e, 0)
+            }
+            _ => (e, 0),
+        }
+    }
+
+    /// The static extent of the slice `lo:hi`: both constant, or both the same expression plus
+    /// constants (`k0 : k0 + 16`, `k + 1 : k + 33`).
     fn slice_extent(&mut self, lo: &Expr, hi: &Expr) -> Option<u32> {
         let k = match (self.const_eval(lo), self.const_eval(hi)) {
             (Ok(a), Ok(b)) => Some(b.as_i64() - a.as_i64()),
-            _ => match &hi.kind {
-                ExprKind::Binary(BinOp::Add, x, k) if same_expr(x, lo) => self.const_eval(k).ok().map(|c| c.as_i64()),
-                ExprKind::Binary(BinOp::Add, k, x) if same_expr(x, lo) => self.const_eval(k).ok().map(|c| c.as_i64()),
-                _ => None,
-            },
+            _ => {
+                let ((bl, ol), (bh, oh)) = (self.split_offset(lo), self.split_offset(hi));
+                same_expr(bl, bh).then(|| oh.saturating_sub(ol))
+            }
         };
         match k {
             Some(k) if (1..=4096).contains(&k) => Some(k as u32),

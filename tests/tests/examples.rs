@@ -14,6 +14,7 @@ const RUN: &[&str] = &[
     "colsum.tile",
     "gemm.tile",
     "layer_norm.tile",
+    "lu.tile",
     "potrs.tile",
     "softmax.tile",
     "trsm.tile",
@@ -298,6 +299,43 @@ fn attention_example_matches_reference() {
                             "{elem:?} n={n} causal={causal} [{m}, {i}, {c}]: {g} vs {want}"
                         );
                     }
+                }
+            }
+        }
+    }
+}
+
+/// Batched LU without pivoting on diagonally dominant 29x29, 32x32 and 1x1 matrices, against
+/// an f64 Doolittle factorization.
+#[test]
+fn lu_example_factors_without_pivoting() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        for n in [29usize, 32, 1] {
+            let b = 3usize;
+            let mut a = random_uniform(b * n * n, 61);
+            for m in 0..b {
+                for i in 0..n {
+                    a[(m * n + i) * n + i] += n as f64; // diagonally dominant: no pivoting needed
+                }
+            }
+            let a = rounded(elem, &a);
+            let shape = [b as u64, n as u64, n as u64];
+            let got = run("lu.tile", "lu_batched", vec![("A", arr(elem, &a, &shape))], "A");
+            for m in 0..b {
+                let mut w: Vec<f64> = a[m * n * n..(m + 1) * n * n].to_vec();
+                for k in 0..n {
+                    for i in k + 1..n {
+                        w[i * n + k] /= w[k * n + k];
+                        for j in k + 1..n {
+                            w[i * n + j] -= w[i * n + k] * w[k * n + j];
+                        }
+                    }
+                }
+                for (e, (g, want)) in got[m * n * n..(m + 1) * n * n].iter().zip(&w).enumerate() {
+                    assert!(
+                        (g - want).abs() <= tol(elem) * want.abs().max(1.0),
+                        "{elem:?} n={n} [{m}] element {e}: {g} vs {want}"
+                    );
                 }
             }
         }

@@ -206,6 +206,7 @@ pub(crate) fn examples() -> Vec<Case> {
             vec![],
             vec!["Y"],
         ),
+        case(example("lu.tile"), "lu_batched", vec![("A", lu_input(3, 29), vec![3, 29, 29])], vec![], vec!["A"]),
         case(
             example("layer_norm.tile"),
             "layer_norm64",
@@ -248,6 +249,17 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["S"],
         ),
     ]
+}
+
+/// Diagonally dominant matrices, which LU factors without pivoting.
+fn lu_input(b: usize, n: usize) -> Vec<f64> {
+    let mut a = random_uniform(b * n * n, 62);
+    for m in 0..b {
+        for i in 0..n {
+            a[(m * n + i) * n + i] += n as f64;
+        }
+    }
+    a
 }
 
 /// Masks: `iota` along both axes and of a vector, comparisons of tiles with tiles and
