@@ -207,15 +207,7 @@ impl FnBuilder<'_, '_> {
     }
 
     fn elementwise2(&mut self, k: ir::BinOp, a: &Expr, b: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
-        let (va, vb) = if crate::expr::is_literal(a) {
-            let vb = self.value(b, expect);
-            let h = vb.map(|v| self.ty(v).elem()).or(expect);
-            (self.value(a, h), vb)
-        } else {
-            let va = self.value(a, expect);
-            let h = va.map(|v| self.ty(v).elem()).or(expect);
-            (va, self.value(b, h))
-        };
+        let (va, vb) = self.operand_pair(a, b, expect);
         let (Some(va), Some(vb)) = (va, vb) else {
             return Ev::Err;
         };

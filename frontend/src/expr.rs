@@ -205,6 +205,25 @@ impl FnBuilder<'_, '_> {
         Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
     }
 
+    /// Checks two operands that share an element type: the non-literal one first, so that a
+    /// bare literal takes its element type (`x * 2.0` with `x: f64`).
+    pub(crate) fn operand_pair(
+        &mut self,
+        a: &Expr,
+        b: &Expr,
+        expect: Option<Scalar>,
+    ) -> (Option<Value>, Option<Value>) {
+        if is_literal(a) && !is_literal(b) {
+            let vb = self.value(b, expect);
+            let hint = vb.map(|v| self.ty(v).elem()).or(expect);
+            (self.value(a, hint), vb)
+        } else {
+            let va = self.value(a, expect);
+            let hint = va.map(|v| self.ty(v).elem()).or(expect);
+            (va, self.value(b, hint))
+        }
+    }
+
     /// Names visible in this body, for "did you mean" suggestions.
     pub(crate) fn names_in_scope(&self) -> Vec<String> {
         let mut v: Vec<String> = self.cx.program.consts.keys().cloned().collect();
@@ -216,16 +235,7 @@ impl FnBuilder<'_, '_> {
     fn binary(&mut self, op: BinOp, a: &Expr, b: &Expr, e: &Expr, expect: Option<Scalar>) -> Ev {
         let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
         let expect = if cmp || matches!(op, BinOp::And | BinOp::Or) { None } else { expect };
-        // The non-literal operand is checked first so that a literal takes its element type.
-        let (va, vb) = if is_literal(a) && !is_literal(b) {
-            let vb = self.value(b, expect);
-            let hint = vb.map(|v| self.ty(v).elem()).or(expect);
-            (self.value(a, hint), vb)
-        } else {
-            let va = self.value(a, expect);
-            let hint = va.map(|v| self.ty(v).elem()).or(expect);
-            (va, self.value(b, hint))
-        };
+        let (va, vb) = self.operand_pair(a, b, expect);
         let (Some(va), Some(vb)) = (va, vb) else {
             return Ev::Err;
         };

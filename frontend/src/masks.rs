@@ -76,15 +76,7 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         }
         let c = self.value(&args[0], None);
-        let (a, b) = if crate::expr::is_literal(&args[1]) {
-            let b = self.value(&args[2], expect);
-            let h = b.map(|v| self.ty(v).elem()).or(expect);
-            (self.value(&args[1], h), b)
-        } else {
-            let a = self.value(&args[1], expect);
-            let h = a.map(|v| self.ty(v).elem()).or(expect);
-            (a, self.value(&args[2], h))
-        };
+        let (a, b) = self.operand_pair(&args[1], &args[2], expect);
         let (Some(c), Some(a), Some(b)) = (c, a, b) else {
             return Ev::Err;
         };

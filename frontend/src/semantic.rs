@@ -207,7 +207,7 @@ impl Analysis {
         let mut out = Vec::new();
         for p in self.unreachable.iter().filter(|p| p.source.is_none()) {
             out.push(
-                warning("W0104", "unreachable statement".to_string())
+                Diagnostic::warning("W0104", "unreachable statement".to_string())
                     .label(p.span, "this comes after a `return` and never runs")
                     .help("remove it, or move the `return` after it"),
             );
@@ -225,11 +225,11 @@ impl Analysis {
             }
             let w = match d.kind {
                 DefKind::Local | DefKind::LoopVar if d.writes > 0 => {
-                    warning("W0101", format!("variable `{}` is assigned but never read", d.name))
+                    Diagnostic::warning("W0101", format!("variable `{}` is assigned but never read", d.name))
                         .label(d.at.span, "assigned here and later, never read")
                 }
                 DefKind::Local | DefKind::LoopVar => {
-                    let mut w = warning("W0101", format!("unused variable `{}`", d.name));
+                    let mut w = Diagnostic::warning("W0101", format!("unused variable `{}`", d.name));
                     match d.shadows_in_loop {
                         Some(outer) => {
                             w = w
@@ -257,7 +257,7 @@ impl Analysis {
                     }
                     w
                 }
-                DefKind::Param => warning("W0102", format!("unused parameter `{}`", d.name))
+                DefKind::Param => Diagnostic::warning("W0102", format!("unused parameter `{}`", d.name))
                     .label(d.at.span, "never read")
                     .help(format!("if this is intentional, prefix it with an underscore: `_{}`", d.name))
                     .suggest("prefix it with an underscore", d.at.span, format!("_{}", d.name)),
@@ -287,7 +287,7 @@ pub fn registers_per_lane(t: &Type, lanes: u64) -> Option<u64> {
 fn register_warning(d: &Def) -> Option<Diagnostic> {
     let (t, regs) = d.types.iter().filter_map(|t| Some((t, registers_per_lane(t, GPU_LANES)?))).max_by_key(|x| x.1)?;
     (regs > GPU_REGISTER_LIMIT).then(|| {
-        warning(
+        Diagnostic::warning(
             "W0103",
             format!("`{}` is a {t} register tile: {regs} registers per lane on a {GPU_LANES}-lane GPU", d.name),
         )
@@ -295,10 +295,6 @@ fn register_warning(d: &Def) -> Option<Diagnostic> {
         .note("on GPU targets it spills to local memory and runs far slower; the CPU target is not affected")
         .help("use smaller tiles (loop over 16x16 or 32x32 blocks), or a shared array (`shared<T, R, C>::zeros()`)")
     })
-}
-
-fn warning(code: &'static str, message: String) -> Diagnostic {
-    Diagnostic::warning(code, message)
 }
 
 /// The text of a written type, for details (`f32[B, N, N]`, `tile<T, 16, 16>`).

@@ -228,6 +228,12 @@ pub struct Lexed {
     pub errors: Vec<(usize, usize, LexError)>,
 }
 
+/// The reserved words (docs/language.md §1): none of them can name anything.
+pub const KEYWORDS: &[&str] = &[
+    "fn", "kernel", "let", "const", "for", "in", "step", "while", "if", "else", "return", "import", "mut", "tile",
+    "shared", "grid", "block", "flops", "as", "true", "false",
+];
+
 /// Lexes a whole file. Never fails: bad characters are recorded and skipped.
 pub fn lex(src: &str) -> Lexed {
     let mut out = Lexed::default();
@@ -248,4 +254,16 @@ pub fn lex(src: &str) -> Lexed {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_keyword_is_reserved() {
+        for k in super::KEYWORDS {
+            let lexed = super::lex(k);
+            assert_eq!(lexed.tokens.len(), 1, "{k}");
+            assert!(!matches!(lexed.tokens[0].1, super::Tok::Ident(_)), "`{k}` lexes as an identifier");
+        }
+    }
 }

@@ -207,6 +207,17 @@ impl Lints {
         self.found.append(&mut c.warnings);
         Ok(c)
     }
+
+    /// Every kernel instance of `src` (type parameters not in `fixed` take every type their
+    /// bound allows), verified, under a GPU target's `limits`: the module the GPU builds use.
+    pub(crate) fn gpu_module(
+        &mut self,
+        src: &SourceSet,
+        fixed: &HashMap<String, GenericArg>,
+        limits: TargetLimits,
+    ) -> Result<tilec_midend::Module, Fail> {
+        Ok(self.compile(src, &Instances::All { fixed: fixed.clone() }, true, None, limits).map_err(program)?.module)
+    }
 }
 
 /// An error that ends a command: diagnostics with their exit code.

@@ -1,13 +1,13 @@
 //! GPU targets of the driver: `build --target spirv` (SPIR-V modules, their disassembly, or
 //! the SIMT form) and `run --target vulkan`.
 
-use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
+use crate::cli::{instance_path, usage, write_out, Emit, Fail};
 use crate::SourceSet;
 use rspirv::binary::Disassemble;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::GenericArg;
 use tilec_midend::simt::{lower_kernel, SimtKernel};
 use tilec_midend::{Kernel, Module};
 
@@ -34,10 +34,7 @@ pub(crate) fn spirv_report(
     out: &mut dyn Write,
     lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    let m = lints
-        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::VULKAN)
-        .map_err(program)?
-        .module;
+    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::VULKAN)?;
     for k in &m.kernels {
         let t = std::time::Instant::now();
         let (_, spv) = spirv_kernel(&m, k, lanes, &tilec_codegen_spirv::SpirvOptions::default())?;
@@ -91,10 +88,7 @@ pub(crate) fn build_spirv(
     out: &mut dyn Write,
     lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    let m = lints
-        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::VULKAN)
-        .map_err(program)?
-        .module;
+    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::VULKAN)?;
     let mut text = String::new();
     let several = m.kernels.len() > 1;
     for k in &m.kernels {

@@ -2,13 +2,13 @@
 //! `--report`: registers per lane, spill bytes and shared memory of each kernel from
 //! `ptxas -v`, pointing at the kernel in the source.
 
-use crate::cli::{instance_path, program, usage, write_out, Emit, Fail};
+use crate::cli::{instance_path, usage, write_out, Emit, Fail};
 use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::GenericArg;
 use tilec_midend::simt::lower_kernel;
 use tilec_midend::{Kernel, Module};
 
@@ -106,10 +106,7 @@ pub(crate) fn build_ptx(
     out: &mut dyn Write,
     lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    let m = lints
-        .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, tilec_frontend::TargetLimits::CUDA)
-        .map_err(program)?
-        .module;
+    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::CUDA)?;
     let tool = if report {
         Some(find_ptxas().ok_or_else(|| {
             usage(

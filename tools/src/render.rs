@@ -20,6 +20,19 @@ fn line_col(src: &str, off: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The position fields of a span in JSON: byte offsets, and 1-based lines and columns of both
+/// ends; `extra` adds the other fields.
+fn span_json(text: &str, span: tilec_grammar::span::Span, extra: serde_json::Value) -> serde_json::Value {
+    let (line, col) = line_col(text, span.start as usize);
+    let (end_line, end_col) = line_col(text, span.end as usize);
+    let mut v = serde_json::json!({"start": span.start, "end": span.end, "line": line, "column": col,
+        "end_line": end_line, "end_column": end_col});
+    if let (Some(m), serde_json::Value::Object(e)) = (v.as_object_mut(), extra) {
+        m.extend(e);
+    }
+    v
+}
+
 /// Renders every diagnostic against the source it points into.
 pub fn render_diagnostics(diags: &[Diagnostic], src: &SourceSet, format: ErrorFormat, color: bool) -> String {
     let mut out = String::new();
@@ -28,25 +41,13 @@ pub fn render_diagnostics(diags: &[Diagnostic], src: &SourceSet, format: ErrorFo
         match format {
             ErrorFormat::Human => out.push_str(&d.render(&name, text, color)),
             ErrorFormat::Json => {
-                let labels: Vec<serde_json::Value> = d
-                    .labels
-                    .iter()
-                    .map(|l| {
-                        let (line, col) = line_col(text, l.span.start as usize);
-                        let (end_line, end_col) = line_col(text, l.span.end as usize);
-                        serde_json::json!({"start": l.span.start, "end": l.span.end, "line": line, "column": col,
-                            "end_line": end_line, "end_column": end_col, "text": l.text})
-                    })
-                    .collect();
+                let labels: Vec<serde_json::Value> =
+                    d.labels.iter().map(|l| span_json(text, l.span, serde_json::json!({"text": l.text}))).collect();
                 let suggestions: Vec<serde_json::Value> = d
                     .suggestions
                     .iter()
                     .map(|s| {
-                        let (line, col) = line_col(text, s.span.start as usize);
-                        let (end_line, end_col) = line_col(text, s.span.end as usize);
-                        serde_json::json!({"message": s.message, "start": s.span.start, "end": s.span.end,
-                            "line": line, "column": col, "end_line": end_line, "end_column": end_col,
-                            "replacement": s.replacement})
+                        span_json(text, s.span, serde_json::json!({"message": s.message, "replacement": s.replacement}))
                     })
                     .collect();
                 let v = serde_json::json!({

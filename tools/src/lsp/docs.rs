@@ -71,14 +71,8 @@ pub(crate) const CONSTRUCTORS: &[(&str, &str)] = &[
     ("full", "`::full(x)`: every element `x`, a scalar of type `T`"),
 ];
 
-/// Keywords of the language.
-pub(crate) const KEYWORDS: &[&str] = &[
-    "kernel", "fn", "const", "import", "let", "for", "in", "step", "while", "if", "else", "return", "grid", "block",
-    "flops", "mut", "as", "true", "false",
-];
-
-/// Scalar type names and type constructors.
-pub(crate) const TYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool", "tile", "shared", "float", "int"];
+/// Scalar type names and bounds (not reserved words; `tile` and `shared` are keywords).
+pub(crate) const TYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool", "float", "int"];
 
 /// A folder with the embedded standard library and docs/errors.md written out, so that
 /// editors can open them (go to definition into `linalg`, the error code links). Written

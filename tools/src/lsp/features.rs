@@ -225,7 +225,7 @@ pub(crate) fn rename(uri: &Uri, doc: &Document, pos: Position, new: &str) -> Res
     };
     let ident = new.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && new.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !ident || docs::KEYWORDS.contains(&new) || docs::TYPES.contains(&new) {
+    if !ident || tilec_grammar::lexer::KEYWORDS.contains(&new) || docs::TYPES.contains(&new) {
         return Err(format!("`{new}` is not a valid name"));
     }
     let a = &doc.analysis;
@@ -343,7 +343,7 @@ pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResp
             out.push(doc_item(b.name.clone(), CompletionItemKind::FUNCTION, Some(b.call.clone()), Some(text)));
         }
     }
-    for k in docs::KEYWORDS {
+    for k in tilec_grammar::lexer::KEYWORDS {
         out.push(doc_item(k.to_string(), CompletionItemKind::KEYWORD, None, None));
     }
     for t in docs::TYPES {

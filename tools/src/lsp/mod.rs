@@ -115,47 +115,42 @@ fn name_of(uri: &Uri) -> String {
 }
 
 impl Server {
+    /// Analyses `text` as the next version of the document at `uri` (the previous version's
+    /// analysis stays as the completion fallback); `version: None` keeps the old number.
+    fn update(&mut self, uri: &Uri, text: String, version: Option<i32>) {
+        let prev = self.docs.remove(uri.as_str());
+        let version = version.or(prev.as_ref().map(|d| d.version)).unwrap_or(0);
+        let doc = Document::new(&name_of(uri), text, version).after(prev);
+        self.docs.insert(uri.as_str().to_string(), doc);
+    }
+
     fn notification(&mut self, n: Notification) -> Vec<Notification> {
+        fn params<P: serde::de::DeserializeOwned>(n: Notification) -> Option<P> {
+            serde_json::from_value(n.params).ok()
+        }
         let uri = match n.method.as_str() {
             notif::DidOpenTextDocument::METHOD => {
-                let Ok(p) = serde_json::from_value::<lsp_types::DidOpenTextDocumentParams>(n.params) else {
-                    return vec![];
-                };
+                let Some(p) = params::<lsp_types::DidOpenTextDocumentParams>(n) else { return vec![] };
                 let d = p.text_document;
-                self.docs.insert(d.uri.as_str().to_string(), Document::new(&name_of(&d.uri), d.text, d.version));
+                self.update(&d.uri, d.text, Some(d.version));
                 d.uri
             }
             notif::DidChangeTextDocument::METHOD => {
-                let Ok(p) = serde_json::from_value::<lsp_types::DidChangeTextDocumentParams>(n.params) else {
-                    return vec![];
-                };
+                let Some(p) = params::<lsp_types::DidChangeTextDocumentParams>(n) else { return vec![] };
                 // Full sync: the last change holds the whole text.
-                let Some(c) = p.content_changes.into_iter().last() else {
-                    return vec![];
-                };
-                let uri = p.text_document.uri;
-                let doc = Document::new(&name_of(&uri), c.text, p.text_document.version);
-                let doc = doc.after(self.docs.remove(uri.as_str()));
-                self.docs.insert(uri.as_str().to_string(), doc);
-                uri
+                let Some(c) = p.content_changes.into_iter().last() else { return vec![] };
+                self.update(&p.text_document.uri, c.text, Some(p.text_document.version));
+                p.text_document.uri
             }
             notif::DidSaveTextDocument::METHOD => {
-                let Ok(p) = serde_json::from_value::<lsp_types::DidSaveTextDocumentParams>(n.params) else {
-                    return vec![];
-                };
-                let uri = p.text_document.uri;
+                let Some(p) = params::<lsp_types::DidSaveTextDocumentParams>(n) else { return vec![] };
                 if let Some(text) = p.text {
-                    let prev = self.docs.remove(uri.as_str());
-                    let v = prev.as_ref().map_or(0, |d| d.version);
-                    let doc = Document::new(&name_of(&uri), text, v).after(prev);
-                    self.docs.insert(uri.as_str().to_string(), doc);
+                    self.update(&p.text_document.uri, text, None);
                 }
-                uri
+                p.text_document.uri
             }
             notif::DidCloseTextDocument::METHOD => {
-                let Ok(p) = serde_json::from_value::<lsp_types::DidCloseTextDocumentParams>(n.params) else {
-                    return vec![];
-                };
+                let Some(p) = params::<lsp_types::DidCloseTextDocumentParams>(n) else { return vec![] };
                 let uri = p.text_document.uri;
                 self.docs.remove(uri.as_str());
                 let params = lsp_types::PublishDiagnosticsParams { uri, diagnostics: vec![], version: None };
