@@ -97,6 +97,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 return Ok(self.b.ins().smax(a, n));
             }
             UnOp::Sqrt => return Ok(self.b.ins().sqrt(a)),
+            UnOp::Trunc if s.is_float() => return Ok(self.b.ins().trunc(a)),
+            UnOp::Trunc => return Ok(a),
             UnOp::Exp => {
                 if f32 {
                     "expf"

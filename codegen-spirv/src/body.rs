@@ -144,9 +144,8 @@ impl Gen<'_> {
                 BinOp::Sub => b.f_sub(t, None, x, y),
                 BinOp::Mul => b.f_mul(t, None, x, y),
                 BinOp::Div => b.f_div(t, None, x, y),
-                BinOp::Rem => b.f_rem(t, None, x, y),
-                BinOp::Min => return self.glsl(s, GLOp::FMin, &[x, y]),
-                BinOp::Max => return self.glsl(s, GLOp::FMax, &[x, y]),
+                // midend/src/simt/numerics.rs writes these out in compares, selects and `Trunc`.
+                BinOp::Rem | BinOp::Min | BinOp::Max => return Err(err(format!("float {k:?} in SIMT form"))),
                 BinOp::And | BinOp::Or => return Err(err("logical op on floats")),
             }
             .map_err(be)?
@@ -226,13 +225,15 @@ impl Gen<'_> {
             UnOp::Abs if s == Scalar::U32 => return Ok(x),
             UnOp::Abs => GLOp::SAbs,
             UnOp::Sqrt => GLOp::Sqrt,
+            UnOp::Trunc if s.is_float() => GLOp::Trunc,
+            UnOp::Trunc => return Ok(x),
             UnOp::Exp => GLOp::Exp,
             UnOp::Log => GLOp::Log,
             UnOp::Sin => GLOp::Sin,
             UnOp::Cos => GLOp::Cos,
             UnOp::Tanh => GLOp::Tanh,
         };
-        if s == Scalar::F64 && !matches!(gl, GLOp::FAbs | GLOp::Sqrt) {
+        if s == Scalar::F64 && !matches!(gl, GLOp::FAbs | GLOp::Sqrt | GLOp::Trunc) {
             // GLSL.std.450 has these for 16- and 32-bit floats only; the SIMT lowering expands
             // the f64 ones into arithmetic (midend/src/simt/math.rs).
             return Err(SpirvError { message: format!("f64 {k:?} in SIMT form (the SIMT lowering expands it)") });

@@ -6,7 +6,8 @@ use crate::errors;
 use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
-use tilec_midend::{Const, Scalar};
+use tilec_midend::scalar::{self, ScalarError};
+use tilec_midend::{ir, Const, Scalar};
 
 /// Why an expression has no compile-time value.
 pub(crate) enum NotConst {
@@ -44,23 +45,35 @@ pub(crate) fn eval(e: &Expr, lookup: &mut dyn FnMut(&str) -> Option<Const>) -> R
             binary(*op, x, y, e.span)
         }
         ExprKind::Call(f, args) if args.len() == 2 && matches!(f.name.as_str(), "min" | "max" | "cdiv") => {
-            let x = eval(&args[0], lookup)?.as_i64();
-            let y = eval(&args[1], lookup)?.as_i64();
-            let v = match f.name.as_str() {
-                "min" => x.min(y),
-                "max" => x.max(y),
-                _ => {
-                    if y == 0 {
-                        return Err(NotConst::Error(errors::const_div_zero(e.span)));
-                    }
-                    let what = format!("cdiv({x}, {y})");
-                    let r = x.checked_add(y).and_then(|s| s.checked_sub(1)).and_then(|s| s.checked_div_euclid(y));
-                    r.ok_or_else(|| NotConst::Error(errors::const_overflow(e.span, &what, None)))?
+            let x = eval(&args[0], lookup)?;
+            let y = eval(&args[1], lookup)?;
+            let min = f.name == "min";
+            match (f.name.as_str(), x, y) {
+                ("min" | "max", Const::Float(_, s), other) | ("min" | "max", other, Const::Float(_, s))
+                    if !matches!(other, Const::Bool(_)) =>
+                {
+                    let (a, b) = (x.as_f64(), y.as_f64());
+                    Ok(Const::Float(if min { scalar::fmin(a, b) } else { scalar::fmax(a, b) }, s))
                 }
-            };
-            Ok(Const::Int(v, Scalar::I32))
+                ("min" | "max", Const::Int(a, s), Const::Int(b, _)) => {
+                    Ok(Const::Int(if min { a.min(b) } else { a.max(b) }, s))
+                }
+                ("cdiv", Const::Int(a, s), Const::Int(b, _)) => match scalar::cdiv(a, b) {
+                    Ok(v) => Ok(Const::Int(v, s)),
+                    Err(err) => Err(NotConst::Error(const_error(err, e.span, format!("cdiv({a}, {b})")))),
+                },
+                _ => Err(NotConst::Runtime(e.span)),
+            }
         }
         _ => Err(NotConst::Runtime(e.span)),
+    }
+}
+
+/// The diagnostic for a failed compile-time integer operation `what`.
+fn const_error(e: ScalarError, span: Span, what: String) -> Diagnostic {
+    match e {
+        ScalarError::DivByZero => errors::const_div_zero(span),
+        _ => errors::const_overflow(span, &what, None),
     }
 }
 
@@ -68,25 +81,20 @@ fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> 
     use Const::*;
     Ok(match (x, y) {
         (Int(a, s), Int(b, _)) => match op {
-            BinOp::Add | BinOp::Sub | BinOp::Mul => {
-                let r = match op {
-                    BinOp::Add => a.checked_add(b),
-                    BinOp::Sub => a.checked_sub(b),
-                    _ => a.checked_mul(b),
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                let k = match op {
+                    BinOp::Add => ir::BinOp::Add,
+                    BinOp::Sub => ir::BinOp::Sub,
+                    BinOp::Mul => ir::BinOp::Mul,
+                    BinOp::Div => ir::BinOp::Div,
+                    _ => ir::BinOp::Rem,
                 };
-                match r {
-                    Some(r) => Int(r, s),
-                    None => {
-                        let what = format!("{a} {} {b}", op.symbol());
-                        return Err(NotConst::Error(errors::const_overflow(span, &what, None)));
+                match scalar::checked_int(k, a, b) {
+                    Ok(r) => Int(r, s),
+                    Err(err) => {
+                        return Err(NotConst::Error(const_error(err, span, format!("{a} {} {b}", op.symbol()))))
                     }
                 }
-            }
-            BinOp::Div | BinOp::Rem if b == 0 => return Err(NotConst::Error(errors::const_div_zero(span))),
-            BinOp::Div | BinOp::Rem => {
-                let r = if op == BinOp::Div { a.checked_div(b) } else { a.checked_rem(b) };
-                let what = format!("{a} {} {b}", op.symbol());
-                Int(r.ok_or_else(|| NotConst::Error(errors::const_overflow(span, &what, None)))?, s)
             }
             BinOp::Eq => Bool(a == b),
             BinOp::Ne => Bool(a != b),
@@ -159,8 +167,9 @@ impl Checker<'_> {
                         Err(errors::const_item_range(item.item.value.span, &item.item.name.name, v, s))
                     }
                     (Const::Int(v, _), s) if s.is_int() => Ok(Const::Int(v, s)),
-                    (Const::Int(v, _), s) if s.is_float() => Ok(Const::Float(v as f64, s)),
-                    (Const::Float(v, _), s) if s.is_float() => Ok(Const::Float(v, s)),
+                    // Rounded once to the item's type, as the value the program computes with.
+                    (Const::Int(v, _), s) if s.is_float() => Ok(scalar::cast(Const::Int(v, Scalar::I64), s)),
+                    (Const::Float(v, _), s) if s.is_float() => Ok(Const::Float(s.round(v), s)),
                     (Const::Bool(b), Scalar::Bool) => Ok(Const::Bool(b)),
                     (c, s) => Err(errors::const_item_type(item.item.value.span, &item.item.name.name, s, c.ty())),
                 });

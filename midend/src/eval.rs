@@ -8,7 +8,8 @@
 
 use std::fmt;
 
-use crate::ir::{BinOp, CmpOp, Const, FuncKind, Function, Op, OpKind, Region, UnOp, Value};
+use crate::ir::{BinOp, Const, FuncKind, Function, Op, OpKind, Region, UnOp, Value};
+use crate::scalar::{self, cast, cmp, fma};
 use crate::types::{Scalar, Type};
 
 /// One launch argument, matching one parameter of the launch function, in order.
@@ -246,177 +247,28 @@ fn value_type(f: &Function, v: Value) -> Result<&Type, EvalError> {
     }
 }
 
-fn as_bool(c: Const) -> bool {
-    c.as_f64() != 0.0
-}
-
-/// `a op b` with result type `ty`.
+/// `a op b` with result type `ty` ([`crate::scalar::bin`]); an integer division by zero is an
+/// error here (a launch grid that divides by zero is E0415), not 0 as in kernels.
 fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, EvalError> {
-    use BinOp::*;
-    match ty {
-        Scalar::Bool => {
-            let (x, y) = (as_bool(a), as_bool(b));
-            Ok(Const::Bool(match op {
-                And | Min => x && y,
-                Or | Max => x || y,
-                _ => return err(format!("{op:?} on bool in launch function")),
-            }))
-        }
-        Scalar::F32 | Scalar::F64 => {
-            let (x, y) = (a.as_f64(), b.as_f64());
-            let v = match op {
-                Add => x + y,
-                Sub => x - y,
-                Mul => x * y,
-                Div => x / y,
-                Rem => x % y,
-                Min => x.min(y),
-                Max => x.max(y),
-                And | Or => return err(format!("{op:?} on floats in launch function")),
-            };
-            Ok(Const::Float(ty.round(v), ty))
-        }
-        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let (x, y) = (ty.wrap(a.as_i64()), ty.wrap(b.as_i64()));
-            if matches!(op, Div | Rem) && y == 0 {
-                let what = if op == Div { "division" } else { "remainder" };
-                return err(format!("integer {what} by zero in launch function ({x} / 0)"));
-            }
-            let v = match op {
-                Add => x.wrapping_add(y),
-                Sub => x.wrapping_sub(y),
-                Mul => x.wrapping_mul(y),
-                Div => x.wrapping_div(y),
-                Rem => x.wrapping_rem(y),
-                Min => x.min(y),
-                Max => x.max(y),
-                And => x & y,
-                Or => x | y,
-            };
-            Ok(Const::Int(ty.wrap(v), ty))
-        }
+    if scalar::divides_by_zero(op, b, ty) {
+        let what = if op == BinOp::Div { "division" } else { "remainder" };
+        return err(format!("integer {what} by zero in launch function ({} / 0)", ty.wrap(a.as_i64())));
     }
+    scalar::bin(op, a, b, ty).map_err(|e| EvalError(format!("{e} in launch function")))
 }
 
-/// `a op b` compared in the type of `a`.
-pub(crate) fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
-    let ord = match a.ty() {
-        Scalar::F32 | Scalar::F64 => a.as_f64().partial_cmp(&b.as_f64()),
-        s => Some(s.wrap(a.as_i64()).cmp(&s.wrap(b.as_i64()))),
-    };
-    use std::cmp::Ordering::*;
-    match op {
-        CmpOp::Eq => ord == Some(Equal),
-        CmpOp::Ne => ord != Some(Equal),
-        CmpOp::Lt => ord == Some(Less),
-        CmpOp::Le => matches!(ord, Some(Less | Equal)),
-        CmpOp::Gt => ord == Some(Greater),
-        CmpOp::Ge => matches!(ord, Some(Greater | Equal)),
-    }
+fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
+    scalar::un(op, a, ty).map_err(|e| EvalError(format!("{e} in launch function")))
 }
 
-/// `op a` with result type `ty`.
-pub(crate) fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, EvalError> {
-    use UnOp::*;
-    match ty {
-        Scalar::Bool => match op {
-            Not => Ok(Const::Bool(!as_bool(a))),
-            _ => err(format!("{op:?} on bool in launch function")),
-        },
-        Scalar::F32 | Scalar::F64 => {
-            let x = a.as_f64();
-            let v = match op {
-                Neg => -x,
-                Abs => x.abs(),
-                Sqrt => x.sqrt(),
-                Exp => x.exp(),
-                Log => x.ln(),
-                Sin => x.sin(),
-                Cos => x.cos(),
-                Tanh => x.tanh(),
-                Not => return err("not on a float in launch function"),
-            };
-            Ok(Const::Float(ty.round(v), ty))
-        }
-        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let x = ty.wrap(a.as_i64());
-            let v = match op {
-                Neg => x.wrapping_neg(),
-                Abs => x.wrapping_abs(),
-                Not => !x,
-                _ => return err(format!("{op:?} on an integer in launch function")),
-            };
-            Ok(Const::Int(ty.wrap(v), ty))
-        }
-    }
-}
-
-/// Converts `a` to `to`: integers wrap, floats to integers truncate toward zero (saturating,
-/// NaN gives 0), integers to `f32` round once, anything to `bool` is `!= 0`.
-pub(crate) fn cast(a: Const, to: Scalar) -> Const {
-    match to {
-        Scalar::Bool => Const::Bool(as_bool(a)),
-        Scalar::F32 => Const::Float(
-            match a {
-                Const::Int(v, _) => v as f32 as f64,
-                _ => a.as_f64() as f32 as f64,
-            },
-            to,
-        ),
-        Scalar::F64 => Const::Float(a.as_f64(), to),
-        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let v = match a {
-                Const::Float(x, _) => match to {
-                    Scalar::I32 => x as i32 as i64,
-                    Scalar::U32 => x as u32 as i64,
-                    _ => x as i64,
-                },
-                _ => a.as_i64(),
-            };
-            Const::Int(to.wrap(v), to)
-        }
-    }
-}
-
-/// The bits of `a` reinterpreted as `to` (same width: `i64`/`f64`, `i32`/`u32`/`f32`).
-pub(crate) fn bitcast(a: Const, to: Scalar) -> Result<Const, EvalError> {
-    let bits: u64 = match a {
-        Const::Float(x, Scalar::F32) => (x as f32).to_bits() as u64,
-        Const::Float(x, _) => x.to_bits(),
-        Const::Int(v, s) if s.bytes() == 4 => v as u32 as u64,
-        Const::Int(v, _) => v as u64,
-        Const::Bool(_) => return err("bitcast of a bool"),
-    };
-    if a.ty().bytes() != to.bytes() {
-        return err(format!("bitcast from {} to {}", a.ty().name(), to.name()));
-    }
-    Ok(match to {
-        Scalar::F32 => Const::Float(f32::from_bits(bits as u32) as f64, to),
-        Scalar::F64 => Const::Float(f64::from_bits(bits), to),
-        Scalar::I32 => Const::Int(bits as u32 as i32 as i64, to),
-        Scalar::U32 => Const::Int(bits as u32 as i64, to),
-        Scalar::I64 => Const::Int(bits as i64, to),
-        Scalar::Bool => return err("bitcast to a bool"),
-    })
-}
-
-/// `a * b + c` with result type `ty`: one rounding for floats, wrapping for integers.
-pub(crate) fn fma(a: Const, b: Const, c: Const, ty: Scalar) -> Const {
-    match ty {
-        Scalar::F32 => Const::Float((a.as_f64() as f32).mul_add(b.as_f64() as f32, c.as_f64() as f32) as f64, ty),
-        Scalar::F64 => Const::Float(a.as_f64().mul_add(b.as_f64(), c.as_f64()), ty),
-        Scalar::Bool => Const::Bool((as_bool(a) && as_bool(b)) || as_bool(c)),
-        _ => {
-            let v = ty.wrap(a.as_i64()).wrapping_mul(ty.wrap(b.as_i64())).wrapping_add(ty.wrap(c.as_i64()));
-            Const::Int(ty.wrap(v), ty)
-        }
-    }
+fn bitcast(a: Const, to: Scalar) -> Result<Const, EvalError> {
+    scalar::bitcast(a, to).map_err(|e| EvalError(e.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::Loc;
+    use crate::ir::{CmpOp, Loc};
 
     /// Builds launch functions by hand.
     struct B {

@@ -1,66 +1,33 @@
 //! Pass `const-fold`: evaluates scalar operations whose operands are constants
-//! (arithmetic, comparisons, negation, casts) and turns them into `Const` ops.
+//! (arithmetic, comparisons, unary functions, casts, selects) and turns them into `Const` ops,
+//! computing them as the generated code does ([`crate::scalar`]).
 
 use crate::ir::*;
+use crate::scalar;
 use crate::types::{Scalar, Type};
 use std::collections::HashMap;
 
-/// Folds one op with constant operands, if it is foldable.
+/// Folds one op with constant operands, if it is foldable, with the semantics of
+/// [`crate::scalar`] (the generated code's: integers wrap, division by zero gives 0, float
+/// `min`/`max` propagate NaN, float-to-integer casts saturate).
 fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
     let Type::Scalar(s) = out else { return None };
     let s = *s;
-    Some(match (kind, args) {
-        (OpKind::Bin(op), [Const::Int(a, _), Const::Int(b, _)]) => {
-            let (a, b) = (*a, *b);
-            let v = match op {
-                BinOp::Add => a.wrapping_add(b),
-                BinOp::Sub => a.wrapping_sub(b),
-                BinOp::Mul => a.wrapping_mul(b),
-                BinOp::Div if b != 0 => a.wrapping_div(b),
-                BinOp::Rem if b != 0 => a.wrapping_rem(b),
-                BinOp::Min => a.min(b),
-                BinOp::Max => a.max(b),
-                _ => return None,
-            };
-            Const::Int(s.wrap(v), s)
+    let typed = |c: &Const| c.ty() == s;
+    match (kind, args) {
+        (OpKind::Bin(op), [a, b]) if typed(a) && typed(b) => scalar::bin(*op, *a, *b, s).ok(),
+        (OpKind::Cmp(op), [a, b]) if a.ty() == b.ty() && s == Scalar::Bool => {
+            Some(Const::Bool(scalar::cmp(*op, *a, *b)))
         }
-        (OpKind::Bin(op), [Const::Float(a, _), Const::Float(b, _)]) => {
-            let v = match op {
-                BinOp::Add => a + b,
-                BinOp::Sub => a - b,
-                BinOp::Mul => a * b,
-                BinOp::Div => a / b,
-                BinOp::Min => a.min(*b),
-                BinOp::Max => a.max(*b),
-                _ => return None,
-            };
-            Const::Float(s.round(v), s)
+        // Not the transcendental functions: the targets' own may differ from the host's by an ulp.
+        (OpKind::Un(op @ (UnOp::Neg | UnOp::Not | UnOp::Abs | UnOp::Trunc)), [a]) if typed(a) => {
+            scalar::un(*op, *a, s).ok()
         }
-        (OpKind::Bin(BinOp::And), [Const::Bool(a), Const::Bool(b)]) => Const::Bool(*a && *b),
-        (OpKind::Bin(BinOp::Or), [Const::Bool(a), Const::Bool(b)]) => Const::Bool(*a || *b),
-        (OpKind::Cmp(op), [a, b]) if a.ty() == b.ty() && a.ty() != Scalar::Bool => {
-            let (x, y) = (a.as_f64(), b.as_f64());
-            Const::Bool(match op {
-                CmpOp::Eq => x == y,
-                CmpOp::Ne => x != y,
-                CmpOp::Lt => x < y,
-                CmpOp::Le => x <= y,
-                CmpOp::Gt => x > y,
-                CmpOp::Ge => x >= y,
-            })
-        }
-        (OpKind::Un(UnOp::Neg), [Const::Int(a, _)]) => Const::Int(s.wrap(a.wrapping_neg()), s),
-        (OpKind::Un(UnOp::Neg), [Const::Float(a, _)]) => Const::Float(-a, s),
-        (OpKind::Un(UnOp::Not), [Const::Bool(a)]) => Const::Bool(!a),
-        (OpKind::Cast(to), [c]) if *to == s => match (c, to.is_float()) {
-            (Const::Bool(_), _) => return None,
-            (_, true) => Const::Float(s.round(c.as_f64()), s),
-            (Const::Int(v, _), false) => Const::Int(s.wrap(*v), s),
-            (Const::Float(v, _), false) if v.is_finite() => Const::Int(s.wrap(*v as i64), s),
-            _ => return None,
-        },
-        _ => return None,
-    })
+        (OpKind::Cast(to), [c]) if *to == s => Some(scalar::cast(*c, s)),
+        (OpKind::Select, [Const::Bool(c), a, b]) if typed(a) && typed(b) => Some(if *c { *a } else { *b }),
+        (OpKind::Fma, [a, b, c]) if s.is_int() && typed(a) && typed(b) && typed(c) => Some(scalar::fma(*a, *b, *c, s)),
+        _ => None,
+    }
 }
 
 fn run_region(f_values: &[ValueData], r: &mut Region, consts: &mut HashMap<Value, Const>) {
@@ -92,5 +59,65 @@ pub fn run(m: &mut Module) {
         let mut body = std::mem::take(&mut f.body);
         run_region(&f.values, &mut body, &mut consts);
         f.body = body;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Folds `kind` applied to the constants `args` in a one-function module and returns the
+    /// op that replaced it (a `Const` if it folded).
+    fn folded(kind: OpKind, args: &[Const], ty: Scalar) -> OpKind {
+        let mut f = Function::new("f", FuncKind::Launch);
+        let mut vals = Vec::new();
+        for c in args {
+            let v = f.new_value(Type::Scalar(c.ty()));
+            f.body.ops.push(Op {
+                kind: OpKind::Const(*c),
+                args: vec![],
+                results: vec![v],
+                regions: vec![],
+                loc: Loc::default(),
+            });
+            vals.push(v);
+        }
+        let r = f.new_value(Type::Scalar(ty));
+        f.body.ops.push(Op { kind, args: vals, results: vec![r], regions: vec![], loc: Loc::default() });
+        let mut m = Module::default();
+        m.funcs.push(f);
+        run(&mut m);
+        m.funcs[0].body.ops.last().expect("op").kind.clone()
+    }
+
+    #[test]
+    fn float_to_int_casts_saturate_as_the_generated_code() {
+        let k = folded(OpKind::Cast(Scalar::I32), &[Const::Float(3e9, Scalar::F32)], Scalar::I32);
+        assert_eq!(k, OpKind::Const(Const::Int(i32::MAX as i64, Scalar::I32)));
+        let k = folded(OpKind::Cast(Scalar::I64), &[Const::Float(f64::NAN, Scalar::F64)], Scalar::I64);
+        assert_eq!(k, OpKind::Const(Const::Int(0, Scalar::I64)));
+    }
+
+    #[test]
+    fn i64_comparisons_are_exact() {
+        let (a, b) = (Const::Int((1 << 53) + 1, Scalar::I64), Const::Int(1 << 53, Scalar::I64));
+        assert_eq!(folded(OpKind::Cmp(CmpOp::Eq), &[a, b], Scalar::Bool), OpKind::Const(Const::Bool(false)));
+        assert_eq!(folded(OpKind::Cmp(CmpOp::Gt), &[a, b], Scalar::Bool), OpKind::Const(Const::Bool(true)));
+    }
+
+    #[test]
+    fn nan_propagates_through_min_and_division_by_zero_is_zero() {
+        let nan = Const::Float(f64::NAN, Scalar::F32);
+        let k = folded(OpKind::Bin(BinOp::Min), &[nan, Const::Float(1.0, Scalar::F32)], Scalar::F32);
+        assert!(matches!(k, OpKind::Const(Const::Float(v, Scalar::F32)) if v.is_nan()), "{k:?}");
+        let (seven, zero) = (Const::Int(7, Scalar::I32), Const::Int(0, Scalar::I32));
+        assert_eq!(folded(OpKind::Bin(BinOp::Div), &[seven, zero], Scalar::I32), OpKind::Const(zero));
+    }
+
+    #[test]
+    fn transcendental_functions_and_float_fma_are_left_to_the_target() {
+        let x = Const::Float(0.5, Scalar::F32);
+        assert_eq!(folded(OpKind::Un(UnOp::Exp), &[x], Scalar::F32), OpKind::Un(UnOp::Exp));
+        assert_eq!(folded(OpKind::Fma, &[x, x, x], Scalar::F32), OpKind::Fma);
     }
 }

@@ -89,6 +89,9 @@ pub enum UnOp {
     Sin,
     Cos,
     Tanh,
+    /// Rounds a float toward zero (`trunc`); the identity on integers. Not in the source
+    /// language: the SIMT lowering of float `%` uses it (`simt/numerics.rs`).
+    Trunc,
 }
 
 /// How a tile is filled by [`OpKind::Fill`].

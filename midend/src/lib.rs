@@ -9,6 +9,7 @@ pub mod inline;
 pub mod ir;
 pub mod passes;
 pub mod print;
+pub mod scalar;
 pub mod simplify;
 pub mod simt;
 pub mod types;

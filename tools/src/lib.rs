@@ -21,7 +21,7 @@ mod gpu;
 pub mod lsp;
 mod ptx;
 pub use gpu::vulkan_launch;
-pub use ptx::{find_ptxas, ptxas, PtxasReport};
+pub use ptx::{cuda_launch, find_ptxas, ptxas, PtxasReport};
 mod render;
 mod report;
 mod run;

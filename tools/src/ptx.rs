@@ -21,6 +21,27 @@ pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_cod
     })
 }
 
+/// Runs a kernel instance of `module` on a CUDA device: SIMT lowering at 32 lanes, PTX for
+/// the device's architecture, then `repeat + 1` launches from the same inputs of which the
+/// first (where the driver loads the module) is not timed. `bound` holds the results. Errors
+/// are diagnostics (E04xx from the runtime, E0504/E0505 from code generation).
+pub fn cuda_launch(
+    dev: &tilec_runtime::CudaDevice,
+    module: &Module,
+    kernel: &Kernel,
+    bound: &mut tilec_runtime::Bound,
+    repeat: u32,
+) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
+    let rerr = |e: tilec_runtime::RunError| vec![tilec_grammar::diag::Diagnostic::error(e.code(), e.to_string())];
+    let p = ptx_kernel(module, kernel, &dev.arch()).map_err(|f| f.diags)?;
+    let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
+    let mut times = dev.launch(&p, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
+    if times.len() > 1 {
+        times.remove(0);
+    }
+    Ok((launch, times))
+}
+
 /// `ptxas`: `$TILEC_PTXAS`, on the `PATH`, or in the Python package `nvidia-cuda-nvcc-cu12`.
 pub fn find_ptxas() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("TILEC_PTXAS") {

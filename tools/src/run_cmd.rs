@@ -170,13 +170,9 @@ fn run_cuda(
 ) -> Result<Ran, Fail> {
     // The driver first: without it, say so before compiling anything.
     let dev = tilec_runtime::CudaDevice::open(device).map_err(run_error)?;
-    let p = crate::ptx::ptx_kernel(module, kernel, &dev.arch())?;
-    let launch = tilec_runtime::launch_values(module, kernel, &pristine).map_err(run_error)?;
     let mut bound = pristine;
-    let mut times = dev.launch(&p, kernel, &mut bound, launch.grid, repeat.max(1) + 1).map_err(run_error)?;
-    if times.len() > 1 {
-        times.remove(0);
-    }
+    let (launch, mut times) =
+        crate::ptx::cuda_launch(&dev, module, kernel, &mut bound, repeat).map_err(|diags| Fail { diags, code: 2 })?;
     if times.is_empty() {
         times.push(Duration::ZERO);
     }

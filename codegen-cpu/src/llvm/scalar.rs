@@ -240,6 +240,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 return self.bin(BinOp::Max, s, a, n);
             }
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Trunc => return Ok(a),
             UnOp::Exp => ["exp", "expf"][f32 as usize],
             UnOp::Log => ["log", "logf"][f32 as usize],
             UnOp::Sin => ["sin", "sinf"][f32 as usize],

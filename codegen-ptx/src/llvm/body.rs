@@ -147,9 +147,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 BinOp::Sub => b.build_float_sub(x, y, "").map_err(be)?.into(),
                 BinOp::Mul => b.build_float_mul(x, y, "").map_err(be)?.into(),
                 BinOp::Div => b.build_float_div(x, y, "").map_err(be)?.into(),
-                BinOp::Rem => b.build_float_rem(x, y, "").map_err(be)?.into(),
-                BinOp::Min => self.call(&format!("llvm.minnum.{}", fname(s)), self.ty(s), &[x.into(), y.into()])?,
-                BinOp::Max => self.call(&format!("llvm.maxnum.{}", fname(s)), self.ty(s), &[x.into(), y.into()])?,
+                // midend/src/simt/numerics.rs writes these out in compares, selects and `trunc`.
+                BinOp::Rem | BinOp::Min | BinOp::Max => return Err(err(format!("float {k:?} in SIMT form"))),
                 BinOp::And | BinOp::Or => return Err(err("logical op on floats")),
             });
         }
@@ -235,6 +234,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 return self.b.build_select(c, n, x.into_int_value(), "").map_err(be);
             }
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", fname(s)), t, &[x]),
+            UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", fname(s)), t, &[x]),
+            UnOp::Trunc => return Ok(x),
             _ => {}
         }
         // f32 transcendental functions with the GPU's fast approximations (as GLSL.std.450

@@ -129,6 +129,9 @@ impl Lower<'_> {
         if matches!(k, BinOp::Div | BinOp::Rem) && s.is_int() {
             return self.int_div(k, a, b, s);
         }
+        if matches!(k, BinOp::Min | BinOp::Max | BinOp::Rem) && s.is_float() {
+            return self.float_bin(k, a, b, s);
+        }
         self.emit1(OpKind::Bin(k), vec![a, b], Type::Scalar(s))
     }
 
@@ -320,6 +323,12 @@ impl Lower<'_> {
             let args = op.args.iter().map(|a| self.scalar(*a)).collect::<Result<Vec<_>, _>>()?;
             if let (OpKind::Bin(k), Some(Type::Scalar(s))) = (&op.kind, &res_ty) {
                 let v = self.bin(*k, args[0], args[1], *s);
+                self.map.insert(op.results[0], Lv::Scalar(v));
+                return Ok(());
+            }
+            if let OpKind::Cast(to) = op.kind {
+                let from = self.src.ty(op.args[0]).elem();
+                let v = self.cast(args[0], from, to);
                 self.map.insert(op.results[0], Lv::Scalar(v));
                 return Ok(());
             }

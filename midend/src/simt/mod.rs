@@ -17,7 +17,9 @@
 //! broadcast rows of their right operand, Cholesky broadcasts along the diagonal.
 //!
 //! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Bitcast Select Fma` (`Un` with
-//! `exp log sin cos tanh` on `f32` only: `math.rs` expands the `f64` ones), `ProgramId
+//! `exp log sin cos tanh` on `f32` only: `math.rs` expands the `f64` ones; no float `Min`,
+//! `Max` or `Rem` from the source, whose float-to-integer `Cast`s are followed by selects
+//! that saturate: `numerics.rs` writes them out), `ProgramId
 //! NumPrograms Dim LaneId Shuffle`, scalar memory ops with one `Index::At` index per
 //! dimension — `Load` (out of bounds: 0), `LoadInto(old, array, ..)` (out of bounds: `old`),
 //! `Store` and `AtomicAdd` (out of bounds: nothing) — `AllocShared`, `Barrier`, and the
@@ -33,6 +35,7 @@ pub mod interp;
 mod linalg;
 mod lower;
 mod math;
+mod numerics;
 mod ops;
 
 pub use lower::lower_kernel;

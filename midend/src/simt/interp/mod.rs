@@ -23,9 +23,9 @@ use std::collections::HashMap;
 use std::fmt;
 
 use super::SimtKernel;
-use crate::eval;
 use crate::ir::{BinOp, Const, Function, Index, Op, OpKind, Region, Value};
 use crate::print::op_name;
+use crate::scalar;
 use crate::types::{Scalar, Type};
 
 /// One argument of a launch: an array as raw little-endian bytes with its extents, or a scalar.
@@ -251,54 +251,9 @@ fn write(elem: Scalar, data: &mut [u8], off: usize, c: Const) -> Result<(), Inte
     Ok(())
 }
 
-/// `a op b` with result type `ty`, as the CPU backend computes it.
+/// `a op b` with result type `ty` ([`crate::scalar::bin`]: integer division by zero gives 0).
 fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, InterpError> {
-    use BinOp::*;
-    match ty {
-        Scalar::Bool => {
-            let (x, y) = (a.as_f64() != 0.0, b.as_f64() != 0.0);
-            Ok(Const::Bool(match op {
-                And | Min => x && y,
-                Or | Max => x || y,
-                _ => return err(format!("{op:?} on bool")),
-            }))
-        }
-        Scalar::F32 | Scalar::F64 => {
-            let (x, y) = (a.as_f64(), b.as_f64());
-            let r = |v: f64| ty.round(v);
-            let v = match op {
-                Add => r(x + y),
-                Sub => r(x - y),
-                Mul => r(x * y),
-                Div => r(x / y),
-                Rem => {
-                    let t = r(x / y).trunc();
-                    r(x - r(t * y))
-                }
-                Min => x.min(y),
-                Max => x.max(y),
-                And | Or => return err(format!("{op:?} on floats")),
-            };
-            Ok(Const::Float(v, ty))
-        }
-        Scalar::I32 | Scalar::U32 | Scalar::I64 => {
-            let (x, y) = (ty.wrap(a.as_i64()), ty.wrap(b.as_i64()));
-            let v = match op {
-                Add => x.wrapping_add(y),
-                Sub => x.wrapping_sub(y),
-                Mul => x.wrapping_mul(y),
-                Div if y == 0 => 0,
-                Div => x.wrapping_div(y),
-                Rem if y == 0 => 0,
-                Rem => x.wrapping_rem(y),
-                Min => x.min(y),
-                Max => x.max(y),
-                And => x & y,
-                Or => x | y,
-            };
-            Ok(Const::Int(ty.wrap(v), ty))
-        }
-    }
+    scalar::bin(op, a, b, ty).map_err(|e| InterpError { message: e.to_string() })
 }
 
 /// How a region ended.
@@ -718,14 +673,14 @@ impl Interp<'_, '_, '_> {
                 let (_, ty) = self.result(op)?;
                 self.lanewise(op, |[x, y]| bin(*b, x, y, ty))?
             }
-            OpKind::Cmp(c) => self.lanewise(op, |[x, y]| Ok(Const::Bool(eval::cmp(*c, x, y))))?,
+            OpKind::Cmp(c) => self.lanewise(op, |[x, y]| Ok(Const::Bool(scalar::cmp(*c, x, y))))?,
             OpKind::Un(u) => {
                 let (_, ty) = self.result(op)?;
-                self.lanewise(op, |[x]| eval::un(*u, x, ty).map_err(|e| InterpError { message: e.0 }))?
+                self.lanewise(op, |[x]| scalar::un(*u, x, ty).map_err(|e| InterpError { message: e.to_string() }))?
             }
-            OpKind::Cast(s) => self.lanewise(op, |[x]| Ok(eval::cast(x, *s)))?,
+            OpKind::Cast(s) => self.lanewise(op, |[x]| Ok(scalar::cast(x, *s)))?,
             OpKind::Bitcast(s) => {
-                self.lanewise(op, |[x]| eval::bitcast(x, *s).map_err(|e| InterpError { message: e.0 }))?
+                self.lanewise(op, |[x]| scalar::bitcast(x, *s).map_err(|e| InterpError { message: e.to_string() }))?
             }
             OpKind::Select => self.lanewise(op, |[c, a, b]| match c {
                 Const::Bool(c) => Ok(if c { a } else { b }),
@@ -733,7 +688,7 @@ impl Interp<'_, '_, '_> {
             })?,
             OpKind::Fma => {
                 let (_, ty) = self.result(op)?;
-                self.lanewise(op, |[a, b, c]| Ok(eval::fma(a, b, c, ty)))?
+                self.lanewise(op, |[a, b, c]| Ok(scalar::fma(a, b, c, ty)))?
             }
             other => return err(format!("op `{}` is not allowed in SIMT form", op_name(other))),
         };

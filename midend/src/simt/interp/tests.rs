@@ -377,22 +377,3 @@ fn bad_arguments_are_rejected() {
     let e = run(&k, &mut [array(I32, &[3], &mut d)], [1, 1, 1]).unwrap_err();
     assert!(e.to_string().contains("parameter type"), "{e}");
 }
-
-#[test]
-fn scalar_semantics_follow_the_cpu_backend() {
-    let i = |v| Const::Int(v, I32);
-    assert_eq!(bin(BinOp::Div, i(5), i(0), I32).unwrap(), i(0));
-    assert_eq!(bin(BinOp::Rem, i(5), i(0), I32).unwrap(), i(0));
-    assert_eq!(bin(BinOp::Div, i(i32::MIN as i64), i(-1), I32).unwrap(), i(i32::MIN as i64));
-    assert_eq!(bin(BinOp::Rem, i(i32::MIN as i64), i(-1), I32).unwrap(), i(0));
-    assert_eq!(bin(BinOp::Add, i(i32::MAX as i64), i(1), I32).unwrap(), i(i32::MIN as i64));
-    let u = |v| Const::Int(v, Scalar::U32);
-    assert_eq!(bin(BinOp::Sub, u(0), u(1), Scalar::U32).unwrap(), u(u32::MAX as i64));
-    assert_eq!(bin(BinOp::Div, u(u32::MAX as i64), u(2), Scalar::U32).unwrap(), u(u32::MAX as i64 / 2));
-    let f = |v| Const::Float(v, F32);
-    assert_eq!(bin(BinOp::Rem, f(7.5), f(2.0), F32).unwrap(), f(1.5));
-    assert_eq!(bin(BinOp::Rem, f(-7.5), f(2.0), F32).unwrap(), f(-1.5));
-    assert_eq!(bin(BinOp::Add, f(1.0), f(1e-10), F32).unwrap(), f(1.0));
-    assert_eq!(bin(BinOp::Min, f(f64::NAN), f(2.0), F32).unwrap(), f(2.0));
-    assert_eq!(bin(BinOp::Div, f(1.0), f(0.0), F32).unwrap(), f(f64::INFINITY));
-}
