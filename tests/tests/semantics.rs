@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
 use tilec_frontend::Instances;
 use tilec_midend::scalar;
-use tilec_midend::simt::{interp, lower_kernel};
-use tilec_midend::{BinOp, CmpOp, Const, Module, ParamKind, Scalar, UnOp};
+use tilec_midend::simt::lower_kernel;
+use tilec_midend::{BinOp, CmpOp, Const, Module, Scalar, UnOp};
 use tilec_runtime::{ArgValue, Bound, HostArray};
 
 /// Edge values for the float tables (f32 inputs are these rounded to f32).
@@ -383,27 +383,9 @@ fn simt_form_follows_the_scalar_semantics() {
         let m = module(&t);
         let k = &m.kernels[0];
         for lanes in [4, 8, 16, 32, 64] {
-            let simt = lower_kernel(&m, k, lanes).expect("lowers");
-            let mut arrays: Vec<(String, HostArray)> = k
-                .params
-                .iter()
-                .filter(|p| matches!(p.kind, ParamKind::Array { .. }))
-                .map(|p| match &t.args[&p.name] {
-                    ArgValue::Array(a) => (p.name.clone(), a.clone()),
-                    _ => unreachable!("only arrays"),
-                })
-                .collect();
-            let mut iargs: Vec<interp::InterpArg<'_>> = arrays
-                .iter_mut()
-                .map(|(_, a)| {
-                    let (elem, dims) = (a.elem(), a.shape().to_vec());
-                    interp::InterpArg::Array { elem, dims, data: a.bytes_mut() }
-                })
-                .collect();
-            interp::run(&simt, &mut iargs, [1, 1, 1])
+            let arrays = tilec_tests::run_simt(&m, k, &t.args, lanes, [1, 1, 1])
                 .unwrap_or_else(|e| panic!("{} at {lanes} lanes: {e}", t.s.name()));
-            drop(iargs);
-            let get = |n: &str| read(&arrays.iter().find(|(m, _)| m == n).expect("array").1);
+            let get = |n: &str| read(&arrays[n]);
             check(&format!("SIMT form at {lanes} lanes"), t.s, &t.rows, &t.xs, &t.ys, &get, 0);
         }
     }

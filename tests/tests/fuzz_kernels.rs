@@ -1,0 +1,394 @@
+//! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
+//! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, transposes, `@`, integer `/`
+//! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
+//! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
+//! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`), and every one
+//! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
+//! lanes by the reference interpreter, and on Vulkan (lavapipe; a subset, since its shader
+//! compiles are slow). Results must agree: integers bit for bit, floats normwise within
+//! 1e-4 (`f32`) or 1e-10 (`f64`) of the Cranelift CPU result, NaN where it has NaN.
+//!
+//! Branch conditions and masks compare inputs, never computed values, so that a rounding
+//! difference between targets cannot flip them.
+//!
+//! The budget: `TILEC_FUZZ_CASES` kernels (default 60; Vulkan runs the small ones among every third),
+//! from `TILEC_FUZZ_SEED` (default fixed, so CI is deterministic). A failure prints the seed
+//! and the kernel. `tools/fuzz.sh --minutes N` runs it for longer with fresh seeds.
+
+use std::collections::HashMap;
+use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
+use tilec_frontend::Instances;
+use tilec_midend::{Const, Scalar};
+use tilec_runtime::{ArgValue, HostArray};
+use tilec_tests::Rng;
+
+/// Tile extents the generator picks from (partial tiles come from the array extents).
+const EXTENTS: &[usize] = &[1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 32];
+
+/// One generated kernel and its arguments.
+struct Case {
+    seed: u64,
+    elem: Scalar,
+    src: String,
+    args: HashMap<String, ArgValue>,
+    /// Whether Vulkan runs it (small tiles and shallow expressions).
+    on_vulkan: bool,
+}
+
+struct Gen {
+    rng: Rng,
+    t: &'static str,
+    float: bool,
+    r: usize,
+    c: usize,
+    /// Names of extra tile variables in scope (loop-carried tiles), besides `a` and `b`.
+    vars: Vec<String>,
+    /// Name of an integer loop variable in scope, if any.
+    k: Option<String>,
+}
+
+impl Gen {
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.rng.int(0, xs.len() as i64) as usize]
+    }
+
+    fn chance(&mut self, percent: i64) -> bool {
+        self.rng.int(0, 100) < percent
+    }
+
+    /// A scalar literal of the element type.
+    fn lit(&mut self) -> String {
+        if self.float {
+            let v = *self.pick(&[0.0, 0.5, 1.0, -1.5, 2.0, 3.25, -0.25]);
+            format!("{v:?}")
+        } else {
+            self.rng.int(-5, 9).to_string()
+        }
+    }
+
+    fn tile_ty(&self) -> String {
+        format!("tile<{}, {}, {}>", self.t, self.r, self.c)
+    }
+
+    /// A tile whose values come straight from the inputs (safe in comparisons).
+    fn input(&mut self) -> String {
+        match self.rng.int(0, 4) {
+            0 => "a".into(),
+            1 => "b".into(),
+            2 => format!("{}::iota({})", self.tile_ty(), self.rng.int(0, 2)),
+            _ => format!("{}::full({})", self.tile_ty(), self.lit()),
+        }
+    }
+
+    fn leaf(&mut self) -> String {
+        if !self.vars.is_empty() && self.chance(30) {
+            return self.pick(&self.vars.clone()).clone();
+        }
+        if let (Some(k), true) = (self.k.clone(), self.chance(15)) {
+            return format!("{}::full({k} as {})", self.tile_ty(), self.t);
+        }
+        self.input()
+    }
+
+    /// Clamps a float tile to `[-1e3, 1e3]` so that chains of products stay finite.
+    fn clamp(&self, x: String) -> String {
+        if self.float {
+            format!("min(max({x}, -1000.0), 1000.0)")
+        } else {
+            x
+        }
+    }
+
+    /// A tile expression of type `tile<T, R, C>`.
+    fn tile(&mut self, depth: u32) -> String {
+        if depth == 0 || self.chance(20) {
+            return self.leaf();
+        }
+        let d = depth - 1;
+        let cmp = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);
+        match self.rng.int(0, 13) {
+            0 => format!("({} + {})", self.tile(d), self.tile(d)),
+            1 => format!("({} - {})", self.tile(d), self.tile(d)),
+            2 => {
+                let x = format!("({} * {})", self.tile(d), self.tile(d));
+                self.clamp(x)
+            }
+            3 => format!("({} * {})", self.tile(d), self.lit()),
+            4 => format!("min({}, {})", self.tile(d), self.tile(d)),
+            5 => format!("max({}, {})", self.tile(d), self.lit()),
+            6 => {
+                let (p, q) = (self.input(), self.input());
+                format!("where({p} {cmp} {q}, {}, {})", self.tile(d), self.tile(d))
+            }
+            7 => {
+                let p = self.input();
+                let l = self.lit();
+                format!("where({p} {cmp} {l} && {p} != {l}, {}, {})", self.tile(d), self.lit())
+            }
+            8 if self.float => {
+                let x = self.tile(d);
+                match self.rng.int(0, 7) {
+                    0 => format!("abs({x})"),
+                    1 => format!("sqrt(abs({x}))"),
+                    2 => format!("tanh({x})"),
+                    3 => format!("exp(min({x}, 3.0))"),
+                    4 => format!("log(abs({x}) + 1.0)"),
+                    5 => format!("sin({x})"),
+                    _ => format!("(-{x})"),
+                }
+            }
+            8 => format!("abs({})", self.tile(d)),
+            9 if self.float => format!("({} / (abs({}) + 1.0))", self.tile(d), self.tile(d)),
+            9 => {
+                let op = *self.pick(&["/", "%"]);
+                format!("({} {op} {})", self.tile(d), self.tile(d))
+            }
+            10 if self.r == self.c => format!("transpose({})", self.tile(d)),
+            11 if self.r == self.c && self.float => {
+                let x = format!("(({} @ {}) * 0.125)", self.tile(d), self.tile(d));
+                self.clamp(x)
+            }
+            12 => format!("({} + s)", self.tile(d)),
+            _ => format!("({} - {})", self.tile(d), self.lit()),
+        }
+    }
+}
+
+fn case(seed: u64) -> Case {
+    let mut rng = Rng::new(seed);
+    let elem = [Scalar::F32, Scalar::F64, Scalar::I32][rng.int(0, 3) as usize];
+    let (r, c) =
+        (EXTENTS[rng.int(0, EXTENTS.len() as i64) as usize], EXTENTS[rng.int(0, EXTENTS.len() as i64) as usize]);
+    let square = rng.int(0, 3) == 0;
+    let c = if square { r } else { c };
+    let (m, n) = (rng.int(1, 41) as usize, rng.int(1, 41) as usize);
+    let depth = rng.int(1, 5) as u32;
+    let t = elem.name();
+    let mut g = Gen { rng, t, float: elem.is_float(), r, c, vars: Vec::new(), k: None };
+    let mut body = format!(
+        "    let i = program_id(0) * {r};\n    let j = program_id(1) * {c};\n    let a = A[i:i+{r}, j:j+{c}];\n    let b = B[i:i+{r}, j:j+{c}];\n    let acc = {};\n",
+        g.tile(depth)
+    );
+    g.vars.push("acc".into());
+    let mut generic = String::new();
+    if g.chance(35) {
+        // A masked load at a row offset: elements past the array keep the tile's values.
+        let (o, l) = (g.rng.int(0, 3), g.lit());
+        body.push_str(&format!(
+            "    let m = tile<{t}, {r}, {c}>::full({l});\n    m[:, :] = B[i+{o}:i+{o}+{r}, j:j+{c}];\n    acc = acc + m;\n"
+        ));
+    }
+    if g.chance(50) {
+        // A loop carrying the tile, its trip count a const parameter.
+        generic = format!("<const K: i32 = {}>", g.rng.int(0, 4));
+        g.k = Some("k".into());
+        let scale = if g.float { "0.5" } else { "3" };
+        let step = g.tile(depth.min(3));
+        body.push_str(&format!("    for k in 0..K {{\n        acc = acc * {scale} + {step};\n    }}\n"));
+        g.k = None;
+    }
+    if g.chance(40) {
+        let l = g.lit();
+        let (x, y) = (g.tile(depth.min(2)), g.tile(depth.min(2)));
+        body.push_str(&format!(
+            "    if s > {l} {{\n        acc = {x};\n    }} else {{\n        acc = acc - {y};\n    }}\n"
+        ));
+    }
+    if g.chance(30) {
+        // Through shared memory: every lane reads rows that other lanes wrote.
+        body.push_str(&format!(
+            "    let sh = shared<{t}, {r}, {c}>::zeros();\n    sh[0:{r}, 0:{c}] = acc;\n    sync();\n    acc = acc - sh[1:1+{r}, 0:{c}];\n"
+        ));
+    }
+    if g.float && r == c && g.chance(40) {
+        // A Cholesky factorization and a triangular solve on a well-conditioned SPD tile.
+        let solve = *g.pick(&[
+            "solve_left_lower_",
+            "solve_left_lower_t_",
+            "solve_right_lower_t_",
+            "solve_right_upper_",
+            "solve_left_upper_unit_",
+        ]);
+        body.push_str(&format!(
+            "    let spd = (a @ transpose(a)) * 0.0625 + tile<{t}, {r}, {r}>::eye() * 4.0;\n    spd.cholesky_(0.000001);\n    spd.{solve}(acc);\n"
+        ));
+    }
+    body.push_str(&format!("    O[i:i+{r}, j:j+{c}] = acc;\n"));
+    let rows = *g.pick(&["sum", "max_axis", "min_axis"]);
+    let whole = *g.pick(&["sum", "max", "min"]);
+    body.push_str(&format!(
+        "    if program_id(1) == 0 {{\n        P[i:i+{r}] = {rows}(acc, 1);\n        Q[i] = {whole}(acc);\n    }}\n"
+    ));
+    if g.chance(40) {
+        body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
+    }
+    let src = format!(
+        "kernel fz{generic}(A: {t}[M, N], B: {t}[M, N], O: mut {t}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+    );
+    let mut rng = Rng::new(seed ^ 0xabcdef);
+    let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
+        (0..len).map(|_| if elem.is_float() { rng.int(-16, 17) as f64 / 4.0 } else { rng.int(-9, 10) as f64 }).collect()
+    };
+    let arr = |d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(elem, &d, shape).expect("array"));
+    let (mu, nu) = (m as u64, n as u64);
+    let mut args = HashMap::new();
+    args.insert("A".to_string(), arr(vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("B".to_string(), arr(vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("O".to_string(), arr(vec![7.0; m * n], &[mu, nu]));
+    args.insert("P".to_string(), arr(vec![7.0; m], &[mu]));
+    args.insert("Q".to_string(), arr(vec![7.0; m], &[mu]));
+    args.insert("Z".to_string(), arr(vec![0.0; m], &[mu]));
+    let s = vals(&mut rng, 1)[0];
+    let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
+    args.insert("s".to_string(), ArgValue::Scalar(sc));
+    let on_vulkan = seed % 3 == 0 && r * c <= 64 && depth <= 3;
+    Case { seed, elem, src, args, on_vulkan }
+}
+
+/// How far `got` is from `want`: 0 when they agree (module docs), else a measure above the
+/// tolerance (infinite when NaNs or infinities differ).
+fn distance(elem: Scalar, got: &[f64], want: &[f64]) -> f64 {
+    let mut scale: f64 = 1.0;
+    for w in want.iter().filter(|w| w.is_finite()) {
+        scale = scale.max(w.abs());
+    }
+    let mut worst: f64 = 0.0;
+    for (g, w) in got.iter().zip(want) {
+        if g.is_nan() != w.is_nan() || (w.is_infinite() && g != w) || (g.is_infinite() && g != w) {
+            return f64::INFINITY;
+        }
+        if w.is_finite() {
+            let d = (g - w).abs() / scale;
+            if elem.is_int() && g != w {
+                return f64::INFINITY;
+            }
+            worst = worst.max(d);
+        }
+    }
+    worst
+}
+
+fn tolerance(elem: Scalar) -> f64 {
+    match elem {
+        Scalar::F32 => 1e-4,
+        Scalar::F64 => 1e-10,
+        _ => 0.0,
+    }
+}
+
+/// Runs one case everywhere; returns a description of the first disagreement.
+fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), String> {
+    let set = SourceSet::with_stdlib("fuzz.tile", c.src.clone());
+    let fail = |what: String| Err(format!("seed {}: {what}\n{}", c.seed, c.src));
+    let runner = match CpuRunner::with_backend(&set, "fz", &c.args, &HashMap::new(), CpuBackend::Cranelift) {
+        Ok(r) => r,
+        Err(d) => return fail(format!("the generated kernel does not compile: {d:?}")),
+    };
+    let (reference, launch) = match runner.run(c.args.clone()) {
+        Ok(x) => x,
+        Err(e) => return fail(format!("CPU launch failed: {e}")),
+    };
+    let want = |n: &str| reference.array(n).expect("output").to_f64_vec();
+    let compare = |target: &str, got: &dyn Fn(&str) -> Vec<f64>| -> Result<(), String> {
+        for out in ["O", "P", "Q", "Z"] {
+            let (g, w) = (got(out), want(out));
+            let d = distance(c.elem, &g, &w);
+            if d > tolerance(c.elem) {
+                let k = g.iter().zip(&w).position(|(x, y)| distance(c.elem, &[*x], &[*y]) > tolerance(c.elem));
+                let at = k.map_or(String::new(), |k| format!(" (element {k}: got {}, want {})", g[k], w[k]));
+                return fail(format!("{target}: `{out}` differs from the Cranelift CPU result by {d:e}{at}"));
+            }
+        }
+        Ok(())
+    };
+    if CpuBackend::Llvm.available() {
+        let r = CpuRunner::with_backend(&set, "fz", &c.args, &HashMap::new(), CpuBackend::Llvm)
+            .map_err(|d| format!("seed {}: LLVM: {d:?}", c.seed))?;
+        let (b, _) = r.run(c.args.clone()).map_err(|e| format!("seed {}: LLVM launch: {e}", c.seed))?;
+        compare("CPU (LLVM)", &|n| b.array(n).expect("output").to_f64_vec())?;
+    }
+    let generics = match tilec::infer_generics(&set, "fz", &tilec::dtypes_of(&c.args), &HashMap::new()) {
+        Ok(g) => g,
+        Err(d) => return fail(format!("generics: {d:?}")),
+    };
+    let inst = Instances::One { kernel: "fz".into(), generics };
+    let module = match compile(&set, &inst, &CompileOptions { verify: true, ..Default::default() }) {
+        Ok(m) => m.module,
+        Err(d) => return fail(format!("compile with the verifier: {d:?}")),
+    };
+    let kernel = &module.kernels[0];
+    for lanes in [4, 8, 16, 32, 64] {
+        let arrays = match tilec_tests::run_simt(&module, kernel, &c.args, lanes, launch.grid) {
+            Ok(a) => a,
+            Err(e) => return fail(format!("SIMT form at {lanes} lanes: {e}")),
+        };
+        compare(&format!("SIMT form at {lanes} lanes"), &|n| arrays[n].to_f64_vec())?;
+    }
+    if let (Some(dev), true) = (vulkan, c.on_vulkan) {
+        let mut b = tilec_runtime::bind(kernel, c.args.clone()).expect("binds");
+        if let Err(d) = tilec::vulkan_launch(dev, &module, kernel, &mut b, 1) {
+            return fail(format!("Vulkan: {d:?}"));
+        }
+        compare(&format!("Vulkan on {}", dev.name()), &|n| b.array(n).expect("output").to_f64_vec())?;
+    }
+    Ok(())
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+#[test]
+fn random_kernels_agree_on_every_target() {
+    let cases = env_u64("TILEC_FUZZ_CASES", 60);
+    let seed = env_u64("TILEC_FUZZ_SEED", 0x7111_ec);
+    let dev = tilec_runtime::VulkanDevice::open(None).ok();
+    if dev.is_none() && std::env::var("TILEC_REQUIRE_VULKAN").as_deref() == Ok("1") {
+        panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device");
+    }
+    let mut failures = Vec::new();
+    for i in 0..cases {
+        let c = case(seed.wrapping_add(i));
+        let dev = dev.as_ref().filter(|d| c.elem != Scalar::F64 || d.supports_f64());
+        if let Err(e) = check(&c, dev) {
+            eprintln!("{e}\n");
+            failures.push(c.seed);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} kernels disagree; seeds {failures:?} (TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_CASES=1 reruns one)",
+        failures.len()
+    );
+}
+
+/// The generator itself: deterministic per seed, and it makes every construct it claims.
+#[test]
+fn the_generator_covers_its_constructs() {
+    let all: String = (0..300).map(|s| case(s).src).collect();
+    for construct in [
+        "for k in",
+        "if s >",
+        "where(",
+        "iota(",
+        "transpose(",
+        " @ ",
+        "exp(",
+        "sum(acc, 1)",
+        " % ",
+        "f64",
+        "i32",
+        "m[:, :] = B[i+1",
+        "const K",
+        "sync()",
+        "cholesky_",
+        "solve_",
+        "atomic_add",
+        "max_axis",
+        "Q[i] = min",
+    ] {
+        assert!(all.contains(construct), "no generated kernel uses `{construct}`");
+    }
+    assert_eq!(case(42).src, case(42).src);
+}
