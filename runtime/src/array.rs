@@ -30,6 +30,22 @@ fn element_count(shape: &[u64], elem_bytes: usize) -> Option<usize> {
     (bytes <= isize::MAX as usize).then_some(n)
 }
 
+/// `n` zero words, or `None` when the allocation fails (instead of aborting, as `vec!` does).
+/// Zeroed memory comes from `alloc_zeroed`, so large arrays cost no page writes until used.
+fn zeroed_words(n: usize) -> Option<Vec<u64>> {
+    if n == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u64>(n).ok()?;
+    // SAFETY: `layout` has a non-zero size (n > 0). The pointer, when not null, is an
+    // allocation of the global allocator with `Vec<u64>`'s layout for capacity `n`, and
+    // `alloc_zeroed` initialized all `n` words (zero is a valid u64).
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout) as *mut u64;
+        (!ptr.is_null()).then(|| Vec::from_raw_parts(ptr, n, n))
+    }
+}
+
 fn check_elem(elem: Scalar) -> Result<(), RunError> {
     match elem {
         Scalar::F32 | Scalar::F64 | Scalar::I32 => Ok(()),
@@ -39,14 +55,14 @@ fn check_elem(elem: Scalar) -> Result<(), RunError> {
 
 impl HostArray {
     /// A zero-filled array. Errors: `elem` is not f32, f64 or i32 (E0406); the shape has more
-    /// elements than memory can address (E0405).
+    /// elements than memory can address, or the allocation fails (E0405): this never aborts
+    /// the process on a shape too large for the machine.
     pub fn zeros(elem: Scalar, shape: &[u64]) -> Result<HostArray, RunError> {
         check_elem(elem)?;
         let esize = elem.bytes() as usize;
-        let Some(len) = element_count(shape, esize) else {
-            return Err(RunError::DataLength { shape: shape.to_vec(), expected: None, actual: 0 });
-        };
-        let words = vec![0u64; (len * esize).div_ceil(8)];
+        let too_large = || RunError::DataLength { shape: shape.to_vec(), expected: None, actual: 0 };
+        let len = element_count(shape, esize).ok_or_else(too_large)?;
+        let words = zeroed_words((len * esize).div_ceil(8)).ok_or_else(too_large)?;
         Ok(HostArray { elem, shape: shape.to_vec(), len, words })
     }
 

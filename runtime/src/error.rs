@@ -10,7 +10,7 @@ use tilec_midend::Scalar;
 pub(crate) const SUPPORTED_DTYPES: &str = "<f4 (f32), <f8 (f64), <i4 (i32)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
-/// code ([`RunError::code`]) in `E0400..=E0436` (`E0420..` are the Vulkan launcher's, `E0430..`
+/// code ([`RunError::code`]) in `E0400..=E0436` (`E0420..=E0428` are the Vulkan launcher's, `E0430..`
 /// the CUDA launcher's).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
@@ -59,6 +59,9 @@ pub enum RunError {
     Mismatch { detail: String },
     /// E0418: an output was requested for something that is not a `mut` array parameter.
     NotAnOutput { kernel: String, name: String },
+    /// E0429: a `.npy` header's shape needs more bytes than 64 bits count or this machine can
+    /// allocate (found before any data is read; `elem_bytes` is the dtype's size).
+    NpyTooLarge { path: PathBuf, shape: Vec<u64>, elem_bytes: u64 },
     /// E0420: the Vulkan loader library could not be loaded.
     VulkanLoader { library: &'static str, detail: String },
     /// E0421: a Vulkan call failed; `result` is the `VkResult` name (`VK_ERROR_DEVICE_LOST`).
@@ -126,6 +129,7 @@ impl RunError {
             RunError::GridTooLarge { .. } => "E0416",
             RunError::Mismatch { .. } => "E0417",
             RunError::NotAnOutput { .. } => "E0418",
+            RunError::NpyTooLarge { .. } => "E0429",
             RunError::VulkanLoader { .. } => "E0420",
             RunError::VulkanCall { .. } => "E0421",
             RunError::NoVulkanDevice => "E0422",
@@ -244,6 +248,13 @@ impl fmt::Display for RunError {
                 i32::MAX
             ),
             RunError::Mismatch { detail } => write!(f, "internal launch error: {detail}"),
+            RunError::NpyTooLarge { path, shape, elem_bytes } => write!(
+                f,
+                "`{}` has shape {}: {elem_bytes}-byte elements that need more memory than this \
+                 machine can allocate",
+                path.display(),
+                list(shape)
+            ),
             RunError::NotAnOutput { kernel, name } => {
                 write!(f, "`{name}` is not a `mut` array parameter of kernel `{kernel}`, so it cannot be an output")
             }

@@ -27,6 +27,6 @@ pub use cuda::CudaDevice;
 pub use error::RunError;
 pub use gen::{random_spd, random_uniform};
 pub use launch::{launch_cpu, launch_values, pack_args, run_cpu, CpuKernelFn};
-pub use npy::{read_npy, write_npy_atomic};
+pub use npy::{check_output_path, read_npy, write_npy_atomic, write_npys_atomic};
 pub use tilec_midend::eval::LaunchValues;
 pub use vulkan::VulkanDevice;

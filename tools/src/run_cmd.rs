@@ -7,11 +7,13 @@ use crate::cli::{program, run_error, usage, zeros_for_output, Fail};
 use crate::{infer_generics, SourceSet};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tilec_frontend::{GenericArg, Instances};
 use tilec_midend::{Kernel, Module, Scalar};
-use tilec_runtime::{parse_scalar, read_npy, write_npy_atomic, ArgValue, Bound, HostArray, LaunchValues};
+use tilec_runtime::{
+    check_output_path, parse_scalar, read_npy, write_npys_atomic, ArgValue, Bound, HostArray, LaunchValues,
+};
 
 /// Where a kernel runs.
 #[derive(Debug, Clone, Copy)]
@@ -42,21 +44,30 @@ pub(crate) fn run(
     out: &mut dyn Write,
     lints: &mut crate::cli::Lints,
 ) -> Result<(), Fail> {
-    // Arrays are read first: their dtypes choose the kernel's element types.
+    // Outputs first: a missing or read-only directory is reported before a long run.
+    let mut outputs: Vec<(String, PathBuf)> = Vec::new();
+    for o in req.outs {
+        let (n, p) = split("out", o, "NAME=FILE.npy")?;
+        let p = PathBuf::from(p);
+        if let Some((m, _)) = outputs.iter().find(|(_, q)| same_file(q, &p)) {
+            return Err(usage("E0501", format!("`--out {o}`: `{m}` is written to the same file")));
+        }
+        check_output_path(&p).map_err(run_error)?;
+        outputs.push((n.to_string(), p));
+    }
+    // Arrays are read next: their dtypes choose the kernel's element types.
     let mut args: HashMap<String, ArgValue> = HashMap::new();
-    let mut scalars = Vec::new();
+    let mut scalars: Vec<(String, String)> = Vec::new();
     for a in req.args {
         let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
+        if args.contains_key(n) || scalars.iter().any(|(m, _)| m == n) {
+            return Err(usage("E0501", format!("`--arg {a}`: `{n}` is given twice")));
+        }
         if v.ends_with(".npy") {
             args.insert(n.to_string(), ArgValue::Array(read_npy(v).map_err(run_error)?));
         } else {
             scalars.push((n.to_string(), v.to_string()));
         }
-    }
-    let mut outputs = Vec::new();
-    for o in req.outs {
-        let (n, p) = split("out", o, "NAME=FILE.npy")?;
-        outputs.push((n.to_string(), PathBuf::from(p)));
     }
     let compile_fail = |d: Vec<tilec_grammar::diag::Diagnostic>| {
         let code = if d.iter().any(|x| !x.labels.is_empty()) { 1 } else { 2 };
@@ -88,10 +99,12 @@ pub(crate) fn run(
         Backend::Vulkan { device } => run_vulkan(&module, &kernel, bound, req.repeat, device)?,
         Backend::Cuda { device } => run_cuda(&module, &kernel, bound, req.repeat, device)?,
     };
+    // All outputs or none: every file is written to a temporary first, then all are renamed.
+    let mut arrays: Vec<(&Path, &HostArray)> = Vec::new();
     for (n, p) in &outputs {
-        let arr: &HostArray = bound.output(&kernel, n).map_err(run_error)?;
-        write_npy_atomic(p, arr).map_err(run_error)?;
+        arrays.push((p.as_path(), bound.output(&kernel, n).map_err(run_error)?));
     }
+    write_npys_atomic(&arrays).map_err(run_error)?;
     times.sort();
     let median = times[times.len() / 2].as_secs_f64();
     let g = launch.grid;
@@ -113,6 +126,19 @@ pub(crate) fn run(
     }
     let _ = writeln!(out, "{line}");
     Ok(())
+}
+
+/// Whether `a` and `b` name the same file: the same name in the same directory (after
+/// resolving the directories), or the same text when a directory cannot be resolved.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let resolve = |p: &Path| {
+        let dir = p.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        Some(std::fs::canonicalize(dir).ok()?.join(p.file_name()?))
+    };
+    match (resolve(a), resolve(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
 }
 
 type Ran = (Bound, LaunchValues, Vec<Duration>, Option<String>);
