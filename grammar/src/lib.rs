@@ -73,6 +73,11 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
             _ => None,
         })
         .collect();
+    // Text nested deeper than the checker's recursion can take is refused before parsing.
+    if let Some(d) = nesting_error(&lexed.tokens) {
+        diags.push(d);
+        return (File { items: Vec::new() }, diags);
+    }
     let tokens = lexed.tokens.into_iter().map(Ok::<_, LexError>);
     let result = parser::FileParser::new().parse(&mut recovered, tokens);
     let mut file = match result {
@@ -103,6 +108,88 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
     }
     attach_docs(&mut file, &lexed.docs);
     (file, diags)
+}
+
+/// The most brackets of any kind open at once, and the most `else if`s in one block.
+pub const MAX_NESTING: usize = 256;
+
+/// The most operators (and opening brackets) in one statement, between `;`, `{` and `}`.
+pub const MAX_EXPR_OPERATORS: usize = 1024;
+
+/// E0005 at the first token that nests the text deeper than the limits: brackets open at
+/// once (`MAX_NESTING`), operators, casts, field accesses and opening brackets in one
+/// statement (`MAX_EXPR_OPERATORS`, which bounds the depth of an expression's tree, unary
+/// chains `- - - x` and long `a + b + ..` included), and `else if` in one block (each one nests
+/// the rest of the chain). The syntax tree and every recursive pass over it then stay far
+/// from the stack's limit, and checking stays fast.
+fn nesting_error(tokens: &[(usize, Tok, usize)]) -> Option<Diagnostic> {
+    let mut open = 0usize;
+    let mut ops = 0usize;
+    // `else if` counts per open brace level (index 0: outside any brace).
+    let mut else_ifs: Vec<usize> = vec![0];
+    let too_deep = |s: usize, e: usize, what: String| {
+        Some(
+            Diagnostic::error("E0005", format!("nesting too deep: {what}"))
+                .label(Span::new(s, e), "the limit is passed here")
+                .help("split the expression with `let` bindings, or the nesting into `fn`s"),
+        )
+    };
+    for (i, (s, t, e)) in tokens.iter().enumerate() {
+        match t {
+            Tok::LParen | Tok::LBracket | Tok::LBrace => {
+                open += 1;
+                if open > MAX_NESTING {
+                    return too_deep(*s, *e, format!("more than {MAX_NESTING} brackets open at once"));
+                }
+            }
+            Tok::RParen | Tok::RBracket | Tok::RBrace => open = open.saturating_sub(1),
+            _ => {}
+        }
+        match t {
+            Tok::Semi | Tok::LBrace | Tok::RBrace => ops = 0,
+            Tok::LParen
+            | Tok::LBracket
+            | Tok::Lt
+            | Tok::Gt
+            | Tok::Le
+            | Tok::Ge
+            | Tok::EqEq
+            | Tok::Ne
+            | Tok::Plus
+            | Tok::Minus
+            | Tok::Star
+            | Tok::Slash
+            | Tok::Percent
+            | Tok::At
+            | Tok::AndAnd
+            | Tok::OrOr
+            | Tok::Bang
+            | Tok::Dot
+            | Tok::DotDot
+            | Tok::As => {
+                ops += 1;
+                if ops > MAX_EXPR_OPERATORS {
+                    return too_deep(*s, *e, format!("more than {MAX_EXPR_OPERATORS} operators in one statement"));
+                }
+            }
+            _ => {}
+        }
+        match t {
+            Tok::LBrace => else_ifs.push(0),
+            Tok::RBrace if else_ifs.len() > 1 => {
+                else_ifs.pop();
+            }
+            Tok::Else if matches!(tokens.get(i + 1), Some((_, Tok::If, _))) => {
+                let n = else_ifs.last_mut().expect("never empty");
+                *n += 1;
+                if *n > MAX_NESTING {
+                    return too_deep(*s, *e, format!("more than {MAX_NESTING} `else if` in one block"));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn expected_list(expected: &[String]) -> String {

@@ -286,19 +286,32 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
 }
 
 /// Reads the program `file`; `-` is standard input (named `<stdin>` in diagnostics).
+/// A program that is not UTF-8 is an error in the program (E0004, exit code 1), shown at its
+/// first invalid byte.
 fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Fail> {
-    let (name, text) = if file == Path::new("-") {
-        let mut t = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+    let (name, bytes) = if file == Path::new("-") {
+        let mut t = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut t)
             .map_err(|e| usage("E0500", format!("cannot read standard input: {e}")))?;
         ("<stdin>".to_string(), t)
     } else {
-        let t = std::fs::read_to_string(file)
-            .map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
+        let t = std::fs::read(file).map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
         (file.display().to_string(), t)
+    };
+    let (text, bad) = match String::from_utf8(bytes) {
+        Ok(t) => (t, None),
+        // The valid prefix is the same in the lossy text, so the offset still points there.
+        Err(e) => (String::from_utf8_lossy(e.as_bytes()).into_owned(), Some(e.utf8_error().valid_up_to())),
     };
     let s = SourceSet::with_stdlib(name, text);
     *slot = Some(s.clone());
+    if let Some(at) = bad {
+        let span = tilec_grammar::span::Span::new(at, at + char::REPLACEMENT_CHARACTER.len_utf8());
+        let d = Diagnostic::error("E0004", "the source file is not valid UTF-8")
+            .label(span, "the first byte that is not UTF-8")
+            .help("save the file as UTF-8");
+        return Err(program(vec![d]));
+    }
     Ok(s)
 }
 
