@@ -14,7 +14,8 @@
 //!
 //! The budget: `TILEC_FUZZ_CASES` kernels (default 60; Vulkan runs the small ones among every third),
 //! from `TILEC_FUZZ_SEED` (default fixed, so CI is deterministic). A failure prints the seed
-//! and the kernel. `tools/fuzz.sh --minutes N` runs it for longer with fresh seeds.
+//! and the kernel. `tools/fuzz.sh --minutes N` runs it for longer with fresh seeds
+//! (`TILEC_FUZZ_SECONDS`).
 
 use std::collections::HashMap;
 use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
@@ -347,18 +348,26 @@ fn random_kernels_agree_on_every_target() {
     if dev.is_none() && std::env::var("TILEC_REQUIRE_VULKAN").as_deref() == Ok("1") {
         panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device");
     }
+    // tools/fuzz.sh: as many kernels as fit in TILEC_FUZZ_SECONDS instead of a count.
+    let deadline = std::env::var("TILEC_FUZZ_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
     let mut failures = Vec::new();
-    for i in 0..cases {
+    let mut i = 0;
+    while deadline.map_or(i < cases, |d| std::time::Instant::now() < d) {
         let c = case(seed.wrapping_add(i));
         let dev = dev.as_ref().filter(|d| c.elem != Scalar::F64 || d.supports_f64());
         if let Err(e) = check(&c, dev) {
-            eprintln!("{e}\n");
+            eprintln!("FUZZ FAILURE {e}\n");
             failures.push(c.seed);
         }
+        i += 1;
     }
+    eprintln!("fuzzed {i} kernels from seed {seed}");
     assert!(
         failures.is_empty(),
-        "{} of {cases} kernels disagree; seeds {failures:?} (TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_CASES=1 reruns one)",
+        "{} of {i} kernels disagree; seeds {failures:?} (TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_CASES=1 reruns one)",
         failures.len()
     );
 }
