@@ -346,6 +346,49 @@ pub fn max_rel_err_chunks(x: &[f64], r: &[f64], chunk: usize) -> f64 {
     worst
 }
 
+/// Runs kernel instance `kernel` of `module` in SIMT form at `lanes` lanes (checked by the
+/// SIMT verifier) with the reference interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
+/// returns every array argument after the run, by parameter name. Errors (lowering or
+/// interpretation) as text.
+pub fn run_simt(
+    module: &tilec_midend::Module,
+    kernel: &tilec_midend::Kernel,
+    args: &HashMap<String, ArgValue>,
+    lanes: u32,
+    grid: [i64; 3],
+) -> Result<HashMap<String, tilec_runtime::HostArray>, String> {
+    use tilec_midend::simt::{interp, lower_kernel};
+    use tilec_midend::ParamKind;
+    let simt = lower_kernel(module, kernel, lanes).map_err(|e| e.to_string())?;
+    if let Err(es) = tilec_midend::verify::verify_simt(&simt) {
+        return Err(es.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"));
+    }
+    let mut arrays: Vec<(String, tilec_runtime::HostArray)> = Vec::new();
+    let mut scalars = Vec::new();
+    for p in &kernel.params {
+        match (&p.kind, args.get(&p.name)) {
+            (ParamKind::Array { .. }, Some(ArgValue::Array(a))) => arrays.push((p.name.clone(), a.clone())),
+            (ParamKind::Scalar(_), Some(ArgValue::Scalar(c))) => scalars.push(*c),
+            _ => return Err(format!("no matching argument for parameter `{}`", p.name)),
+        }
+    }
+    let (mut it_a, mut it_s) = (arrays.iter_mut(), scalars.iter());
+    let mut iargs: Vec<interp::InterpArg<'_>> = Vec::new();
+    for p in &kernel.params {
+        match p.kind {
+            ParamKind::Array { .. } => {
+                let (_, a) = it_a.next().expect("one array per array parameter");
+                let (elem, dims) = (a.elem(), a.shape().to_vec());
+                iargs.push(interp::InterpArg::Array { elem, dims, data: a.bytes_mut() });
+            }
+            ParamKind::Scalar(_) => iargs.push(interp::InterpArg::Scalar(*it_s.next().expect("one scalar"))),
+        }
+    }
+    interp::run(&simt, &mut iargs, grid).map_err(|e| e.to_string())?;
+    drop(iargs);
+    Ok(arrays.into_iter().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,44 +434,4 @@ mod tests {
         let z = cholesky_clamped_f64(&[0.0, 0.0, 0.0, -3.0], 2, 0.25);
         assert_eq!(z, vec![0.5, 0.0, 0.0, 0.5]);
     }
-}
-
-/// Runs kernel instance `kernel` of `module` in SIMT form at `lanes` lanes with the reference
-/// interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
-/// returns every array argument after the run, by parameter name. Errors (lowering or
-/// interpretation) as text.
-pub fn run_simt(
-    module: &tilec_midend::Module,
-    kernel: &tilec_midend::Kernel,
-    args: &HashMap<String, ArgValue>,
-    lanes: u32,
-    grid: [i64; 3],
-) -> Result<HashMap<String, tilec_runtime::HostArray>, String> {
-    use tilec_midend::simt::{interp, lower_kernel};
-    use tilec_midend::ParamKind;
-    let simt = lower_kernel(module, kernel, lanes).map_err(|e| e.to_string())?;
-    let mut arrays: Vec<(String, tilec_runtime::HostArray)> = Vec::new();
-    let mut scalars = Vec::new();
-    for p in &kernel.params {
-        match (&p.kind, args.get(&p.name)) {
-            (ParamKind::Array { .. }, Some(ArgValue::Array(a))) => arrays.push((p.name.clone(), a.clone())),
-            (ParamKind::Scalar(_), Some(ArgValue::Scalar(c))) => scalars.push(*c),
-            _ => return Err(format!("no matching argument for parameter `{}`", p.name)),
-        }
-    }
-    let (mut it_a, mut it_s) = (arrays.iter_mut(), scalars.iter());
-    let mut iargs: Vec<interp::InterpArg<'_>> = Vec::new();
-    for p in &kernel.params {
-        match p.kind {
-            ParamKind::Array { .. } => {
-                let (_, a) = it_a.next().expect("one array per array parameter");
-                let (elem, dims) = (a.elem(), a.shape().to_vec());
-                iargs.push(interp::InterpArg::Array { elem, dims, data: a.bytes_mut() });
-            }
-            ParamKind::Scalar(_) => iargs.push(interp::InterpArg::Scalar(*it_s.next().expect("one scalar"))),
-        }
-    }
-    interp::run(&simt, &mut iargs, grid).map_err(|e| e.to_string())?;
-    drop(iargs);
-    Ok(arrays.into_iter().collect())
 }

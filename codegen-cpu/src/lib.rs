@@ -46,6 +46,18 @@ use tilec_midend::{Kernel, Module};
 #[derive(Debug, Clone, PartialEq)]
 pub struct CodegenError {
     pub message: String,
+    /// The source location of the op that failed, when it has one.
+    pub loc: Option<tilec_midend::Loc>,
+}
+
+impl CodegenError {
+    /// This error, located at `loc` unless it already has a location.
+    pub(crate) fn at(mut self, loc: tilec_midend::Loc) -> CodegenError {
+        if self.loc.is_none() && loc != tilec_midend::Loc::default() {
+            self.loc = Some(loc);
+        }
+        self
+    }
 }
 
 impl fmt::Display for CodegenError {
@@ -57,7 +69,7 @@ impl fmt::Display for CodegenError {
 impl std::error::Error for CodegenError {}
 
 pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
-    CodegenError { message: e.to_string() }
+    CodegenError { message: e.to_string(), loc: None }
 }
 
 /// The entry point of a compiled kernel (see the crate docs for the ABI).

@@ -245,7 +245,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     fn region(&mut self, r: &Region) -> Result<(), CodegenError> {
         let mut i = 0;
         while i < r.ops.len() {
-            i += self.op_or_fused(&r.ops[i..])?;
+            i += self.op_or_fused(&r.ops[i..]).map_err(|e| e.at(r.ops[i].loc))?;
         }
         Ok(())
     }

@@ -19,6 +19,8 @@ pub use tilec_midend::simt::{ParamsLayout, HEADER_WORDS};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PtxError {
     pub message: String,
+    /// The source location of the op that failed, when it has one.
+    pub loc: Option<tilec_midend::Loc>,
 }
 
 impl fmt::Display for PtxError {
@@ -56,10 +58,16 @@ pub const NOT_BUILT: &str = "this tilec was built without the PTX backend: rebui
 /// Compiles a kernel in SIMT form (32 lanes) to PTX for `arch` (`sm_70` to `sm_90`).
 pub fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
     if !(arch.starts_with("sm_") && arch[3..].parse::<u32>().is_ok_and(|v| (70..=90).contains(&v))) {
-        return Err(PtxError { message: format!("unsupported architecture `{arch}` (sm_70 to sm_90)") });
+        return Err(PtxError { message: format!("unsupported architecture `{arch}` (sm_70 to sm_90)"), loc: None });
     }
     if k.lanes != 32 {
-        return Err(PtxError { message: format!("CUDA warps have 32 lanes; the kernel was lowered for {}", k.lanes) });
+        return Err(PtxError {
+            message: format!("CUDA warps have 32 lanes; the kernel was lowered for {}", k.lanes),
+            loc: None,
+        });
+    }
+    if let Err(es) = tilec_midend::verify::verify_simt(k) {
+        return Err(PtxError { message: es[0].to_string(), loc: es[0].loc });
     }
     #[cfg(feature = "ptx")]
     {
@@ -67,6 +75,6 @@ pub fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
     }
     #[cfg(not(feature = "ptx"))]
     {
-        Err(PtxError { message: NOT_BUILT.to_string() })
+        Err(PtxError { message: NOT_BUILT.to_string(), loc: None })
     }
 }

@@ -35,7 +35,13 @@ impl Gen<'_> {
     /// `yield` is left to the caller (see `region_yield`).
     pub(crate) fn region(&mut self, r: &Region) -> Result<bool, SpirvError> {
         for op in &r.ops {
-            if self.op(op)? {
+            let returned = self.op(op).map_err(|mut e| {
+                if e.loc.is_none() && op.loc != tilec_midend::Loc::default() {
+                    e.loc = Some(op.loc);
+                }
+                e
+            })?;
+            if returned {
                 return Ok(true);
             }
         }
@@ -236,7 +242,7 @@ impl Gen<'_> {
         if s == Scalar::F64 && !matches!(gl, GLOp::FAbs | GLOp::Sqrt | GLOp::Trunc) {
             // GLSL.std.450 has these for 16- and 32-bit floats only; the SIMT lowering expands
             // the f64 ones into arithmetic (midend/src/simt/math.rs).
-            return Err(SpirvError { message: format!("f64 {k:?} in SIMT form (the SIMT lowering expands it)") });
+            return Err(err(format!("f64 {k:?} in SIMT form (the SIMT lowering expands it)")));
         }
         self.glsl(s, gl, &[x])
     }

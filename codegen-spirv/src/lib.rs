@@ -24,10 +24,13 @@ pub use module::{compile, compile_with};
 use std::fmt;
 pub use tilec_midend::simt::{ParamsLayout, HEADER_WORDS};
 
-/// Why SPIR-V generation failed: an operation or type the Vulkan target does not support.
+/// Why SPIR-V generation failed: an operation or type the Vulkan target does not support, or
+/// a SIMT form the verifier rejects. `loc` is the source location of the op that failed, when
+/// it has one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpirvError {
     pub message: String,
+    pub loc: Option<tilec_midend::Loc>,
 }
 
 impl fmt::Display for SpirvError {
@@ -39,7 +42,7 @@ impl fmt::Display for SpirvError {
 impl std::error::Error for SpirvError {}
 
 pub(crate) fn err(m: impl Into<String>) -> SpirvError {
-    SpirvError { message: m.into() }
+    SpirvError { message: m.into(), loc: None }
 }
 
 /// A compiled compute shader and what its launch needs.

@@ -52,6 +52,9 @@ pub fn compile(k: &SimtKernel) -> Result<SpirvKernel, SpirvError> {
 
 /// Compiles a kernel in SIMT form to a SPIR-V compute shader with the given bindings.
 pub fn compile_with(k: &SimtKernel, opts: &SpirvOptions) -> Result<SpirvKernel, SpirvError> {
+    if let Err(es) = tilec_midend::verify::verify_simt(k) {
+        return Err(SpirvError { message: es[0].to_string(), loc: es[0].loc });
+    }
     let mut b = Builder::new();
     b.set_version(1, 3);
     b.capability(Capability::Shader);

@@ -10,7 +10,7 @@ use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
 use tilec_grammar::diag::Diagnostic;
-use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Module, OpKind, ParamKind, Scalar, Type, Value};
+use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Loc, Module, OpKind, ParamKind, Scalar, Type, Value};
 
 /// The element types a type parameter may take, from its bound (none: `float`).
 pub(crate) fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Vec<Scalar>, ()> {
@@ -509,7 +509,8 @@ fn lower_kernel(
     }
 
     // The launch function: grid extents as i64 and the flop count as f64.
-    let mut b = FnBuilder::new(cx, format!("{sym}__launch"), FuncKind::Launch, BodyKind::Launch, generics, source);
+    let mut b =
+        FnBuilder::new(cx, format!("{sym}__launch"), FuncKind::Launch, BodyKind::Launch, generics, source.clone());
     b.define_generics(&item.generics);
     let Some((params, _)) = b.kernel_params(item) else {
         return;
@@ -556,6 +557,8 @@ fn lower_kernel(
         block,
         has_flops: item.flops.is_some(),
         doc: item.doc.clone(),
+        source: source.clone(),
+        loc: Loc { start: item.name.span.start, end: item.name.span.end },
     });
 }
 

@@ -16,34 +16,46 @@
 //! 5. A function body ends with `Return` whose operands match `Function::ret`.
 //! 6. `Call` refers to an existing function with matching parameter and result types.
 //! 7. Tile extents are between 1 and 4096 and tiles have rank 1 or 2.
+//!
+//! [`verify_simt`] checks a kernel in SIMT form: these invariants and those of the SIMT form
+//! (8-11 in its docs). Every error carries the location of the op where it was found.
 
 use crate::ir::*;
 use crate::types::{Scalar, Type};
 use std::fmt;
 
-/// A violated invariant, with the function and op where it was found.
+/// A violated invariant, with the function where it was found and the source location of
+/// the op (`None` for the function as a whole, or an op the frontend gave no location).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerifyError {
     pub func: String,
     pub message: String,
+    pub loc: Option<Loc>,
 }
 
 impl fmt::Display for VerifyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "IR verifier: in @{}: {}", self.func, self.message)
+        write!(f, "IR verifier: in @{}: {}", self.func, self.message)?;
+        if let Some(l) = self.loc {
+            write!(f, " (source bytes {}..{})", l.start, l.end)?;
+        }
+        Ok(())
     }
 }
 
 struct V<'a> {
-    m: &'a Module,
+    /// The module, for `Call`s (`None` for a SIMT kernel, which has none).
+    m: Option<&'a Module>,
     f: &'a Function,
     defined: Vec<bool>,
-    errors: Vec<String>,
+    errors: Vec<(String, Option<Loc>)>,
+    /// The location of the op being checked.
+    at: Option<Loc>,
 }
 
 impl V<'_> {
     fn err(&mut self, msg: String) {
-        self.errors.push(msg);
+        self.errors.push((msg, self.at));
     }
 
     fn def(&mut self, v: Value) {
@@ -143,7 +155,7 @@ impl V<'_> {
                     && (base == 0 || t(0) == r(0));
                 bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
             }
-            OpKind::Call(i) => match self.m.funcs.get(*i as usize) {
+            OpKind::Call(i) => match self.m.and_then(|m| m.funcs.get(*i as usize)) {
                 Some(callee) => {
                     let ps: Vec<Option<&Type>> = callee.body.params.iter().map(|p| Some(callee.ty(*p))).collect();
                     let args: Vec<Option<&Type>> = op.args.iter().map(|a| self.ty(*a)).collect();
@@ -163,7 +175,8 @@ impl V<'_> {
                 }
             }
         }
-        self.errors.extend(errs);
+        let at = self.at;
+        self.errors.extend(errs.into_iter().map(|e| (e, at)));
     }
 
     /// Verifies a region; `yields` are the types its `Yield` must have (`None`: no `Yield`
@@ -175,6 +188,7 @@ impl V<'_> {
             scope.push(*p);
         }
         for (i, op) in r.ops.iter().enumerate() {
+            self.at = (op.loc != Loc::default()).then_some(op.loc);
             for a in &op.args {
                 if !scope.contains(a) {
                     self.err(format!(
@@ -200,6 +214,7 @@ impl V<'_> {
             }
             self.check_types(op);
             self.structured(op, scope);
+            self.at = (op.loc != Loc::default()).then_some(op.loc);
             for res in &op.results {
                 self.def(*res);
                 scope.push(*res);
@@ -287,27 +302,284 @@ impl V<'_> {
     }
 }
 
+/// Verifies one function (`m` resolves its calls).
+fn verify_function(m: Option<&Module>, f: &Function) -> Vec<VerifyError> {
+    let mut v = V { m, f, defined: vec![false; f.values.len()], errors: Vec::new(), at: None };
+    let mut scope = Vec::new();
+    v.region(&f.body, None, &mut scope);
+    v.at = None;
+    match f.body.ops.last() {
+        Some(op) if op.kind == OpKind::Return => {
+            let got: Vec<Type> = op.args.iter().filter_map(|a| v.ty(*a).cloned()).collect();
+            if got != f.ret && f.kind != FuncKind::Kernel {
+                v.err("`return` operands do not match the function's return types".into());
+            }
+        }
+        _ => v.err("the function body does not end with `return`".into()),
+    }
+    v.errors.into_iter().map(|(message, loc)| VerifyError { func: f.name.clone(), message, loc }).collect()
+}
+
 /// Verifies every function of a module. Returns every violated invariant.
 pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
-    let mut out = Vec::new();
-    for f in &m.funcs {
-        let mut v = V { m, f, defined: vec![false; f.values.len()], errors: Vec::new() };
-        let mut scope = Vec::new();
-        v.region(&f.body, None, &mut scope);
-        match f.body.ops.last() {
-            Some(op) if op.kind == OpKind::Return => {
-                let got: Vec<Type> = op.args.iter().filter_map(|a| v.ty(*a).cloned()).collect();
-                if got != f.ret && f.kind != FuncKind::Kernel {
-                    v.err("`return` operands do not match the function's return types".into());
-                }
-            }
-            _ => v.err("the function body does not end with `return`".into()),
-        }
-        out.extend(v.errors.into_iter().map(|message| VerifyError { func: f.name.clone(), message }));
-    }
+    let out: Vec<VerifyError> = m.funcs.iter().flat_map(|f| verify_function(Some(m), f)).collect();
     if out.is_empty() {
         Ok(())
     } else {
         Err(out)
+    }
+}
+
+/// Verifies a kernel in SIMT form (`crate::simt`), as both GPU backends expect it: the
+/// invariants of [`verify`] (SSA, operand types, structured control flow), and
+///
+/// 8. no tile types: every value is a per-lane scalar or an array;
+/// 9. only the ops of the SIMT form (`crate::simt` module docs): scalar arithmetic, `LaneId`,
+///    `Shuffle`, memory ops with one `Index::At` per dimension, shared arrays, barriers and
+///    structured control flow; no float `Min`/`Max`/`Rem` (`simt/numerics.rs` writes them
+///    out) and no `f64` transcendental `Un` (`simt/math.rs` expands them);
+/// 10. `LaneId` gives an `i32`; `Shuffle(x, src)` takes a scalar and an `i32` lane and gives
+///     `x`'s type;
+/// 11. the function's parameters are the kernel's, in order and of its types.
+pub fn verify_simt(k: &crate::simt::SimtKernel) -> Result<(), Vec<VerifyError>> {
+    let f = &k.func;
+    let mut out = verify_function(None, f);
+    let mut push = |message: String, loc: Loc| {
+        out.push(VerifyError { func: f.name.clone(), message, loc: (loc != Loc::default()).then_some(loc) })
+    };
+    let params = f.params();
+    if params.len() != k.kernel.params.len()
+        || params.iter().zip(&k.kernel.params).any(|(v, p)| match (&p.kind, f.ty(*v)) {
+            (ParamKind::Array { elem, dims, mutable }, Type::Array { elem: e, rank, mutable: m }) => {
+                (elem, dims.len(), mutable) != (e, *rank as usize, m)
+            }
+            (ParamKind::Scalar(s), Type::Scalar(t)) => s != t,
+            _ => true,
+        })
+    {
+        push("the parameters are not the kernel's".into(), Loc::default());
+    }
+    for (i, d) in f.values.iter().enumerate() {
+        if d.ty.is_tile() {
+            push(format!("%{i} has tile type {}: not allowed in SIMT form", d.ty), Loc::default());
+        }
+    }
+    fn walk(f: &Function, r: &Region, push: &mut dyn FnMut(String, Loc)) {
+        for op in &r.ops {
+            let name = crate::print::op_name(&op.kind);
+            let elem = |v: &Value| match f.ty(*v) {
+                Type::Scalar(s) => Some(*s),
+                _ => None,
+            };
+            let res = op.results.first().and_then(elem);
+            let ok = match &op.kind {
+                OpKind::Const(_)
+                | OpKind::Cmp(_)
+                | OpKind::Cast(_)
+                | OpKind::Bitcast(_)
+                | OpKind::Select
+                | OpKind::Fma
+                | OpKind::ProgramId(_)
+                | OpKind::NumPrograms(_)
+                | OpKind::Dim(_)
+                | OpKind::AllocShared(_)
+                | OpKind::Barrier
+                | OpKind::For
+                | OpKind::If
+                | OpKind::While
+                | OpKind::Yield
+                | OpKind::Return => Ok(()),
+                OpKind::Bin(BinOp::Min | BinOp::Max | BinOp::Rem) if res.is_some_and(|s| s.is_float()) => {
+                    Err("float `min`, `max` and `rem` are written out before SIMT form (simt/numerics.rs)".to_string())
+                }
+                OpKind::Bin(_) => Ok(()),
+                OpKind::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tanh) if res == Some(Scalar::F64) => {
+                    Err("`f64` transcendental functions are expanded before SIMT form (simt/math.rs)".to_string())
+                }
+                OpKind::Un(_) => Ok(()),
+                OpKind::LaneId if op.args.is_empty() && res == Some(Scalar::I32) => Ok(()),
+                OpKind::LaneId => Err("takes nothing and gives an `i32`".to_string()),
+                OpKind::Shuffle
+                    if op.args.len() == 2
+                        && res.is_some()
+                        && res == elem(&op.args[0])
+                        && elem(&op.args[1]) == Some(Scalar::I32) =>
+                {
+                    Ok(())
+                }
+                OpKind::Shuffle => Err("takes a scalar and an `i32` lane, and gives the scalar's type".to_string()),
+                OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) | OpKind::AtomicAdd(ix) => {
+                    if ix.iter().all(|i| matches!(i, Index::At)) {
+                        Ok(())
+                    } else {
+                        Err("memory ops take one scalar index per dimension (no slices)".to_string())
+                    }
+                }
+                other => Err(format!("`{}` is not an op of the SIMT form", crate::print::op_name(other))),
+            };
+            if let Err(why) = ok {
+                push(format!("`{name}`: {why}"), op.loc);
+            }
+            for reg in &op.regions {
+                walk(f, reg, push);
+            }
+        }
+    }
+    walk(f, &f.body, &mut push);
+    if out.is_empty() {
+        Ok(())
+    } else {
+        Err(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simt::SimtKernel;
+
+    /// Builds a SIMT kernel `k(O: mut f32[N])` by hand; op `i` gets location `10 i .. 10 i + 5`.
+    struct B {
+        f: Function,
+    }
+
+    impl B {
+        fn new() -> B {
+            let mut f = Function::new("k__simt4", FuncKind::Kernel);
+            let o = f.new_value(Type::Array { elem: Scalar::F32, rank: 1, mutable: true });
+            f.body.params.push(o);
+            B { f }
+        }
+
+        fn op(&mut self, kind: OpKind, args: &[Value], ty: Option<Type>) -> Value {
+            let at = 10 * self.f.body.ops.len() as u32;
+            let results: Vec<Value> = ty.map(|t| self.f.new_value(t)).into_iter().collect();
+            let r = results.first().copied().unwrap_or(Value(u32::MAX));
+            self.f.body.ops.push(Op {
+                kind,
+                args: args.to_vec(),
+                results,
+                regions: vec![],
+                loc: Loc { start: at, end: at + 5 },
+            });
+            r
+        }
+
+        fn scalar(&mut self, kind: OpKind, args: &[Value], s: Scalar) -> Value {
+            self.op(kind, args, Some(Type::Scalar(s)))
+        }
+
+        /// `lane = lane_id; x = shuffle(1.5, lane); O[lane] = x`, then `extra`, then `return`.
+        fn kernel(mut self, extra: impl FnOnce(&mut B)) -> SimtKernel {
+            let o = self.f.params()[0];
+            let lane = self.scalar(OpKind::LaneId, &[], Scalar::I32);
+            let c = self.scalar(OpKind::Const(Const::Float(1.5, Scalar::F32)), &[], Scalar::F32);
+            let x = self.scalar(OpKind::Shuffle, &[c, lane], Scalar::F32);
+            self.op(OpKind::Store(vec![Index::At]), &[o, lane, x], None);
+            extra(&mut self);
+            self.op(OpKind::Return, &[], None);
+            let params = vec![KernelParam {
+                name: "O".into(),
+                kind: ParamKind::Array { elem: Scalar::F32, dims: vec![Dim::Var("N".into())], mutable: true },
+            }];
+            SimtKernel {
+                kernel: Kernel {
+                    name: "k".into(),
+                    symbol: "k".into(),
+                    params,
+                    body: 0,
+                    launch: 0,
+                    grid_rank: 1,
+                    block: None,
+                    has_flops: false,
+                    doc: None,
+                    source: None,
+                    loc: Loc::default(),
+                },
+                func: self.f,
+                lanes: 4,
+                shared_bytes: 0,
+            }
+        }
+    }
+
+    /// The first error of `k`, which must fail verification.
+    fn first_error(k: &SimtKernel) -> VerifyError {
+        verify_simt(k).expect_err("the verifier accepts a broken kernel").remove(0)
+    }
+
+    fn f32c(b: &mut B, v: f64) -> Value {
+        b.scalar(OpKind::Const(Const::Float(v, Scalar::F32)), &[], Scalar::F32)
+    }
+
+    #[test]
+    fn a_well_formed_simt_kernel_passes() {
+        assert_eq!(verify_simt(&B::new().kernel(|_| {})), Ok(()));
+    }
+
+    #[test]
+    fn a_shuffle_from_a_float_lane_is_rejected_at_its_location() {
+        let k = B::new().kernel(|b| {
+            let x = f32c(b, 2.0);
+            b.scalar(OpKind::Shuffle, &[x, x], Scalar::F32);
+        });
+        let e = first_error(&k);
+        assert!(e.message.contains("`shuffle`") && e.message.contains("i32"), "{e}");
+        assert_eq!(e.loc, Some(Loc { start: 50, end: 55 }), "{e}");
+    }
+
+    #[test]
+    fn float_min_and_f64_exp_are_not_simt_form() {
+        let k = B::new().kernel(|b| {
+            let x = f32c(b, 2.0);
+            b.scalar(OpKind::Bin(BinOp::Min), &[x, x], Scalar::F32);
+        });
+        assert!(first_error(&k).message.contains("written out"), "{}", first_error(&k));
+        let k = B::new().kernel(|b| {
+            let x = b.scalar(OpKind::Const(Const::Float(1.0, Scalar::F64)), &[], Scalar::F64);
+            b.scalar(OpKind::Un(UnOp::Exp), &[x], Scalar::F64);
+        });
+        let e = first_error(&k);
+        assert!(e.message.contains("expanded"), "{e}");
+        assert_eq!(e.loc, Some(Loc { start: 50, end: 55 }));
+    }
+
+    #[test]
+    fn tiles_slices_and_tile_ops_are_rejected() {
+        let k = B::new().kernel(|b| {
+            b.op(OpKind::Fill(Fill::Zeros), &[], Some(Type::Tile { elem: Scalar::F32, shape: vec![4] }));
+        });
+        let errs = verify_simt(&k).unwrap_err();
+        assert!(errs.iter().any(|e| e.message.contains("tile type")), "{errs:?}");
+        assert!(errs.iter().any(|e| e.message.contains("not an op of the SIMT form") && e.loc.is_some()), "{errs:?}");
+        let k = B::new().kernel(|b| {
+            let o = b.f.params()[0];
+            let z = b.scalar(OpKind::Const(Const::Int(0, Scalar::I32)), &[], Scalar::I32);
+            b.op(OpKind::Load(vec![Index::Slice(4)]), &[o, z], Some(Type::Tile { elem: Scalar::F32, shape: vec![4] }));
+        });
+        let errs = verify_simt(&k).unwrap_err();
+        assert!(
+            errs.iter().any(|e| e.message.contains("no slices") && e.loc == Some(Loc { start: 50, end: 55 })),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn a_use_before_its_definition_is_rejected_with_the_user_s_location() {
+        let k = B::new().kernel(|b| {
+            let later = Value(b.f.values.len() as u32 + 1);
+            b.scalar(OpKind::Un(UnOp::Neg), &[later], Scalar::F32);
+            f32c(b, 1.0);
+        });
+        let e = first_error(&k);
+        assert!(e.message.contains("does not dominate"), "{e}");
+        assert_eq!(e.loc, Some(Loc { start: 40, end: 45 }));
+    }
+
+    #[test]
+    fn parameters_must_be_the_kernel_s() {
+        let mut k = B::new().kernel(|_| {});
+        k.kernel.params[0].kind = ParamKind::Scalar(Scalar::F32);
+        assert!(first_error(&k).message.contains("parameters"));
     }
 }

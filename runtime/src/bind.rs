@@ -266,6 +266,8 @@ mod tests {
             block: Some(16),
             has_flops: false,
             doc: None,
+            source: None,
+            loc: Default::default(),
         }
     }
 

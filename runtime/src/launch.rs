@@ -198,6 +198,8 @@ mod tests {
             block: None,
             has_flops: false,
             doc: None,
+            source: None,
+            loc: Default::default(),
         }
     }
 

@@ -49,3 +49,27 @@ fn ptx_snapshots() {
         }
     }
 }
+
+/// `build --target ptx --report` points each kernel at its own line, also when another
+/// kernel's name starts with it (`foo_bar` before `foo`).
+#[test]
+fn ptx_report_names_each_kernel_s_own_line() {
+    let dir = std::env::temp_dir().join(format!("tilec-ptx-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("two.tile");
+    std::fs::write(
+        &file,
+        "kernel foo_bar(O: mut f32[4]) grid(1) {\n    O[0] = 1.0;\n}\n\nkernel foo(O: mut f32[4]) grid(1) {\n    O[1] = 2.0;\n}\n",
+    )
+    .unwrap();
+    let argv: Vec<String> = ["tilec", "build", file.to_str().unwrap(), "--target", "ptx", "--report"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    assert_eq!(tilec::cli::main_with(argv, &mut out, &mut err, false), 0, "{}", String::from_utf8_lossy(&err));
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.lines().any(|l| l.contains(":1: kernel foo_bar ")), "{out}");
+    assert!(out.lines().any(|l| l.contains(":5: kernel foo ")), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

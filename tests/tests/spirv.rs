@@ -86,3 +86,25 @@ fn chunked_arrays_pass_spirv_val() {
         }
     }
 }
+
+/// Both GPU backends run the SIMT verifier first: a SIMT form with an op it must not have (a
+/// float `min`, which the lowering writes out) is refused with that op's source location.
+#[test]
+fn gpu_backends_verify_the_simt_form_and_locate_the_bad_op() {
+    let src = "kernel k(X: f32[4], O: mut f32[4]) grid(1) {\n    O[0] = X[0] + X[1];\n}\n";
+    let set = SourceSet::with_stdlib("k.tile", src);
+    let inst = Instances::One { kernel: "k".into(), generics: HashMap::new() };
+    let m = compile(&set, &inst, &CompileOptions::default()).expect("compiles").module;
+    let mut simt = lower_kernel(&m, &m.kernels[0], 32).expect("lowers");
+    assert!(tilec_midend::verify::verify_simt(&simt).is_ok());
+    let add = simt.func.body.ops.iter_mut().find(|o| o.kind == tilec_midend::OpKind::Bin(tilec_midend::BinOp::Add));
+    let add = add.expect("the add");
+    add.kind = tilec_midend::OpKind::Bin(tilec_midend::BinOp::Min);
+    let at = add.loc;
+    assert_eq!(&src[at.start as usize..at.end as usize], "X[0] + X[1]");
+    let e = tilec_codegen_spirv::compile(&simt).expect_err("SPIR-V of an invalid SIMT form");
+    assert_eq!(e.loc, Some(at), "{e}");
+    assert!(e.message.contains("written out"), "{e}");
+    let e = tilec_codegen_ptx::compile(&simt, "sm_80").expect_err("PTX of an invalid SIMT form");
+    assert_eq!(e.loc, Some(at), "{e}");
+}

@@ -230,6 +230,24 @@ pub(crate) fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
     Fail { diags: vec![Diagnostic::error(code, msg)], code: 2 }
 }
 
+/// A code-generation failure of kernel `k` (E0504 GPU, E0901 CPU), pointing at the op's
+/// source location when the backend gives one. The location is taken to be in the kernel's
+/// own source: an op inlined from a `fn` of another source (a stdlib `fn` called from the
+/// main file) carries a span of that source, which this then misplaces.
+pub(crate) fn codegen_fail(
+    code: &'static str,
+    k: &tilec_midend::Kernel,
+    msg: String,
+    loc: Option<tilec_midend::Loc>,
+) -> Fail {
+    let mut d = Diagnostic::error(code, format!("kernel `{}`: {msg}", k.symbol));
+    if let Some(l) = loc {
+        d = d.label(tilec_grammar::span::Span { start: l.start, end: l.end }, "code generation failed here");
+        d.source = k.source.clone();
+    }
+    Fail { diags: vec![d], code: 2 }
+}
+
 pub(crate) fn run_error(e: RunError) -> Fail {
     Fail { diags: vec![Diagnostic::error(e.code(), e.to_string())], code: 2 }
 }

@@ -17,7 +17,7 @@ pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_cod
     let simt = lower_kernel(m, k, 32).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
         let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
-        usage(code, format!("kernel `{}`: {e}", k.symbol))
+        crate::cli::codegen_fail(code, k, e.to_string(), e.loc)
     })
 }
 
@@ -101,17 +101,11 @@ pub fn ptxas(ptxas: &Path, text: &str, arch: &str) -> Result<PtxasReport, String
     Ok(r)
 }
 
-/// Line (1-based) of `kernel NAME` in the source that defines it, and that source's name.
-fn kernel_line(src: &SourceSet, name: &str) -> (String, usize) {
-    let pat = format!("kernel {name}");
-    let mut texts = vec![(src.main_name.clone(), src.main_src.as_str())];
-    texts.extend(src.modules.iter().map(|(n, t)| (format!("stdlib/{n}.tile"), t.as_str())));
-    for (file, text) in texts {
-        if let Some(i) = text.find(&pat) {
-            return (file, text[..i].matches('\n').count() + 1);
-        }
-    }
-    (src.main_name.clone(), 1)
+/// The file name and line (1-based) of kernel `k`'s name in the source that defines it.
+fn kernel_line(src: &SourceSet, k: &Kernel) -> (String, usize) {
+    let (file, text) = src.text_of(k.source.as_deref());
+    let at = (k.loc.start as usize).min(text.len());
+    (file, text.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1)
 }
 
 /// `tilec build --target ptx`.
@@ -145,7 +139,7 @@ pub(crate) fn build_ptx(
         if let Some(t) = &tool {
             let r =
                 ptxas(t, &p.text, arch).map_err(|e| usage("E0506", format!("ptxas rejected `{}`:\n{e}", k.symbol)))?;
-            let (f, line) = kernel_line(src, &k.name);
+            let (f, line) = kernel_line(src, k);
             let _ = writeln!(
                 out,
                 "{f}:{line}: kernel {} ({arch}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared",

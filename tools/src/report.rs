@@ -1,7 +1,7 @@
 //! `tilec build --target cpu --report`: how long each kernel instance takes to compile, so
 //! that compile time is watched per instance (the goal is milliseconds, like the kernels).
 
-use crate::cli::{program, usage, Fail};
+use crate::cli::{program, Fail};
 use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
@@ -27,7 +27,8 @@ pub(crate) fn cpu_compile_times(
     let m = &compiled.module;
     for k in &m.kernels {
         let t = Instant::now();
-        tilec_codegen_cpu::compile_jit_with(m, k, backend).map_err(|e| usage("E0901", e.to_string()))?;
+        tilec_codegen_cpu::compile_jit_with(m, k, backend)
+            .map_err(|e| crate::cli::codegen_fail("E0901", k, e.to_string(), e.loc))?;
         let _ = writeln!(out, "{}: {:.1} ms ({backend})", k.symbol, t.elapsed().as_secs_f64() * 1e3);
     }
     let _ = writeln!(

@@ -57,8 +57,8 @@ impl CpuRunner {
         let Some(k) = module.kernels.first().cloned() else {
             return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
         };
-        let jit =
-            compile_jit_with(&module, &k, backend).map_err(|e| vec![Diagnostic::error("E0901", e.to_string())])?;
+        let jit = compile_jit_with(&module, &k, backend)
+            .map_err(|e| crate::cli::codegen_fail("E0901", &k, e.to_string(), e.loc).diags)?;
         Ok(CpuRunner { module, kernel: k, jit })
     }
 

@@ -38,7 +38,7 @@ use tilec_midend::{FuncKind, Function, Kernel, Scalar, Type, Value};
 pub(crate) type V<'ctx> = BasicValueEnum<'ctx>;
 
 pub(crate) fn err(m: impl std::fmt::Display) -> CodegenError {
-    CodegenError { message: m.to_string() }
+    CodegenError { message: m.to_string(), loc: None }
 }
 
 /// Maps inkwell's builder errors.

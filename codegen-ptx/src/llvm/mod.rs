@@ -27,7 +27,7 @@ pub(crate) const SHARED: u16 = 3;
 const PTX_KERNEL: u32 = 71;
 
 pub(crate) fn err(m: impl Into<String>) -> PtxError {
-    PtxError { message: m.into() }
+    PtxError { message: m.into(), loc: None }
 }
 
 pub(crate) fn be(e: impl std::fmt::Display) -> PtxError {

@@ -129,6 +129,8 @@ impl Simt {
                 block: None,
                 has_flops: false,
                 doc: None,
+                source: None,
+                loc: Default::default(),
             },
             func: self.f,
             lanes,

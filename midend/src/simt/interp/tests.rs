@@ -100,6 +100,8 @@ impl B {
                 block: None,
                 has_flops: false,
                 doc: None,
+                source: None,
+                loc: Default::default(),
             },
             func: self.f,
             lanes,
