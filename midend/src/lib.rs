@@ -7,6 +7,7 @@ pub mod fold;
 pub mod fusion;
 pub mod inline;
 pub mod ir;
+pub mod parse;
 pub mod passes;
 pub mod print;
 pub mod scalar;

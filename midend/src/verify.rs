@@ -14,7 +14,8 @@
 //!    every region of a `For`, `If` or `While` ends with `Yield` of the right types, or with
 //!    `Return`; `Yield` appears only as the last op of such a region.
 //! 5. A function body ends with `Return` whose operands match `Function::ret`.
-//! 6. `Call` refers to an existing function with matching parameter and result types.
+//! 6. `Call` refers to an existing function defined before the caller (so `inline` can inline
+//!    callees first), with matching parameter and result types.
 //! 7. Tile extents are between 1 and 4096 and tiles have rank 1 or 2.
 //!
 //! [`verify_simt`] checks a kernel in SIMT form: these invariants and those of the SIMT form
@@ -46,6 +47,8 @@ impl fmt::Display for VerifyError {
 struct V<'a> {
     /// The module, for `Call`s (`None` for a SIMT kernel, which has none).
     m: Option<&'a Module>,
+    /// The function's index in the module: a callee must come earlier (`inline` relies on it).
+    index: usize,
     f: &'a Function,
     defined: Vec<bool>,
     errors: Vec<(String, Option<Loc>)>,
@@ -156,6 +159,9 @@ impl V<'_> {
                 bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
             }
             OpKind::Call(i) => match self.m.and_then(|m| m.funcs.get(*i as usize)) {
+                Some(_) if *i as usize >= self.index => {
+                    errs.push(format!("`{name}`: @{i} is not defined before the caller @{}", self.index))
+                }
                 Some(callee) => {
                     let ps: Vec<Option<&Type>> = callee.body.params.iter().map(|p| Some(callee.ty(*p))).collect();
                     let args: Vec<Option<&Type>> = op.args.iter().map(|a| self.ty(*a)).collect();
@@ -303,8 +309,8 @@ impl V<'_> {
 }
 
 /// Verifies one function (`m` resolves its calls).
-fn verify_function(m: Option<&Module>, f: &Function) -> Vec<VerifyError> {
-    let mut v = V { m, f, defined: vec![false; f.values.len()], errors: Vec::new(), at: None };
+fn verify_function(m: Option<&Module>, index: usize, f: &Function) -> Vec<VerifyError> {
+    let mut v = V { m, index, f, defined: vec![false; f.values.len()], errors: Vec::new(), at: None };
     let mut scope = Vec::new();
     v.region(&f.body, None, &mut scope);
     v.at = None;
@@ -322,7 +328,7 @@ fn verify_function(m: Option<&Module>, f: &Function) -> Vec<VerifyError> {
 
 /// Verifies every function of a module. Returns every violated invariant.
 pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
-    let out: Vec<VerifyError> = m.funcs.iter().flat_map(|f| verify_function(Some(m), f)).collect();
+    let out: Vec<VerifyError> = m.funcs.iter().enumerate().flat_map(|(i, f)| verify_function(Some(m), i, f)).collect();
     if out.is_empty() {
         Ok(())
     } else {
@@ -343,7 +349,7 @@ pub fn verify(m: &Module) -> Result<(), Vec<VerifyError>> {
 /// 11. the function's parameters are the kernel's, in order and of its types.
 pub fn verify_simt(k: &crate::simt::SimtKernel) -> Result<(), Vec<VerifyError>> {
     let f = &k.func;
-    let mut out = verify_function(None, f);
+    let mut out = verify_function(None, 0, f);
     let mut push = |message: String, loc: Loc| {
         out.push(VerifyError { func: f.name.clone(), message, loc: (loc != Loc::default()).then_some(loc) })
     };
@@ -581,5 +587,15 @@ mod tests {
         let mut k = B::new().kernel(|_| {});
         k.kernel.params[0].kind = ParamKind::Scalar(Scalar::F32);
         assert!(first_error(&k).message.contains("parameters"));
+    }
+
+    #[test]
+    fn a_call_of_a_later_function_is_rejected() {
+        let m = crate::parse::parse_module(
+            "kernel @k(%0: f32) {\n  %1 = call @1 %0 : f32\n  return\n}\nfn @f(%0: f32) -> (f32) {\n  return %0\n}\n",
+        )
+        .expect("parses");
+        let e = verify(&m).unwrap_err();
+        assert!(e[0].message.contains("not defined before the caller"), "{e:?}");
     }
 }
