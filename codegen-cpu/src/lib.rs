@@ -146,7 +146,7 @@ fn jit_function(module: &Module, kernel: &Kernel) -> Result<(JITModule, cranelif
     let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
-    lower::lower_function(&mut jit, &mut ctx.func, &module.funcs[kernel.body as usize], kernel)?;
+    lower::lower_function(&mut jit, &mut ctx.func, &module.funcs[kernel.body], kernel)?;
     Ok((jit, ctx))
 }
 
@@ -221,12 +221,12 @@ pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
         let id = obj.declare_function(&k.symbol, Linkage::Export, &sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = sig.clone();
-        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.body as usize], k)?;
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.body], k)?;
         obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
         let id = obj.declare_function(&format!("{}__grid", k.symbol), Linkage::Export, &launch_sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = launch_sig.clone();
-        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.launch as usize], k)?;
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.launch], k)?;
         obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
     }
     obj.finish().emit().map_err(err)

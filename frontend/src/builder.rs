@@ -142,7 +142,9 @@ impl<'c, 's> FnBuilder<'c, 's> {
             }
         }
         let results: Vec<Value> = tys.into_iter().map(|t| self.f.new_value(t)).collect();
-        let op = Op { kind, args, results: results.clone(), regions, loc: loc(span) };
+        let file = self.cx.file_id(&self.source);
+        let op =
+            Op { kind, args, results: results.clone(), regions, loc: Loc { start: span.start, end: span.end, file } };
         if !self.terminated {
             self.stack.last_mut().expect("op list").push(op);
         }
@@ -294,7 +296,15 @@ impl<'c, 's> FnBuilder<'c, 's> {
     }
 }
 
-/// Converts a span to an IR location.
-pub(crate) fn loc(span: Span) -> Loc {
-    Loc { start: span.start, end: span.end }
+impl Checker<'_> {
+    /// The `Loc::file` of `source` (`None`: the main file), added to `Module::sources` on first use.
+    pub(crate) fn file_id(&mut self, source: &Option<String>) -> u32 {
+        match self.module.sources.iter().position(|s| s == source) {
+            Some(i) => i as u32,
+            None => {
+                self.module.sources.push(source.clone());
+                self.module.sources.len() as u32 - 1
+            }
+        }
+    }
 }

@@ -158,7 +158,7 @@ impl FnBuilder<'_, '_> {
                 return Ev::Err;
             }
         }
-        let res = self.emit(OpKind::Call(idx), vals, ret.clone(), e.span);
+        let res = self.emit(OpKind::Call(tilec_midend::FuncId(idx)), vals, ret.clone(), e.span);
         match res.first() {
             Some(v) => Ev::Val(*v),
             None => Ev::Unit,

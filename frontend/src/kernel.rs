@@ -138,7 +138,7 @@ pub(crate) fn lower_program(
 ) -> (Module, Vec<Diagnostic>, crate::semantic::Analysis) {
     let mut cx = Checker {
         program,
-        module: Module::default(),
+        module: Module { sources: vec![None], ..Module::default() },
         diags: Vec::new(),
         instances: HashMap::new(),
         in_progress: Vec::new(),
@@ -547,18 +547,19 @@ fn lower_kernel(
     cx.module.funcs.push(body);
     cx.module.funcs.push(launch);
     let n = cx.module.funcs.len() as u32;
+    let file = cx.file_id(&source);
     cx.module.kernels.push(Kernel {
         name: item.name.name.clone(),
         symbol: sym,
         params: kinds,
-        body: n - 2,
-        launch: n - 1,
+        body: tilec_midend::FuncId(n - 2),
+        launch: tilec_midend::FuncId(n - 1),
         grid_rank: rank as u8,
         block,
         has_flops: item.flops.is_some(),
         doc: item.doc.clone(),
         source: source.clone(),
-        loc: Loc { start: item.name.span.start, end: item.name.span.end },
+        loc: Loc { start: item.name.span.start, end: item.name.span.end, file },
     });
 }
 

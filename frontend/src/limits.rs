@@ -52,7 +52,7 @@ fn shared_allocs(m: &Module, f: &Function, out: &mut Vec<(Span, u64)>, depth: u3
                     out.push((Span { start: op.loc.start, end: op.loc.end }, n * elem));
                 }
                 OpKind::Call(i) if depth < 64 => {
-                    if let Some(g) = m.funcs.get(*i as usize) {
+                    if let Some(g) = m.funcs.get(i.index()) {
                         shared_allocs(m, g, out, depth + 1);
                     }
                 }

@@ -33,7 +33,7 @@ fn inline_region(funcs: &[Function], f: &mut Function, r: &mut Region, subst: &m
             r.ops.push(op);
             continue;
         };
-        let callee = &funcs[i as usize];
+        let callee = &funcs[i];
         let mut map: HashMap<Value, Value> = HashMap::new();
         for (p, a) in callee.body.params.iter().zip(&op.args) {
             map.insert(*p, *a);

@@ -9,11 +9,45 @@ use crate::types::{Scalar, Type};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Value(pub u32);
 
-/// A source location (byte span in the kernel's source file), kept for diagnostics.
+/// A source location, kept for diagnostics: a byte span in source `file`, an index into
+/// `Module::sources` (0, the default, is the main file). An op inlined from a `fn` of another
+/// source keeps that source's file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Loc {
     pub start: u32,
     pub end: u32,
+    pub file: u32,
+}
+
+/// A function of a module: its index in `Module::funcs` (`module.funcs[id]`). Printed `@N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct FuncId(pub u32);
+
+impl FuncId {
+    /// The index in `Module::funcs`.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for FuncId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::ops::Index<FuncId> for Vec<Function> {
+    type Output = Function;
+    fn index(&self, id: FuncId) -> &Function {
+        &self[id.index()]
+    }
+}
+
+impl std::ops::Index<FuncId> for [Function] {
+    type Output = Function;
+    fn index(&self, id: FuncId) -> &Function {
+        &self[id.index()]
+    }
 }
 
 /// A compile-time scalar.
@@ -215,8 +249,8 @@ pub enum OpKind {
     Yield,
     /// Ends the program (kernels) or returns the arguments (functions).
     Return,
-    /// `(args..) -> results..`: a call of `Module::funcs[i]`, removed by `inline`.
-    Call(u32),
+    /// `(args..) -> results..`: a call of `Module::funcs[f]`, removed by `inline`.
+    Call(FuncId),
 }
 
 /// The variant of a triangular solve: which side the triangular tile is on, which triangle
@@ -398,10 +432,10 @@ pub struct Kernel {
     /// Mangled instance name (`potrf_batched__f32`), a valid C identifier.
     pub symbol: String,
     pub params: Vec<KernelParam>,
-    /// Index into `Module::funcs` of the body (kind `Kernel`).
-    pub body: u32,
-    /// Index into `Module::funcs` of the launch function (kind `Launch`).
-    pub launch: u32,
+    /// The body (kind `Kernel`) in `Module::funcs`.
+    pub body: FuncId,
+    /// The launch function (kind `Launch`) in `Module::funcs`.
+    pub launch: FuncId,
     /// Rank of the grid clause (1 to 3).
     pub grid_rank: u8,
     /// The `block(n)` hint (lanes per program), if given.
@@ -422,6 +456,16 @@ pub struct Kernel {
 pub struct Module {
     pub funcs: Vec<Function>,
     pub kernels: Vec<Kernel>,
+    /// The sources that `Loc::file` indexes: `None` the main file, `Some(name)` a
+    /// standard-library module. Empty, or with `None` first: file 0 is the main file.
+    pub sources: Vec<Option<String>>,
+}
+
+impl Module {
+    /// The source of `loc` (`None`: the main file), as `Diagnostic::source` names it.
+    pub fn source_of(&self, loc: Loc) -> Option<String> {
+        self.sources.get(loc.file as usize).cloned().flatten()
+    }
 }
 
 impl Module {

@@ -135,7 +135,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         return Ok(OpKind::Rank1(a.parse().map_err(|_| format!("bad alpha `{a}`"))?));
     }
     if let Some(i) = m.strip_prefix("call @") {
-        return Ok(OpKind::Call(i.parse().map_err(|_| format!("bad callee `{i}`"))?));
+        return Ok(OpKind::Call(FuncId(i.parse().map_err(|_| format!("bad callee `{i}`"))?)));
     }
     for (p, f) in [
         ("load_into", OpKind::LoadInto as fn(Vec<Index>) -> OpKind),

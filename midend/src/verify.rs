@@ -158,8 +158,8 @@ impl V<'_> {
                     && (base == 0 || t(0) == r(0));
                 bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
             }
-            OpKind::Call(i) => match self.m.and_then(|m| m.funcs.get(*i as usize)) {
-                Some(_) if *i as usize >= self.index => {
+            OpKind::Call(i) => match self.m.and_then(|m| m.funcs.get(i.index())) {
+                Some(_) if i.index() >= self.index => {
                     errs.push(format!("`{name}`: @{i} is not defined before the caller @{}", self.index))
                 }
                 Some(callee) => {
@@ -466,7 +466,7 @@ mod tests {
                 args: args.to_vec(),
                 results,
                 regions: vec![],
-                loc: Loc { start: at, end: at + 5 },
+                loc: Loc { start: at, end: at + 5, file: 0 },
             });
             r
         }
@@ -493,8 +493,8 @@ mod tests {
                     name: "k".into(),
                     symbol: "k".into(),
                     params,
-                    body: 0,
-                    launch: 0,
+                    body: FuncId(0),
+                    launch: FuncId(0),
                     grid_rank: 1,
                     block: None,
                     has_flops: false,
@@ -531,7 +531,7 @@ mod tests {
         });
         let e = first_error(&k);
         assert!(e.message.contains("`shuffle`") && e.message.contains("i32"), "{e}");
-        assert_eq!(e.loc, Some(Loc { start: 50, end: 55 }), "{e}");
+        assert_eq!(e.loc, Some(Loc { start: 50, end: 55, file: 0 }), "{e}");
     }
 
     #[test]
@@ -547,7 +547,7 @@ mod tests {
         });
         let e = first_error(&k);
         assert!(e.message.contains("expanded"), "{e}");
-        assert_eq!(e.loc, Some(Loc { start: 50, end: 55 }));
+        assert_eq!(e.loc, Some(Loc { start: 50, end: 55, file: 0 }));
     }
 
     #[test]
@@ -565,7 +565,7 @@ mod tests {
         });
         let errs = verify_simt(&k).unwrap_err();
         assert!(
-            errs.iter().any(|e| e.message.contains("no slices") && e.loc == Some(Loc { start: 50, end: 55 })),
+            errs.iter().any(|e| e.message.contains("no slices") && e.loc == Some(Loc { start: 50, end: 55, file: 0 })),
             "{errs:?}"
         );
     }
@@ -579,7 +579,7 @@ mod tests {
         });
         let e = first_error(&k);
         assert!(e.message.contains("does not dominate"), "{e}");
-        assert_eq!(e.loc, Some(Loc { start: 40, end: 45 }));
+        assert_eq!(e.loc, Some(Loc { start: 40, end: 45, file: 0 }));
     }
 
     #[test]

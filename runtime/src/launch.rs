@@ -82,7 +82,7 @@ fn grid_size(grid: [i64; 3]) -> Result<([usize; 3], usize), RunError> {
 /// (E0416). Extents of zero or below are returned as they are (they launch no program).
 pub fn launch_values(module: &Module, kernel: &Kernel, bound: &Bound) -> Result<LaunchValues, RunError> {
     check_bound(kernel, bound)?;
-    let Some(f) = module.funcs.get(kernel.launch as usize) else {
+    let Some(f) = module.funcs.get(kernel.launch.index()) else {
         return Err(RunError::Mismatch {
             detail: format!("launch function {} of kernel `{}` is not in the module", kernel.launch, kernel.symbol),
         });
@@ -192,8 +192,8 @@ mod tests {
                 name: "out".into(),
                 kind: ParamKind::Array { elem: Scalar::I32, dims, mutable: true },
             }],
-            body: 0,
-            launch: 0,
+            body: tilec_midend::FuncId(0),
+            launch: tilec_midend::FuncId(0),
             grid_rank: 3,
             block: None,
             has_flops: false,
@@ -296,10 +296,10 @@ mod tests {
         let one = op(&mut f, OpKind::Const(Const::Int(1, Scalar::I64)), vec![], Some(Scalar::I64)).unwrap();
         let nan = op(&mut f, OpKind::Const(Const::Float(f64::NAN, Scalar::F64)), vec![], Some(Scalar::F64)).unwrap();
         op(&mut f, OpKind::Return, vec![g, one, one, nan], None);
-        let m = Module { funcs: vec![f], kernels: vec![k.clone()] };
+        let m = Module { funcs: vec![f], kernels: vec![k.clone()], sources: Vec::new() };
         let b = bound_ids([2, 3, 9]);
         assert_eq!(launch_values(&m, &k, &b).unwrap(), LaunchValues { grid: [9, 1, 1], flops: None });
-        let bad = Kernel { launch: 5, ..k.clone() };
+        let bad = Kernel { launch: tilec_midend::FuncId(5), ..k.clone() };
         assert_eq!(launch_values(&m, &bad, &b).unwrap_err().code(), "E0417");
         let mut m2 = m.clone();
         m2.funcs[0].body.ops.truncate(1);

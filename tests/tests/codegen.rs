@@ -201,3 +201,29 @@ fn cpu_report_lists_every_instance_with_its_compile_time() {
     assert!(last.starts_with("front end and passes: ") && last.ends_with(&format!(" ms for {n} instances")), "{last}");
     assert!(!std::path::Path::new(&format!("{root}/stdlib/linalg.o")).exists(), "an object file was written");
 }
+
+/// Every op's location names its own source (`Loc::file`, `Module::sources`): the ops of an
+/// imported stdlib kernel point into `linalg`, those of the main file's kernel into the main
+/// file, at the text they came from.
+#[test]
+fn op_locations_name_their_source() {
+    let src = SourceSet::with_stdlib(
+        "main.tile",
+        "import linalg;\n\nkernel k(O: mut f32[4]) grid(1) {\n    O[0] = 2.0;\n}\n",
+    );
+    let m = compiled(&src);
+    let kernel = |name: &str| m.kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name}"));
+    let (user, potrf) = (kernel("k"), kernel("potrf_batched"));
+    assert_eq!(m.source_of(user.loc), None);
+    assert_eq!(m.source_of(potrf.loc), Some("linalg".to_string()));
+    let ops = |f: &tilec_midend::Function| -> Vec<tilec_midend::Loc> {
+        f.body.ops.iter().map(|o| o.loc).filter(|l| l.end > l.start).collect()
+    };
+    let store = ops(&m.funcs[user.body]).into_iter().next_back().expect("a located op");
+    assert_eq!(m.source_of(store), None);
+    for l in ops(&m.funcs[potrf.body]) {
+        assert_eq!(m.source_of(l), Some("linalg".to_string()));
+        let (_, text) = src.text_of(m.source_of(l).as_deref());
+        assert!(l.end as usize <= text.len());
+    }
+}

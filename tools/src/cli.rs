@@ -230,12 +230,12 @@ pub(crate) fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
     Fail { diags: vec![Diagnostic::error(code, msg)], code: 2 }
 }
 
-/// A code-generation failure of kernel `k` (E0504 GPU, E0901 CPU), pointing at the op's
-/// source location when the backend gives one. The location is taken to be in the kernel's
-/// own source: an op inlined from a `fn` of another source (a stdlib `fn` called from the
-/// main file) carries a span of that source, which this then misplaces.
+/// A code-generation failure of kernel `k` of `m` (E0504 GPU, E0901 CPU), pointing at the
+/// op's source location when the backend gives one (in the op's own source: an op inlined
+/// from a stdlib `fn` points into that module).
 pub(crate) fn codegen_fail(
     code: &'static str,
+    m: &tilec_midend::Module,
     k: &tilec_midend::Kernel,
     msg: String,
     loc: Option<tilec_midend::Loc>,
@@ -243,7 +243,7 @@ pub(crate) fn codegen_fail(
     let mut d = Diagnostic::error(code, format!("kernel `{}`: {msg}", k.symbol));
     if let Some(l) = loc {
         d = d.label(tilec_grammar::span::Span { start: l.start, end: l.end }, "code generation failed here");
-        d.source = k.source.clone();
+        d.source = m.source_of(l);
     }
     Fail { diags: vec![d], code: 2 }
 }

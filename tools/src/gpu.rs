@@ -20,7 +20,7 @@ pub(crate) fn spirv_kernel(
 ) -> Result<(SimtKernel, tilec_codegen_spirv::SpirvKernel), Fail> {
     let simt = lower_kernel(m, k, lanes).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     let spv = tilec_codegen_spirv::compile_with(&simt, opts)
-        .map_err(|e| crate::cli::codegen_fail("E0504", k, e.to_string(), e.loc))?;
+        .map_err(|e| crate::cli::codegen_fail("E0504", m, k, e.to_string(), e.loc))?;
     Ok((simt, spv))
 }
 

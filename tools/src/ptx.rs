@@ -17,7 +17,7 @@ pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_cod
     let simt = lower_kernel(m, k, 32).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
         let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
-        crate::cli::codegen_fail(code, k, e.to_string(), e.loc)
+        crate::cli::codegen_fail(code, m, k, e.to_string(), e.loc)
     })
 }
 

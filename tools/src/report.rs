@@ -28,7 +28,7 @@ pub(crate) fn cpu_compile_times(
     for k in &m.kernels {
         let t = Instant::now();
         tilec_codegen_cpu::compile_jit_with(m, k, backend)
-            .map_err(|e| crate::cli::codegen_fail("E0901", k, e.to_string(), e.loc))?;
+            .map_err(|e| crate::cli::codegen_fail("E0901", m, k, e.to_string(), e.loc))?;
         let _ = writeln!(out, "{}: {:.1} ms ({backend})", k.symbol, t.elapsed().as_secs_f64() * 1e3);
     }
     let _ = writeln!(

@@ -58,7 +58,7 @@ impl CpuRunner {
             return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
         };
         let jit = compile_jit_with(&module, &k, backend)
-            .map_err(|e| crate::cli::codegen_fail("E0901", &k, e.to_string(), e.loc).diags)?;
+            .map_err(|e| crate::cli::codegen_fail("E0901", &module, &k, e.to_string(), e.loc).diags)?;
         Ok(CpuRunner { module, kernel: k, jit })
     }
 

@@ -153,7 +153,7 @@ fn run_cpu(
     backend: tilec_codegen_cpu::CpuBackend,
 ) -> Result<Ran, Fail> {
     let jit = tilec_codegen_cpu::compile_jit_with(module, kernel, backend)
-        .map_err(|e| crate::cli::codegen_fail("E0901", kernel, e.to_string(), e.loc))?;
+        .map_err(|e| crate::cli::codegen_fail("E0901", module, kernel, e.to_string(), e.loc))?;
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..repeat.max(1) {

@@ -121,9 +121,9 @@ fn build<'ctx>(
     let cpu = TargetMachine::get_host_cpu_name().to_string();
     let features = TargetMachine::get_host_cpu_features().to_string();
     for k in kernels {
-        let mut fns = vec![(k.symbol.clone(), &module.funcs[k.body as usize], 2)];
+        let mut fns = vec![(k.symbol.clone(), &module.funcs[k.body], 2)];
         if launch {
-            fns.push((format!("{}__grid", k.symbol), &module.funcs[k.launch as usize], 3));
+            fns.push((format!("{}__grid", k.symbol), &module.funcs[k.launch], 3));
         }
         for (name, f, n) in fns {
             let fty = cx.void_type().fn_type(&vec![ptr.into(); n], false);

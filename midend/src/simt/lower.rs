@@ -50,7 +50,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
     if !(1..=64).contains(&lanes) {
         return Err(err(format!("{lanes} lanes per subgroup is not supported (1 to 64)")));
     }
-    let src = &m.funcs[k.body as usize];
+    let src = &m.funcs[k.body];
     let mut l = Lower {
         src,
         out: Function::new(format!("{}__simt{lanes}", src.name), FuncKind::Kernel),
@@ -79,7 +79,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
     l.region_ops(&src.body, &mut shared)?;
     let ops = l.stack.pop().expect("body");
     l.out.body = Region { params, ops };
-    let mut module = Module { funcs: vec![l.out], kernels: Vec::new() };
+    let mut module = Module { funcs: vec![l.out], kernels: Vec::new(), sources: Vec::new() };
     crate::simplify::run(&mut module);
     let func = module.funcs.pop().expect("function");
     Ok(SimtKernel { kernel: k.clone(), func, lanes, shared_bytes: shared })

@@ -1,7 +1,7 @@
 //! Tests of the SIMT interpreter on hand-built SIMT functions.
 
 use super::*;
-use crate::ir::{CmpOp, Fill, FuncKind, Kernel, Loc};
+use crate::ir::{CmpOp, Fill, FuncId, FuncKind, Kernel, Loc};
 
 const I32: Scalar = Scalar::I32;
 const F32: Scalar = Scalar::F32;
@@ -94,8 +94,8 @@ impl B {
                 name: "k".into(),
                 symbol: "k".into(),
                 params: vec![],
-                body: 0,
-                launch: 0,
+                body: FuncId(0),
+                launch: FuncId(0),
                 grid_rank: 1,
                 block: None,
                 has_flops: false,
