@@ -5,14 +5,14 @@
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
 //! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`), and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
-//! lanes by the reference interpreter, and on Vulkan (lavapipe; a subset, since its shader
-//! compiles are slow). Results must agree: integers bit for bit, floats normwise within
+//! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
+//! subset, since its shader compiles are slow). Results must agree: integers bit for bit, floats normwise within
 //! 1e-4 (`f32`) or 1e-10 (`f64`) of the Cranelift CPU result, NaN where it has NaN.
 //!
 //! Branch conditions and masks compare inputs, never computed values, so that a rounding
 //! difference between targets cannot flip them.
 //!
-//! The budget: `TILEC_FUZZ_CASES` kernels (default 60; Vulkan runs the small ones among every third),
+//! The budget: `TILEC_FUZZ_CASES` kernels (default 60; Vulkan runs those with tiles of at most 256 elements),
 //! from `TILEC_FUZZ_SEED` (default fixed, so CI is deterministic). A failure prints the seed
 //! and the kernel. `tools/fuzz.sh --minutes N` runs it for longer with fresh seeds
 //! (`TILEC_FUZZ_SECONDS`).
@@ -243,7 +243,7 @@ fn case(seed: u64) -> Case {
     let s = vals(&mut rng, 1)[0];
     let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
     args.insert("s".to_string(), ArgValue::Scalar(sc));
-    let on_vulkan = seed.is_multiple_of(3) && r * c <= 64 && depth <= 3;
+    let on_vulkan = r * c <= 256;
     Case { seed, elem, src, args, on_vulkan }
 }
 
@@ -303,7 +303,8 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
         }
         Ok(())
     };
-    if CpuBackend::Llvm.available() {
+    let vulkan_only = std::env::var("TILEC_FUZZ_VULKAN_ONLY").as_deref() == Ok("1");
+    if CpuBackend::Llvm.available() && !vulkan_only {
         let r = CpuRunner::with_backend(&set, "fz", &c.args, &HashMap::new(), CpuBackend::Llvm)
             .map_err(|d| format!("seed {}: LLVM: {d:?}", c.seed))?;
         let (b, _) = r.run(c.args.clone()).map_err(|e| format!("seed {}: LLVM launch: {e}", c.seed))?;
@@ -319,7 +320,7 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
         Err(d) => return fail(format!("compile with the verifier: {d:?}")),
     };
     let kernel = &module.kernels[0];
-    for lanes in [4, 8, 16, 32, 64] {
+    for lanes in [4, 8, 16, 32, 64].into_iter().filter(|_| !vulkan_only) {
         let arrays = match tilec_tests::run_simt(&module, kernel, &c.args, lanes, launch.grid) {
             Ok(a) => a,
             Err(e) => return fail(format!("SIMT form at {lanes} lanes: {e}")),
@@ -348,6 +349,15 @@ fn random_kernels_agree_on_every_target() {
     if dev.is_none() && std::env::var("TILEC_REQUIRE_VULKAN").as_deref() == Ok("1") {
         panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device");
     }
+    if let (Some(d), Ok(w)) = (&dev, std::env::var("LP_NATIVE_VECTOR_WIDTH")) {
+        if d.name().starts_with("llvmpipe") {
+            assert_eq!(
+                d.subgroup_size() * 32,
+                w.parse::<u32>().expect("a width"),
+                "lavapipe's subgroup follows the width"
+            );
+        }
+    }
     // tools/fuzz.sh: as many kernels as fit in TILEC_FUZZ_SECONDS instead of a count.
     let deadline = std::env::var("TILEC_FUZZ_SECONDS")
         .ok()
@@ -355,8 +365,13 @@ fn random_kernels_agree_on_every_target() {
         .map(|s| std::time::Instant::now() + std::time::Duration::from_secs(s));
     let mut failures = Vec::new();
     let mut i = 0;
+    let vulkan_only = std::env::var("TILEC_FUZZ_VULKAN_ONLY").as_deref() == Ok("1");
     while deadline.map_or(i < cases, |d| std::time::Instant::now() < d) {
         let c = case(seed.wrapping_add(i));
+        if vulkan_only && !c.on_vulkan {
+            i += 1;
+            continue;
+        }
         let dev = dev.as_ref().filter(|d| c.elem != Scalar::F64 || d.supports_f64());
         if let Err(e) = check(&c, dev) {
             eprintln!("FUZZ FAILURE {e}\n");
@@ -364,12 +379,40 @@ fn random_kernels_agree_on_every_target() {
         }
         i += 1;
     }
-    eprintln!("fuzzed {i} kernels from seed {seed}");
+    let on_vulkan = (0..i).filter(|&k| dev.is_some() && case(seed.wrapping_add(k)).on_vulkan).count();
+    eprintln!("fuzzed {i} kernels from seed {seed} ({on_vulkan} of them also on Vulkan)");
     assert!(
         failures.is_empty(),
         "{} of {i} kernels disagree; seeds {failures:?} (TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_CASES=1 reruns one)",
         failures.len()
     );
+}
+
+/// The Vulkan kernels again with lavapipe's subgroup at 4, 8 and 16 lanes: each width
+/// (`LP_NATIVE_VECTOR_WIDTH` 128, 256, 512, read when the driver loads) in a child process of
+/// this test binary, comparing Vulkan with the CPU only (`TILEC_FUZZ_VULKAN_ONLY=1`); the
+/// width the parent already ran is skipped.
+#[test]
+fn random_kernels_agree_on_vulkan_at_4_8_16_lanes() {
+    let Ok(dev) = tilec_runtime::VulkanDevice::open(None) else {
+        eprintln!("skipped: no Vulkan device");
+        return;
+    };
+    if !dev.name().starts_with("llvmpipe") || std::env::var("TILEC_FUZZ_VULKAN_ONLY").is_ok() {
+        return;
+    }
+    let current = (dev.subgroup_size() * 32).to_string();
+    drop(dev);
+    let exe = std::env::current_exe().expect("test binary");
+    for width in ["128", "256", "512"].into_iter().filter(|w| *w != current) {
+        let status = std::process::Command::new(&exe)
+            .args(["--exact", "random_kernels_agree_on_every_target", "--nocapture"])
+            .env("LP_NATIVE_VECTOR_WIDTH", width)
+            .env("TILEC_FUZZ_VULKAN_ONLY", "1")
+            .status()
+            .expect("runs the child test");
+        assert!(status.success(), "Vulkan results differ from the CPU with LP_NATIVE_VECTOR_WIDTH={width}");
+    }
 }
 
 /// The generator itself: deterministic per seed, and it makes every construct it claims.
