@@ -135,6 +135,11 @@ impl FnBuilder<'_, '_> {
                 match self.ty(v) {
                     Type::Scalar(from) if from == s => Ev::Val(v),
                     Type::Scalar(_) => Ev::Val(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), e.span)),
+                    Type::Tile { elem, .. } if elem == s => Ev::Val(v),
+                    // A tile casts element by element (the scalar rules of §6.6), as a `map`.
+                    Type::Tile { .. } => Ev::Val(self.map_elementwise(&[v], s, e.span, |b, xs| {
+                        b.emit1(OpKind::Cast(s), vec![xs[0]], Type::Scalar(s), e.span)
+                    })),
                     t => {
                         self.error(errors::bad_cast(e.span, &t, s));
                         Ev::Err

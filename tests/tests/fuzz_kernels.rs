@@ -1,6 +1,6 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
-//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, transposes, `@`, integer `/`
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
 //! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`), and every one
@@ -108,7 +108,7 @@ impl Gen {
         }
         let d = depth - 1;
         let cmp = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);
-        match self.rng.int(0, 13) {
+        match self.rng.int(0, 14) {
             0 => format!("({} + {})", self.tile(d), self.tile(d)),
             1 => format!("({} - {})", self.tile(d), self.tile(d)),
             2 => {
@@ -151,6 +151,8 @@ impl Gen {
                 self.clamp(x)
             }
             12 => format!("({} + s)", self.tile(d)),
+            13 if self.float => format!("(({} as i32) as {})", self.tile(d), self.t),
+            13 => format!("(({} as f64) as i32)", self.tile(d)),
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
     }

@@ -300,3 +300,47 @@ fn reductions_whole_and_along_both_axes() {
 // ---------------------------------------------------------------------------------------
 // Products, transpose, outer.
 // ---------------------------------------------------------------------------------------
+
+/// `t as T` on tiles: element by element with the scalar rules (truncation toward zero and
+/// saturation for float to integer, rounding for integer to float, 0/1 from masks), on a
+/// partial 7x5 tile over a 6x4 array.
+#[test]
+fn tile_casts_convert_each_element() {
+    let (m, n) = (6usize, 4usize);
+    for elem in FLOATS {
+        let t = if elem == Scalar::F32 { "f32" } else { "f64" };
+        let other = if elem == Scalar::F32 { "f64" } else { "f32" };
+        let src = format!(
+            "kernel k(A: {t}[M, N], I: mut i32[M, N], F: mut {t}[M, N], G: mut {t}[M, N], H: mut {t}[M, N]) grid(1) {{
+                let a = A[0:7, 0:5];
+                let i = a as i32;
+                I[0:7, 0:5] = i;
+                F[0:7, 0:5] = (i * 3) as {t};
+                G[0:7, 0:5] = (a > 0.5) as {t};
+                H[0:7, 0:5] = (a as {other}) as {t};
+            }}"
+        );
+        let a: Vec<f64> = (0..m * n).map(|k| [-2.75, -0.5, 0.0, 0.5, 1.5, 3e9, -3e9, 7.25][k % 8]).collect();
+        let b = run(
+            &src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("I", ArgValue::Array(HostArray::from_i32(&vec![0; m * n], &[m as u64, n as u64]).unwrap())),
+                ("F", sentinel(elem, &[m, n])),
+                ("G", sentinel(elem, &[m, n])),
+                ("H", sentinel(elem, &[m, n])),
+            ],
+        );
+        let trunc: Vec<f64> = a.iter().map(|&x| (x as i32) as f64).collect();
+        assert_exact(&out(&b, "I"), &trunc, &format!("{elem:?} as i32"));
+        let f: Vec<f64> = trunc.iter().map(|&x| ((x as i32).wrapping_mul(3)) as f64).collect();
+        let f: Vec<f64> = if elem == Scalar::F32 { f.iter().map(|&x| x as f32 as f64).collect() } else { f };
+        assert_exact(&out(&b, "F"), &f, &format!("i32 as {elem:?}"));
+        let g: Vec<f64> = a.iter().map(|&x| if x > 0.5 { 1.0 } else { 0.0 }).collect();
+        assert_exact(&out(&b, "G"), &g, &format!("mask as {elem:?}"));
+        // The inputs are f32 values: through either float type they come back unchanged.
+        let h: Vec<f64> = a.iter().map(|&x| x as f32 as f64).collect();
+        assert_exact(&out(&b, "H"), &h, &format!("{elem:?} through {other}"));
+    }
+}
