@@ -411,7 +411,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.bind_tile(op.results[0]);
                 self.map(op)
             }
-            OpKind::AtomicAdd(_) => self.memory_op(op),
+            OpKind::AtomicAdd(_) | OpKind::StoreMasked(_) => self.memory_op(op),
             OpKind::Call(_) => Err(err("calls must be inlined before CPU code generation")),
             _ => {
                 for res in &op.results {

@@ -38,6 +38,9 @@ enum Xfer {
     Store,
     /// Tile added atomically to the array.
     AtomicAdd,
+    /// Tile to array where the `bool` tile at `mask` (one byte an element) is true; `tile` is
+    /// the stored tile's address, to find an element's mask byte.
+    StoreMasked { mask: ir::Value, tile: ir::Value },
 }
 
 /// Longest 1-D slice whose in-bounds copy is unrolled.
@@ -141,6 +144,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let v = self.b.ins().load(ty, flags(), ta, 0);
                 self.atomic_add_elem(ga, v, elem);
             }
+            Xfer::StoreMasked { mask, tile } => {
+                let off = self.b.ins().isub(ta, tile);
+                let k = self.b.ins().ushr_imm_u(off, elem.bytes().trailing_zeros() as i64);
+                let ma = self.b.ins().iadd(mask, k);
+                let m = self.b.ins().load(types::I8, flags(), ma, 0);
+                let (yes, done) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(m, yes, &[], done, &[]);
+                self.b.switch_to_block(yes);
+                let v = self.b.ins().load(ty, flags(), ta, 0);
+                self.b.ins().store(flags(), v, ga, 0);
+                self.b.ins().jump(done, &[]);
+                self.b.switch_to_block(done);
+            }
         }
     }
 
@@ -175,7 +191,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let s = &acc.slices[0];
                 let (lo, hi, stride, extent) = (s.lo, s.hi, s.stride, s.extent);
                 let done = self.b.create_block();
-                if mode != Xfer::AtomicAdd && extent <= UNROLL_1D {
+                if matches!(mode, Xfer::Load | Xfer::Store) && extent <= UNROLL_1D {
                     // The whole slice in bounds (a column of a matrix, typically): unrolled,
                     // one pointer step per element.
                     let full = self.whole(s);
@@ -232,7 +248,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let (rlo, rhi, rstride) = (s0.lo, s0.hi, s0.stride);
                 let (clo, chi, cstride) = (s1.lo, s1.hi, s1.stride);
                 let done = self.b.create_block();
-                if mode != Xfer::AtomicAdd {
+                if matches!(mode, Xfer::Load | Xfer::Store) {
                     // Whole rows in bounds and contiguous in the array: vector copies.
                     let full = self.whole(s1);
                     let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
@@ -318,6 +334,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(done);
                 }
+            }
+            OpKind::StoreMasked(kinds) => {
+                let n = kinds.len();
+                let acc = self.access(op.args[0], kinds, &op.args[1..1 + n]);
+                let (tile, mask) = (self.tile_addr(op.args[1 + n]), self.tile_addr(op.args[2 + n]));
+                self.copy_slices(&acc, tile, Xfer::StoreMasked { mask, tile });
             }
             _ => unreachable!("memory_op on {:?}", op.kind),
         }

@@ -30,6 +30,7 @@ pub const BUILTINS: &[&str] = &[
     "sync",
     "map",
     "atomic_add",
+    "masked_store",
     "max_axis",
     "min_axis",
     "where",
@@ -202,6 +203,7 @@ impl FnBuilder<'_, '_> {
             }
             "map" => self.map(f, args, e),
             "atomic_add" => self.atomic_add(f, args, e),
+            "masked_store" => self.masked_store(f, args, e),
             _ => self.user_call(f, args, e),
         }
     }

@@ -306,9 +306,20 @@ pub(crate) fn map_result(span: Span) -> Diagnostic {
     Diagnostic::error("E0214", "the `fn` given to `map` must return a scalar").label(span, "this function")
 }
 
-pub(crate) fn atomic_target(span: Span) -> Diagnostic {
-    Diagnostic::error("E0211", "`atomic_add` needs an array element or slice, like `A[i, j]` or `A[r:r+16, c]`")
+pub(crate) fn written_target(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0211", format!("`{what}` needs an array element or slice, like `A[i, j]` or `A[r:r+16, c]`"))
         .label(span, "not an indexed array")
+}
+
+pub(crate) fn masked_store_mask(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    Diagnostic::error("E0202", format!("the mask of `masked_store` must be {want}, the stored tile's shape, not {got}"))
+        .label(span, format!("this is {got}"))
+}
+
+pub(crate) fn masked_store_scalar(span: Span) -> Diagnostic {
+    Diagnostic::error("E0202", "`masked_store` stores a tile: the access needs a slice, like `A[r:r+16, c]`")
+        .label(span, "a single element")
+        .help("to store one element under a condition, use `if`")
 }
 
 pub(crate) fn shared_ctor(span: Span) -> Diagnostic {

@@ -4,9 +4,10 @@
 use crate::builder::{Binding, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
+use crate::places::Access;
 use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
 use tilec_grammar::span::Span;
-use tilec_midend::{OpKind, Region, Scalar, Type};
+use tilec_midend::{OpKind, Region, Scalar, Type, Value};
 
 /// The name under which `map` binds the element it passes to the user `fn`; it cannot be
 /// written in source.
@@ -59,18 +60,16 @@ impl FnBuilder<'_, '_> {
         Ev::Val(self.emit_with_regions(OpKind::Map, vec![t], vec![out], vec![region], e.span)[0])
     }
 
-    /// `atomic_add(A[..], v)`: adds `v` to the in-bounds elements of a `mut` array slice.
-    pub(crate) fn atomic_add(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
-        if args.len() != 2 {
-            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
-            return Ev::Err;
-        }
-        if let ExprKind::Index(base, _) = &args[0].kind {
+    /// The access `A[..]` of a `mut` array (a parameter or a shared array) that `what`
+    /// (`atomic_add`, `masked_store`) writes: E0211 for anything else, E0205 for a read-only
+    /// array.
+    fn written_access(&mut self, target: &Expr, what: &str) -> Option<Access> {
+        if let ExprKind::Index(base, _) = &target.kind {
             if let ExprKind::Name(n) = &base.kind {
                 self.resolve_use(n, false);
             }
         }
-        let target = match &args[0].kind {
+        let found = match &target.kind {
             ExprKind::Index(base, items) => match &base.kind {
                 ExprKind::Name(n) => match self.lookup(&n.name).cloned() {
                     Some(Binding::Array { value, mutable, name, fixed }) => Some((value, mutable, name, fixed, items)),
@@ -80,38 +79,90 @@ impl FnBuilder<'_, '_> {
             },
             _ => None,
         };
-        let Some((arr, mutable, name, fixed, items)) = target else {
-            self.error(errors::atomic_target(args[0].span));
-            return Ev::Err;
+        let Some((arr, mutable, name, fixed, items)) = found else {
+            self.error(errors::written_target(target.span, what));
+            return None;
         };
         if !mutable {
-            self.error(errors::read_only(args[0].span, &name));
+            self.error(errors::read_only(target.span, &name));
+            return None;
+        }
+        self.array_access(arr, &fixed, items, target.span)
+    }
+
+    /// The value stored by `what` into `acc`: exactly the access's type (E0201/E0202).
+    fn stored_value(&mut self, acc: &Access, value: &Expr) -> Option<Value> {
+        let v = self.value(value, Some(acc.ty.elem()))?;
+        let tv = self.ty(v);
+        if tv != acc.ty {
+            let d = if acc.ty.is_tile() {
+                errors::store_type(value.span, &acc.ty, &tv)
+            } else {
+                errors::assign_type(value.span, &acc.ty, &tv)
+            };
+            self.error(d);
+            return None;
+        }
+        Some(v)
+    }
+
+    /// `atomic_add(A[..], v)`: adds `v` to the in-bounds elements of a `mut` array slice.
+    pub(crate) fn atomic_add(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return Ev::Err;
         }
-        let Some(acc) = self.array_access(arr, &fixed, items, args[0].span) else {
+        let Some(acc) = self.written_access(&args[0], "atomic_add") else {
             return Ev::Err;
         };
         if !acc.ty.elem().is_float() && !acc.ty.elem().is_int() {
             self.error(errors::math_operand(args[0].span, "atomic_add", &acc.ty));
             return Ev::Err;
         }
-        let Some(v) = self.value(&args[1], Some(acc.ty.elem())) else {
+        let Some(v) = self.stored_value(&acc, &args[1]) else {
             return Ev::Err;
         };
-        let tv = self.ty(v);
-        if tv != acc.ty {
-            let d = if acc.ty.is_tile() {
-                errors::store_type(args[1].span, &acc.ty, &tv)
-            } else {
-                errors::assign_type(args[1].span, &acc.ty, &tv)
-            };
-            self.error(d);
+        let mut ops = vec![acc.array];
+        ops.extend(acc.indices);
+        ops.push(v);
+        self.emit(OpKind::AtomicAdd(acc.kinds), ops, vec![], e.span);
+        Ev::Unit
+    }
+
+    /// `masked_store(A[..], t, m)`: stores the elements of the tile `t` where the mask `m` (a
+    /// `bool` tile of `t`'s shape) is true and the position is inside the array.
+    pub(crate) fn masked_store(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 3 {
+            self.error(errors::arg_count(e.span, &f.name, 3, args.len()));
+            return Ev::Err;
+        }
+        let Some(acc) = self.written_access(&args[0], "masked_store") else {
+            return Ev::Err;
+        };
+        if !acc.ty.is_tile() {
+            self.error(errors::masked_store_scalar(args[0].span));
+            return Ev::Err;
+        }
+        let Some(v) = self.stored_value(&acc, &args[1]) else {
+            return Ev::Err;
+        };
+        let Some(m) = self.value(&args[2], Some(Scalar::Bool)) else {
+            return Ev::Err;
+        };
+        let Type::Tile { shape, .. } = &acc.ty else {
+            return Ev::Err;
+        };
+        let want = Type::Tile { elem: Scalar::Bool, shape: shape.clone() };
+        let tm = self.ty(m);
+        if tm != want {
+            self.error(errors::masked_store_mask(args[2].span, &want, &tm));
             return Ev::Err;
         }
         let mut ops = vec![acc.array];
         ops.extend(acc.indices);
         ops.push(v);
-        self.emit(OpKind::AtomicAdd(acc.kinds), ops, vec![], e.span);
+        ops.push(m);
+        self.emit(OpKind::StoreMasked(acc.kinds), ops, vec![], e.span);
         Ev::Unit
     }
 

@@ -227,6 +227,10 @@ pub enum OpKind {
     Map,
     /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
     AtomicAdd(Vec<Index>),
+    /// `(array, i0, .., value, mask)`: stores the elements of the tile `value` where the
+    /// `bool` tile `mask` (of `value`'s shape) is true and the position is in bounds; the
+    /// other elements of the array are not touched.
+    StoreMasked(Vec<Index>),
     /// `() -> array`: a zero-filled shared array of this static shape, private to the program
     /// (shared by its lanes on GPUs); accessed with `Load`, `LoadInto` and `Store`.
     AllocShared(Vec<u32>),

@@ -140,6 +140,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
     for (p, f) in [
         ("load_into", OpKind::LoadInto as fn(Vec<Index>) -> OpKind),
         ("load", OpKind::Load),
+        ("store_masked", OpKind::StoreMasked),
         ("store", OpKind::Store),
         ("atomic_add", OpKind::AtomicAdd),
     ] {

@@ -59,6 +59,7 @@ fn has_effect(op: &Op) -> bool {
     matches!(
         op.kind,
         OpKind::Store(_)
+            | OpKind::StoreMasked(_)
             | OpKind::AtomicAdd(_)
             | OpKind::Barrier
             | OpKind::Return

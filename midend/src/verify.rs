@@ -130,6 +130,31 @@ impl V<'_> {
                     _ => errs.push(format!("`{name}`: operand {base} must be an array")),
                 }
             }
+            OpKind::StoreMasked(ix) => match t(0) {
+                Some(Type::Array { rank, mutable, elem }) => {
+                    let n = ix.len();
+                    bad(
+                        rank as usize == n && op.args.len() == n + 3,
+                        "array, one index per dimension, value, mask",
+                        &mut errs,
+                    );
+                    bad(mutable, "stores go to a mut array", &mut errs);
+                    let slices: Vec<u32> =
+                        ix.iter().filter_map(|i| if let Index::Slice(k) = i { Some(*k) } else { None }).collect();
+                    let want = Type::Tile { elem, shape: slices.clone() };
+                    bad(
+                        !slices.is_empty() && t(1 + n) == Some(want),
+                        "stored value has the slice's tile type",
+                        &mut errs,
+                    );
+                    bad(
+                        t(2 + n) == Some(Type::Tile { elem: Scalar::Bool, shape: slices }),
+                        "the mask is a bool tile of the value's shape",
+                        &mut errs,
+                    );
+                }
+                _ => errs.push(format!("`{name}`: operand 0 must be an array")),
+            },
             OpKind::Outer => {
                 let ok = matches!((t(0), t(1), r(0)), (Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(Type::Tile { shape: c, .. }))
                     if a.len() == 1 && b.len() == 1 && c == vec![a[0], b[0]]);

@@ -3,7 +3,8 @@
 //! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
-//! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`), and every one
+//! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores),
+//! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
 //! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
 //! subset, since its shader compiles are slow). Results must agree: integers bit for bit, floats normwise within
@@ -217,7 +218,13 @@ fn case(seed: u64) -> Case {
             "    let spd = (a @ transpose(a)) * 0.0625 + tile<{t}, {r}, {r}>::eye() * 4.0;\n    spd.cholesky_(0.000001);\n    spd.{solve}(acc);\n"
         ));
     }
-    body.push_str(&format!("    O[i:i+{r}, j:j+{c}] = acc;\n"));
+    if g.chance(30) {
+        // Under a mask of the inputs: the masked-off elements keep the 7 they were given.
+        let (p, l) = (g.input(), g.lit());
+        body.push_str(&format!("    masked_store(O[i:i+{r}, j:j+{c}], acc, {p} > {l});\n"));
+    } else {
+        body.push_str(&format!("    O[i:i+{r}, j:j+{c}] = acc;\n"));
+    }
     let rows = *g.pick(&["sum", "max_axis", "min_axis"]);
     let whole = *g.pick(&["sum", "max", "min"]);
     body.push_str(&format!(

@@ -3,6 +3,9 @@
 //! f64 instances); the PTX of the f32 instances for sm_80 is snapshotted.
 #![cfg(feature = "ptx")]
 
+// Only the cases' sources are used here (the run tests use the rest).
+#[allow(dead_code)]
+mod cases;
 mod programs;
 
 use programs::programs;
@@ -72,4 +75,19 @@ fn ptx_report_names_each_kernel_s_own_line() {
     assert!(out.lines().any(|l| l.contains(":1: kernel foo_bar ")), "{out}");
     assert!(out.lines().any(|l| l.contains(":5: kernel foo ")), "{out}");
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The run-test cases that are not examples (masks, `where`, `iota`, argmax, masked stores,
+/// math functions) assemble too.
+#[test]
+fn the_run_test_cases_assemble_with_ptxas() {
+    let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
+    for c in cases::masks().into_iter().chain(cases::math()) {
+        let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+        for k in &m.kernels {
+            let simt = lower_kernel(&m, k, 32).unwrap();
+            let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
+            tilec::ptxas(&ptxas, &p.text, "sm_80").unwrap_or_else(|e| panic!("ptxas rejects {}:\n{e}", k.symbol));
+        }
+    }
 }

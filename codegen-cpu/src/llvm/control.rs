@@ -86,6 +86,7 @@ impl<'ctx> Gen<'ctx, '_> {
             | OpKind::LoadInto(_)
             | OpKind::Store(_)
             | OpKind::AtomicAdd(_)
+            | OpKind::StoreMasked(_)
             | OpKind::AllocShared(_) => self.memory_op(op),
             _ if op.results.iter().any(|r| self.f.ty(*r).is_tile()) => self.tile_op(op),
             _ => self.scalar_op(op),

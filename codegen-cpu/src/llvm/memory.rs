@@ -163,8 +163,13 @@ impl<'ctx> Gen<'ctx, '_> {
                 if atomic {
                     self.atomic_tile(&a, v)
                 } else {
-                    self.store_tile(&a, v)
+                    self.store_tile(&a, v, None)
                 }
+            }
+            OpKind::StoreMasked(kinds) => {
+                let n = op.args.len();
+                let a = self.access(op.args[0], kinds, &op.args[1..n - 2])?;
+                self.store_tile(&a, op.args[n - 2], Some(op.args[n - 1]))
             }
             OpKind::AllocShared(shape) => {
                 let elem = self.elem(op.results[0]);
@@ -297,8 +302,11 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Stores a tile; elements outside the array are not written.
-    fn store_tile(&mut self, a: &Access<'ctx>, v: Value) -> Result<(), CodegenError> {
+    /// Stores the tile `v` to the in-bounds elements of `a`; with `user_mask` (a `bool` tile of
+    /// `v`'s shape), only where it is true.
+    fn store_tile(&mut self, a: &Access<'ctx>, v: Value, user_mask: Option<Value>) -> Result<(), CodegenError> {
         let src = self.tile(v)?;
+        let um_ptr = user_mask.map(|m| self.tile(m)).transpose()?;
         let (rows, cols) = shape(self.f.ty(v));
         let s = a.elem;
         let inside = self.all_inside(a)?;
@@ -310,16 +318,27 @@ impl<'ctx> Gen<'ctx, '_> {
             for &(c0, len) in &segs {
                 let t = g.add_off(row, c0)?;
                 let x = g.load_vec(src, s, t, len)?;
+                // The user's mask for these columns, if any.
+                let um = match um_ptr {
+                    Some(p) => Some(g.load_vec(p, Scalar::Bool, t, len)?.into_vector_value()),
+                    None => None,
+                };
                 if a.contiguous && !masked {
                     let p = g.add_off(off, c0)?;
                     g.store_vec(a.ptr, s, p, x)?;
                 } else if a.contiguous && s != Scalar::Bool {
-                    let mask = g.col_mask(&cd, c0, len, row_ok)?;
+                    let mut mask = g.col_mask(&cd, c0, len, row_ok)?;
+                    if let Some(u) = um {
+                        mask = g.b.build_and(mask.into_vector_value(), u, "").map_err(be)?.into();
+                    }
                     let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
                     let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
                     g.call_void(&name, &[x, p.into(), g.align(s), mask])?;
                 } else {
-                    let mask = if masked { Some(g.col_mask(&cd, c0, len, row_ok)?) } else { None };
+                    let mut mask = if masked { Some(g.col_mask(&cd, c0, len, row_ok)?) } else { None };
+                    if let (Some(m), Some(u)) = (mask, um) {
+                        mask = Some(g.b.build_and(m.into_vector_value(), u, "").map_err(be)?.into());
+                    }
                     for j in 0..len {
                         let o = g.b.build_int_mul(g.i64c((c0 + j) as i64), cd.stride, "").map_err(be)?;
                         let o = g.b.build_int_add(off, o, "").map_err(be)?;
@@ -335,6 +354,11 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             Ok(())
         };
+        if user_mask.is_some() {
+            // Every element is checked: no unmasked path.
+            let d = self.dummy(s)?;
+            return self.each_row(0, rows, cols, s, |g, row| put_row(g, row, true, Some(d)));
+        }
         self.branches(
             inside,
             |g| g.each_row(0, rows, cols, s, |g, row| put_row(g, row, false, None)),

@@ -53,7 +53,7 @@ impl Lower<'_> {
                 let old = self.get(op.args[0])?;
                 Some(self.load(kinds, op, Some(old))?)
             }
-            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
+            OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) | OpKind::StoreMasked(kinds) => {
                 self.store(kinds, op)?;
                 None
             }
@@ -298,6 +298,12 @@ impl Lower<'_> {
         let idx = self.indices(&op.args[1..1 + n])?;
         let elem = self.src.ty(op.args[0]).elem();
         let value = self.get(op.args[1 + n])?;
+        // A masked store: each register's store index is -1 (out of bounds: skipped) where
+        // the mask's register, in the same layout, is false.
+        let (kind, mask) = match op.kind {
+            OpKind::StoreMasked(_) => (OpKind::Store(Vec::new()), Some(self.get(op.args[2 + n])?)),
+            _ => (op.kind.clone(), None),
+        };
         let slices: Vec<(usize, u32)> = kinds
             .iter()
             .enumerate()
@@ -310,7 +316,7 @@ impl Lower<'_> {
                 // Every lane holds the value: lane 0 stores it.
                 let mut ix = idx.clone();
                 ix[0] = self.masked(lane0, idx[0]);
-                self.access(&op.kind, array, ix, Some(x), elem, None);
+                self.access(&kind, array, ix, Some(x), elem, None);
             }
             (1, Lv::Vec { rep, .. }) => {
                 // Element i is stored by lane i % lanes.
@@ -322,7 +328,10 @@ impl Lower<'_> {
                     let at = self.bin(BinOp::Add, idx[d], off, Scalar::I32);
                     let mut ix = idx.clone();
                     ix[d] = self.masked(mine, at);
-                    self.access(&op.kind, array, ix, Some(rep[i as usize]), elem, None);
+                    if let Some(Lv::Vec { rep: m, .. }) = &mask {
+                        ix[d] = self.masked(m[i as usize], ix[d]);
+                    }
+                    self.access(&kind, array, ix, Some(rep[i as usize]), elem, None);
                 }
             }
             (2, Lv::Mat { rows, cols, regs, .. }) => {
@@ -336,7 +345,11 @@ impl Lower<'_> {
                         let mut ix = idx.clone();
                         ix[d1] = r;
                         ix[d2] = self.bin(BinOp::Add, idx[d2], off, Scalar::I32);
-                        self.access(&op.kind, array, ix, Some(regs[(s * cols + c) as usize]), elem, None);
+                        let k = (s * cols + c) as usize;
+                        if let Some(Lv::Mat { regs: m, .. }) = &mask {
+                            ix[d1] = self.masked(m[k], ix[d1]);
+                        }
+                        self.access(&kind, array, ix, Some(regs[k]), elem, None);
                     }
                 }
             }

@@ -266,7 +266,7 @@ fn lu_input(b: usize, n: usize) -> Vec<f64> {
 /// scalars, `&&`, `||`, `!`, `where`, `argmax` and `argmin`, on partial tiles (rows past the array, more rows
 /// than lanes at 4 to 16 lanes).
 const MASKS_SRC: &str = "
-kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], t: T) grid(1) {
+kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], S: mut T[M, N], U: mut T[M], t: T) grid(1) {
     let a = A[0:40, 0:7];
     let rows = tile<i32, 40, 7>::iota(0);
     let cols = tile<i32, 40, 7>::iota(1);
@@ -285,6 +285,8 @@ kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut 
     X[47] = argmax(a) as T;
     X[48] = argmin(v) as T;
     X[49] = argmax(A[0:40, 0:7] * 0.0) as T;
+    masked_store(S[0:40, 0:7], a * 3.0, band && a < 0.5);
+    masked_store(U[0:40], v, v > t);
 }
 ";
 
@@ -298,8 +300,13 @@ pub(crate) fn masks() -> Vec<Case> {
         ("O", vec![0.0; (m * n) as usize], vec![m, n]),
         ("W", vec![0.0; m as usize], vec![m]),
         ("X", vec![0.0; 50], vec![50]),
+        ("S", vec![7.0; (m * n) as usize], vec![m, n]),
+        ("U", vec![7.0; m as usize], vec![m]),
     ];
-    vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W", "X"]) }]
+    vec![Case {
+        compare: Compare::Relative,
+        ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W", "X", "S", "U"])
+    }]
 }
 
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`

@@ -196,3 +196,46 @@ fn argmax_and_argmin_take_the_first_index() {
         assert_exact(&out(&b, "C2"), &cols(&lt), &ctx);
     }
 }
+
+/// `masked_store`: only the elements where the mask is true (and inside the array) are
+/// written; the others keep what the array held. Partial 2-D (17x13 over 15x11, at an offset)
+/// and 1-D tiles, against an f64 reference.
+#[test]
+fn masked_store_writes_only_where_the_mask_is_true() {
+    let (m, n) = (15usize, 11usize);
+    for elem in FLOATS {
+        let src = "kernel k<T: float>(A: T[M, N], O: mut T[M, N], P: mut T[M], t: T) grid(1) {
+                let a = A[1:18, 2:15];
+                let cols = tile<i32, 17, 13>::iota(1);
+                masked_store(O[1:18, 2:15], a * 2.0, a > t || cols == 0);
+                let v = A[0:17, 3];
+                masked_store(P[0:17], v + 1.0, v < t);
+            }";
+        let mut rng = Rng::new(91);
+        let a: Vec<f64> = (0..m * n).map(|_| rng.int(0, 9) as f64 / 4.0 - 1.0).collect();
+        let t = 0.25;
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("O", sentinel(elem, &[m, n])),
+                ("P", sentinel(elem, &[m])),
+                ("t", float(elem, t)),
+            ],
+        );
+        let ctx = format!("{elem:?}");
+        let want_o = stored(m, n, 1, 2, 17, 13, |i, j| {
+            let (r, c) = (1 + i, 2 + j);
+            let x = if r < m && c < n { a[r * n + c] } else { 0.0 };
+            if x > t || j == 0 {
+                2.0 * x
+            } else {
+                SENTINEL
+            }
+        });
+        assert_exact(&out(&b, "O"), &want_o, &ctx);
+        let want_p: Vec<f64> = (0..m).map(|i| if a[i * n + 3] < t { a[i * n + 3] + 1.0 } else { SENTINEL }).collect();
+        assert_exact(&out(&b, "P"), &want_p, &ctx);
+    }
+}
