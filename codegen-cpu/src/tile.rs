@@ -236,6 +236,24 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     l.st(acc, d, 0);
                 });
             }
+            OpKind::Scan(k, axis) => {
+                let (r, c) = self.f.ty(op.args[0]).rows_cols();
+                let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
+                // A 1-D tile is one line; axis 0 of a matrix: down each column (stride c);
+                // axis 1: along each row (stride 1).
+                let one_d = matches!(self.f.ty(op.args[0]), Type::Tile { shape, .. } if shape.len() == 1);
+                let (outer, inner, step, stride) = match (one_d, *axis) {
+                    (true, _) => (1, r, 0, 1),
+                    (false, 0) => (c, r, 1, c),
+                    (false, _) => (r, c, c, 1),
+                };
+                let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, outer as i64));
+                let k = *k;
+                self.dyn_loop(lo, hi, |l, o| {
+                    let first = l.b.ins().imul_imm_s(o, step as i64);
+                    l.scan_line(k, s, src, dst, first, inner, stride);
+                });
+            }
             OpKind::Insert => {
                 self.copy_tile_to_result(op.args[0], op.results[0]);
                 let dst = self.tile_addr(op.results[0]);
@@ -291,6 +309,39 @@ impl<M: ClModule> Lower<'_, '_, M> {
             l.b.def_var(var, n);
         });
         self.b.use_var(var)
+    }
+
+    /// The inclusive scan of `count` elements of the tile at `src`, from element `first` (i64)
+    /// with `stride` elements between them, written to the same positions of `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_line(
+        &mut self,
+        k: Reduce,
+        s: Scalar,
+        src: ir::Value,
+        dst: ir::Value,
+        first: ir::Value,
+        count: u32,
+        stride: u32,
+    ) {
+        let a0 = self.at(src, first, s);
+        let init = self.ld(s, a0, 0);
+        let d0 = self.at(dst, first, s);
+        self.st(init, d0, 0);
+        let var = self.b.declare_var(cl_type(s));
+        self.b.def_var(var, init);
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 1), self.b.ins().iconst(types::I64, count as i64));
+        self.dyn_loop(lo, hi, |l, i| {
+            let off = l.b.ins().imul_imm_s(i, stride as i64);
+            let idx = l.b.ins().iadd(first, off);
+            let a = l.at(src, idx, s);
+            let v = l.ld(s, a, 0);
+            let acc = l.b.use_var(var);
+            let n = l.reduce_step(k, s, acc, v);
+            l.b.def_var(var, n);
+            let d = l.at(dst, idx, s);
+            l.st(n, d, 0);
+        });
     }
 
     /// The flat index (i64) of `t[i, j]` and whether it is in range.

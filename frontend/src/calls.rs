@@ -36,6 +36,9 @@ pub const BUILTINS: &[&str] = &[
     "where",
     "argmax",
     "argmin",
+    "cumsum",
+    "cummax",
+    "cummin",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -105,6 +108,7 @@ impl FnBuilder<'_, '_> {
             }
             "where" => self.where_(f, args, e, expect),
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
+            "cumsum" | "cummax" | "cummin" => self.scan(f, args, e),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)

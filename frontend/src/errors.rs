@@ -352,6 +352,12 @@ pub(crate) fn needs_tile(span: Span, f: &str, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{f}` needs a tile, found {t}")).label(span, format!("this is {t}"))
 }
 
+pub(crate) fn scan_axis(span: Span, f: &str, rank: usize) -> Diagnostic {
+    let want = if rank == 1 { "0 (or no axis)" } else { "the constant 0 or 1" };
+    Diagnostic::error("E0214", format!("the axis of `{f}` must be {want} for a tile of rank {rank}"))
+        .label(span, "this axis")
+}
+
 pub(crate) fn reduce_axis(span: Span, rank: usize) -> Diagnostic {
     Diagnostic::error(
         "E0214",

@@ -1,5 +1,5 @@
-//! Index reductions, `argmax` and `argmin` on float tiles, lowered to operations every backend
-//! has: the reduction (`max`/`min`, whole or along an axis), a mask of the elements equal to
+//! Scans (`cumsum`, `cummax`, `cummin`: one `Scan` op), and index reductions, `argmax` and
+//! `argmin` on float tiles, lowered to operations every backend has: the reduction (`max`/`min`, whole or along an axis), a mask of the elements equal to
 //! it (or NaN), `iota` index tiles (`masks.rs`), and a `min` reduction of the masked indices.
 
 use crate::builder::FnBuilder;
@@ -37,6 +37,47 @@ impl FnBuilder<'_, '_> {
             },
         };
         Some((v, elem, shape, axis))
+    }
+
+    /// `cumsum(t, axis)`, `cummax(t, axis)`, `cummin(t, axis)` (`axis` 0 or 1, a constant;
+    /// optional for a 1-D tile): the inclusive scan of a numeric tile, the same type.
+    pub(crate) fn scan(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.is_empty() || args.len() > 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+            return Ev::Err;
+        }
+        let Some(v) = self.value(&args[0], None) else {
+            return Ev::Err;
+        };
+        let t = self.ty(v);
+        let Type::Tile { elem, shape } = t.clone() else {
+            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+            return Ev::Err;
+        };
+        if !elem.is_float() && !elem.is_int() {
+            self.error(errors::math_operand(args[0].span, &f.name, &t));
+            return Ev::Err;
+        }
+        let axis = match args.get(1) {
+            None if shape.len() == 1 => 0,
+            None => {
+                self.error(errors::scan_axis(e.span, &f.name, shape.len()));
+                return Ev::Err;
+            }
+            Some(a) => match self.const_eval(a) {
+                Ok(Const::Int(x, _)) if (0..shape.len() as i64).contains(&x) => x as u8,
+                _ => {
+                    self.error(errors::scan_axis(a.span, &f.name, shape.len()));
+                    return Ev::Err;
+                }
+            },
+        };
+        let k = match f.name.as_str() {
+            "cumsum" => Reduce::Sum,
+            "cummax" => Reduce::Max,
+            _ => Reduce::Min,
+        };
+        Ev::Val(self.emit1(OpKind::Scan(k, axis), vec![v], t, e.span))
     }
 
     fn fill_tile(&mut self, fill: Fill, x: Option<Value>, elem: Scalar, shape: &[u32], span: Span) -> Value {

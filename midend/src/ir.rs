@@ -227,6 +227,10 @@ pub enum OpKind {
     Map,
     /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
     AtomicAdd(Vec<Index>),
+    /// `(t) -> t`: the inclusive scan of the tile `t` along `axis` (0: down each column, 1:
+    /// along each row; 0 for a 1-D tile): element `i` is `t[0] op t[1] op .. op t[i]`,
+    /// combined in index order with the `Reduce` kind's operation.
+    Scan(Reduce, u8),
     /// `(array, i0, .., value, mask)`: stores the elements of the tile `value` where the
     /// `bool` tile `mask` (of `value`'s shape) is true and the position is in bounds; the
     /// other elements of the array are not touched.

@@ -229,6 +229,10 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             };
             OpKind::Reduce(reduce(k).ok_or_else(|| format!("unknown reduction `{k}`"))?, ax)
         }
+        ("scan", Some(r)) => {
+            let (k, ax) = r.split_once('.').ok_or_else(|| format!("`scan.{r}` needs an axis"))?;
+            OpKind::Scan(reduce(k).ok_or_else(|| format!("unknown scan `{k}`"))?, axis(ax)?)
+        }
         ("trsm", Some(t)) => {
             OpKind::Trsm(Trsm::from_name(&format!("solve_{t}_")).ok_or_else(|| format!("unknown solve `{t}`"))?)
         }

@@ -40,6 +40,7 @@ pub fn op_name(k: &OpKind) -> String {
             Some(a) => format!("reduce.{}.{a}", format!("{r:?}").to_lowercase()),
             None => format!("reduce.{}", format!("{r:?}").to_lowercase()),
         },
+        OpKind::Scan(r, ax) => format!("scan.{}.{ax}", format!("{r:?}").to_lowercase()),
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
         OpKind::Cholesky => "cholesky".into(),

@@ -130,6 +130,11 @@ impl V<'_> {
                     _ => errs.push(format!("`{name}`: operand {base} must be an array")),
                 }
             }
+            OpKind::Scan(_, axis) => {
+                let ok = matches!(t(0), Some(Type::Tile { ref shape, .. }) if (*axis as usize) < shape.len())
+                    && r(0) == t(0);
+                bad(ok, "a tile in, the same type out, an axis below its rank", &mut errs);
+            }
             OpKind::StoreMasked(ix) => match t(0) {
                 Some(Type::Array { rank, mutable, elem }) => {
                     let n = ix.len();

@@ -1,6 +1,6 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
-//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, transposes, `@`, integer `/`
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
 //! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores),
@@ -109,7 +109,7 @@ impl Gen {
         }
         let d = depth - 1;
         let cmp = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);
-        match self.rng.int(0, 14) {
+        match self.rng.int(0, 15) {
             0 => format!("({} + {})", self.tile(d), self.tile(d)),
             1 => format!("({} - {})", self.tile(d), self.tile(d)),
             2 => {
@@ -154,6 +154,11 @@ impl Gen {
             12 => format!("({} + s)", self.tile(d)),
             13 if self.float => format!("(({} as i32) as {})", self.tile(d), self.t),
             13 => format!("(({} as f64) as i32)", self.tile(d)),
+            14 => {
+                let f = *self.pick(&["cumsum", "cummax", "cummin"]);
+                let axis = self.rng.int(0, 2);
+                format!("{f}({}, {axis})", self.tile(d))
+            }
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
     }

@@ -310,6 +310,7 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
             OpKind::Transpose => self.transpose(op, s)?,
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
+            OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
             OpKind::Insert => self.insert(op, s)?,
             OpKind::Cholesky => self.cholesky(op, s)?,
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
@@ -708,6 +709,48 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.store_vec(dst, s, g.i64c(c0 as i64), y)?;
             }
             Ok(())
+        })
+    }
+
+    /// The inclusive scan of a tile along `axis`: down the columns row by row with vectors, or
+    /// along each row (a 1-D tile is one row) element by element, each element combined with
+    /// the result before it (so in index order).
+    fn scan(&mut self, op: &Op, k: Reduce, axis: u8, s: Scalar) -> Result<(), CodegenError> {
+        let ty = self.f.ty(op.args[0]).clone();
+        let (rows, cols) = shape(&ty);
+        let src = self.tile(op.args[0])?;
+        let dst = self.new_tile(op.results[0])?;
+        let one_d = matches!(&ty, Type::Tile { shape, .. } if shape.len() == 1);
+        if axis == 0 && !one_d {
+            let segs = segments(cols, s);
+            for &(c0, len) in &segs {
+                let v = self.load_vec(src, s, self.i64c(c0 as i64), len)?;
+                self.store_vec(dst, s, self.i64c(c0 as i64), v)?;
+            }
+            return self.each_row(1, rows, cols, s, |g, row| {
+                for &(c0, len) in &segs {
+                    let off = g.add_off(row, c0)?;
+                    let prev = g.b.build_int_sub(off, g.i64c(cols as i64), "").map_err(be)?;
+                    let v = g.load_vec(src, s, off, len)?;
+                    let a = g.load_vec(dst, s, prev, len)?;
+                    let y = g.reduce_step(k, s, a, v)?;
+                    g.store_vec(dst, s, off, y)?;
+                }
+                Ok(())
+            });
+        }
+        self.each_row(0, rows, cols, s, |g, row| {
+            let x = g.load_at(g.elem_ptr(src, s, row)?, s, 0)?;
+            g.store_at(g.elem_ptr(dst, s, row)?, s, x)?;
+            let (lo, hi) = (g.i64c(1), g.i64c(cols as i64));
+            g.dyn_loop(lo, hi, |g, j| {
+                let off = g.b.build_int_add(row, j, "").map_err(be)?;
+                let prev = g.b.build_int_sub(off, g.i64c(1), "").map_err(be)?;
+                let x = g.load_at(g.elem_ptr(src, s, off)?, s, 0)?;
+                let a = g.load_at(g.elem_ptr(dst, s, prev)?, s, 0)?;
+                let y = g.reduce_step(k, s, a, x)?;
+                g.store_at(g.elem_ptr(dst, s, off)?, s, y)
+            })
         })
     }
 

@@ -92,6 +92,7 @@ impl Lower<'_> {
             }
             OpKind::Transpose => Some(self.transpose(self.get(op.args[0])?)?),
             OpKind::Reduce(k, axis) => Some(self.reduce(*k, *axis, self.get(op.args[0])?)?),
+            OpKind::Scan(k, axis) => Some(self.scan(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Extract => Some(self.extract(op)?),
             OpKind::Insert => Some(self.insert(op)?),
             OpKind::Map => Some(self.map_op(op)?),
@@ -452,6 +453,58 @@ impl Lower<'_> {
                 }
             }
             _ => Err(err("reduction of a non-tile")),
+        }
+    }
+
+    /// The inclusive scan of a tile, in index order as on the CPU. Along a row (axis 1, or a
+    /// replicated vector) a lane-local chain over its registers; down the columns (axis 0) each
+    /// row's value is broadcast from its lane in turn, combined into a running result that all
+    /// lanes hold, and kept by the row's owner (rows x cols shuffles).
+    fn scan(&mut self, k: Reduce, axis: u8, t: Lv) -> Result<Lv, SimtError> {
+        let op = reduce_op(k);
+        match t {
+            Lv::Vec { n, elem, rep, .. } => {
+                let mut out: Vec<Value> = Vec::with_capacity(rep.len());
+                for x in rep {
+                    let y = match out.last() {
+                        Some(a) => self.bin(op, *a, x, elem),
+                        None => x,
+                    };
+                    out.push(y);
+                }
+                Ok(Lv::Vec { n, elem, rep: out, dist: None })
+            }
+            Lv::Mat { rows, cols, elem, regs } if axis == 1 => {
+                let mut out = regs.clone();
+                for s in 0..self.slots(rows) {
+                    for c in 1..cols {
+                        let i = (s * cols + c) as usize;
+                        out[i] = self.bin(op, out[i - 1], regs[i], elem);
+                    }
+                }
+                Ok(Lv::Mat { rows, cols, elem, regs: out })
+            }
+            Lv::Mat { rows, cols, elem, regs } => {
+                let mut out = regs.clone();
+                for c in 0..cols {
+                    let mut acc: Option<Value> = None;
+                    for r in 0..rows {
+                        let (s, l) = (r / self.lanes, r % self.lanes);
+                        let i = (s * cols + c) as usize;
+                        let x = self.shuffle(regs[i], l, elem);
+                        let a = match acc {
+                            Some(a) => self.bin(op, a, x, elem),
+                            None => x,
+                        };
+                        acc = Some(a);
+                        let owner = self.i32c(l as i64);
+                        let mine = self.cmp(CmpOp::Eq, self.lane, owner);
+                        out[i] = self.select(mine, a, out[i], elem);
+                    }
+                }
+                Ok(Lv::Mat { rows, cols, elem, regs: out })
+            }
+            _ => Err(err("scan of a non-tile")),
         }
     }
 

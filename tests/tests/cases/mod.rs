@@ -266,7 +266,7 @@ fn lu_input(b: usize, n: usize) -> Vec<f64> {
 /// scalars, `&&`, `||`, `!`, `where`, `argmax` and `argmin`, on partial tiles (rows past the array, more rows
 /// than lanes at 4 to 16 lanes).
 const MASKS_SRC: &str = "
-kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], S: mut T[M, N], U: mut T[M], t: T) grid(1) {
+kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], S: mut T[M, N], U: mut T[M], C: mut T[M, N], D: mut T[M, N], Q: mut T[M], t: T) grid(1) {
     let a = A[0:40, 0:7];
     let rows = tile<i32, 40, 7>::iota(0);
     let cols = tile<i32, 40, 7>::iota(1);
@@ -287,6 +287,9 @@ kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut 
     X[49] = argmax(A[0:40, 0:7] * 0.0) as T;
     masked_store(S[0:40, 0:7], a * 3.0, band && a < 0.5);
     masked_store(U[0:40], v, v > t);
+    C[0:40, 0:7] = cumsum(a, 0);
+    D[0:40, 0:7] = cummax(a, 1) - cummin(a, 0);
+    Q[0:40] = cumsum(v);
 }
 ";
 
@@ -302,11 +305,12 @@ pub(crate) fn masks() -> Vec<Case> {
         ("X", vec![0.0; 50], vec![50]),
         ("S", vec![7.0; (m * n) as usize], vec![m, n]),
         ("U", vec![7.0; m as usize], vec![m]),
+        ("C", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("D", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("Q", vec![0.0; m as usize], vec![m]),
     ];
-    vec![Case {
-        compare: Compare::Relative,
-        ..case(src, "masks", arrays, vec![("t", 0.1)], vec!["O", "W", "X", "S", "U"])
-    }]
+    let outs = vec!["O", "W", "X", "S", "U", "C", "D", "Q"];
+    vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], outs) }]
 }
 
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`

@@ -239,3 +239,66 @@ fn masked_store_writes_only_where_the_mask_is_true() {
         assert_exact(&out(&b, "P"), &want_p, &ctx);
     }
 }
+
+/// Scans: `cumsum`, `cummax`, `cummin` along both axes of a partial 2-D tile (the padding
+/// takes part, as in reductions) and of a 1-D tile, in index order, against an f64 reference;
+/// a NaN propagates from its position on in `cummax`.
+#[test]
+fn scans_accumulate_in_index_order() {
+    let (m, n, tr, tc) = (9usize, 6usize, 11usize, 7usize);
+    for elem in FLOATS {
+        let src = format!(
+            "kernel k<T: float>(A: T[M, N], S0: mut T[{tr}, {tc}], S1: mut T[{tr}, {tc}], X0: mut T[{tr}, {tc}], N1: mut T[{tr}, {tc}], V: mut T[{tr}]) grid(1) {{
+                let a = A[0:{tr}, 0:{tc}];
+                S0[0:{tr}, 0:{tc}] = cumsum(a, 0);
+                S1[0:{tr}, 0:{tc}] = cumsum(a, 1);
+                X0[0:{tr}, 0:{tc}] = cummax(a, 0);
+                N1[0:{tr}, 0:{tc}] = cummin(a, 1);
+                V[0:{tr}] = cumsum(A[0:{tr}, 2]);
+            }}"
+        );
+        let mut rng = Rng::new(5);
+        let mut a: Vec<f64> = (0..m * n).map(|_| rng.int(-8, 9) as f64 / 4.0).collect();
+        a[4 * n + 3] = f64::NAN;
+        let outs = ["S0", "S1", "X0", "N1"];
+        let mut args = vec![("A", arr(elem, &a, &[m, n]))];
+        for o in outs {
+            args.push((o, sentinel(elem, &[tr, tc])));
+        }
+        args.push(("V", sentinel(elem, &[tr])));
+        let b = run(&src, "k", args);
+        // The loaded tile: zero padding outside the array.
+        let t = |i: usize, j: usize| if i < m && j < n { a[i * n + j] } else { 0.0 };
+        let scan = |axis: u8, f: &dyn Fn(f64, f64) -> f64| -> Vec<f64> {
+            let mut w = vec![0.0; tr * tc];
+            for i in 0..tr {
+                for j in 0..tc {
+                    let x = t(i, j);
+                    w[i * tc + j] = match (axis, i, j) {
+                        (0, 0, _) | (1, _, 0) => x,
+                        (0, _, _) => f(w[(i - 1) * tc + j], x),
+                        _ => f(w[i * tc + j - 1], x),
+                    };
+                }
+            }
+            w
+        };
+        let round = |v: Vec<f64>| if elem == Scalar::F32 { v.iter().map(|x| *x as f32 as f64).collect() } else { v };
+        let ctx = format!("{elem:?}");
+        let nan_max = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) };
+        let nan_min = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) };
+        assert_close(&out(&b, "S0"), &round(scan(0, &|x, y| x + y)), tol(elem), &format!("{ctx} cumsum 0"));
+        assert_close(&out(&b, "S1"), &round(scan(1, &|x, y| x + y)), tol(elem), &format!("{ctx} cumsum 1"));
+        assert_close(&out(&b, "X0"), &scan(0, &nan_max), 0.0, &format!("{ctx} cummax 0"));
+        assert_close(&out(&b, "N1"), &scan(1, &nan_min), 0.0, &format!("{ctx} cummin 1"));
+        let mut v = vec![0.0; tr];
+        for i in 0..tr {
+            v[i] = if i == 0 { t(0, 2) } else { v[i - 1] + t(i, 2) };
+        }
+        assert_close(&out(&b, "V"), &v, tol(elem), &format!("{ctx} cumsum 1-D"));
+        assert!(
+            out(&b, "X0")[4 * tc + 3].is_nan() && out(&b, "X0")[10 * tc + 3].is_nan(),
+            "{ctx}: NaN from row 4 down"
+        );
+    }
+}
