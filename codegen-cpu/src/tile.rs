@@ -280,6 +280,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Reduce::Sum => self.bin(BinOp::Add, s, a, v),
             Reduce::Max => self.bin(BinOp::Max, s, a, v),
             Reduce::Min => self.bin(BinOp::Min, s, a, v),
+            Reduce::Prod => self.bin(BinOp::Mul, s, a, v),
         }
     }
 

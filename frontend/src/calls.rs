@@ -36,7 +36,9 @@ pub const BUILTINS: &[&str] = &[
     "where",
     "argmax",
     "argmin",
+    "prod",
     "cumsum",
+    "cumprod",
     "cummax",
     "cummin",
 ];
@@ -108,12 +110,12 @@ impl FnBuilder<'_, '_> {
             }
             "where" => self.where_(f, args, e, expect),
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
-            "cumsum" | "cummax" | "cummin" => self.scan(f, args, e),
+            "cumsum" | "cumprod" | "cummax" | "cummin" => self.scan(f, args, e),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)
             }
-            "min" | "max" | "sum" | "max_axis" | "min_axis" => self.reduce(f, args, e),
+            "min" | "max" | "sum" | "prod" | "max_axis" | "min_axis" => self.reduce(f, args, e),
             "abs" | "sqrt" | "exp" | "log" | "sin" | "cos" | "tanh" => {
                 if !self.arity(f, args, 1, e) {
                     return Ev::Err;
@@ -229,7 +231,7 @@ impl FnBuilder<'_, '_> {
     fn reduce(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
         let want = match f.name.as_str() {
             "max_axis" | "min_axis" => 2,
-            "sum" if args.len() == 2 => 2,
+            "sum" | "prod" if args.len() == 2 => 2,
             _ => 1,
         };
         if args.len() != want {
@@ -245,6 +247,7 @@ impl FnBuilder<'_, '_> {
         };
         let k = match f.name.as_str() {
             "sum" => ir::Reduce::Sum,
+            "prod" => ir::Reduce::Prod,
             "max" | "max_axis" => ir::Reduce::Max,
             _ => ir::Reduce::Min,
         };

@@ -74,6 +74,7 @@ impl FnBuilder<'_, '_> {
         };
         let k = match f.name.as_str() {
             "cumsum" => Reduce::Sum,
+            "cumprod" => Reduce::Prod,
             "cummax" => Reduce::Max,
             _ => Reduce::Min,
         };

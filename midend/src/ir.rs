@@ -158,6 +158,8 @@ pub enum Reduce {
     Sum,
     Max,
     Min,
+    /// The product (`prod`, `cumprod`).
+    Prod,
 }
 
 /// The operations of the Tile IR. Argument and result conventions are given per variant; the

@@ -194,6 +194,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         "sum" => Some(Reduce::Sum),
         "max" => Some(Reduce::Max),
         "min" => Some(Reduce::Min),
+        "prod" => Some(Reduce::Prod),
         _ => None,
     };
     Ok(match (head, attr) {

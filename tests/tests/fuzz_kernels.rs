@@ -155,9 +155,12 @@ impl Gen {
             13 if self.float => format!("(({} as i32) as {})", self.tile(d), self.t),
             13 => format!("(({} as f64) as i32)", self.tile(d)),
             14 => {
-                let f = *self.pick(&["cumsum", "cummax", "cummin"]);
+                let f = *self.pick(&["cumsum", "cummax", "cummin", "cumprod"]);
                 let axis = self.rng.int(0, 2);
-                format!("{f}({}, {axis})", self.tile(d))
+                let x = self.tile(d);
+                // Products bounded: factors in [-2, 2].
+                let x = if f == "cumprod" { format!("min(max({x}, -2), 2)") } else { x };
+                format!("{f}({x}, {axis})")
             }
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }

@@ -349,6 +349,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Reduce::Sum => BinOp::Add,
             Reduce::Max => BinOp::Max,
             Reduce::Min => BinOp::Min,
+            Reduce::Prod => BinOp::Mul,
         };
         self.bin(op, s, acc, x)
     }

@@ -595,13 +595,14 @@ impl<'ctx> Gen<'ctx, '_> {
         v: V<'ctx>,
         len: u32,
     ) -> Result<V<'ctx>, CodegenError> {
-        if k == Reduce::Sum && s.is_float() {
-            // Ordered (no reassociation): the same sums as element by element.
+        if matches!(k, Reduce::Sum | Reduce::Prod) && s.is_float() {
+            // Ordered (no reassociation): the same sums and products as element by element.
+            let (neutral, op) = if k == Reduce::Sum { (-0.0, "fadd") } else { (1.0, "fmul") };
             let start = match acc {
                 Some(a) => a,
-                None => self.constant(s, -0.0),
+                None => self.constant(s, neutral),
             };
-            let name = format!("llvm.vector.reduce.fadd.{}", super::scalar::suffix(v));
+            let name = format!("llvm.vector.reduce.{op}.{}", super::scalar::suffix(v));
             return self.call(&name, self.ty(s), &[start, v]);
         }
         // Integer reductions and float min/max do not depend on the order: one intrinsic, or
@@ -635,6 +636,7 @@ impl<'ctx> Gen<'ctx, '_> {
             let signed = s != Scalar::U32;
             let name = match (k, signed) {
                 (Reduce::Sum, _) => "add",
+                (Reduce::Prod, _) => "mul",
                 (Reduce::Max, true) => "smax",
                 (Reduce::Max, false) => "umax",
                 (Reduce::Min, true) => "smin",

@@ -10,6 +10,7 @@ use crate::types::{Scalar, Type};
 fn identity(k: Reduce, s: Scalar) -> f64 {
     match (k, s.is_float()) {
         (Reduce::Sum, _) => 0.0,
+        (Reduce::Prod, _) => 1.0,
         (Reduce::Max, true) => f64::NEG_INFINITY,
         (Reduce::Min, true) => f64::INFINITY,
         (Reduce::Max, false) => {
@@ -38,6 +39,7 @@ fn reduce_op(k: Reduce) -> BinOp {
         Reduce::Sum => BinOp::Add,
         Reduce::Max => BinOp::Max,
         Reduce::Min => BinOp::Min,
+        Reduce::Prod => BinOp::Mul,
     }
 }
 

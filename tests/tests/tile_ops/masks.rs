@@ -302,3 +302,49 @@ fn scans_accumulate_in_index_order() {
         );
     }
 }
+
+/// `prod` (whole tile and along each axis) and `cumprod`, in index order, against f64; small
+/// integers and halves so that f32 products are exact.
+#[test]
+fn products_and_cumulative_products() {
+    let (m, n, tr, tc) = (5usize, 4usize, 6usize, 5usize);
+    for elem in FLOATS {
+        let src = format!(
+            "kernel k<T: float>(A: T[M, N], R0: mut T[{tc}], R1: mut T[{tr}], W: mut T[1], C0: mut T[{tr}, {tc}], C1: mut T[{tr}, {tc}]) grid(1) {{
+                let a = A[0:{tr}, 0:{tc}] + 1.0;
+                R0[0:{tc}] = prod(a, 0);
+                R1[0:{tr}] = prod(a, 1);
+                W[0] = prod(a);
+                C0[0:{tr}, 0:{tc}] = cumprod(a, 0);
+                C1[0:{tr}, 0:{tc}] = cumprod(a, 1);
+            }}"
+        );
+        let mut rng = Rng::new(8);
+        let a: Vec<f64> = (0..m * n).map(|_| rng.int(-2, 3) as f64 / 2.0).collect();
+        let b = run(
+            &src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("R0", sentinel(elem, &[tc])),
+                ("R1", sentinel(elem, &[tr])),
+                ("W", sentinel(elem, &[1])),
+                ("C0", sentinel(elem, &[tr, tc])),
+                ("C1", sentinel(elem, &[tr, tc])),
+            ],
+        );
+        // The loaded tile plus one: padding (0) becomes 1.
+        let t = |i: usize, j: usize| if i < m && j < n { a[i * n + j] + 1.0 } else { 1.0 };
+        let ctx = format!("{elem:?}");
+        let r0: Vec<f64> = (0..tc).map(|j| (0..tr).map(|i| t(i, j)).product()).collect();
+        let r1: Vec<f64> = (0..tr).map(|i| (0..tc).map(|j| t(i, j)).product()).collect();
+        let w: f64 = (0..tr).flat_map(|i| (0..tc).map(move |j| (i, j))).map(|(i, j)| t(i, j)).product();
+        assert_exact(&out(&b, "R0"), &r0, &format!("{ctx} prod 0"));
+        assert_exact(&out(&b, "R1"), &r1, &format!("{ctx} prod 1"));
+        assert_exact(&out(&b, "W"), &[w], &format!("{ctx} prod"));
+        let c0: Vec<f64> = (0..tr * tc).map(|k| (0..=k / tc).map(|i| t(i, k % tc)).product()).collect();
+        let c1: Vec<f64> = (0..tr * tc).map(|k| (0..=k % tc).map(|j| t(k / tc, j)).product()).collect();
+        assert_exact(&out(&b, "C0"), &c0, &format!("{ctx} cumprod 0"));
+        assert_exact(&out(&b, "C1"), &c1, &format!("{ctx} cumprod 1"));
+    }
+}
