@@ -134,6 +134,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     "tanh"
                 }
             }
+            UnOp::Exp2 => {
+                if f32 {
+                    "exp2f"
+                } else {
+                    "exp2"
+                }
+            }
+            UnOp::Log2 => {
+                if f32 {
+                    "log2f"
+                } else {
+                    "log2"
+                }
+            }
         };
         let f = self.libm(name, cl_type(s))?;
         let call = self.b.ins().call(f, &[a]);

@@ -238,6 +238,8 @@ impl Gen<'_> {
             UnOp::Sin => GLOp::Sin,
             UnOp::Cos => GLOp::Cos,
             UnOp::Tanh => GLOp::Tanh,
+            UnOp::Exp2 => GLOp::Exp2,
+            UnOp::Log2 => GLOp::Log2,
         };
         if s == Scalar::F64 && !matches!(gl, GLOp::FAbs | GLOp::Sqrt | GLOp::Trunc) {
             // GLSL.std.450 has these for 16- and 32-bit floats only; the SIMT lowering expands

@@ -23,6 +23,9 @@ pub const BUILTINS: &[&str] = &[
     "sin",
     "cos",
     "tanh",
+    "exp2",
+    "log2",
+    "rsqrt",
     "fma",
     "outer",
     "transpose",
@@ -116,7 +119,7 @@ impl FnBuilder<'_, '_> {
                 self.elementwise2(k, &args[0], &args[1], e, expect)
             }
             "min" | "max" | "sum" | "prod" | "max_axis" | "min_axis" => self.reduce(f, args, e),
-            "abs" | "sqrt" | "exp" | "log" | "sin" | "cos" | "tanh" => {
+            "abs" | "sqrt" | "exp" | "log" | "sin" | "cos" | "tanh" | "exp2" | "log2" | "rsqrt" => {
                 if !self.arity(f, args, 1, e) {
                     return Ev::Err;
                 }
@@ -131,6 +134,9 @@ impl FnBuilder<'_, '_> {
                     "log" => ir::UnOp::Log,
                     "sin" => ir::UnOp::Sin,
                     "cos" => ir::UnOp::Cos,
+                    "exp2" => ir::UnOp::Exp2,
+                    "log2" => ir::UnOp::Log2,
+                    "rsqrt" => ir::UnOp::Sqrt,
                     _ => ir::UnOp::Tanh,
                 };
                 let ok = match k {
@@ -141,7 +147,13 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::math_operand(args[0].span, name, &t));
                     return Ev::Err;
                 }
-                Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
+                let y = self.emit1(OpKind::Un(k), vec![v], t.clone(), e.span);
+                if name != "rsqrt" {
+                    return Ev::Val(y);
+                }
+                // rsqrt(x) = 1 / sqrt(x), correctly rounded steps on every target.
+                let one = self.constant(Const::Float(1.0, t.elem()), e.span);
+                Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![one, y], t, e.span))
             }
             "fma" => {
                 if !self.arity(f, args, 3, e) {

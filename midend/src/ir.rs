@@ -123,6 +123,10 @@ pub enum UnOp {
     Sin,
     Cos,
     Tanh,
+    /// `2^x` (`exp2`).
+    Exp2,
+    /// `log2(x)` (`log2`).
+    Log2,
     /// Rounds a float toward zero (`trunc`); the identity on integers. Not in the source
     /// language: the SIMT lowering of float `%` uses it (`simt/numerics.rs`).
     Trunc,

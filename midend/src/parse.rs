@@ -185,6 +185,8 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             UnOp::Sin,
             UnOp::Cos,
             UnOp::Tanh,
+            UnOp::Exp2,
+            UnOp::Log2,
             UnOp::Trunc,
         ]
         .into_iter()

@@ -239,6 +239,8 @@ pub fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, ScalarError> {
                 Sin => x.sin(),
                 Cos => x.cos(),
                 Tanh => x.tanh(),
+                Exp2 => x.exp2(),
+                Log2 => x.log2(),
                 Trunc => x.trunc(),
                 Not => return unsupported("`!` on a float".into()),
             };

@@ -429,7 +429,9 @@ pub fn verify_simt(k: &crate::simt::SimtKernel) -> Result<(), Vec<VerifyError>> 
                     Err("float `min`, `max` and `rem` are written out before SIMT form (simt/numerics.rs)".to_string())
                 }
                 OpKind::Bin(_) => Ok(()),
-                OpKind::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tanh) if res == Some(Scalar::F64) => {
+                OpKind::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tanh | UnOp::Exp2 | UnOp::Log2)
+                    if res == Some(Scalar::F64) =>
+                {
                     Err("`f64` transcendental functions are expanded before SIMT form (simt/math.rs)".to_string())
                 }
                 OpKind::Un(_) => Ok(()),

@@ -247,6 +247,8 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Sin => ["sin", "sinf"][f32 as usize],
             UnOp::Cos => ["cos", "cosf"][f32 as usize],
             UnOp::Tanh => ["tanh", "tanhf"][f32 as usize],
+            UnOp::Exp2 => ["exp2", "exp2f"][f32 as usize],
+            UnOp::Log2 => ["log2", "log2f"][f32 as usize],
         };
         // The C library's function, element by element.
         match a {

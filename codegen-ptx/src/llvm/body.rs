@@ -263,6 +263,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 let l = self.call("llvm.nvvm.lg2.approx.f", ft, &[xf.into()])?;
                 self.b.build_float_mul(l.into_float_value(), c(std::f64::consts::LN_2), "").map_err(be)?.into()
             }
+            UnOp::Exp2 => self.call("llvm.nvvm.ex2.approx.f", ft, &[xf.into()])?,
+            UnOp::Log2 => self.call("llvm.nvvm.lg2.approx.f", ft, &[xf.into()])?,
             UnOp::Sin => self.call("llvm.nvvm.sin.approx.f", ft, &[xf.into()])?,
             UnOp::Cos => self.call("llvm.nvvm.cos.approx.f", ft, &[xf.into()])?,
             _ => {

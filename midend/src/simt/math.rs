@@ -22,6 +22,8 @@
 //! The reductions use separate multiplies and subtractions with exact products, never FMAs:
 //! GLSL.std.450 `Fma` may be unfused (lavapipe's `f64` one is). The series use FMAs, where
 //! fusing or not changes the result by an ulp at most.
+//! - `exp2(x) = 2^k exp(r)`, `k = round(x)`, `r = (x - k) ln 2` (`x - k` exact); `log2(x) =
+//!   log(x) log2(e)`.
 //! - `tanh(x)`: for `|x| < 1`, `sinh/cosh` from their Taylor series (no cancellation); else
 //!   `1 - 2 / (exp(2|x|) + 1)`; odd symmetry.
 //!
@@ -68,6 +70,12 @@ impl Lower<'_> {
             UnOp::Sin => self.sin_cos_f64(x, false),
             UnOp::Cos => self.sin_cos_f64(x, true),
             UnOp::Tanh => self.tanh_f64(x),
+            UnOp::Exp2 => self.exp2_f64(x),
+            UnOp::Log2 => {
+                let l = self.log_f64(x);
+                let c = self.c(std::f64::consts::LOG2_E);
+                self.mul(l, c)
+            }
             _ => self.emit1(OpKind::Un(k), vec![x], Type::Scalar(s)),
         }
     }
@@ -169,12 +177,33 @@ impl Lower<'_> {
         let r = self.sub(x, kh);
         let kl = self.mul(kf, l);
         let r = self.sub(r, kl);
+        self.exp_finish(t, k, r)
+    }
+
+    /// `exp(r) 2^k` for the reduced argument `r` (`|r| <= ln 2 / 2`), with `t` about `k`.
+    fn exp_finish(&mut self, t: Value, k: Value, r: Value) -> Value {
         let coef: Vec<f64> = (0..=13).map(inv_fact).collect();
         let p = self.horner(r, &coef);
         let half = self.c(0.5);
         let th = self.mul(t, half);
         let k1 = self.round_i32(th, 1024);
         self.scale_pow2(p, k, k1)
+    }
+
+    /// `2^x` in `f64`: `k = round(x)`, `r = (x - k) ln 2` (`x - k` exact, `|r| <= ln 2 / 2`),
+    /// then as `exp`.
+    fn exp2_f64(&mut self, x: Value) -> Value {
+        let hi = self.cmpc(CmpOp::Gt, x, 1024.1);
+        let lo = self.cmpc(CmpOp::Lt, x, -1075.1);
+        let (chi, clo) = (self.c(1024.1), self.c(-1075.1));
+        let x = self.select(lo, clo, x, F64);
+        let x = self.select(hi, chi, x, F64);
+        let k = self.round_i32(x, 2048);
+        let kf = self.int_to_f64(k);
+        let f = self.sub(x, kf);
+        let ln2 = self.c(std::f64::consts::LN_2);
+        let r = self.mul(f, ln2);
+        self.exp_finish(x, k, r)
     }
 
     /// `log(x)` in `f64`.

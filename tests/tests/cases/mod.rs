@@ -320,7 +320,7 @@ pub(crate) fn masks() -> Vec<Case> {
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`
 /// ones are expanded into arithmetic by the SIMT lowering, `f32` ones are the device's.
 const MATH_SRC: &str = "
-kernel math<T: float>(X: T[N], Y: T[N], O: mut T[10, N]) grid(cdiv(N, 16)) block(16) {
+kernel math<T: float>(X: T[N], Y: T[N], O: mut T[16, N]) grid(cdiv(N, 16)) block(16) {
     let i0 = program_id(0) * 16;
     let x = X[i0:i0+16];
     let y = Y[i0:i0+16];
@@ -335,7 +335,13 @@ kernel math<T: float>(X: T[N], Y: T[N], O: mut T[10, N]) grid(cdiv(N, 16)) block
         O[7, i] = sin(Y[i]);
         O[8, i] = cos(Y[i]);
         O[9, i] = tanh(X[i]);
+        O[13, i] = exp2(X[i]);
+        O[14, i] = log2(X[i]);
+        O[15, i] = rsqrt(X[i]);
     }
+    O[10, i0:i0+16] = exp2(x);
+    O[11, i0:i0+16] = log2(x);
+    O[12, i0:i0+16] = rsqrt(x);
 }
 ";
 
@@ -420,7 +426,7 @@ pub(crate) fn math_edges_f64() -> Case {
 fn math_case(x: Vec<f64>, y: Vec<f64>, compare: Compare) -> Case {
     let n = x.len() as u64;
     let src = SourceSet::with_stdlib("math.tile", MATH_SRC);
-    let arrays = vec![("X", x, vec![n]), ("Y", y, vec![n]), ("O", vec![0.0; 10 * n as usize], vec![10, n])];
+    let arrays = vec![("X", x, vec![n]), ("Y", y, vec![n]), ("O", vec![0.0; 16 * n as usize], vec![16, n])];
     Case { compare, ..case(src, "math", arrays, vec![], vec!["O"]) }
 }
 

@@ -344,3 +344,43 @@ fn tile_casts_convert_each_element() {
         assert_exact(&out(&b, "H"), &h, &format!("{elem:?} through {other}"));
     }
 }
+
+/// `exp2`, `log2` and `rsqrt` on tiles and scalars, against f64 (`f64::exp2`, `log2`,
+/// `1 / sqrt`), within a few ulp.
+#[test]
+fn exp2_log2_and_rsqrt() {
+    let n = 37usize;
+    for elem in FLOATS {
+        let src = "kernel k<T: float>(X: T[N], E: mut T[N], L: mut T[N], R: mut T[N], S: mut T[3]) grid(1) {
+                let x = X[0:40];
+                E[0:40] = exp2(x * 8.0 - 4.0);
+                L[0:40] = log2(x);
+                R[0:40] = rsqrt(x);
+                S[0] = exp2(X[5] * 8.0 - 4.0);
+                S[1] = log2(X[6]);
+                S[2] = rsqrt(X[7]);
+            }";
+        let x: Vec<f64> = (0..n).map(|i| 0.03 + i as f64 * 0.027).collect();
+        let xr: Vec<f64> = if elem == Scalar::F32 { x.iter().map(|v| *v as f32 as f64).collect() } else { x.clone() };
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("X", arr(elem, &x, &[n])),
+                ("E", sentinel(elem, &[n])),
+                ("L", sentinel(elem, &[n])),
+                ("R", sentinel(elem, &[n])),
+                ("S", sentinel(elem, &[3])),
+            ],
+        );
+        let tol = if elem == Scalar::F32 { 3e-7 } else { 1e-15 };
+        let ctx = format!("{elem:?}");
+        let e: Vec<f64> = xr.iter().map(|v| (v * 8.0 - 4.0).exp2()).collect();
+        let l: Vec<f64> = xr.iter().map(|v| v.log2()).collect();
+        let r: Vec<f64> = xr.iter().map(|v| 1.0 / v.sqrt()).collect();
+        assert_close(&out(&b, "E"), &e, tol, &format!("{ctx} exp2"));
+        assert_close(&out(&b, "L"), &l, tol, &format!("{ctx} log2"));
+        assert_close(&out(&b, "R"), &r, tol, &format!("{ctx} rsqrt"));
+        assert_close(&out(&b, "S"), &[e[5], l[6], r[7]], tol, &format!("{ctx} scalars"));
+    }
+}
