@@ -253,7 +253,7 @@ pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
 pub(crate) fn tile_slice(span: Span) -> Diagnostic {
     Diagnostic::error("E0221", "tiles cannot be sliced")
         .label(span, "a slice of a tile")
-        .help("index single elements (`t[i, j]`), or load the part you need from the array (`A[b, 0:4, :]`)")
+        .help("index single elements (`t[i, j]`), whole rows or columns (`t[i, :]`, `t[:, j]`), or load the part you need from the array (`A[b, 0:4, :]`)")
 }
 
 pub(crate) fn tile_index_range(span: Span, i: i64, n: u32) -> Diagnostic {

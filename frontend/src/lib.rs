@@ -12,6 +12,7 @@ mod instance;
 mod items;
 mod kernel;
 mod limits;
+mod lines;
 mod masks;
 mod memops;
 mod places;

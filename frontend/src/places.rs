@@ -85,7 +85,7 @@ impl FnBuilder<'_, '_> {
     }
 
     /// An index converted to `i32`.
-    fn index(&mut self, e: &Expr) -> Option<Value> {
+    pub(crate) fn index(&mut self, e: &Expr) -> Option<Value> {
         let v = self.int_value(e, "an index")?;
         if self.ty(v) == Type::Scalar(Scalar::I32) {
             Some(v)
@@ -160,6 +160,12 @@ impl FnBuilder<'_, '_> {
     }
 
     /// Element indices `t[i, j]` of a tile: one `At` index per dimension.
+    /// Whether `items` name a row or a column of the matrix tile `t` (`t[k, :]`, `t[:, k]`).
+    fn is_line(&self, t: Value, items: &[IndexItem]) -> bool {
+        matches!(self.ty(t), Type::Tile { ref shape, .. } if shape.len() == 2)
+            && matches!(items, [IndexItem::Full(_), IndexItem::At(_)] | [IndexItem::At(_), IndexItem::Full(_)])
+    }
+
     fn tile_indices(&mut self, t: Value, items: &[IndexItem], span: Span) -> Option<Vec<Value>> {
         let Type::Tile { shape, .. } = self.ty(t) else {
             return None;
@@ -205,6 +211,9 @@ impl FnBuilder<'_, '_> {
                 Ev::Val(self.emit1(OpKind::Load(acc.kinds), args, acc.ty, e.span))
             }
             Some(Binding::Var(t)) if self.ty(t).is_tile() => {
+                if let Some(l) = self.tile_line(t, items) {
+                    return self.read_line(t, &l, e.span).map_or(Ev::Err, Ev::Val);
+                }
                 let Some(idx) = self.tile_indices(t, items, e.span) else {
                     return Ev::Err;
                 };
@@ -315,6 +324,20 @@ impl FnBuilder<'_, '_> {
                 if let Some(v) = self.combine(op, old, value, span) {
                     self.set_var(&name.name, v);
                 }
+            }
+            (Some(Binding::Var(t)), Some(items)) if self.ty(t).is_tile() && self.is_line(t, items) => {
+                let Some(l) = self.tile_line(t, items) else {
+                    self.check_rhs(value);
+                    return;
+                };
+                let Some(old) = self.read_line(t, &l, target.span) else {
+                    return;
+                };
+                let Some(v) = self.combine(op, old, value, span) else {
+                    return;
+                };
+                let nt = self.write_line(t, &l, v, span);
+                self.set_var(&name.name, nt);
             }
             (Some(Binding::Var(t)), Some(items)) if self.ty(t).is_tile() => {
                 let Some(idx) = self.tile_indices(t, items, target.span) else {

@@ -1,6 +1,7 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
-//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, transposes, `@`, integer `/`
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, rows and
+//! columns of tiles, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
 //! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores),
@@ -205,6 +206,13 @@ fn case(seed: u64) -> Case {
         let (x, y) = (g.tile(depth.min(2)), g.tile(depth.min(2)));
         body.push_str(&format!(
             "    if s > {l} {{\n        acc = {x};\n    }} else {{\n        acc = acc - {y};\n    }}\n"
+        ));
+    }
+    if g.chance(30) {
+        // Rows and columns: a constant column and a run-time row (out of range: no change).
+        let (j0, j1) = (g.rng.int(0, c as i64), g.rng.int(0, c as i64));
+        body.push_str(&format!(
+            "    acc[:, {j0}] = b[:, {j1}] + acc[:, {j0}];\n    acc[(s as i32) % {r}, :] += a[0, :];\n"
         ));
     }
     if g.chance(30) {

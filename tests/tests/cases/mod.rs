@@ -266,7 +266,7 @@ fn lu_input(b: usize, n: usize) -> Vec<f64> {
 /// scalars, `&&`, `||`, `!`, `where`, `argmax` and `argmin`, on partial tiles (rows past the array, more rows
 /// than lanes at 4 to 16 lanes).
 const MASKS_SRC: &str = "
-kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], S: mut T[M, N], U: mut T[M], C: mut T[M, N], D: mut T[M, N], Q: mut T[M], P: mut T[M, N], R: mut T[7], t: T) grid(1) {
+kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut T[50], S: mut T[M, N], U: mut T[M], C: mut T[M, N], D: mut T[M, N], Q: mut T[M], P: mut T[M, N], R: mut T[7], L: mut T[M, N], t: T) grid(1) {
     let a = A[0:40, 0:7];
     let rows = tile<i32, 40, 7>::iota(0);
     let cols = tile<i32, 40, 7>::iota(1);
@@ -292,6 +292,11 @@ kernel masks<T: float>(A: T[M, N], V: T[M], O: mut T[M, N], W: mut T[M], X: mut 
     Q[0:40] = cumsum(v);
     P[0:40, 0:7] = cumprod(a + 0.5, 1) - cumprod(a + 0.5, 0);
     R[0:7] = prod(a + 0.5, 0);
+    let k = (t * 30.0) as i32;
+    let u = a;
+    u[:, k - 1] = a[:, 5] * 2.0 + u[:, k];
+    u[k, :] += a[k + 30, :];
+    L[0:40, 0:7] = u;
 }
 ";
 
@@ -312,8 +317,9 @@ pub(crate) fn masks() -> Vec<Case> {
         ("Q", vec![0.0; m as usize], vec![m]),
         ("P", vec![0.0; (m * n) as usize], vec![m, n]),
         ("R", vec![0.0; 7], vec![7]),
+        ("L", vec![0.0; (m * n) as usize], vec![m, n]),
     ];
-    let outs = vec!["O", "W", "X", "S", "U", "C", "D", "Q", "P", "R"];
+    let outs = vec!["O", "W", "X", "S", "U", "C", "D", "Q", "P", "R", "L"];
     vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], outs) }]
 }
 

@@ -348,3 +348,70 @@ fn products_and_cumulative_products() {
         assert_exact(&out(&b, "C1"), &c1, &format!("{ctx} cumprod 1"));
     }
 }
+
+/// Rows and columns of tiles: `t[k, :]` and `t[:, k]` read (exactly, NaN and -0.0 included;
+/// zeros for an index out of range) and written (`=` and `op=`; nothing for an index out of
+/// range), with run-time indices, on a 5x7 tile, float and integer.
+#[test]
+fn tile_rows_and_columns_read_and_write() {
+    let (r, c) = (5usize, 7usize);
+    for elem in FLOATS {
+        let src = "kernel k<T: float>(A: T[5, 7], ROW: mut T[7], COL: mut T[5], OUT: mut T[5], O: mut T[5, 7], I: mut i32[5, 7], i: i32, j: i32) grid(1) {
+                let t = A[0:5, 0:7];
+                ROW[0:7] = t[i, :];
+                COL[0:5] = t[:, j];
+                OUT[0:5] = t[:, j + 100];
+                t[:, j] = t[:, 0] * 2.0;
+                t[i, :] += tile<T, 7>::full(10.0);
+                t[i + 50, :] = tile<T, 7>::full(99.0);
+                O[0:5, 0:7] = t;
+                let n = tile<i32, 5, 7>::iota(1) - tile<i32, 5, 7>::iota(0);
+                n[:, 2] = n[:, 3] * 5;
+                I[0:5, 0:7] = n;
+            }";
+        let mut a: Vec<f64> = (0..r * c).map(|k| k as f64 * 0.5 - 3.0).collect();
+        a[2 * c + 3] = f64::NAN;
+        a[c + 4] = -0.0;
+        let (i, j) = (2i64, 4i64);
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[r, c])),
+                ("ROW", sentinel(elem, &[c])),
+                ("COL", sentinel(elem, &[r])),
+                ("OUT", sentinel(elem, &[r])),
+                ("O", sentinel(elem, &[r, c])),
+                ("I", ArgValue::Array(HostArray::from_i32(&vec![0; r * c], &[r as u64, c as u64]).unwrap())),
+                ("i", int(i)),
+                ("j", int(j)),
+            ],
+        );
+        let ctx = format!("{elem:?}");
+        let row: Vec<f64> = (0..c).map(|q| a[i as usize * c + q]).collect();
+        let col: Vec<f64> = (0..r).map(|p| a[p * c + j as usize]).collect();
+        assert_close(&out(&b, "ROW"), &row, 0.0, &format!("{ctx} t[i, :]"));
+        assert_close(&out(&b, "COL"), &col, 0.0, &format!("{ctx} t[:, j]"));
+        assert_eq!(out(&b, "COL")[1].to_bits(), (-0.0f64).to_bits(), "{ctx}: -0.0 is read as -0.0");
+        assert_exact(&out(&b, "OUT"), &[0.0; 5], &format!("{ctx} out of range"));
+        let mut o = a.clone();
+        for p in 0..r {
+            o[p * c + j as usize] = a[p * c] * 2.0;
+        }
+        for q in 0..c {
+            o[i as usize * c + q] += 10.0;
+        }
+        assert_close(&out(&b, "O"), &o, 0.0, &format!("{ctx} writes"));
+        let n: Vec<f64> = (0..r * c)
+            .map(|k| {
+                let (p, q) = ((k / c) as f64, (k % c) as f64);
+                if k % c == 2 {
+                    (3.0 - p) * 5.0
+                } else {
+                    q - p
+                }
+            })
+            .collect();
+        assert_exact(&out(&b, "I"), &n, "i32 column write");
+    }
+}
