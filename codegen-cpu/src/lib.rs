@@ -20,6 +20,10 @@
 //! With the same `args`, it writes the grid's extents along axes 0, 1, 2 (from the `grid(..)`
 //! clause; integer division by zero gives 0, as in kernels, where `tilec run` reports E0415)
 //! and the kernel's flop count (`flops(..)`; NaN without that clause).
+//!
+//! `tilec build --target cpu --emit header` writes a C header with these declarations for
+//! every instance of the object, each argument's slot in a comment, and `NAME_ARGS` (upper
+//! case) defined as the number of slots.
 
 mod factor;
 mod isa;

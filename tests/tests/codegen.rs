@@ -66,8 +66,9 @@ fn tile_ir_text_round_trips() {
     }
 }
 
-/// `tilec build --target cpu` writes an object whose `potrf_batched__f64` follows the C ABI
-/// documented in codegen-cpu: a C program links it and factors a 3x3 matrix.
+/// `tilec build --target cpu` writes an object and `--emit header` its C header, whose
+/// `potrf_batched__f64` follows the C ABI documented in codegen-cpu: a C program includes the
+/// header (`-Wall -Werror`), links the object and factors a 3x3 matrix.
 #[test]
 fn object_file_links_with_c_and_factors_a_matrix_with_its_grid_function() {
     object_file_links_with_c("cranelift");
@@ -121,18 +122,25 @@ fn object_file_links_with_c(backend: &str) {
         ["build", &linalg, "--target", "cpu", "--backend", backend, "--generic", "T=f64", "-o", obj.to_str().unwrap()];
     let (code, _, err) = tilec(&args);
     assert_eq!(code, 0, "{err}");
+    // The declarations come from `--emit header` (with the argument counts it defines).
+    let h = dir.join("linalg.h");
+    let hargs =
+        ["build", &linalg, "--target", "cpu", "--emit", "header", "--generic", "T=f64", "-o", h.to_str().unwrap()];
+    let (code, _, err) = tilec(&hargs);
+    assert_eq!(code, 0, "{err}");
+    let header = std::fs::read_to_string(&h).unwrap();
+    assert!(header.contains("#define POTRF_BATCHED__F64_ARGS 5"), "{header}");
+    assert!(header.contains("args[4]: eps, a double in the low bytes"), "{header}");
     let c = dir.join("main.c");
     std::fs::write(
         &c,
         r#"#include <stdint.h>
 #include <stdio.h>
-void potrf_batched__f64(const uint64_t *args, const int64_t *ids);
-void potrf_batched__f64__grid(const uint64_t *args, int64_t grid[3], double *flops);
-void gemm__f64__32__32__32__grid(const uint64_t *args, int64_t grid[3], double *flops);
+#include "linalg.h"
 int main(void) {
     double a[9] = {4, 2, 2, 2, 5, 3, 2, 3, 6};
     union { double d; uint64_t u; } eps = { 1e-12 };
-    uint64_t args[5] = { (uint64_t)(uintptr_t)a, 1, 3, 3, eps.u };
+    uint64_t args[POTRF_BATCHED__F64_ARGS] = { (uint64_t)(uintptr_t)a, 1, 3, 3, eps.u };
     int64_t grid[3];
     double flops;
     potrf_batched__f64__grid(args, grid, &flops);
@@ -151,7 +159,7 @@ int main(void) {
     .unwrap();
     let exe = dir.join("main");
     let status = std::process::Command::new("cc")
-        .args([c.to_str().unwrap(), obj.to_str().unwrap(), "-lm", "-o", exe.to_str().unwrap()])
+        .args(["-Wall", "-Werror", c.to_str().unwrap(), obj.to_str().unwrap(), "-lm", "-o", exe.to_str().unwrap()])
         .status()
         .expect("a C compiler `cc` is needed for this test");
     assert!(status.success());

@@ -65,6 +65,8 @@ pub(crate) enum Emit {
     SpirvAsm,
     /// LLVM IR after optimisation (cpu target with `--backend llvm`).
     Llvm,
+    /// A C header declaring the object file's kernels (cpu target).
+    Header,
 }
 
 /// The code generator of the CPU target.
@@ -548,6 +550,13 @@ fn build(
             Err(usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
         }
         Emit::Tir => write_out(&o, None, tilec_midend::print::print_module(m).as_bytes(), out),
+        Emit::Header => {
+            let stem = file.file_stem().map_or("tilec".into(), |s| s.to_string_lossy().into_owned());
+            let ident: String =
+                stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+            let text = crate::header::header(m, &format!("TILEC_{ident}_H"));
+            write_out(&o, Some(file.with_extension("h")), text.as_bytes(), out)
+        }
         Emit::Clif | Emit::Llvm => {
             let text = if emit == Emit::Clif { tilec_codegen_cpu::emit_clif } else { tilec_codegen_cpu::emit_llvm };
             let mut s = String::new();

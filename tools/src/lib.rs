@@ -18,6 +18,7 @@
 pub mod cli;
 mod explain;
 mod gpu;
+mod header;
 pub mod lsp;
 mod ptx;
 pub use gpu::vulkan_launch;
