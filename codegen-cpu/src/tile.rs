@@ -251,7 +251,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let k = *k;
                 self.dyn_loop(lo, hi, |l, o| {
                     let first = l.b.ins().imul_imm_s(o, step as i64);
-                    l.scan_line(k, s, src, dst, first, inner, stride);
+                    l.fold_line(k, s, src, first, inner, stride, Some(dst));
                 });
             }
             OpKind::Insert => {
@@ -295,8 +295,28 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// Reduces `count` elements of the tile at `base`, from element `first` (i64) with
     /// `stride` elements between them, in a loop.
     fn fold(&mut self, k: Reduce, s: Scalar, base: ir::Value, first: ir::Value, count: u32, stride: u32) -> ir::Value {
+        self.fold_line(k, s, base, first, count, stride, None)
+    }
+
+    /// [`Self::fold`], and with `scan` the running result written to the same positions of
+    /// the tile at `scan` (the inclusive scan).
+    #[allow(clippy::too_many_arguments)]
+    fn fold_line(
+        &mut self,
+        k: Reduce,
+        s: Scalar,
+        base: ir::Value,
+        first: ir::Value,
+        count: u32,
+        stride: u32,
+        scan: Option<ir::Value>,
+    ) -> ir::Value {
         let a0 = self.at(base, first, s);
         let init = self.ld(s, a0, 0);
+        if let Some(dst) = scan {
+            let d0 = self.at(dst, first, s);
+            self.st(init, d0, 0);
+        }
         let var = self.b.declare_var(cl_type(s));
         self.b.def_var(var, init);
         let (lo, hi) = (self.b.ins().iconst(types::I64, 1), self.b.ins().iconst(types::I64, count as i64));
@@ -308,41 +328,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let acc = l.b.use_var(var);
             let n = l.reduce_step(k, s, acc, v);
             l.b.def_var(var, n);
+            if let Some(dst) = scan {
+                let d = l.at(dst, idx, s);
+                l.st(n, d, 0);
+            }
         });
         self.b.use_var(var)
-    }
-
-    /// The inclusive scan of `count` elements of the tile at `src`, from element `first` (i64)
-    /// with `stride` elements between them, written to the same positions of `dst`.
-    #[allow(clippy::too_many_arguments)]
-    fn scan_line(
-        &mut self,
-        k: Reduce,
-        s: Scalar,
-        src: ir::Value,
-        dst: ir::Value,
-        first: ir::Value,
-        count: u32,
-        stride: u32,
-    ) {
-        let a0 = self.at(src, first, s);
-        let init = self.ld(s, a0, 0);
-        let d0 = self.at(dst, first, s);
-        self.st(init, d0, 0);
-        let var = self.b.declare_var(cl_type(s));
-        self.b.def_var(var, init);
-        let (lo, hi) = (self.b.ins().iconst(types::I64, 1), self.b.ins().iconst(types::I64, count as i64));
-        self.dyn_loop(lo, hi, |l, i| {
-            let off = l.b.ins().imul_imm_s(i, stride as i64);
-            let idx = l.b.ins().iadd(first, off);
-            let a = l.at(src, idx, s);
-            let v = l.ld(s, a, 0);
-            let acc = l.b.use_var(var);
-            let n = l.reduce_step(k, s, acc, v);
-            l.b.def_var(var, n);
-            let d = l.at(dst, idx, s);
-            l.st(n, d, 0);
-        });
     }
 
     /// The flat index (i64) of `t[i, j]` and whether it is in range.

@@ -23,6 +23,17 @@ pub struct PtxError {
     pub loc: Option<tilec_midend::Loc>,
 }
 
+impl PtxError {
+    /// This error, located at `loc` unless it already has a location.
+    #[cfg_attr(not(feature = "ptx"), allow(dead_code))]
+    pub(crate) fn at(mut self, loc: tilec_midend::Loc) -> PtxError {
+        if self.loc.is_none() && loc != tilec_midend::Loc::default() {
+            self.loc = Some(loc);
+        }
+        self
+    }
+}
+
 impl fmt::Display for PtxError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "PTX generation failed: {}", self.message)

@@ -35,12 +35,7 @@ impl Gen<'_> {
     /// `yield` is left to the caller (see `region_yield`).
     pub(crate) fn region(&mut self, r: &Region) -> Result<bool, SpirvError> {
         for op in &r.ops {
-            let returned = self.op(op).map_err(|mut e| {
-                if e.loc.is_none() && op.loc != tilec_midend::Loc::default() {
-                    e.loc = Some(op.loc);
-                }
-                e
-            })?;
+            let returned = self.op(op).map_err(|e| e.at(op.loc))?;
             if returned {
                 return Ok(true);
             }

@@ -33,6 +33,16 @@ pub struct SpirvError {
     pub loc: Option<tilec_midend::Loc>,
 }
 
+impl SpirvError {
+    /// This error, located at `loc` unless it already has a location.
+    pub(crate) fn at(mut self, loc: tilec_midend::Loc) -> SpirvError {
+        if self.loc.is_none() && loc != tilec_midend::Loc::default() {
+            self.loc = Some(loc);
+        }
+        self
+    }
+}
+
 impl fmt::Display for SpirvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "SPIR-V generation failed: {}", self.message)

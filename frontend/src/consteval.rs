@@ -7,7 +7,7 @@ use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
 use tilec_midend::scalar::{self, ScalarError};
-use tilec_midend::{ir, Const, Scalar};
+use tilec_midend::{Const, Scalar};
 
 /// Why an expression has no compile-time value.
 pub(crate) enum NotConst {
@@ -82,13 +82,7 @@ fn binary(op: BinOp, x: Const, y: Const, span: Span) -> Result<Const, NotConst> 
     Ok(match (x, y) {
         (Int(a, s), Int(b, _)) => match op {
             BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                let k = match op {
-                    BinOp::Add => ir::BinOp::Add,
-                    BinOp::Sub => ir::BinOp::Sub,
-                    BinOp::Mul => ir::BinOp::Mul,
-                    BinOp::Div => ir::BinOp::Div,
-                    _ => ir::BinOp::Rem,
-                };
+                let k = crate::expr::arith_op(op).expect("arithmetic");
                 match scalar::checked_int(k, a, b) {
                     Ok(r) => Int(r, s),
                     Err(err) => {

@@ -302,13 +302,7 @@ impl FnBuilder<'_, '_> {
             (_, Type::Tile { .. }) => tb.clone(),
             _ => ta.clone(),
         };
-        let k = match op {
-            BinOp::Add => ir::BinOp::Add,
-            BinOp::Sub => ir::BinOp::Sub,
-            BinOp::Mul => ir::BinOp::Mul,
-            BinOp::Div => ir::BinOp::Div,
-            _ => ir::BinOp::Rem,
-        };
+        let k = arith_op(op).unwrap_or(ir::BinOp::Rem);
         let folded = self.fold_int(op, va, vb, e);
         let r = self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span);
         match folded {
@@ -328,14 +322,12 @@ impl FnBuilder<'_, '_> {
             return Ok(None);
         };
         let (a, b, s) = (*a, *b, *s);
-        let r = match op {
-            BinOp::Add => a.checked_add(b),
-            BinOp::Sub => a.checked_sub(b),
-            BinOp::Mul => a.checked_mul(b),
+        let k = match op {
+            BinOp::Add | BinOp::Sub | BinOp::Mul => arith_op(op).expect("arithmetic"),
             _ => return Ok(None),
         };
-        match r {
-            Some(r) if s.wrap(r) == r => Ok(Some(Const::Int(r, s))),
+        match tilec_midend::scalar::checked_int(k, a, b) {
+            Ok(r) if s.wrap(r) == r => Ok(Some(Const::Int(r, s))),
             _ => {
                 let what = format!("{a} {} {b}", op.symbol());
                 self.error(errors::const_overflow(e.span, &what, Some(s)));
@@ -361,4 +353,16 @@ impl FnBuilder<'_, '_> {
         let shape = if sb.len() == 2 { vec![sa[0], sb[1]] } else { vec![sa[0]] };
         Ev::Val(self.emit1(OpKind::Matmul, vec![va, vb], Type::Tile { elem: *ea, shape }, e.span))
     }
+}
+
+/// The IR operation of an arithmetic operator (`+ - * / %`), `None` for the others.
+pub(crate) fn arith_op(op: BinOp) -> Option<ir::BinOp> {
+    Some(match op {
+        BinOp::Add => ir::BinOp::Add,
+        BinOp::Sub => ir::BinOp::Sub,
+        BinOp::Mul => ir::BinOp::Mul,
+        BinOp::Div => ir::BinOp::Div,
+        BinOp::Rem => ir::BinOp::Rem,
+        _ => return None,
+    })
 }

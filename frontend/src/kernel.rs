@@ -558,7 +558,6 @@ fn lower_kernel(
         block,
         has_flops: item.flops.is_some(),
         doc: item.doc.clone(),
-        source: source.clone(),
         loc: Loc { start: item.name.span.start, end: item.name.span.end, file },
     });
 }

@@ -70,17 +70,13 @@ impl FnBuilder<'_, '_> {
         let (mask, ok) = self.line_mask(l, &shape, span);
         let neutral = if elem.is_float() { Const::Float(-0.0, elem) } else { Const::Int(0, elem) };
         let neutral = self.constant(neutral, span);
-        let picked = self.map_elementwise(&[mask, t, neutral], elem, span, |b, xs| {
-            b.emit1(OpKind::Select, xs.to_vec(), Type::Scalar(elem), span)
-        });
+        let picked = self.select_elementwise(mask, t, neutral, elem, span);
         let other = 1 - l.dim;
         let line = Type::Tile { elem, shape: vec![shape[l.dim]] };
         let sum = self.emit1(OpKind::Reduce(Reduce::Sum, Some(other as u8)), vec![picked], line, span);
         let zero = if elem.is_float() { Const::Float(0.0, elem) } else { Const::Int(0, elem) };
         let zero = self.constant(zero, span);
-        Some(self.map_elementwise(&[ok, sum, zero], elem, span, |b, xs| {
-            b.emit1(OpKind::Select, xs.to_vec(), Type::Scalar(elem), span)
-        }))
+        Some(self.select_elementwise(ok, sum, zero, elem, span))
     }
 
     /// `t` with line `l` replaced by `v` (a tile of the line's type).
@@ -94,8 +90,6 @@ impl FnBuilder<'_, '_> {
             self.emit1(OpKind::Fill(Fill::Full), vec![one], Type::Tile { elem, shape: vec![shape[other]] }, span);
         let (u, w) = if l.dim == 0 { (v, ones) } else { (ones, v) };
         let spread = self.emit1(OpKind::Outer, vec![u, w], Type::Tile { elem, shape: shape.clone() }, span);
-        self.map_elementwise(&[mask, spread, t], elem, span, |b, xs| {
-            b.emit1(OpKind::Select, xs.to_vec(), Type::Scalar(elem), span)
-        })
+        self.select_elementwise(mask, spread, t, elem, span)
     }
 }

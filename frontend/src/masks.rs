@@ -97,12 +97,15 @@ impl FnBuilder<'_, '_> {
         if !tc.is_tile() && !ta.is_tile() && !tb.is_tile() {
             return Ev::Val(self.emit1(OpKind::Select, vec![c, a, b], Type::Scalar(s), e.span));
         }
-        let span = e.span;
-        Ev::Val(
-            self.map_elementwise(&[c, a, b], s, span, |g, x| {
-                g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(s), span)
-            }),
-        )
+        Ev::Val(self.select_elementwise(c, a, b, s, e.span))
+    }
+
+    /// `where(m, a, b)` on values, element by element (at least one of them a tile, the
+    /// scalars standing for every element): a `map` of `Select`, a tile of `elem`.
+    pub(crate) fn select_elementwise(&mut self, m: Value, a: Value, b: Value, elem: Scalar, span: Span) -> Value {
+        self.map_elementwise(&[m, a, b], elem, span, |g, x| {
+            g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(elem), span)
+        })
     }
 }
 

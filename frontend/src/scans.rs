@@ -132,9 +132,7 @@ impl FnBuilder<'_, '_> {
             g.emit1(OpKind::Bin(BinOp::Or), vec![eq, nan], b, span)
         });
         let past = self.constant(Const::Int(sentinel as i64, Scalar::I32), span);
-        let sel = self.map_elementwise(&[hit, idx, past], Scalar::I32, span, |g, x| {
-            g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(Scalar::I32), span)
-        });
+        let sel = self.select_elementwise(hit, idx, past, Scalar::I32, span);
         Ev::Val(match axis {
             None => self.emit1(OpKind::Reduce(Reduce::Min, None), vec![sel], Type::Scalar(Scalar::I32), span),
             Some(a) => {

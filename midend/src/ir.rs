@@ -457,11 +457,7 @@ pub struct Kernel {
     /// Whether `flops(..)` was given (else the launch function returns NaN for it).
     pub has_flops: bool,
     pub doc: Option<String>,
-    /// The source the kernel's text is in (`None`: the main file; `Some("linalg")`: that
-    /// standard-library module), so that errors found after the frontend can point at it.
-    pub source: Option<String>,
-    /// The span of the kernel's name in that source; every op's `loc` is in the same source
-    /// (`fn`s are inlined from their own sources, whose ops keep spans of those).
+    /// The span of the kernel's name, in the source `Module::source_of(loc)`.
     pub loc: Loc,
 }
 

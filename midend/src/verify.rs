@@ -531,7 +531,6 @@ mod tests {
                     block: None,
                     has_flops: false,
                     doc: None,
-                    source: None,
                     loc: Loc::default(),
                 },
                 func: self.f,

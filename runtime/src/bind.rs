@@ -266,7 +266,6 @@ mod tests {
             block: Some(16),
             has_flops: false,
             doc: None,
-            source: None,
             loc: Default::default(),
         }
     }

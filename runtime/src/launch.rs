@@ -198,7 +198,6 @@ mod tests {
             block: None,
             has_flops: false,
             doc: None,
-            source: None,
             loc: Default::default(),
         }
     }

@@ -5,9 +5,7 @@
 use std::collections::HashMap;
 use tilec::{compile, CompileOptions};
 use tilec_frontend::{GenericArg, Instances};
-use tilec_midend::simt::{interp, lower_kernel};
-use tilec_midend::{Const, ParamKind, Scalar};
-use tilec_runtime::{ArgValue, HostArray};
+use tilec_midend::Scalar;
 
 const LANES: &[u32] = &[4, 8, 16, 32, 64];
 
@@ -27,42 +25,10 @@ fn check(c: &Case, elem: Scalar, tol: f64) {
         compile(&c.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module;
     let kernel = module.kernels[0].clone();
     for &lanes in LANES {
-        let simt =
-            lower_kernel(&module, &kernel, lanes).unwrap_or_else(|e| panic!("{} at {lanes} lanes: {e}", c.kernel));
-        let mut host: Vec<HostArray> = Vec::new();
-        let mut scalars: Vec<Const> = Vec::new();
-        let fresh = c.args(elem);
-        for p in &kernel.params {
-            match (&p.kind, &fresh[&p.name]) {
-                (ParamKind::Array { .. }, ArgValue::Array(a)) => host.push(a.clone()),
-                (ParamKind::Scalar(_), ArgValue::Scalar(s)) => scalars.push(*s),
-                _ => panic!("argument kinds"),
-            }
-        }
-        let mut it_host = host.iter_mut();
-        let mut it_sc = scalars.iter();
-        let mut iargs: Vec<interp::InterpArg<'_>> = Vec::new();
-        for p in &kernel.params {
-            match p.kind {
-                ParamKind::Array { .. } => {
-                    let a = it_host.next().unwrap();
-                    let (e, dims) = (a.elem(), a.shape().to_vec());
-                    iargs.push(interp::InterpArg::Array { elem: e, dims, data: a.bytes_mut() });
-                }
-                ParamKind::Scalar(_) => iargs.push(interp::InterpArg::Scalar(*it_sc.next().unwrap())),
-            }
-        }
-        interp::run(&simt, &mut iargs, launch.grid).unwrap_or_else(|e| panic!("{} at {lanes} lanes: {e}", c.kernel));
-        drop(iargs);
-        let arrays: Vec<&str> = kernel
-            .params
-            .iter()
-            .filter(|p| matches!(p.kind, ParamKind::Array { .. }))
-            .map(|p| p.name.as_str())
-            .collect();
+        let arrays = tilec_tests::run_simt(&module, &kernel, &c.args(elem), lanes, launch.grid)
+            .unwrap_or_else(|e| panic!("{} at {lanes} lanes: {e}", c.kernel));
         for out in &c.outs {
-            let i = arrays.iter().position(|n| n == out).expect("output is an array");
-            let got = host[i].to_f64_vec();
+            let got = arrays[*out].to_f64_vec();
             let want = bound.array(out).unwrap().to_f64_vec();
             let err = cases::diff(c, &got, &want);
             assert!(

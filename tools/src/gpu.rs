@@ -56,7 +56,7 @@ pub fn vulkan_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
-    let rerr = |e: tilec_runtime::RunError| vec![tilec_grammar::diag::Diagnostic::error(e.code(), e.to_string())];
+    let rerr = |e| crate::cli::run_error(e).diags;
     let opts = tilec_codegen_spirv::SpirvOptions { chunks: dev.chunking(kernel, bound) };
     let (_, spv) = spirv_kernel(module, kernel, dev.subgroup_size(), &opts).map_err(|f| f.diags)?;
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;

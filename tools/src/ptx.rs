@@ -32,7 +32,7 @@ pub fn cuda_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
-    let rerr = |e: tilec_runtime::RunError| vec![tilec_grammar::diag::Diagnostic::error(e.code(), e.to_string())];
+    let rerr = |e| crate::cli::run_error(e).diags;
     let p = ptx_kernel(module, kernel, &dev.arch()).map_err(|f| f.diags)?;
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
     let mut times = dev.launch(&p, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
@@ -102,8 +102,8 @@ pub fn ptxas(ptxas: &Path, text: &str, arch: &str) -> Result<PtxasReport, String
 }
 
 /// The file name and line (1-based) of kernel `k`'s name in the source that defines it.
-fn kernel_line(src: &SourceSet, k: &Kernel) -> (String, usize) {
-    let (file, text) = src.text_of(k.source.as_deref());
+fn kernel_line(src: &SourceSet, m: &Module, k: &Kernel) -> (String, usize) {
+    let (file, text) = src.text_of(m.source_of(k.loc).as_deref());
     let at = (k.loc.start as usize).min(text.len());
     (file, text.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1)
 }
@@ -139,7 +139,7 @@ pub(crate) fn build_ptx(
         if let Some(t) = &tool {
             let r =
                 ptxas(t, &p.text, arch).map_err(|e| usage("E0506", format!("ptxas rejected `{}`:\n{e}", k.symbol)))?;
-            let (f, line) = kernel_line(src, k);
+            let (f, line) = kernel_line(src, &m, k);
             let _ = writeln!(
                 out,
                 "{f}:{line}: kernel {} ({arch}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared",

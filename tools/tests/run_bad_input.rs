@@ -54,6 +54,22 @@ impl Tmp {
         self.path(name)
     }
 
+    /// `tilec run k.tile --kernel scale --arg <a> --arg s=2 --out C=<c>`.
+    fn scale(&self, a: &str, c: &str) -> (i32, String, String) {
+        tilec(&[
+            "run",
+            &self.path("k.tile"),
+            "--kernel",
+            "scale",
+            "--arg",
+            a,
+            "--arg",
+            "s=2",
+            "--out",
+            &format!("C={c}"),
+        ])
+    }
+
     /// The names in the folder, sorted (hidden temporary files included).
     fn files(&self) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&self.0)
@@ -148,18 +164,7 @@ fn bad_npy_inputs_give_coded_errors_and_write_nothing() {
         let file = format!("{name}.npy");
         let input = t.write(&file, bytes);
         let arg = format!("A={input}");
-        let run = tilec(&[
-            "run",
-            &t.path("k.tile"),
-            "--kernel",
-            "scale",
-            "--arg",
-            &arg,
-            "--arg",
-            "s=2",
-            "--out",
-            &format!("C={}", t.path("out.npy")),
-        ]);
+        let run = t.scale(&arg, &t.path("out.npy"));
         assert_fails(&run, code, &[&file]);
         let run = tilec(&["run", &t.path("k.tile"), "--kernel", "twice", "--arg", &arg, "--out", &arg]);
         assert_fails(&run, code, &[&file]);
@@ -176,18 +181,7 @@ fn zero_sized_extents_run_as_a_no_op() {
     for (name, shape) in [("batch0", [0usize, 4, 4]), ("n0", [3, 0, 0])] {
         let input = t.write(&format!("{name}.npy"), &npy_f32(&shape));
         let out = t.path(&format!("{name}_out.npy"));
-        let (status, stdout, err) = tilec(&[
-            "run",
-            &t.path("k.tile"),
-            "--kernel",
-            "scale",
-            "--arg",
-            &format!("A={input}"),
-            "--arg",
-            "s=2",
-            "--out",
-            &format!("C={out}"),
-        ]);
+        let (status, stdout, err) = t.scale(&format!("A={input}"), &out);
         assert_eq!(status, 0, "{name}: {err}");
         assert!(stdout.contains(&format!("grid [{}, 1, 1]", shape[0])), "{stdout}");
         let written = std::fs::read(&out).expect("the output is written");
@@ -258,18 +252,7 @@ fn read_only_output_directory_is_named() {
     let ro = t.0.join("ro");
     std::fs::create_dir(&ro).unwrap();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let run = tilec(&[
-        "run",
-        &t.path("k.tile"),
-        "--kernel",
-        "scale",
-        "--arg",
-        &format!("A={input}"),
-        "--arg",
-        "s=2",
-        "--out",
-        &format!("C={}", ro.join("c.npy").display()),
-    ]);
+    let run = t.scale(&format!("A={input}"), &ro.join("c.npy").display().to_string());
     let listing = std::fs::read_dir(&ro).unwrap().count();
     std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_fails(&run, "E0400", &["ro`", "ermission denied"]);

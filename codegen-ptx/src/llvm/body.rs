@@ -14,12 +14,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Emits a region's ops; true if it ended with `return`. `yield` is left to the caller.
     pub(crate) fn region(&mut self, r: &Region) -> Result<bool, PtxError> {
         for op in &r.ops {
-            let returned = self.op(op).map_err(|mut e| {
-                if e.loc.is_none() && op.loc != tilec_midend::Loc::default() {
-                    e.loc = Some(op.loc);
-                }
-                e
-            })?;
+            let returned = self.op(op).map_err(|e| e.at(op.loc))?;
             if returned {
                 return Ok(true);
             }

@@ -165,7 +165,6 @@ fn kernel(symbol: &str, params: Vec<KernelParam>) -> Kernel {
         block: None,
         has_flops: false,
         doc: None,
-        source: None,
         loc: Default::default(),
     }
 }

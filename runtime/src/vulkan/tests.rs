@@ -129,7 +129,6 @@ impl Simt {
                 block: None,
                 has_flops: false,
                 doc: None,
-                source: None,
                 loc: Default::default(),
             },
             func: self.f,

@@ -100,7 +100,6 @@ impl B {
                 block: None,
                 has_flops: false,
                 doc: None,
-                source: None,
                 loc: Default::default(),
             },
             func: self.f,
