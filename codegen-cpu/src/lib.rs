@@ -80,7 +80,7 @@ pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
 pub type KernelFn = unsafe extern "C" fn(args: *const u64, ids: *const i64);
 
 /// Which code generator compiles CPU kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CpuBackend {
     /// Cranelift (the default; needs Rust alone): 128-bit vectors, compiles in milliseconds.
     #[default]
@@ -122,6 +122,11 @@ pub struct JitKernel {
     _code: CodeOwner,
     entry: KernelFn,
 }
+
+// SAFETY: a shared `JitKernel` only hands out its entry point (a copy of a function pointer);
+// the code owner is never touched through `&self` after compilation, and the finalized code is
+// immutable, so threads may call the entry point concurrently (programs of a launch do).
+unsafe impl Sync for JitKernel {}
 
 impl JitKernel {
     /// The entry point. It stays valid while `self` lives.

@@ -12,14 +12,52 @@ compile_error!("tilec-runtime supports little-endian hosts only");
 
 /// A dense row-major (C order) array of `f32`, `f64` or `i32` elements in host memory.
 ///
-/// The storage is 8-byte aligned, so typed views and kernel pointers are always aligned; the
-/// shape and the element count always agree.
-#[derive(Debug, Clone, PartialEq)]
+/// The elements are either owned (8-byte aligned storage) or borrowed from the caller's memory
+/// ([`HostArray::from_raw`], how NumPy arrays and Rust slices are passed without copies). Either
+/// way the data is aligned to its element size, so typed views and kernel pointers are aligned,
+/// and the shape and the element count always agree. A clone owns a copy of the elements.
+#[derive(Debug)]
 pub struct HostArray {
     elem: Scalar,
     shape: Vec<u64>,
     len: usize,
-    words: Vec<u64>,
+    storage: Storage,
+}
+
+/// Where the elements of a [`HostArray`] live.
+#[derive(Debug)]
+enum Storage {
+    Owned(Vec<u64>),
+    /// Memory of the caller of [`HostArray::from_raw`]: `byte_len` bytes at `ptr`, written
+    /// only when `writable`.
+    Borrowed {
+        ptr: std::ptr::NonNull<u8>,
+        writable: bool,
+    },
+}
+
+// SAFETY: owned storage is a `Vec`; borrowed storage is, by the contract of
+// `HostArray::from_raw`, memory that the array may read (and, when writable, write) exclusively
+// for as long as it lives, from any thread, like a `&mut [u8]`.
+unsafe impl Send for HostArray {}
+unsafe impl Sync for HostArray {}
+
+impl Clone for HostArray {
+    /// An owned copy of the elements, also of a borrowed array.
+    fn clone(&self) -> HostArray {
+        let mut words = vec![0u64; self.byte_len().div_ceil(8)];
+        // SAFETY: `words` has at least `byte_len` bytes, `bytes()` has exactly that many, and
+        // a fresh allocation does not overlap them.
+        unsafe { std::ptr::copy_nonoverlapping(self.as_ptr(), words.as_mut_ptr() as *mut u8, self.byte_len()) };
+        HostArray { elem: self.elem, shape: self.shape.clone(), len: self.len, storage: Storage::Owned(words) }
+    }
+}
+
+impl PartialEq for HostArray {
+    /// Same element type, shape and bytes (wherever the elements live).
+    fn eq(&self, other: &HostArray) -> bool {
+        self.elem == other.elem && self.shape == other.shape && self.bytes() == other.bytes()
+    }
 }
 
 /// Number of elements of `shape`, if it is addressable with elements of `elem_bytes` bytes.
@@ -63,7 +101,61 @@ impl HostArray {
         let too_large = || RunError::DataLength { shape: shape.to_vec(), expected: None, actual: 0 };
         let len = element_count(shape, esize).ok_or_else(too_large)?;
         let words = zeroed_words((len * esize).div_ceil(8)).ok_or_else(too_large)?;
-        Ok(HostArray { elem, shape: shape.to_vec(), len, words })
+        Ok(HostArray { elem, shape: shape.to_vec(), len, storage: Storage::Owned(words) })
+    }
+
+    /// An array over `shape` elements of `elem` at `ptr`, in the caller's memory: no copy is
+    /// made, kernels read (and, for `mut` parameters, write) that memory directly.
+    ///
+    /// Errors: `elem` is not f32, f64 or i32 (E0406); the shape has more elements than memory
+    /// can address (E0405); `ptr` is null or not aligned to the element size (E0439).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to `shape`'s element count times `elem`'s size readable bytes, holding
+    /// the elements in row-major order, that stay valid for the array's lifetime; while the
+    /// array lives nothing else may write them, and when `writable` nothing else may read or
+    /// write them (kernels write a `writable` array in place).
+    pub unsafe fn from_raw(elem: Scalar, shape: &[u64], ptr: *mut u8, writable: bool) -> Result<HostArray, RunError> {
+        check_elem(elem)?;
+        let esize = elem.bytes() as usize;
+        let len = element_count(shape, esize).ok_or_else(|| RunError::DataLength {
+            shape: shape.to_vec(),
+            expected: None,
+            actual: 0,
+        })?;
+        let ptr = std::ptr::NonNull::new(ptr)
+            .filter(|p| (p.as_ptr() as usize).is_multiple_of(esize))
+            .ok_or(RunError::Misaligned { address: ptr as usize as u64, align: esize as u32 })?;
+        Ok(HostArray { elem, shape: shape.to_vec(), len, storage: Storage::Borrowed { ptr, writable } })
+    }
+
+    /// Whether kernels may write the elements: always for owned arrays, for borrowed ones
+    /// when [`HostArray::from_raw`] said so. A read-only array cannot be bound to a `mut`
+    /// parameter (E0437).
+    pub fn is_writable(&self) -> bool {
+        match self.storage {
+            Storage::Owned(_) => true,
+            Storage::Borrowed { writable, .. } => writable,
+        }
+    }
+
+    /// Whether the elements are borrowed from the caller's memory ([`HostArray::from_raw`]).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.storage, Storage::Borrowed { .. })
+    }
+
+    /// The address range of the elements, `start..end` (empty for an empty array).
+    pub fn address_range(&self) -> std::ops::Range<usize> {
+        let start = self.as_ptr() as usize;
+        start..start + self.byte_len()
+    }
+
+    /// Makes a read-only borrowed array an owned copy, so that it may be written.
+    fn make_writable(&mut self) {
+        if !self.is_writable() {
+            *self = self.clone();
+        }
     }
 
     fn from_slice<T: Copy>(elem: Scalar, data: &[T], shape: &[u64]) -> Result<HostArray, RunError> {
@@ -83,7 +175,7 @@ impl HostArray {
         // SAFETY: `a` holds `len` elements of `size_of::<T>()` bytes (T matches `elem`) in
         // 8-byte aligned storage, and `data` has `len` elements.
         unsafe {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), a.words.as_mut_ptr() as *mut T, data.len());
+            std::ptr::copy_nonoverlapping(data.as_ptr(), a.as_mut_ptr() as *mut T, data.len());
         }
         Ok(a)
     }
@@ -148,37 +240,50 @@ impl HostArray {
 
     /// The data as raw little-endian bytes, row-major.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the words hold at least `byte_len` initialized bytes; u8 has alignment 1.
-        unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const u8, self.byte_len()) }
+        // SAFETY: the storage holds at least `byte_len` initialized bytes (owned words, or the
+        // caller's memory by the contract of `from_raw`); u8 has alignment 1.
+        unsafe { std::slice::from_raw_parts(self.as_ptr(), self.byte_len()) }
     }
 
-    /// The data as mutable raw little-endian bytes, row-major.
+    /// The data as mutable raw little-endian bytes, row-major. A read-only borrowed array
+    /// becomes an owned copy first: the caller's memory is never written through it.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         let n = self.byte_len();
-        // SAFETY: as in `bytes`, and `&mut self` gives exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut u8, n) }
+        // SAFETY: as in `bytes`, the storage is writable (`as_mut_ptr`), and `&mut self` gives
+        // exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), n) }
     }
 
-    /// Pointer to the first element, 8-byte aligned (dangling but aligned when empty).
+    /// Pointer to the first element, aligned to the element size (8 bytes for owned storage;
+    /// dangling but aligned when empty).
     pub fn as_ptr(&self) -> *const u8 {
-        self.words.as_ptr() as *const u8
+        match &self.storage {
+            Storage::Owned(words) => words.as_ptr() as *const u8,
+            Storage::Borrowed { ptr, .. } => ptr.as_ptr(),
+        }
     }
 
-    /// Mutable pointer to the first element, 8-byte aligned (dangling but aligned when empty).
+    /// Mutable pointer to the first element, as [`HostArray::as_ptr`]. A read-only borrowed
+    /// array becomes an owned copy first (so the pointer may be written through).
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.words.as_mut_ptr() as *mut u8
+        self.make_writable();
+        match &mut self.storage {
+            Storage::Owned(words) => words.as_mut_ptr() as *mut u8,
+            Storage::Borrowed { ptr, .. } => ptr.as_ptr(),
+        }
     }
 
     fn view<T>(&self, elem: Scalar) -> Option<&[T]> {
-        // SAFETY: `elem` matches T, the storage is 8-byte aligned (enough for T) and holds
-        // `len` initialized elements; every bit pattern is a valid f32, f64 or i32.
-        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts(self.words.as_ptr() as *const T, self.len) })
+        // SAFETY: `elem` matches T, the storage is aligned to T's size (8 bytes owned,
+        // checked by `from_raw` borrowed) and holds `len` initialized elements; every bit
+        // pattern is a valid f32, f64 or i32.
+        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts(self.as_ptr() as *const T, self.len) })
     }
 
     fn view_mut<T>(&mut self, elem: Scalar) -> Option<&mut [T]> {
         let len = self.len;
-        // SAFETY: as in `view`, and `&mut self` gives exclusive access.
-        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr() as *mut T, len) })
+        // SAFETY: as in `view`, the storage is writable, and `&mut self` gives exclusive access.
+        (self.elem == elem).then(|| unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr() as *mut T, len) })
     }
 
     /// The elements, if the array is `f32`.

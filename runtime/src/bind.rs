@@ -100,6 +100,34 @@ pub fn param_type_text(kind: &ParamKind) -> String {
     }
 }
 
+/// Converts a scalar argument given as a number of another type (from a Rust or Python
+/// caller) to the parameter's type `ty`: integers to integer types when in range and to float
+/// types (rounded to nearest), floats to float types (rounded to nearest; a finite value out of
+/// `f32`'s range is an error), booleans to `bool` only. Error E0414 with the reason otherwise.
+pub fn convert_scalar(value: Const, ty: Scalar) -> Result<Const, RunError> {
+    let text = match value {
+        Const::Bool(b) => b.to_string(),
+        Const::Int(v, _) => v.to_string(),
+        Const::Float(v, _) => format!("{v:?}"),
+    };
+    let bad = |reason: &str| RunError::BadScalar { text: text.clone(), ty, reason: reason.to_string() };
+    match (value, ty) {
+        (Const::Bool(b), Scalar::Bool) => Ok(Const::Bool(b)),
+        (_, Scalar::Bool) => Err(bad("expected `true` or `false`")),
+        (Const::Bool(_), _) => Err(bad("expected a number, not a boolean")),
+        (Const::Float(..), Scalar::I32 | Scalar::U32 | Scalar::I64) => {
+            Err(bad("expected an integer, not a floating-point number"))
+        }
+        (Const::Int(..), Scalar::I32 | Scalar::U32 | Scalar::I64) => parse_scalar(&text, ty),
+        (Const::Int(v, _), _) => Ok(Const::Float(if ty == Scalar::F32 { v as f32 as f64 } else { v as f64 }, ty)),
+        (Const::Float(v, _), _) => match ty {
+            Scalar::F32 if v.is_finite() && (v as f32).is_infinite() => Err(bad("out of range for f32")),
+            Scalar::F32 => Ok(Const::Float(v as f32 as f64, ty)),
+            _ => Ok(Const::Float(v, ty)),
+        },
+    }
+}
+
 /// Parses a scalar argument given as text (surrounding whitespace ignored): `true`/`false`
 /// (or `1`/`0`) for `bool`, a decimal integer in range for `i32`/`u32`/`i64`, a decimal
 /// number (`1e-6`, `inf`, `nan` included) for `f32`/`f64`, rounded to the type.
@@ -177,18 +205,48 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
                     return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *s, actual: c.ty() });
                 }
             }
-            (ParamKind::Array { elem, dims, .. }, ArgValue::Array(a)) => {
+            (ParamKind::Array { elem, dims, mutable }, ArgValue::Array(a)) => {
                 if a.elem() != *elem {
                     return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *elem, actual: a.elem() });
                 }
                 bind_shape(&p.name, dims, a.shape(), &mut bound.vars)?;
+                if *mutable && !a.is_writable() {
+                    return Err(RunError::ReadOnlyArg { name: p.name.clone(), ty: param_type_text(&p.kind) });
+                }
             }
             (ParamKind::Scalar(_), ArgValue::Array(_)) => return Err(kind_error(true)),
             (ParamKind::Array { .. }, ArgValue::Scalar(_)) => return Err(kind_error(false)),
         }
         bound.args.push((p.name.clone(), value));
     }
+    check_overlap(kernel, &bound)?;
     Ok(bound)
+}
+
+/// Error E0438 when the memory of a `mut` array argument overlaps that of another array
+/// argument (only borrowed arrays can: owned ones never share memory).
+fn check_overlap(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
+    let arrays: Vec<(&str, bool, &HostArray)> = kernel
+        .params
+        .iter()
+        .zip(&bound.args)
+        .filter_map(|(p, (n, v))| match (&p.kind, v) {
+            (ParamKind::Array { mutable, .. }, ArgValue::Array(a)) if a.is_borrowed() => {
+                Some((n.as_str(), *mutable, a))
+            }
+            _ => None,
+        })
+        .collect();
+    for (i, &(name, mutable, a)) in arrays.iter().enumerate() {
+        for &(other, other_mut, b) in &arrays[i + 1..] {
+            let (x, y) = (a.address_range(), b.address_range());
+            if (mutable || other_mut) && x.start < y.end && y.start < x.end {
+                let (name, other) = if mutable { (name, other) } else { (other, name) };
+                return Err(RunError::Overlap { name: name.to_string(), other: other.to_string() });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks the extents `actual` of argument `name` against the declared `dims`, binding new
@@ -290,6 +348,78 @@ mod tests {
         assert!(b.output(&k, "A").is_ok());
         assert_eq!(b.output(&k, "idx").unwrap_err().code(), "E0418");
         assert_eq!(b.output(&k, "eps").unwrap_err().code(), "E0418");
+    }
+
+    #[test]
+    fn borrowed_arrays_read_only_and_overlap() {
+        let k = kernel();
+        let mut a = vec![0f32; 4 * 9];
+        let mut idx = vec![0i32; 8 + 8];
+        // SAFETY (all `from_raw` below): the vectors outlive the arrays and are not otherwise
+        // used while they live.
+        let raw = |p: *mut u8, elem, shape: &[u64], w| unsafe { HostArray::from_raw(elem, shape, p, w).unwrap() };
+        let bind_with = |a: HostArray, idx: HostArray| {
+            let mut m = args(&[1, 1, 1], &[1, 2]);
+            m.insert("A".into(), ArgValue::Array(a));
+            m.insert("idx".into(), ArgValue::Array(idx));
+            bind(&k, m)
+        };
+        let (pa, pi) = (a.as_mut_ptr() as *mut u8, idx.as_mut_ptr() as *mut u8);
+        // Read-only memory for `mut A`.
+        let e = bind_with(raw(pa, Scalar::F32, &[4, 3, 3], false), raw(pi, Scalar::I32, &[4, 2], false)).unwrap_err();
+        assert_eq!(e.code(), "E0437");
+        assert_eq!(
+            e.to_string(),
+            "argument `A` is read-only, but the parameter is `A: mut f32[B, N, N]`, which the kernel writes"
+        );
+        // `idx` (read) inside `A` (written): i32 and f32 share the buffer's bytes.
+        let e = bind_with(raw(pa, Scalar::F32, &[4, 3, 3], true), raw(pa.wrapping_add(8), Scalar::I32, &[4, 2], false))
+            .unwrap_err();
+        assert_eq!((e.code(), e.to_string().contains("`A`")), ("E0438", true));
+        // Disjoint halves of one buffer are fine, and the kernel pointer is the caller's.
+        let b =
+            bind_with(raw(pa, Scalar::F32, &[4, 3, 3], true), raw(pi.wrapping_add(32), Scalar::I32, &[4, 2], false))
+                .unwrap();
+        assert_eq!(b.array("A").unwrap().as_ptr(), pa as *const u8);
+        // Misaligned memory.
+        let e = unsafe { HostArray::from_raw(Scalar::F32, &[2], pa.wrapping_add(2), true) }.unwrap_err();
+        assert_eq!(e.code(), "E0439");
+    }
+
+    #[test]
+    fn read_only_borrowed_arrays_are_never_written() {
+        let mut v = [1.0f64, 2.0];
+        // SAFETY: `v` outlives `a` and is not used while `a` lives.
+        let mut a = unsafe { HostArray::from_raw(Scalar::F64, &[2], v.as_mut_ptr() as *mut u8, false) }.unwrap();
+        assert!(a.is_borrowed() && !a.is_writable());
+        a.as_f64_mut().unwrap()[0] = 5.0;
+        assert!(!a.is_borrowed() && a.is_writable());
+        assert_eq!(a.as_f64(), Some(&[5.0, 2.0][..]));
+        let c = a.clone();
+        drop(a);
+        assert_eq!(v, [1.0, 2.0]);
+        assert_eq!(c.as_f64(), Some(&[5.0, 2.0][..]));
+    }
+
+    #[test]
+    fn scalars_from_numbers() {
+        let f = |v: f64| Const::Float(v, Scalar::F64);
+        let i = |v: i64| Const::Int(v, Scalar::I64);
+        assert_eq!(convert_scalar(f(0.1), Scalar::F32).unwrap(), Const::Float(0.1f32 as f64, Scalar::F32));
+        assert_eq!(convert_scalar(i(3), Scalar::F64).unwrap(), f(3.0));
+        assert_eq!(convert_scalar(i(-7), Scalar::I32).unwrap(), Const::Int(-7, Scalar::I32));
+        assert_eq!(convert_scalar(f(f64::NAN), Scalar::F32).unwrap().ty(), Scalar::F32);
+        for (v, ty, reason) in [
+            (i(1 << 40), Scalar::I32, "out of range"),
+            (f(2.0), Scalar::I32, "not a floating-point number"),
+            (f(1e300), Scalar::F32, "out of range for f32"),
+            (Const::Bool(true), Scalar::F32, "not a boolean"),
+            (i(1), Scalar::Bool, "`true` or `false`"),
+        ] {
+            let e = convert_scalar(v, ty).unwrap_err();
+            assert_eq!(e.code(), "E0414");
+            assert!(e.to_string().contains(reason), "{e}");
+        }
     }
 
     #[test]

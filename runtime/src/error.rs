@@ -103,10 +103,22 @@ pub enum RunError {
     PtxJit { device: String, error: String, log: String },
     /// E0436: the kernel needs more shared memory per block than the CUDA device has (bytes).
     CudaSharedMemory { device: String, needed: u32, available: u32 },
+    /// E0437: a read-only array (a NumPy array that is not writeable, a shared slice) for a
+    /// `mut` parameter.
+    ReadOnlyArg { name: String, ty: String },
+    /// E0438: the memory of `mut` argument `name` overlaps that of argument `other`; kernels
+    /// assume their arrays do not alias.
+    Overlap { name: String, other: String },
+    /// E0439: caller memory passed as an array is null or not aligned to its element size
+    /// (`align` bytes).
+    Misaligned { address: u64, align: u32 },
+    /// E0440: an array argument from Python is not C-contiguous (`strides` in bytes) or does
+    /// not expose its memory; tilec never copies arrays on the way in.
+    NotContiguous { name: String, detail: String },
 }
 
 impl RunError {
-    /// The stable error code, `E0400` to `E0436`.
+    /// The stable error code, `E0400` to `E0440`.
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Io { .. } => "E0400",
@@ -146,6 +158,10 @@ impl RunError {
             RunError::CudaCapability { .. } => "E0434",
             RunError::PtxJit { .. } => "E0435",
             RunError::CudaSharedMemory { .. } => "E0436",
+            RunError::ReadOnlyArg { .. } => "E0437",
+            RunError::Overlap { .. } => "E0438",
+            RunError::Misaligned { .. } => "E0439",
+            RunError::NotContiguous { .. } => "E0440",
         }
     }
 
@@ -338,6 +354,20 @@ impl fmt::Display for RunError {
                 "the kernel needs {needed} bytes of shared memory, CUDA device `{device}` has \
                  {available} bytes per block"
             ),
+            RunError::ReadOnlyArg { name, ty } => {
+                write!(
+                    f,
+                    "argument `{name}` is read-only, but the parameter is `{name}: {ty}`, which the kernel writes"
+                )
+            }
+            RunError::Overlap { name, other } => write!(
+                f,
+                "the memory of argument `{name}`, which the kernel writes, overlaps that of argument `{other}`"
+            ),
+            RunError::Misaligned { address, align } => {
+                write!(f, "array memory at address {address:#x} is not aligned to its element size ({align} bytes)")
+            }
+            RunError::NotContiguous { name, detail } => write!(f, "argument `{name}` {detail}"),
         }
     }
 }

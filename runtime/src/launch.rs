@@ -3,7 +3,7 @@
 
 use rayon::prelude::*;
 use tilec_midend::eval::{eval_launch, LaunchArg, LaunchValues};
-use tilec_midend::{Const, Kernel, Module, Scalar};
+use tilec_midend::{Const, Kernel, Module, ParamKind, Scalar};
 
 use crate::bind::{ArgValue, Bound};
 use crate::error::RunError;
@@ -47,8 +47,13 @@ fn check_bound(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
 pub fn pack_args(kernel: &Kernel, bound: &mut Bound) -> Result<Vec<u64>, RunError> {
     check_bound(kernel, bound)?;
     let mut slots = Vec::new();
-    for (_, value) in bound.args_mut() {
+    for (p, (_, value)) in kernel.params.iter().zip(bound.args_mut()) {
         match value {
+            // Kernels write only `mut` arrays, so read-only ones are passed as they are.
+            ArgValue::Array(a) if !matches!(p.kind, ParamKind::Array { mutable: true, .. }) => {
+                slots.push(a.as_ptr() as usize as u64);
+                slots.extend(a.shape().iter().map(|&d| d as i64 as u64));
+            }
             ArgValue::Array(a) => {
                 slots.push(a.as_mut_ptr() as usize as u64);
                 slots.extend(a.shape().iter().map(|&d| d as i64 as u64));

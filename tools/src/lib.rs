@@ -15,6 +15,7 @@
 //! let (bound, _) = runner.run(args).unwrap();
 //! ```
 
+mod api;
 pub mod cli;
 mod explain;
 mod gpu;
@@ -28,12 +29,14 @@ mod report;
 mod run;
 mod run_cmd;
 
+pub use api::{Args, Element, Error, GenericSig, Instance, KernelSig, Launched, ParamSig, Program, ScalarArg, Target};
 pub use render::{render_diagnostics, ErrorFormat};
 pub use run::{dtypes_of, CpuRunner, RunOutcome};
 pub use tilec_codegen_cpu::CpuBackend;
+pub use tilec_frontend::GenericArg;
 
 use std::collections::HashMap;
-use tilec_frontend::{GenericArg, Instances, Sources};
+use tilec_frontend::{Instances, Sources};
 use tilec_grammar::ast;
 use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::passes::{run_pipeline, PipelineOptions};

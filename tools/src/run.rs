@@ -53,9 +53,18 @@ impl CpuRunner {
         let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
         let inst = Instances::One { kernel: kernel.to_string(), generics };
         let compiled = compile(src, &inst, &CompileOptions::default())?;
-        let module = compiled.module;
-        let Some(k) = module.kernels.first().cloned() else {
+        if compiled.module.kernels.is_empty() {
             return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
+        }
+        CpuRunner::from_module(compiled.module, backend)
+    }
+
+    /// JIT-compiles the first kernel instance of an already compiled `module` (as
+    /// [`crate::compile`] returns for one instance). Errors: E0107 when the module has no
+    /// kernel, E0901 when code generation fails (or the backend is not built).
+    pub fn from_module(module: Module, backend: CpuBackend) -> Result<CpuRunner, Vec<Diagnostic>> {
+        let Some(k) = module.kernels.first().cloned() else {
+            return Err(vec![Diagnostic::error("E0107", "the module has no kernel instance")]);
         };
         let jit = compile_jit_with(&module, &k, backend)
             .map_err(|e| crate::cli::codegen_fail("E0901", &module, &k, e.to_string(), e.loc).diags)?;

@@ -15,13 +15,8 @@ use tilec_runtime::{
     check_output_path, parse_scalar, read_npy, write_npys_atomic, ArgValue, Bound, HostArray, LaunchValues,
 };
 
-/// Where a kernel runs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Backend {
-    Cpu(tilec_codegen_cpu::CpuBackend),
-    Vulkan { device: Option<usize> },
-    Cuda { device: Option<usize> },
-}
+/// Where a kernel runs: the embedding API's [`crate::Target`].
+pub(crate) use crate::api::Target as Backend;
 
 /// A parsed `tilec run` request.
 pub(crate) struct RunRequest<'a> {

@@ -1,0 +1,521 @@
+//! Calling tilec kernels from Rust programs: compile a [`Program`] once, then launch its
+//! kernels on the CPU, a Vulkan device or a CUDA device with slices of your own memory.
+//!
+//! ```no_run
+//! use tilec::{Args, Program, Target};
+//!
+//! // Four 3x3 SPD matrices, factored in place (A = L L^T, L in the lower triangle).
+//! let mut a: Vec<f32> = (0..4).flat_map(|_| [4.0, 2.0, 0.0, 2.0, 5.0, 1.0, 0.0, 1.0, 3.0]).collect();
+//! let linalg = Program::linalg()?;
+//! let args = Args::new().array_mut("A", &mut a, &[4, 3, 3]).scalar("eps", 1e-6);
+//! linalg.launch("potrf_batched", Target::CPU, args, &[])?;
+//! assert_eq!(a[0], 2.0);
+//! # Ok::<(), tilec::Error>(())
+//! ```
+//!
+//! A kernel is compiled the first time it is launched with a combination of element types
+//! (inferred from the arrays' dtypes), const parameters and target, and cached in the
+//! [`Program`]: later launches bind and run only. Arrays are never copied on the CPU: kernels
+//! read your slices and write `mut` parameters in place (GPU targets copy to and from device
+//! memory). Every failure is an [`Error`] holding coded diagnostics, as the command line
+//! prints them; nothing panics on bad input. A `Program` is `Send + Sync`: several threads may
+//! launch its kernels at once.
+
+use crate::{render_diagnostics, CpuRunner, ErrorFormat, SourceSet};
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use tilec_codegen_cpu::CpuBackend;
+use tilec_frontend::{GenericArg, Instances};
+use tilec_grammar::ast;
+use tilec_grammar::diag::{Diagnostic, Severity};
+use tilec_midend::{Const, Kernel, Module, ParamKind, Scalar};
+use tilec_runtime::{bind, convert_scalar, ArgValue, Bound, HostArray, LaunchValues, RunError};
+
+/// Where a kernel instance runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// The host CPU, with the chosen code generator (Cranelift unless the `ptx` feature's
+    /// LLVM backend is asked for); one program per rayon task.
+    Cpu(CpuBackend),
+    /// A Vulkan device (`None`: the first one), through SPIR-V.
+    Vulkan { device: Option<usize> },
+    /// A CUDA device (`None`: device 0), through PTX (needs the `ptx` feature and a driver).
+    Cuda { device: Option<usize> },
+}
+
+impl Target {
+    /// The CPU with the default code generator (Cranelift).
+    pub const CPU: Target = Target::Cpu(CpuBackend::Cranelift);
+}
+
+/// A failure of compiling or launching: the diagnostics (each with its code, `E0xxx`) and
+/// their rendering as `tilec` prints them, with the source lines they point at.
+#[derive(Debug, Clone)]
+pub struct Error {
+    /// The diagnostics, errors first.
+    pub diagnostics: Vec<Diagnostic>,
+    rendered: String,
+}
+
+impl Error {
+    fn new(diagnostics: Vec<Diagnostic>, src: &SourceSet) -> Error {
+        let rendered = render_diagnostics(&diagnostics, src, ErrorFormat::Human, false);
+        Error { diagnostics, rendered }
+    }
+
+    fn run(e: RunError, src: &SourceSet) -> Error {
+        Error::new(vec![Diagnostic::error(e.code(), e.to_string())], src)
+    }
+
+    /// The code of the first error (`E0410`, ...).
+    pub fn code(&self) -> &str {
+        self.diagnostics.iter().find(|d| d.severity == Severity::Error).map_or("E0000", |d| d.code)
+    }
+
+    /// The diagnostics rendered as text, without color.
+    pub fn rendered(&self) -> &str {
+        &self.rendered
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.rendered.trim_end())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// An element type of arrays passed to kernels: `f32`, `f64` or `i32`.
+pub trait Element: Copy + sealed::Sealed {
+    /// The `.tile` scalar type.
+    const SCALAR: Scalar;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for i32 {}
+}
+
+impl Element for f32 {
+    const SCALAR: Scalar = Scalar::F32;
+}
+impl Element for f64 {
+    const SCALAR: Scalar = Scalar::F64;
+}
+impl Element for i32 {
+    const SCALAR: Scalar = Scalar::I32;
+}
+
+/// A scalar argument as given by the caller; converted to the parameter's type at launch by
+/// [`tilec_runtime::convert_scalar`] (E0414 when it does not fit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScalarArg(pub Const);
+
+impl From<f64> for ScalarArg {
+    fn from(v: f64) -> ScalarArg {
+        ScalarArg(Const::Float(v, Scalar::F64))
+    }
+}
+impl From<f32> for ScalarArg {
+    fn from(v: f32) -> ScalarArg {
+        ScalarArg(Const::Float(v as f64, Scalar::F32))
+    }
+}
+impl From<i64> for ScalarArg {
+    fn from(v: i64) -> ScalarArg {
+        ScalarArg(Const::Int(v, Scalar::I64))
+    }
+}
+impl From<i32> for ScalarArg {
+    fn from(v: i32) -> ScalarArg {
+        ScalarArg(Const::Int(v as i64, Scalar::I32))
+    }
+}
+impl From<bool> for ScalarArg {
+    fn from(v: bool) -> ScalarArg {
+        ScalarArg(Const::Bool(v))
+    }
+}
+
+/// The arguments of one launch, by parameter name. Arrays borrow the caller's memory for
+/// `'a` (read-only slices for read parameters, mutable slices for `mut` ones); a mistake
+/// (a slice whose length is not the shape's element count) is reported by the launch.
+#[derive(Default)]
+pub struct Args<'a> {
+    arrays: Vec<(String, HostArray)>,
+    scalars: Vec<(String, Const)>,
+    error: Option<RunError>,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl<'a> Args<'a> {
+    /// No arguments.
+    pub fn new() -> Args<'a> {
+        Args::default()
+    }
+
+    fn push(mut self, name: &str, array: Result<HostArray, RunError>) -> Args<'a> {
+        match array {
+            Ok(a) => self.arrays.push((name.to_string(), a)),
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
+    }
+
+    /// A read-only array argument: `data` in row-major order with extents `shape`. It cannot
+    /// be bound to a `mut` parameter (E0437).
+    pub fn array<T: Element>(self, name: &str, data: &'a [T], shape: &[usize]) -> Args<'a> {
+        let a = checked_len(shape, data.len()).and_then(|shape| {
+            // SAFETY: `data` is borrowed (shared) for `'a`, which outlives the array (it lives
+            // in `self`); its `len` elements are those of `shape`; it is not writable.
+            unsafe { HostArray::from_raw(T::SCALAR, &shape, data.as_ptr() as *mut u8, false) }
+        });
+        self.push(name, a)
+    }
+
+    /// An array argument the kernel may write in place (for a `mut` parameter).
+    pub fn array_mut<T: Element>(self, name: &str, data: &'a mut [T], shape: &[usize]) -> Args<'a> {
+        let a = checked_len(shape, data.len()).and_then(|shape| {
+            // SAFETY: `data` is borrowed exclusively for `'a`, which outlives the array; its
+            // `len` elements are those of `shape`.
+            unsafe { HostArray::from_raw(T::SCALAR, &shape, data.as_mut_ptr() as *mut u8, true) }
+        });
+        self.push(name, a)
+    }
+
+    /// An owned array argument; after the launch, [`Launched::array`] gives its contents.
+    pub fn host(self, name: &str, array: HostArray) -> Args<'a> {
+        self.push(name, Ok(array))
+    }
+
+    /// An array in memory the caller manages (for bindings to other languages).
+    ///
+    /// # Safety
+    ///
+    /// As [`HostArray::from_raw`], for the whole of `'a`.
+    pub unsafe fn raw(self, name: &str, elem: Scalar, shape: &[u64], ptr: *mut u8, writable: bool) -> Args<'a> {
+        // SAFETY: the caller's contract.
+        let a = unsafe { HostArray::from_raw(elem, shape, ptr, writable) };
+        self.push(name, a)
+    }
+
+    /// A scalar argument (`f32`, `f64`, `i32`, `i64` or `bool`), converted to the parameter's
+    /// type at launch.
+    pub fn scalar(mut self, name: &str, value: impl Into<ScalarArg>) -> Args<'a> {
+        self.scalars.push((name.to_string(), value.into().0));
+        self
+    }
+
+    /// The element types of the array arguments, sorted by name (they choose the instance).
+    fn dtypes(&self) -> Vec<(String, Scalar)> {
+        let mut d: Vec<(String, Scalar)> = self.arrays.iter().map(|(n, a)| (n.clone(), a.elem())).collect();
+        d.sort();
+        d
+    }
+}
+
+/// `shape` as `u64` extents, checked to hold `len` elements (E0405 otherwise).
+fn checked_len(shape: &[usize], len: usize) -> Result<Vec<u64>, RunError> {
+    let dims: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    let n = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    if n != Some(len as u64) {
+        return Err(RunError::DataLength { shape: dims, expected: n, actual: len as u64 });
+    }
+    Ok(dims)
+}
+
+/// The result of a launch: the grid and flop count, and the arguments as bound (owned arrays
+/// passed with [`Args::host`] hold their results).
+pub struct Launched {
+    /// Programs launched along each grid axis, and the kernel's `flops(..)` if it has one.
+    pub values: LaunchValues,
+    bound: Bound,
+}
+
+impl Launched {
+    /// The array bound to parameter `name` after the launch.
+    pub fn array(&self, name: &str) -> Option<&HostArray> {
+        self.bound.array(name)
+    }
+}
+
+/// How a kernel is declared: what a caller needs to pass arguments by position or by name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelSig {
+    pub name: String,
+    /// The doc comment (`///` lines) of the kernel.
+    pub doc: Option<String>,
+    pub params: Vec<ParamSig>,
+    /// The generic parameters: element types (inferred from dtypes) and const parameters.
+    pub generics: Vec<GenericSig>,
+}
+
+/// A kernel parameter as declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParamSig {
+    pub name: String,
+    /// Whether it is an array (`T[B, N, N]`), and one the kernel writes (`mut`).
+    pub array: bool,
+    pub mutable: bool,
+}
+
+/// A generic parameter of a kernel as declared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenericSig {
+    pub name: String,
+    /// A `const` parameter (set by the caller; it may have a default) rather than an element
+    /// type (inferred from the arrays).
+    pub is_const: bool,
+}
+
+/// The cache key of a compiled instance.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InstanceKey {
+    kernel: String,
+    target: Target,
+    dtypes: Vec<(String, Scalar)>,
+    generics: Vec<(String, GenericArg)>,
+}
+
+/// A kernel compiled for one target and one set of generic arguments.
+pub struct Instance {
+    module: Module,
+    kernel: Kernel,
+    exec: Exec,
+}
+
+enum Exec {
+    Cpu(Box<CpuRunner>),
+    Vulkan(Arc<tilec_runtime::VulkanDevice>),
+    Cuda(Arc<tilec_runtime::CudaDevice>),
+}
+
+impl Instance {
+    /// The kernel instance (its symbol, parameters with their types after instantiation).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+}
+
+/// A program: a `.tile` source (with the standard library importable), checked, whose kernels
+/// are compiled on first use and cached.
+pub struct Program {
+    src: SourceSet,
+    sigs: Vec<KernelSig>,
+    cache: Mutex<HashMap<InstanceKey, Arc<Instance>>>,
+}
+
+impl Program {
+    /// Parses and checks `text` (named `name` in diagnostics). Errors: every diagnostic of the
+    /// program (syntax, names, types and shapes of every kernel instance), as `tilec check`
+    /// reports them.
+    pub fn new(name: &str, text: &str) -> Result<Program, Error> {
+        let src = SourceSet::with_stdlib(name, text);
+        let checked = crate::compile(&src, &Instances::All { fixed: HashMap::new() }, &Default::default());
+        if let Err(diags) = checked {
+            return Err(Error::new(diags, &src));
+        }
+        let (parsed, _) = src.parse();
+        let sigs =
+            parsed.main.items.iter().filter_map(|i| if let ast::Item::Kernel(k) = i { Some(sig(k)) } else { None });
+        Ok(Program { sigs: sigs.collect(), src, cache: Mutex::new(HashMap::new()) })
+    }
+
+    /// Reads and checks the program in file `path`. Errors: E0400 when it cannot be read,
+    /// otherwise as [`Program::new`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Program, Error> {
+        let path = path.as_ref();
+        let text = std::fs::read(path).map_err(|e| {
+            let src = SourceSet::with_stdlib(path.display().to_string(), "");
+            Error::run(RunError::Io { path: path.into(), action: "read", message: e.to_string() }, &src)
+        })?;
+        let text = String::from_utf8(text).map_err(|_| {
+            let src = SourceSet::with_stdlib(path.display().to_string(), "");
+            Error::new(vec![Diagnostic::error("E0004", format!("`{}` is not UTF-8 text", path.display()))], &src)
+        })?;
+        Program::new(&path.display().to_string(), &text)
+    }
+
+    /// The standard library (`stdlib/linalg.tile`): batched Cholesky (`potrf_batched`), the
+    /// eight batched triangular solves, `potrs_batched`, `gemm`, `gemm_batched`, `row_sum`.
+    /// (Its check cannot fail in a released tilec; the `Result` is for uniformity.)
+    pub fn linalg() -> Result<Program, Error> {
+        let text = crate::STDLIB.iter().find(|(n, _)| *n == "linalg").map_or("", |(_, t)| t);
+        Program::new("stdlib/linalg.tile", text)
+    }
+
+    /// The kernels of the program, in source order.
+    pub fn kernels(&self) -> &[KernelSig] {
+        &self.sigs
+    }
+
+    /// The instance of `kernel` for `target`, the element types of `args`' arrays and the
+    /// const parameters in `generics` (`("BM", GenericArg::Const(64))`; element types may be
+    /// fixed there too), compiled on first use and cached. Errors: no such kernel (E0107),
+    /// element types that do not fit the kernel, code generation (E0901 on the CPU, E0504 for
+    /// GPUs), no device (E0420/E0422 for Vulkan, E0430/E0432 for CUDA).
+    pub fn instance(
+        &self,
+        kernel: &str,
+        target: Target,
+        args: &Args<'_>,
+        generics: &[(&str, GenericArg)],
+    ) -> Result<Arc<Instance>, Error> {
+        // A malformed array argument is reported as such, not as a type it failed to give.
+        if let Some(e) = &args.error {
+            return Err(Error::run(e.clone(), &self.src));
+        }
+        let mut fixed: Vec<(String, GenericArg)> = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
+        fixed.sort_by(|a, b| a.0.cmp(&b.0));
+        let key = InstanceKey { kernel: kernel.to_string(), target, dtypes: args.dtypes(), generics: fixed };
+        let cache = |c: &Mutex<HashMap<InstanceKey, Arc<Instance>>>| {
+            c.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&key).cloned()
+        };
+        if let Some(inst) = cache(&self.cache) {
+            return Ok(inst);
+        }
+        let inst = Arc::new(self.compile(&key)?);
+        let mut c = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(c.entry(key).or_insert(inst).clone())
+    }
+
+    fn compile(&self, key: &InstanceKey) -> Result<Instance, Error> {
+        if !self.sigs.iter().any(|k| k.name == key.kernel) {
+            let names: Vec<&str> = self.sigs.iter().map(|k| k.name.as_str()).collect();
+            let d = Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))
+                .note(format!("the program's kernels: {}", names.join(", ")));
+            return Err(Error::new(vec![d], &self.src));
+        }
+        let fail = |d| Error::new(d, &self.src);
+        let run = |e| Error::run(e, &self.src);
+        let dtypes: HashMap<String, Scalar> = key.dtypes.iter().cloned().collect();
+        let fixed: HashMap<String, GenericArg> = key.generics.iter().cloned().collect();
+        let generics = crate::infer_generics(&self.src, &key.kernel, &dtypes, &fixed).map_err(fail)?;
+        let limits = match key.target {
+            Target::Cpu(_) => tilec_frontend::TargetLimits::CPU,
+            Target::Vulkan { .. } => tilec_frontend::TargetLimits::VULKAN,
+            Target::Cuda { .. } => tilec_frontend::TargetLimits::CUDA,
+        };
+        let opts = crate::CompileOptions { limits: Some(limits), ..Default::default() };
+        let inst = Instances::One { kernel: key.kernel.clone(), generics };
+        let module = crate::compile(&self.src, &inst, &opts).map_err(fail)?.module;
+        let Some(kernel) = module.kernels.first().cloned() else {
+            return Err(fail(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
+        };
+        let exec = match key.target {
+            Target::Cpu(backend) => Exec::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(fail)?)),
+            Target::Vulkan { device } => {
+                static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
+                Exec::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open).map_err(run)?)
+            }
+            Target::Cuda { device } => {
+                static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
+                Exec::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open).map_err(run)?)
+            }
+        };
+        Ok(Instance { module, kernel, exec })
+    }
+
+    /// Launches `kernel` once on `args` ([`Program::instance`], then [`Program::run`]).
+    pub fn launch(
+        &self,
+        kernel: &str,
+        target: Target,
+        args: Args<'_>,
+        generics: &[(&str, GenericArg)],
+    ) -> Result<Launched, Error> {
+        let inst = self.instance(kernel, target, &args, generics)?;
+        self.run(&inst, args)
+    }
+
+    /// Binds `args` to the instance's parameters (dtypes, ranks, shapes, `mut` arrays writable
+    /// and not overlapping other arguments, scalars converted to the parameters' types) and
+    /// launches it once. On the CPU `mut` arrays are written in place; on a GPU they are
+    /// copied to the device and back. Errors: the E04xx codes of `tilec run`.
+    pub fn run(&self, inst: &Instance, args: Args<'_>) -> Result<Launched, Error> {
+        let fail = |e| Error::run(e, &self.src);
+        if let Some(e) = args.error {
+            return Err(fail(e));
+        }
+        let mut values: HashMap<String, ArgValue> = HashMap::with_capacity(args.arrays.len() + args.scalars.len());
+        for (n, a) in args.arrays {
+            if values.insert(n.clone(), ArgValue::Array(a)).is_some() {
+                return Err(fail(RunError::Mismatch { detail: format!("argument `{n}` is given twice") }));
+            }
+        }
+        for (n, c) in args.scalars {
+            let ty = inst.kernel.params.iter().find(|p| p.name == n).map(|p| &p.kind);
+            let c = match ty {
+                Some(ParamKind::Scalar(ty)) => convert_scalar(c, *ty).map_err(fail)?,
+                _ => c,
+            };
+            if values.insert(n.clone(), ArgValue::Scalar(c)).is_some() {
+                return Err(fail(RunError::Mismatch { detail: format!("argument `{n}` is given twice") }));
+            }
+        }
+        let mut bound = bind(&inst.kernel, values).map_err(fail)?;
+        let values = match &inst.exec {
+            Exec::Cpu(runner) => runner.run_bound(&mut bound).map_err(fail)?,
+            Exec::Vulkan(dev) => {
+                crate::vulkan_launch(dev, &inst.module, &inst.kernel, &mut bound, 1)
+                    .map_err(|d| Error::new(d, &self.src))?
+                    .0
+            }
+            Exec::Cuda(dev) => {
+                crate::cuda_launch(dev, &inst.module, &inst.kernel, &mut bound, 1)
+                    .map_err(|d| Error::new(d, &self.src))?
+                    .0
+            }
+        };
+        Ok(Launched { values, bound })
+    }
+}
+
+/// Devices opened by this process, by index: each is opened once and shared by all programs.
+type Devices<D> = OnceLock<Mutex<HashMap<Option<usize>, Arc<D>>>>;
+
+/// The device `index` from `devices`, opened with `open` on first use.
+fn open_cached<D>(
+    devices: &Devices<D>,
+    index: Option<usize>,
+    open: fn(Option<usize>) -> Result<D, RunError>,
+) -> Result<Arc<D>, RunError> {
+    let mut map = devices.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(d) = map.get(&index) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(open(index)?);
+    map.insert(index, d.clone());
+    Ok(d)
+}
+
+/// The signature of a kernel item.
+fn sig(k: &ast::KernelItem) -> KernelSig {
+    KernelSig {
+        name: k.name.name.clone(),
+        doc: k.doc.clone(),
+        params: k
+            .params
+            .iter()
+            .map(|p| {
+                let (array, mutable) = match &p.ty {
+                    ast::TypeExpr::Array { mutable, .. } => (true, *mutable),
+                    _ => (false, false),
+                };
+                ParamSig { name: p.name.name.clone(), array, mutable }
+            })
+            .collect(),
+        generics: k
+            .generics
+            .iter()
+            .map(|g| GenericSig { name: g.name().name.clone(), is_const: matches!(g, ast::GenericParam::Const { .. }) })
+            .collect(),
+    }
+}

@@ -1,0 +1,226 @@
+//! The Rust embedding API (`tilec::Program`): results on the caller's memory against f64
+//! references, in-place semantics, the coded errors of bad arguments (as `tilec run` gives
+//! them), compile errors with their rendering, instance caching, launches from several
+//! threads, the Vulkan target on lavapipe, a clean error without a CUDA driver, and the
+//! example program `examples/embed.rs` built and run.
+
+use std::process::Command;
+use tilec::{Args, Error, GenericArg, Program, Target};
+use tilec_midend::Scalar;
+
+/// `scale(A, C, s)`: C = s A; `twice(A)`: A *= 2 in place; `count(n, out)`: out[i] = i + n.
+const KERNELS: &str = "
+/// C = s A.
+kernel scale<T: float>(A: T[M, N], C: mut T[M, N], s: T) grid(M) block(16) {
+    let i = program_id(0);
+    for j in 0..N { C[i, j] = A[i, j] * s; }
+}
+
+kernel twice<T: float>(A: mut T[M]) grid(M) block(16) {
+    let i = program_id(0);
+    A[i] = A[i] * 2.0;
+}
+
+kernel count(n: i32, out: mut i32[M]) grid(M) block(16) {
+    let i = program_id(0);
+    out[i] = i + n;
+}
+";
+
+fn program() -> Program {
+    Program::new("k.tile", KERNELS).unwrap()
+}
+
+fn code(r: Result<tilec::Launched, Error>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => e.code().to_string(),
+    }
+}
+
+#[test]
+fn launches_on_callers_memory_in_place() {
+    let p = program();
+    let a: Vec<f32> = (0..15).map(|i| i as f32 - 3.5).collect();
+    let mut c = vec![f32::NAN; 15];
+    let r = p.launch(
+        "scale",
+        Target::CPU,
+        Args::new().array("A", &a, &[3, 5]).array_mut("C", &mut c, &[3, 5]).scalar("s", 0.5),
+        &[],
+    );
+    let launched = r.unwrap();
+    assert_eq!(launched.values.grid, [3, 1, 1]);
+    assert_eq!(c, a.iter().map(|x| x * 0.5).collect::<Vec<_>>());
+    let mut x = vec![1.0f64, -2.0, 3.25];
+    p.launch("twice", Target::CPU, Args::new().array_mut("A", &mut x, &[3]), &[]).unwrap();
+    assert_eq!(x, [2.0, -4.0, 6.5]);
+    let mut out = vec![0i32; 4];
+    p.launch("count", Target::CPU, Args::new().scalar("n", 10).array_mut("out", &mut out, &[4]), &[]).unwrap();
+    assert_eq!(out, [10, 11, 12, 13]);
+}
+
+#[test]
+fn stdlib_potrf_matches_f64_reference() {
+    let linalg = Program::linalg().unwrap();
+    let names: Vec<&str> = linalg.kernels().iter().map(|k| k.name.as_str()).collect();
+    assert!(names.contains(&"potrf_batched") && names.contains(&"gemm"), "{names:?}");
+    let gemm = linalg.kernels().iter().find(|k| k.name == "gemm").unwrap();
+    assert_eq!(gemm.params.iter().map(|p| (p.name.as_str(), p.mutable)).collect::<Vec<_>>()[2], ("C", true));
+    assert!(gemm.generics.iter().any(|g| g.name == "BM" && g.is_const));
+    // Two 17x17 SPD matrices (odd size: a partial tile), f32.
+    let n = 17;
+    let a: Vec<f64> = (0..2 * n * n)
+        .map(|e| {
+            let (b, i, j) = (e / (n * n), e / n % n, e % n);
+            if i == j {
+                n as f64 + b as f64
+            } else {
+                1.0 / (1.0 + (i + j) as f64)
+            }
+        })
+        .collect();
+    let mut l: Vec<f32> = a.iter().map(|&x| x as f32).collect();
+    linalg
+        .launch("potrf_batched", Target::CPU, Args::new().array_mut("A", &mut l, &[2, n, n]).scalar("eps", 1e-6), &[])
+        .unwrap();
+    for b in 0..2 {
+        for i in 0..n {
+            for j in 0..=i {
+                let s: f64 = (0..=j).map(|p| l[b * n * n + i * n + p] as f64 * l[b * n * n + j * n + p] as f64).sum();
+                let want = a[b * n * n + i * n + j];
+                assert!((s - want).abs() < 1e-4 * want.abs().max(1.0), "b {b} ({i}, {j}): {s} vs {want}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_have_the_cli_codes() {
+    let p = program();
+    let a = vec![1.0f32; 6];
+    let a64 = vec![1.0f64; 6];
+    let mut c = vec![0.0f32; 6];
+    let launch = |args: Args<'_>| code(p.launch("scale", Target::CPU, args, &[("T", GenericArg::Type(Scalar::F32))]));
+    // Wrong dtype, shape, slice length, missing and unknown arguments, scalar out of range.
+    assert_eq!(launch(Args::new().array("A", &a64, &[2, 3]).array_mut("C", &mut c, &[2, 3]).scalar("s", 1.0)), "E0410");
+    assert_eq!(launch(Args::new().array("A", &a, &[3, 2]).array_mut("C", &mut c, &[2, 3]).scalar("s", 1.0)), "E0412");
+    assert_eq!(launch(Args::new().array("A", &a, &[2, 2]).array_mut("C", &mut c, &[2, 3]).scalar("s", 1.0)), "E0405");
+    assert_eq!(launch(Args::new().array("A", &a, &[2, 3]).scalar("s", 1.0)), "E0407");
+    assert_eq!(launch(Args::new().array("A", &a, &[2, 3]).array_mut("C", &mut c, &[2, 3]).scalar("t", 1.0)), "E0408");
+    assert_eq!(launch(Args::new().array("A", &a, &[2, 3]).array_mut("C", &mut c, &[2, 3]).scalar("s", 1e300)), "E0414");
+    // A read-only array for a `mut` parameter.
+    assert_eq!(launch(Args::new().array("A", &a, &[2, 3]).array("C", &a, &[2, 3]).scalar("s", 1.0)), "E0437");
+    let mut out = vec![0i32; 2];
+    let r = p.launch("count", Target::CPU, Args::new().scalar("n", 1.5).array_mut("out", &mut out, &[2]), &[]);
+    assert_eq!(code(r), "E0414");
+    // The output array overlapping the input (only possible through raw memory).
+    let mut buf = vec![0.0f32; 12];
+    let ptr = buf.as_mut_ptr() as *mut u8;
+    // SAFETY: `buf` outlives the arguments and is not used while they live; the kernel is
+    // never launched (binding fails).
+    let args = unsafe {
+        Args::new()
+            .raw("A", Scalar::F32, &[2, 3], ptr, false)
+            .raw("C", Scalar::F32, &[2, 3], ptr.add(8), true)
+            .scalar("s", 1.0)
+    };
+    let e = p.launch("scale", Target::CPU, args, &[]).err().unwrap();
+    assert_eq!(e.code(), "E0438");
+    assert!(e.rendered().contains("error[E0438]: the memory of argument `C`, which the kernel writes, overlaps"));
+    assert_eq!(buf, vec![0.0; 12]);
+    // No such kernel.
+    let e = p.launch("scal", Target::CPU, Args::new(), &[]).err().unwrap();
+    assert_eq!(e.code(), "E0107");
+    assert!(e.to_string().contains("the program's kernels: scale, twice, count"), "{e}");
+}
+
+#[test]
+fn compile_errors_carry_every_diagnostic_rendered() {
+    let e =
+        Program::new("bad.tile", "kernel k(A: mut f32[N]) grid(N) block(16) {\n    A[0] = x + y;\n}\n").err().unwrap();
+    assert_eq!(e.code(), "E0101");
+    let codes: Vec<&str> = e.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E0101", "E0101"], "{e}");
+    assert!(e.rendered().contains("bad.tile:2:12"), "{}", e.rendered());
+    let e = Program::from_file("/nonexistent/prog.tile").err().unwrap();
+    assert_eq!(e.code(), "E0400");
+}
+
+#[test]
+fn instances_are_cached_and_threads_launch_at_once() {
+    let p = program();
+    let x = [1.0f32; 4];
+    let one = p.instance("twice", Target::CPU, &Args::new().array("A", &x, &[4]), &[]).unwrap();
+    let y = [2.0f32; 9];
+    let two = p.instance("twice", Target::CPU, &Args::new().array("A", &y, &[9]), &[]).unwrap();
+    let e = p.instance("twice", Target::CPU, &Args::new().array("A", &y, &[4]), &[]).err().unwrap();
+    assert_eq!(e.code(), "E0405");
+    assert!(std::sync::Arc::ptr_eq(&one, &two));
+    let x64 = [1.0f64; 4];
+    let other = p.instance("twice", Target::CPU, &Args::new().array("A", &x64, &[4]), &[]).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&one, &other));
+    assert_eq!(other.kernel().symbol, "twice__f64");
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let p = &p;
+            s.spawn(move || {
+                for r in 0..20 {
+                    let mut v: Vec<f64> = (0..1000).map(|i| (i + t * r) as f64).collect();
+                    p.launch("twice", Target::CPU, Args::new().array_mut("A", &mut v, &[1000]), &[]).unwrap();
+                    assert!(v.iter().enumerate().all(|(i, &y)| y == 2.0 * (i + t * r) as f64));
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn vulkan_target_runs_in_place_or_reports_no_device() {
+    let p = program();
+    let a: Vec<f32> = (0..21).map(|i| i as f32 * 0.25).collect();
+    let mut c = vec![0.0f32; 21];
+    let r = p.launch(
+        "scale",
+        Target::Vulkan { device: None },
+        Args::new().array("A", &a, &[7, 3]).array_mut("C", &mut c, &[7, 3]).scalar("s", -2.0),
+        &[],
+    );
+    match r {
+        Ok(_) => assert_eq!(c, a.iter().map(|x| -2.0 * x).collect::<Vec<_>>()),
+        Err(e) if std::env::var_os("TILEC_REQUIRE_VULKAN").is_none() && ["E0420", "E0422"].contains(&e.code()) => {
+            eprintln!("skipped: {e}")
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn cuda_target_without_a_driver_is_a_coded_error() {
+    let p = program();
+    let mut x = vec![1.0f32; 3];
+    match p.launch("twice", Target::Cuda { device: None }, Args::new().array_mut("A", &mut x, &[3]), &[]) {
+        Ok(_) => assert_eq!(x, [2.0; 3]),
+        // No driver, no device, or no PTX backend in this build.
+        Err(e) => assert!(["E0430", "E0432", "E0505"].contains(&e.code()), "{e}"),
+    }
+}
+
+/// `examples/embed.rs`, built by `cargo test` with the tests, run on the CPU and on Vulkan.
+#[test]
+fn embed_example_runs() {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap().join("examples");
+    let bin = dir.join(format!("embed{}", std::env::consts::EXE_SUFFIX));
+    assert!(bin.exists(), "{} is built by `cargo test`", bin.display());
+    let mut targets = vec!["cpu"];
+    if std::env::var_os("TILEC_REQUIRE_VULKAN").is_some() {
+        targets.push("vulkan");
+    }
+    for t in targets {
+        let out = Command::new(&bin).arg(t).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{t}: {stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.matches("(ok)").count(), 4, "{t}: {stdout}");
+    }
+}
