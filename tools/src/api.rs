@@ -88,6 +88,13 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl From<RunError> for Error {
+    /// The coded error of a launch argument or device (E04xx), which points at no source.
+    fn from(e: RunError) -> Error {
+        Error::run(e, &SourceSet::with_stdlib("", ""))
+    }
+}
+
 /// An element type of arrays passed to kernels: `f32`, `f64` or `i32`.
 pub trait Element: Copy + sealed::Sealed {
     /// The `.tile` scalar type.

@@ -1,0 +1,241 @@
+"""The tilec Python package against NumPy and SciPy: stdlib kernels on odd shapes in f32 and
+f64, in-place semantics without copies, coded errors for bad arguments and programs, caching,
+threads, the GPU targets (Vulkan on lavapipe; CUDA skipped without a driver), and the Dask
+example on a local cluster."""
+
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import tilec
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOL = {np.float32: 2e-4, np.float64: 1e-11}
+
+
+def spd(batch, n, dtype, seed=0):
+    m = np.random.default_rng(seed).standard_normal((batch, n, n))
+    return (m @ m.transpose(0, 2, 1) / n + np.eye(n)).astype(dtype)
+
+
+def rel(a, b):
+    return np.abs(np.asarray(a, np.float64) - b).max() / max(np.abs(b).max(), 1.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 17, 33])
+def test_potrf_matches_numpy_cholesky(dtype, n):
+    a = spd(5, n, dtype)
+    before = a.copy()
+    out = tilec.linalg.potrf_batched(a, eps=1e-6 if dtype == np.float32 else 0.0)
+    assert out is a  # written in place, returned
+    want = np.linalg.cholesky(before.astype(np.float64))
+    assert rel(np.tril(a), want) < TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_trsm_and_potrs_match_scipy(dtype):
+    n, m = 21, 9
+    a = spd(3, n, dtype, seed=1)
+    low = np.linalg.cholesky(a.astype(np.float64)).astype(dtype)
+    x = np.random.default_rng(2).standard_normal((3, n, m)).astype(dtype)
+    y = tilec.linalg.trsm_left_lower_batched(low, x.copy())
+    for b in range(3):
+        want = scipy.linalg.solve_triangular(low[b].astype(np.float64), x[b].astype(np.float64), lower=True)
+        assert rel(y[b], want) < 10 * TOL[dtype]
+    xr = np.random.default_rng(3).standard_normal((3, m, n)).astype(dtype)
+    z = tilec.linalg.trsm_right_lower_t_batched(low, xr.copy())  # X L^T = B
+    for b in range(3):
+        want = scipy.linalg.solve_triangular(low[b].astype(np.float64), xr[b].T.astype(np.float64), lower=True).T
+        assert rel(z[b], want) < 10 * TOL[dtype]
+    s = tilec.linalg.potrs_batched(low, x.copy())
+    assert rel(s, np.linalg.solve(a.astype(np.float64), x.astype(np.float64))) < 100 * TOL[dtype]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_matches_matmul_with_const_parameters(dtype):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((77, 50)).astype(dtype)
+    b = rng.standard_normal((50, 131)).astype(dtype)
+    c = rng.standard_normal((77, 131)).astype(dtype)
+    want = 2.0 * (a.astype(np.float64) @ b) + 0.5 * c
+    a0 = a.copy()
+    got = tilec.linalg.gemm(a, b, c, alpha=2.0, beta=0.5, BM=64, BN=16)
+    assert got is c and rel(c, want) < 10 * TOL[dtype]
+    assert np.array_equal(a, a0)  # read parameters are not written
+    # Positional scalars and the default blocking.
+    c2 = np.full((77, 131), np.nan, dtype)
+    tilec.linalg.gemm(a, b, c2, 1.0, 0.0)
+    assert rel(c2, a.astype(np.float64) @ b) < 10 * TOL[dtype]
+
+
+def test_arrays_are_not_copied():
+    """A view into a larger buffer is written where it lies."""
+    buf = np.zeros((4, 16, 16), np.float64)
+    buf[1:3] = spd(2, 16, np.float64)
+    view = buf[1:3]
+    tilec.linalg.potrf_batched(view, eps=0.0)
+    assert buf[1, 0, 0] != 0 and np.all(buf[0] == 0) and np.all(buf[3] == 0)
+    assert np.allclose(np.tril(buf[1]) @ np.tril(buf[1]).T, spd(2, 16, np.float64)[0])
+
+
+def test_bad_arguments_raise_coded_errors():
+    g = tilec.linalg.gemm
+    a = np.ones((4, 5), np.float32)
+    b = np.ones((5, 6), np.float32)
+    c = np.zeros((4, 6), np.float32)
+    cases = [
+        (lambda: g(a, b.astype(np.float64), c, 1.0, 0.0), tilec.TileTypeError, "E0216"),
+        (lambda: g(a, np.ones((4, 6), np.float32), c, 1.0, 0.0), tilec.TileValueError, "E0412"),
+        (lambda: g(a, b, c, 1.0), tilec.TileTypeError, "E0407"),
+        (lambda: g(a, b, c, 1.0, 0.0, gamma=1.0), tilec.TileTypeError, "E0408"),
+        (lambda: g(a, b, c, 1.0, 0.0, 1.0), tilec.TileTypeError, "E0408"),
+        (lambda: g(a, b, c, a, 0.0), tilec.TileTypeError, "E0409"),
+        (lambda: g(1.0, b, c, 1.0, 0.0), tilec.TileTypeError, "E0409"),
+        (lambda: g(a, b, c, 1e300, 0.0), tilec.TileValueError, "E0414"),
+        (lambda: g(a, b, np.ones((6, 4), np.float32).T, 1.0, 0.0), tilec.TileValueError, "E0440"),
+        (lambda: g([[1.0]], b, c, 1.0, 0.0), tilec.TileValueError, "E0440"),
+        (lambda: g(a, b, a[:, :4].copy()[:, :0], 1.0, 0.0), tilec.TileValueError, "E0412"),
+        (lambda: g(a.astype(np.int64), b, c, 1.0, 0.0), tilec.TileTypeError, None),
+    ]
+    for i, (call, cls, code) in enumerate(cases):
+        with pytest.raises(cls) as e:
+            call()
+        assert isinstance(e.value, tilec.TileError), i
+        assert code is None or e.value.code == code, (i, e.value.code, str(e.value))
+        assert e.value.code in e.value.rendered
+    # Read-only and overlapping arrays.
+    ro = c.copy()
+    ro.setflags(write=False)
+    with pytest.raises(ValueError) as e:
+        g(a, b, ro, 1.0, 0.0)
+    assert e.value.code == "E0437" and "read-only" in str(e.value)
+    sq = np.ones((8, 8), np.float32)
+    with pytest.raises(tilec.TileValueError) as e:
+        g(sq, sq, sq, 1.0, 0.0)
+    assert e.value.code == "E0438"
+    assert np.all(sq == 1.0)
+    # Kernels that do not exist.
+    with pytest.raises(AttributeError, match="gemm"):
+        tilec.linalg.gemmm
+
+
+def test_compile_errors_carry_every_diagnostic(tmp_path):
+    src = "kernel k(A: mut f32[N]) grid(N) block(16) {\n    A[0] = x + y;\n}\n"
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.compile(src)
+    assert isinstance(e.value, ValueError)
+    assert e.value.codes == ["E0101", "E0101"]
+    assert "cannot find `x`" in e.value.rendered and "cannot find `y`" in e.value.rendered
+    p = tmp_path / "bad.tile"
+    p.write_text(src)
+    with pytest.raises(tilec.CompileError) as e:
+        tilec.compile(p)
+    assert "bad.tile:2:12" in e.value.rendered
+    with pytest.raises(tilec.TileError) as e:
+        tilec.compile(str(tmp_path / "missing.tile"))
+    assert e.value.code == "E0400"
+
+
+def test_programs_and_instances_are_cached():
+    src = "kernel twice<T: float>(A: mut T[N]) grid(N) block(16) { let i = program_id(0); A[i] = A[i] * 2.0; }\n"
+    m1 = tilec.compile(src)
+    assert tilec.compile(src) is m1
+    assert tilec.compile(src, name="other.tile") is not m1
+    for dtype in (np.float32, np.float64):
+        x = np.arange(7, dtype=dtype)
+        assert m1.twice(x) is x
+        assert np.array_equal(x, 2 * np.arange(7))
+    with pytest.raises(tilec.TileTypeError):
+        m1.twice(np.arange(7, dtype=np.int32))
+    x = np.arange(5, dtype=np.float32)
+    m1.twice(x, T="f32")
+    m1.twice(x, T=np.float32)
+    assert np.array_equal(x, 4 * np.arange(5))
+
+
+def test_two_threads_launch_at_once():
+    inputs = [spd(64, 24, np.float64, seed=s) for s in range(4)]
+    outs = [None] * 4
+    errors = []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                outs[i] = tilec.linalg.potrf_batched(inputs[i].copy(), eps=0.0)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for i in range(4):
+        assert rel(np.tril(outs[i]), np.linalg.cholesky(inputs[i])) < 1e-12
+
+
+def test_vulkan_target_matches_cpu():
+    try:
+        vk = tilec.linalg.on("vulkan")
+        a = spd(6, 19, np.float32, seed=5)
+        want = tilec.linalg.potrf_batched(a.copy(), eps=1e-6)
+        got = vk.potrf_batched(a.copy(), eps=1e-6)
+    except tilec.DeviceError as e:
+        if os.environ.get("TILEC_REQUIRE_VULKAN"):
+            raise
+        pytest.skip(f"no Vulkan device: {e.code}")
+    assert rel(np.tril(got), np.tril(want).astype(np.float64)) < 1e-5
+
+
+def test_cuda_skips_cleanly_without_a_driver():
+    cu = tilec.linalg.on("cuda")
+    a = spd(2, 16, np.float32)
+    try:
+        cu.potrf_batched(a, eps=1e-6)
+    except tilec.DeviceError as e:
+        assert e.code in ("E0430", "E0432", "E0505") and isinstance(e, RuntimeError)
+        pytest.skip(f"no CUDA: {e.code}")
+    assert rel(np.tril(a), np.linalg.cholesky(spd(2, 16, np.float64))) < 1e-4
+
+
+def test_dask_example_on_a_local_cluster():
+    ex = ROOT / "python" / "examples" / "dask_cholesky.py"
+    r = subprocess.run(
+        [sys.executable, str(ex), "--batch", "3000", "--n", "33", "--chunk", "700", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "3000 matrices 33x33 (float64), chunks of 700: max relative residual" in r.stdout
+
+
+class DlpackOnly:
+    """An array that exposes its memory through DLPack only (as PyTorch CPU tensors do)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_producers_are_written_in_place():
+    a = spd(3, 9, np.float64, seed=6)
+    want = np.linalg.cholesky(a)
+    obj = DlpackOnly(a)
+    assert not hasattr(obj, "__array_interface__")
+    out = tilec.linalg.potrf_batched(obj, eps=0.0)
+    assert out is obj
+    assert rel(np.tril(a), want) < 1e-12

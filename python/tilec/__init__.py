@@ -1,0 +1,231 @@
+"""tilec: compile ``.tile`` kernels and run them on NumPy arrays, on the CPU, a Vulkan device
+or a CUDA device.
+
+>>> import numpy as np, tilec
+>>> A = np.eye(16, dtype=np.float32)[None].repeat(8, axis=0) * 4.0   # 8 SPD 16x16 matrices
+>>> L = tilec.linalg.potrf_batched(A, eps=1e-6)                      # in place: L is A
+>>> float(L[0, 0, 0])
+2.0
+
+``tilec.compile(path_or_source, target="cpu")`` returns a :class:`Module` whose kernels are
+callables: positional arguments follow the kernel's parameters, keywords name them, and
+keywords that name a const parameter (``BM=64``) or an element type (``T="f64"``) choose the
+instance. Arrays are passed without copies (NumPy arrays, and anything with
+``__array_interface__`` or CPU DLPack); ``mut`` arrays are updated in place and returned
+(one array, a tuple of several, or ``None``). Each kernel is compiled on first use for the
+arrays' dtypes and cached; programs are cached by source hash and target. Launches release
+the GIL, so several Python threads may launch at once.
+
+Errors are :class:`TileError` subclasses carrying ``code`` (``"E0410"``), ``rendered`` (the
+diagnostics as ``tilec`` prints them) and ``codes`` (every diagnostic's code):
+:class:`CompileError` (a ``ValueError``) for errors in the program, :class:`TileTypeError`
+(a ``TypeError``) for missing, unknown or wrongly typed arguments, :class:`TileValueError`
+(a ``ValueError``) for shapes, read-only, overlapping or non-contiguous arrays and bad scalar
+values, :class:`DeviceError` (a ``RuntimeError``) when a device or driver is missing or fails.
+``docs/errors.md`` explains every code.
+"""
+
+import hashlib
+import os
+import threading
+
+import numpy as np
+
+from . import _tilec
+
+__all__ = [
+    "compile",
+    "Module",
+    "Kernel",
+    "TileError",
+    "CompileError",
+    "TileTypeError",
+    "TileValueError",
+    "DeviceError",
+    "linalg",
+]
+
+
+class TileError(Exception):
+    """A tilec error: ``code`` (first error), ``codes`` (all), ``rendered`` (the text)."""
+
+    def __init__(self, code, rendered, codes):
+        super().__init__(rendered.rstrip())
+        self.code = code
+        self.rendered = rendered
+        self.codes = list(codes)
+
+
+class CompileError(TileError, ValueError):
+    """The program has errors (syntax, names, types, shapes); ``codes`` lists every one."""
+
+
+class TileTypeError(TileError, TypeError):
+    """A missing or unknown argument, an array where a scalar belongs (or the reverse), or a
+    dtype that does not match the kernel's element type."""
+
+
+class TileValueError(TileError, ValueError):
+    """A wrong shape, a read-only, overlapping, misaligned or non-contiguous array, or a
+    scalar out of its parameter's range."""
+
+
+class DeviceError(TileError, RuntimeError):
+    """No Vulkan or CUDA device or driver, or the device failed."""
+
+
+_TYPE_CODES = {"E0216", "E0407", "E0408", "E0409", "E0410", "E0406"}
+_DEVICE_CODES = {f"E04{n}" for n in range(20, 37) if n != 29} | {"E0505"}
+
+
+def _error(code, rendered, codes=None):
+    codes = list(codes or [code])
+    if code in _TYPE_CODES:
+        cls = TileTypeError
+    elif code in _DEVICE_CODES:
+        cls = DeviceError
+    elif code.startswith("E04"):
+        cls = TileValueError
+    else:
+        cls = CompileError
+    return cls(code, rendered, codes)
+
+
+def _convert(raw):
+    return _error(*raw.args)
+
+
+def _interface(name, x, keep):
+    """``(name, address, shape, strides, typestr, read_only)`` of array argument ``x``."""
+    ai = getattr(x, "__array_interface__", None)
+    if ai is None and hasattr(x, "__dlpack__"):
+        try:
+            x = np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise _error("E0440", f"error[E0440]: argument `{name}` cannot be read through DLPack on the host: {e}\n")
+        keep.append(x)
+        ai = x.__array_interface__
+    if ai is None:
+        if isinstance(x, (int, float, complex, np.generic)):
+            raise _error("E0409", f"error[E0409]: argument `{name}` is an array parameter, but a number was given\n")
+        raise _error(
+            "E0440",
+            f"error[E0440]: argument `{name}` ({type(x).__name__}) does not expose its memory "
+            "(__array_interface__ or DLPack); pass a NumPy array\n",
+        )
+    data = ai.get("data")
+    if not isinstance(data, tuple) or ai.get("mask") is not None:
+        raise _error("E0440", f"error[E0440]: argument `{name}` does not expose its memory as an address\n")
+    shape = tuple(int(d) for d in ai["shape"])
+    strides = ai.get("strides")
+    strides = None if strides is None else [int(s) for s in strides]
+    return (name, int(data[0]), list(shape), strides, ai["typestr"], bool(data[1]))
+
+
+class Kernel:
+    """A kernel of a :class:`Module`, called as a function (see the package docstring)."""
+
+    def __init__(self, module, sig):
+        self._module = module
+        self.name = sig["name"]
+        self.__doc__ = sig["doc"]
+        self.params = [p[0] for p in sig["params"]]
+        self._arrays = {p[0] for p in sig["params"] if p[1]}
+        self._mut = [p[0] for p in sig["params"] if p[2]]
+        self.generics = [g[0] for g in sig["generics"]]
+
+    def __repr__(self):
+        return f"<tilec kernel {self.name}({', '.join(self.params)})>"
+
+    def __call__(self, *args, **kwargs):
+        if len(args) > len(self.params):
+            raise _error(
+                "E0408",
+                f"error[E0408]: kernel `{self.name}` takes {len(self.params)} arguments "
+                f"({', '.join(self.params)}), {len(args)} given\n",
+            )
+        values = dict(zip(self.params, args))
+        generics = []
+        for k, v in kwargs.items():
+            if k in values:
+                raise _error("E0408", f"error[E0408]: argument `{k}` of kernel `{self.name}` is given twice\n")
+            if k in self.generics:
+                if isinstance(v, type) and issubclass(v, np.generic):
+                    v = {np.float32: "f32", np.float64: "f64", np.int32: "i32"}.get(v, v.__name__)
+                generics.append((k, v))
+            else:
+                values[k] = v
+        keep = []
+        arrays, scalars = [], []
+        for k, v in values.items():
+            if k in self._arrays:
+                arrays.append(_interface(k, v, keep))
+            elif isinstance(v, np.ndarray) and v.ndim > 0:
+                raise _error("E0409", f"error[E0409]: argument `{k}` is a scalar parameter, but an array was given\n")
+            else:
+                scalars.append((k, v))
+        try:
+            self._module._program.launch(self.name, arrays, scalars, generics)
+        except _tilec.RawError as e:
+            raise _convert(e) from None
+        out = tuple(values[m] for m in self._mut if m in values)
+        return None if not out else out[0] if len(out) == 1 else out
+
+
+class Module:
+    """A compiled ``.tile`` program: its kernels are attributes (``m.potrf_batched``)."""
+
+    def __init__(self, program, name, target):
+        self._program = program
+        self.name = name
+        self.target = target
+        self.kernels = {s["name"]: Kernel(self, s) for s in program.kernels()}
+
+    def __getattr__(self, name):
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"module {self.name!r} has no kernel {name!r} (kernels: {', '.join(kernels)})")
+
+    def __dir__(self):
+        return list(super().__dir__()) + list(self.kernels)
+
+    def __repr__(self):
+        return f"<tilec module {self.name} on {self.target}: {', '.join(self.kernels)}>"
+
+
+_programs = {}
+_lock = threading.Lock()
+
+
+def compile(source, *, target="cpu", device=None, backend="cranelift", name=None):
+    """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
+    ``device`` picks a GPU by index; ``backend="llvm"`` picks the CPU's LLVM code generator
+    where tilec was built with it). ``source`` is a path (``str`` ending in ``.tile`` or
+    ``os.PathLike``) or the source text. Raises :class:`CompileError` with every diagnostic.
+    Modules are cached by source hash, name and target."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.endswith(".tile")):
+        path = os.fspath(source)
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            raise _error("E0400", f"error[E0400]: cannot read `{path}`: {e}\n") from None
+        name = name or path
+    else:
+        text = source
+        name = name or "<string>.tile"
+    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend)
+    with _lock:
+        module = _programs.get(key)
+    if module is not None:
+        return module
+    try:
+        program = _tilec.Program(text, name, target, device, backend)
+    except _tilec.RawError as e:
+        raise _convert(e) from None
+    with _lock:
+        return _programs.setdefault(key, Module(program, name, target))
+
+
+from . import linalg  # noqa: E402  (uses `compile`)

@@ -1,0 +1,26 @@
+"""The tilec standard library (``stdlib/linalg.tile``), compiled for the CPU on first use:
+``potrf_batched(A, eps)`` (batched Cholesky, in place), the eight batched triangular solves
+``trsm_{left,right}_{lower,upper}[_t]_batched(A, X)``, ``potrs_batched(L, X)`` (solves with
+the factor), ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and
+``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).
+
+``linalg.on("vulkan")`` (or ``"cuda"``, with ``device=``) gives the same kernels on a GPU.
+"""
+
+from . import _tilec
+from . import compile as _compile
+
+
+def on(target="cpu", device=None, backend="cranelift"):
+    """The standard library compiled for ``target`` (see :func:`tilec.compile`)."""
+    return _compile(_tilec.stdlib_source(), name="stdlib/linalg.tile", target=target, device=device, backend=backend)
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return getattr(on(), name)
+
+
+def __dir__():
+    return ["on"] + list(on().kernels)
