@@ -128,6 +128,11 @@ pub struct JitKernel {
 // immutable, so threads may call the entry point concurrently (programs of a launch do).
 unsafe impl Sync for JitKernel {}
 
+// SAFETY: the code owner is a Cranelift JIT module (Send) or an LLVM execution engine with its
+// own context, used by no other thread: LLVM allows a context to move between threads when it
+// is not used concurrently, and a `JitKernel` only uses it to free it on drop.
+unsafe impl Send for JitKernel {}
+
 impl JitKernel {
     /// The entry point. It stays valid while `self` lives.
     pub fn entry(&self) -> KernelFn {
