@@ -50,8 +50,13 @@ pub(crate) struct Checker<'s> {
 /// How a body ends.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum BodyKind {
-    Kernel { grid_rank: u8 },
-    Fn { ret: Option<Type> },
+    Kernel {
+        grid_rank: u8,
+    },
+    /// A `fn` returning `ret` (empty: no value; two or more: a tuple).
+    Fn {
+        ret: Vec<Type>,
+    },
     Launch,
 }
 
@@ -74,7 +79,7 @@ pub(crate) struct FnBuilder<'c, 's> {
     /// Set once a statement after that `return` was reported (W0104).
     pub(crate) unreachable_noted: bool,
     /// The value returned by a `fn` body's `return e;` (only as its last statement).
-    pub(crate) returned: Option<Option<Value>>,
+    pub(crate) returned: Option<Option<Vec<Value>>>,
     /// Static shapes of the shared arrays allocated in this body.
     pub(crate) shared_shapes: HashMap<Value, Vec<u32>>,
     /// Values known at compile time (constants and integer arithmetic on them), to report

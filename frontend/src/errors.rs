@@ -538,21 +538,65 @@ pub(crate) fn uncalled_instance(span: Span, key: &str, name: &str) -> Diagnostic
         .label(span, "checked with the first type its bounds allow")
 }
 
-pub(crate) fn return_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
+/// `T`, or `(T1, T2)` for several types.
+pub(crate) fn types_text(ts: &[Type]) -> String {
+    match ts {
+        [t] => t.to_string(),
+        _ => format!("({})", ts.iter().map(Type::to_string).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+pub(crate) fn return_type(span: Span, want: &[Type], got: &[Type]) -> Diagnostic {
+    let (want, got) = (types_text(want), types_text(got));
     Diagnostic::error("E0225", format!("the `fn` returns {got}, but its declared type is {want}"))
         .label(span, "in this body")
 }
 
-pub(crate) fn missing_return(span: Span, want: &Type) -> Diagnostic {
+pub(crate) fn missing_return(span: Span, want: &[Type]) -> Diagnostic {
+    let want = types_text(want);
     Diagnostic::error("E0225", format!("missing return value of type {want}"))
         .label(span, "this `fn`")
         .help("end the body with an expression")
 }
 
-pub(crate) fn unexpected_return(span: Span, got: &Type) -> Diagnostic {
+pub(crate) fn unexpected_return(span: Span, got: &[Type]) -> Diagnostic {
+    let got = types_text(got);
     Diagnostic::error("E0225", format!("this `fn` declares no return type but returns {got}"))
         .label(span, "in this body")
         .help(format!("add `-> {got}`"))
+}
+
+/// E0228: a tuple where tuples are not allowed (only a `fn`'s several results are tuples).
+pub(crate) fn tuple_not_here(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error("E0228", format!("{what} is only allowed as the results of a `fn`")).label(span, "not here").note(
+        "a `fn` returns several values with `-> (T1, T2)` and `(a, b)`; callers bind them with `let (x, y) = f(..);`",
+    )
+}
+
+/// E0228: a tuple of fewer than two.
+pub(crate) fn tuple_arity(span: Span) -> Diagnostic {
+    Diagnostic::error("E0228", "a tuple needs at least two elements")
+        .label(span, "one element")
+        .help("drop the parentheses")
+}
+
+/// E0228: a call returning `n` values used as one value.
+pub(crate) fn several_values(span: Span, n: usize) -> Diagnostic {
+    Diagnostic::error("E0228", format!("this call returns {n} values, not one"))
+        .label(span, format!("{n} values"))
+        .help(format!(
+            "bind them with `let ({}) = ..;`",
+            (0..n)
+                .map(|i| ["a", "b", "c", "d", "e", "f"].get(i).copied().unwrap_or("x"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+}
+
+/// E0228: `let (a, b) = e;` where `e` gives another number of values.
+pub(crate) fn let_tuple_count(span: Span, names: usize, values: usize) -> Diagnostic {
+    let what = if values == 1 { "1 value".to_string() } else { format!("{values} values") };
+    Diagnostic::error("E0228", format!("{names} names bound to {what}")).label(span, format!("gives {what}"))
 }
 
 pub(crate) fn unknown_bound(b: &Ident) -> Diagnostic {

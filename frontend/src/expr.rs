@@ -7,12 +7,14 @@ use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
 use tilec_midend::{self as ir, Const, OpKind, Scalar, Type, Value};
 
 /// The outcome of checking an expression.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Ev {
     /// It has this value.
     Val(Value),
     /// It is a statement-like call with no value (`d.cholesky_(eps)`).
     Unit,
+    /// It is a call of a `fn` returning several values (only `let (a, b) = ..` takes them).
+    Vals(Vec<Value>),
     /// It had an error, already reported.
     Err,
 }
@@ -59,6 +61,10 @@ impl FnBuilder<'_, '_> {
                 self.error(errors::no_value(e.span));
                 None
             }
+            Ev::Vals(vs) => {
+                self.error(errors::several_values(e.span, vs.len()));
+                None
+            }
             Ev::Err => None,
         }
     }
@@ -80,7 +86,8 @@ impl FnBuilder<'_, '_> {
         let r = self.expr_kind(e, expect);
         // `map`'s element stands in for its tile argument at that argument's span: not recorded.
         let synthetic = matches!(&e.kind, ExprKind::Name(n) if n.name.contains('#'));
-        if let (Ev::Val(v), false) = (r, synthetic) {
+        if let (Ev::Val(v), false) = (&r, synthetic) {
+            let v = *v;
             let t = self.ty(v);
             let at = self.place(e.span);
             self.cx.sem.note_expr(at, &t);
@@ -117,6 +124,10 @@ impl FnBuilder<'_, '_> {
                 Ev::Val(self.constant(Const::Float(*v, s), e.span))
             }
             ExprKind::Bool(b) => Ev::Val(self.constant(Const::Bool(*b), e.span)),
+            ExprKind::Tuple(_) => {
+                self.error(errors::tuple_not_here(e.span, "a tuple"));
+                Ev::Err
+            }
             ExprKind::Name(n) => {
                 self.resolve_use(n, false);
                 self.name_value(n, e)

@@ -6,7 +6,7 @@ use crate::errors;
 use crate::expr::{is_literal, Ev};
 use crate::items::From;
 use std::collections::HashMap;
-use tilec_grammar::ast::{Expr, FnItem, GenericParam, Ident, Stmt, TypeExpr};
+use tilec_grammar::ast::{Expr, ExprKind, FnItem, GenericParam, Ident, Stmt, TypeExpr};
 use tilec_midend::{Const, FuncKind, OpKind, Scalar, Type, Value};
 
 /// Binds generic parameters of `generics` that `te` mentions from the actual type `t`.
@@ -159,9 +159,10 @@ impl FnBuilder<'_, '_> {
             }
         }
         let res = self.emit(OpKind::Call(tilec_midend::FuncId(idx)), vals, ret.clone(), e.span);
-        match res.first() {
-            Some(v) => Ev::Val(*v),
-            None => Ev::Unit,
+        match res.as_slice() {
+            [] => Ev::Unit,
+            [v] => Ev::Val(*v),
+            _ => Ev::Vals(res),
         }
     }
 
@@ -201,7 +202,7 @@ impl FnBuilder<'_, '_> {
         self.cx.in_progress.push(key.clone());
         let errors_before = self.cx.diags.len();
         let source = item.source.map(str::to_string);
-        let mut b = FnBuilder::new(&mut *self.cx, key.clone(), FuncKind::Fn, BodyKind::Fn { ret: None }, g, source);
+        let mut b = FnBuilder::new(&mut *self.cx, key.clone(), FuncKind::Fn, BodyKind::Fn { ret: vec![] }, g, source);
         let mut params = Vec::new();
         let mut ok = true;
         b.define_generics(&decl.generics);
@@ -218,20 +219,30 @@ impl FnBuilder<'_, '_> {
                 None => ok = false,
             }
         }
-        let ret = match &decl.ret {
-            Some(t) => {
-                let r = b.value_type(t);
-                ok &= r.is_some();
-                r
+        let written: Vec<&TypeExpr> = match &decl.ret {
+            Some(TypeExpr::Tuple(ts, span)) => {
+                if ts.len() < 2 {
+                    b.error(errors::tuple_arity(*span));
+                    ok = false;
+                }
+                ts.iter().collect()
             }
-            None => None,
+            Some(t) => vec![t],
+            None => vec![],
         };
+        let mut ret = Vec::new();
+        for t in written {
+            match b.value_type(t) {
+                Some(t) => ret.push(t),
+                None => ok = false,
+            }
+        }
         b.body = BodyKind::Fn { ret: ret.clone() };
         if ok {
-            b.fn_body(decl, ret.as_ref());
+            b.fn_body(decl, &ret);
         }
         let mut func = b.finish(params);
-        func.ret = ret.into_iter().collect();
+        func.ret = ret;
         self.cx.in_progress.pop();
         if !ok {
             return None;
@@ -248,7 +259,7 @@ impl FnBuilder<'_, '_> {
 
     /// Lowers a `fn` body: statements, then the returned value (tail expression or a final
     /// `return e;`), ending in a `Return` op.
-    fn fn_body(&mut self, decl: &FnItem, ret: Option<&Type>) {
+    fn fn_body(&mut self, decl: &FnItem, ret: &[Type]) {
         let n = decl.body.stmts.len();
         self.push_scope();
         for (i, s) in decl.body.stmts.iter().enumerate() {
@@ -256,28 +267,53 @@ impl FnBuilder<'_, '_> {
             self.stmt(s, last);
         }
         let value = match &decl.body.tail {
-            Some(t) => Some(self.value(t, ret.map(|r| r.elem()))),
+            Some(t) => Some(self.returned_values(t, ret)),
             None => self.returned.take(),
         };
         self.pop_scope();
         let span = decl.body.span;
-        match (ret, value) {
-            (Some(rt), Some(Some(v))) => {
-                let vt = self.ty(v);
-                if &vt != rt {
-                    self.error(errors::return_type(span, rt, &vt));
+        match value {
+            Some(Some(vs)) if !ret.is_empty() => {
+                let got: Vec<Type> = vs.iter().map(|v| self.ty(*v)).collect();
+                if got != ret {
+                    self.error(errors::return_type(span, ret, &got));
                 }
-                self.emit(OpKind::Return, vec![v], vec![], span);
+                self.emit(OpKind::Return, vs, vec![], span);
             }
-            (Some(_), Some(None)) => {}
-            (Some(rt), None) => self.error(errors::missing_return(decl.name.span, rt)),
-            (None, Some(Some(v))) => {
-                let vt = self.ty(v);
-                self.error(errors::unexpected_return(span, &vt));
+            Some(None) if !ret.is_empty() => {}
+            None if !ret.is_empty() => self.error(errors::missing_return(decl.name.span, ret)),
+            Some(Some(vs)) if !vs.is_empty() => {
+                let got: Vec<Type> = vs.iter().map(|v| self.ty(*v)).collect();
+                self.error(errors::unexpected_return(span, &got));
             }
-            (None, _) => {
+            _ => {
                 self.emit(OpKind::Return, vec![], vec![], span);
             }
+        }
+    }
+
+    /// The values of a `fn`'s result expression: `(a, b, ..)` for several, one expression
+    /// (possibly a call returning several) otherwise. `ret` types bare literals.
+    pub(crate) fn returned_values(&mut self, e: &Expr, ret: &[Type]) -> Option<Vec<Value>> {
+        let hint = |i: usize| ret.get(i).map(Type::elem);
+        match &e.kind {
+            ExprKind::Tuple(es) => {
+                if es.len() < 2 {
+                    self.error(errors::tuple_arity(e.span));
+                    return None;
+                }
+                let vs: Vec<Option<Value>> = es.iter().enumerate().map(|(i, x)| self.value(x, hint(i))).collect();
+                vs.into_iter().collect()
+            }
+            _ => match self.expr(e, hint(0)) {
+                Ev::Val(v) => Some(vec![v]),
+                Ev::Vals(vs) => Some(vs),
+                Ev::Unit => {
+                    self.error(errors::no_value(e.span));
+                    None
+                }
+                Ev::Err => None,
+            },
         }
     }
 }

@@ -76,7 +76,7 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
                 expr(target, out);
                 expr(value, out);
             }
-            Stmt::Let { value, .. } => expr(value, out),
+            Stmt::Let { value, .. } | Stmt::LetTuple { value, .. } => expr(value, out),
             Stmt::Expr(e) => expr(e, out),
             Stmt::For { body, lo, hi, .. } => {
                 expr(lo, out);
@@ -100,6 +100,7 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
 fn stmt_span(s: &Stmt) -> Span {
     match s {
         Stmt::Let { span, .. }
+        | Stmt::LetTuple { span, .. }
         | Stmt::Assign { span, .. }
         | Stmt::For { span, .. }
         | Stmt::While { span, .. }
@@ -172,6 +173,7 @@ impl FnBuilder<'_, '_> {
                     None => self.declare(&name.name, Binding::Poisoned),
                 }
             }
+            Stmt::LetTuple { names, value, span } => self.let_tuple(names, value, *span),
             Stmt::Assign { target, op, value, span } => self.assign(target, *op, value, *span),
             Stmt::Expr(e) => {
                 if let Ev::Val(_) = self.expr(e, None) {
@@ -183,6 +185,39 @@ impl FnBuilder<'_, '_> {
             Stmt::If(i) => self.if_stmt(i),
             Stmt::Return { value, span } => self.ret(value.as_ref(), *span, last_in_fn),
             Stmt::Error(_) => {}
+        }
+    }
+
+    /// `let (a, b, ..) = e;`: binds the values of a call of a `fn` that returns several
+    /// (E0228 when the counts differ or `e` is one value).
+    fn let_tuple(&mut self, names: &[tilec_grammar::ast::Ident], value: &tilec_grammar::ast::Expr, span: Span) {
+        let vals = match self.expr(value, None) {
+            _ if names.len() < 2 => {
+                self.error(errors::tuple_arity(span));
+                None
+            }
+            Ev::Vals(vs) if vs.len() == names.len() => Some(vs),
+            Ev::Vals(vs) => {
+                self.error(errors::let_tuple_count(value.span, names.len(), vs.len()));
+                None
+            }
+            Ev::Val(_) => {
+                self.error(errors::let_tuple_count(value.span, names.len(), 1));
+                None
+            }
+            Ev::Unit => {
+                self.error(errors::no_value(value.span));
+                None
+            }
+            Ev::Err => None,
+        };
+        for (i, n) in names.iter().enumerate() {
+            let v = vals.as_ref().map(|vs| vs[i]);
+            self.define_let(n, v, None);
+            match v {
+                Some(v) => self.declare(&n.name, Binding::Var(v)),
+                None => self.declare(&n.name, Binding::Poisoned),
+            }
         }
     }
 
@@ -217,7 +252,7 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::early_return(span));
                     return;
                 }
-                let v = value.and_then(|e| self.value(e, ret.as_ref().map(|t| t.elem())));
+                let v = value.and_then(|e| self.returned_values(e, &ret));
                 self.returned = Some(v);
             }
             BodyKind::Launch => {}

@@ -64,6 +64,10 @@ impl FnBuilder<'_, '_> {
                 self.error(errors::array_not_here(*span));
                 None
             }
+            TypeExpr::Tuple(_, span) => {
+                self.error(errors::tuple_not_here(*span, "a tuple type"));
+                None
+            }
             TypeExpr::Error(_) => None,
         }
     }

@@ -114,6 +114,8 @@ pub enum TypeExpr {
     Tile { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `shared<T, R[, C]>`
     Shared { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
+    /// `(T1, T2, ..)`: the return type of a `fn` returning several values (at least two).
+    Tuple(Vec<TypeExpr>, Span),
     /// A type the parser could not read.
     Error(Span),
 }
@@ -126,6 +128,7 @@ impl TypeExpr {
             TypeExpr::Array { span, .. }
             | TypeExpr::Tile { span, .. }
             | TypeExpr::Shared { span, .. }
+            | TypeExpr::Tuple(_, span)
             | TypeExpr::Error(span) => *span,
         }
     }
@@ -155,6 +158,12 @@ pub enum Stmt {
     Let {
         name: Ident,
         ty: Option<TypeExpr>,
+        value: Expr,
+        span: Span,
+    },
+    /// `let (a, b) = f(..);`: binds the values of a `fn` that returns several.
+    LetTuple {
+        names: Vec<Ident>,
         value: Expr,
         span: Span,
     },
@@ -287,6 +296,8 @@ pub enum ExprKind {
     Method(Box<Expr>, Ident, Vec<Expr>),
     /// `base[indices]`
     Index(Box<Expr>, Vec<IndexItem>),
+    /// `(a, b, ..)` (at least two): the values a `fn` returns.
+    Tuple(Vec<Expr>),
     /// An expression the parser could not read.
     Error,
 }

@@ -72,6 +72,11 @@ fn masks() {
 }
 
 #[test]
+fn fns_returning_several_values() {
+    cases::fn_results().into_iter().for_each(both);
+}
+
+#[test]
 fn math_functions() {
     cases::math().into_iter().for_each(both);
 }

@@ -67,11 +67,18 @@ fn vulkan_agrees_with_cpu_child() {
             );
         }
     }
-    let all: Vec<Case> =
-        [cases::factorizations(), cases::solves(), cases::products(), cases::examples(), cases::math(), cases::masks()]
-            .into_iter()
-            .flatten()
-            .collect();
+    let all: Vec<Case> = [
+        cases::factorizations(),
+        cases::solves(),
+        cases::products(),
+        cases::examples(),
+        cases::math(),
+        cases::masks(),
+        cases::fn_results(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     // f64 once (at 16 lanes on lavapipe): its shaders are twice the work to compile.
     let wide = std::env::var("LP_NATIVE_VECTOR_WIDTH").map_or(true, |w| w == "512");
     for c in &all {

@@ -262,6 +262,54 @@ fn lu_input(b: usize, n: usize) -> Vec<f64> {
     a
 }
 
+/// `fn`s returning several values (`-> (A, B)`, `(a, b)` or `return (a, b);`, bound with
+/// `let (x, y) = f(..);`): tiles and scalars, one result forwarded to another call.
+pub(crate) const FN_RESULTS_SRC: &str = "
+fn stats<T: float>(x: tile<T, 16, 8>) -> (tile<T, 16>, tile<T, 16>) {
+    (max_axis(x, 1), sum(x, 1))
+}
+
+fn scaled<T: float>(x: tile<T, 16, 8>, s: T) -> (tile<T, 16, 8>, T) {
+    let total = sum(x);
+    return (x * s, total * s);
+}
+
+fn swap<T: float>(a: T, b: T) -> (T, T) {
+    (b, a)
+}
+
+fn both<T: float>(x: tile<T, 16, 8>) -> (tile<T, 16>, tile<T, 16>) {
+    stats(x)
+}
+
+kernel fn_results<T: float>(X: T[M, 8], MX: mut T[M], SM: mut T[M], TOT: mut T[G], SW: mut T[G, 2]) grid(G) block(16) {
+    let g = program_id(0);
+    let r0 = g * 16;
+    let (y, t) = scaled(X[r0:r0+16, 0:8], 2.0);
+    let (a, b) = both(y);
+    MX[r0:r0+16] = a;
+    SM[r0:r0+16] = b;
+    TOT[g] = t;
+    let (p, q) = swap(t, a[0]);
+    SW[g, 0] = p;
+    SW[g, 1] = q;
+}
+";
+
+/// The [`FN_RESULTS_SRC`] kernel on 37 rows (a partial last tile).
+pub(crate) fn fn_results() -> Vec<Case> {
+    let m = 37u64;
+    let src = SourceSet::with_stdlib("fn_results.tile", FN_RESULTS_SRC);
+    let arrays = vec![
+        ("X", random_uniform((m * 8) as usize, 51), vec![m, 8]),
+        ("MX", vec![0.0; m as usize], vec![m]),
+        ("SM", vec![0.0; m as usize], vec![m]),
+        ("TOT", vec![0.0; 3], vec![3]),
+        ("SW", vec![0.0; 6], vec![3, 2]),
+    ];
+    vec![case(src, "fn_results", arrays, vec![], vec!["MX", "SM", "TOT", "SW"])]
+}
+
 /// Masks: `iota` along both axes and of a vector, comparisons of tiles with tiles and
 /// scalars, `&&`, `||`, `!`, `where`, `argmax` and `argmin`, on partial tiles (rows past the array, more rows
 /// than lanes at 4 to 16 lanes).

@@ -513,3 +513,40 @@ fn scalar_plus_matmul_broadcasts() {
         assert_close(&out(&b, "O"), &want, tol(elem), &format!("{elem:?}"));
     }
 }
+
+/// `fn`s returning several values, against an f64 reference: tiles and scalars, a partial last
+/// tile (37 rows in tiles of 16), one tuple forwarded through another `fn`.
+#[test]
+fn fns_return_several_values() {
+    let src = include_str!("../cases/mod.rs");
+    let start = src.find("\nfn stats").expect("FN_RESULTS_SRC");
+    let end = start + src[start..].find("\";").expect("end of FN_RESULTS_SRC");
+    let program = &src[start..end];
+    let mut rng = Rng::new(23);
+    for elem in FLOATS {
+        let (m, g) = (37usize, 3usize);
+        let x = rng.vec(m * 8, -2.0, 2.0);
+        let b = run(
+            program,
+            "fn_results",
+            vec![
+                ("X", arr(elem, &x, &[m, 8])),
+                ("MX", sentinel(elem, &[m])),
+                ("SM", sentinel(elem, &[m])),
+                ("TOT", sentinel(elem, &[g])),
+                ("SW", sentinel(elem, &[g, 2])),
+            ],
+        );
+        let xr: Vec<f64> = x.iter().map(|&v| if elem == Scalar::F32 { v as f32 as f64 } else { v }).collect();
+        let row = |i: usize| xr[i * 8..i * 8 + 8].iter().map(|v| 2.0 * v);
+        let mx: Vec<f64> = (0..m).map(|i| row(i).fold(f64::NEG_INFINITY, f64::max)).collect();
+        let sm: Vec<f64> = (0..m).map(|i| row(i).sum()).collect();
+        let tot: Vec<f64> = (0..g).map(|k| (k * 16..(k * 16 + 16).min(m)).map(|i| row(i).sum::<f64>()).sum()).collect();
+        let sw: Vec<f64> = (0..g).flat_map(|k| [mx[k * 16], tot[k]]).collect();
+        let ctx = format!("{elem:?}");
+        assert_close(&out(&b, "MX"), &mx, tol(elem), &format!("{ctx} row max"));
+        assert_close(&out(&b, "SM"), &sm, tol(elem) * 8.0, &format!("{ctx} row sums"));
+        assert_close(&out(&b, "TOT"), &tot, tol(elem) * 64.0, &format!("{ctx} tile sums"));
+        assert_close(&out(&b, "SW"), &sw, tol(elem) * 64.0, &format!("{ctx} swapped"));
+    }
+}
