@@ -642,6 +642,15 @@ pub(crate) fn const_default_range(span: Span, p: &Ident, s: Scalar, v: i64) -> D
     .label(span, format!("not a {}", s.name()))
 }
 
+pub(crate) fn const_param_conflict(kernel: &str, g: &str, a: &str, x: u64, b: &str, y: u64) -> Diagnostic {
+    let who = if a == b { format!("extents of argument `{a}`") } else { format!("arguments `{a}` and `{b}`") };
+    Diagnostic::error(
+        "E0216",
+        format!("the {who} of kernel `{kernel}` give the const parameter `{g}` two values, {x} and {y}"),
+    )
+    .help("the extents that name a const parameter must be equal")
+}
+
 pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {
     let n = &p.name;
     Diagnostic::error("E0302", format!("the const parameter `{n}` of kernel `{kernel}` has no value"))
@@ -650,7 +659,29 @@ pub(crate) fn const_param_value(kernel: &str, p: &Ident) -> Diagnostic {
 }
 
 pub(crate) fn bad_array_dim(span: Span) -> Diagnostic {
-    Diagnostic::error("E0303", "an array extent must be a literal, a constant or a shape variable").label(span, "here")
+    Diagnostic::error(
+        "E0303",
+        "an array extent must be a literal, a constant, a shape variable, an integer scalar parameter, \
+         or an integer expression of them",
+    )
+    .label(span, "here")
+    .note("extent expressions use `+ - * / %`, `cdiv`, `min` and `max`: `T[Z * H, N]`, `T[cdiv(N, 16)]`")
+}
+
+/// E0303: a scalar parameter of a non-integer type used in an extent.
+pub(crate) fn extent_not_int(span: Span, var: &str, s: Scalar) -> Diagnostic {
+    Diagnostic::error("E0303", format!("the extent uses `{var}`, a {} parameter; extents are integers", s.name()))
+        .label(span, "here")
+        .help(format!("declare `{var}: i32`"))
+}
+
+/// E0303: a name in an extent expression that no argument gives a value.
+pub(crate) fn extent_var(span: Span, expr: &str, var: &str) -> Diagnostic {
+    Diagnostic::error("E0303", format!("the extent `{expr}` uses `{var}`, which no argument gives a value"))
+        .label(span, format!("`{var}` is not the extent of an array axis nor an integer scalar parameter"))
+        .help(format!(
+            "declare `{var}` as a plain extent of some array (`A: f32[{var}, ..]`) or as a parameter `{var}: i32`"
+        ))
 }
 
 pub(crate) fn bad_array_rank(span: Span) -> Diagnostic {

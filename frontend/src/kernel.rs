@@ -10,6 +10,7 @@ use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
 use tilec_grammar::diag::Diagnostic;
+use tilec_midend::dims::{DimExpr, DimOp};
 use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Loc, Module, OpKind, ParamKind, Scalar, Type, Value};
 
 /// The element types a type parameter may take, from its bound (none: `float`).
@@ -169,11 +170,18 @@ pub(crate) fn lower_program(
                         _ => None,
                     })
                     .collect();
+                let mut placeholders: Vec<(String, i64)> = Vec::new();
                 for (name, choice) in params {
                     let cands: Vec<GenericArg> = match (fixed.get(&name), choice) {
                         (Some(v), _) => vec![*v],
                         (None, Choice::Types(ts)) => ts.into_iter().map(GenericArg::Type).collect(),
                         (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
+                        // Written as an extent: it takes the argument's extent at launch, and
+                        // is checked here at a representative value.
+                        (None, Choice::Const(None)) if extent_written(k.item, &name) => {
+                            placeholders.push((name.clone(), EXTENT_PLACEHOLDER));
+                            vec![GenericArg::Const(EXTENT_PLACEHOLDER)]
+                        }
                         (None, Choice::Const(None)) => {
                             let ident =
                                 k.item.generics.iter().map(|g| g.name()).find(|g| g.name == name).expect("param");
@@ -200,6 +208,11 @@ pub(crate) fn lower_program(
                     lower_kernel(&mut cx, *k, &g, limits);
                     for d in &mut cx.diags[before..] {
                         note_defaults(d, &k.item.name.name, &defaults);
+                        for (n, v) in &placeholders {
+                            d.notes.push(format!(
+                                "checked with `{n}` = {v}: `{n}` takes the extent of its array argument at launch"
+                            ));
+                        }
                     }
                 }
             }
@@ -279,6 +292,18 @@ fn check_uncalled_fns(cx: &mut Checker<'_>) {
 
 /// Adds a note to an error in a kernel instance whose text shows the value of a const
 /// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
+/// The value at which `tilec check` instantiates a const parameter without default that is
+/// written as an array extent (its value comes from the argument's shape at launch).
+const EXTENT_PLACEHOLDER: i64 = 16;
+
+/// Whether const parameter `name` of `k` is written as an extent of an array parameter.
+fn extent_written(k: &KernelItem, name: &str) -> bool {
+    k.params.iter().any(|p| match &p.ty {
+        TypeExpr::Array { dims, .. } => dims.iter().any(|d| matches!(&d.kind, ExprKind::Name(n) if n.name == name)),
+        _ => false,
+    })
+}
+
 fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     let texts: Vec<&str> =
         std::iter::once(d.message.as_str()).chain(d.labels.iter().map(|l| l.text.as_str())).collect();
@@ -323,6 +348,10 @@ impl FnBuilder<'_, '_> {
         // Names in array shapes, recorded once every parameter is declared: a scalar parameter
         // of the same name wins over a shape symbol (as for the binding below).
         let mut shape_mentions: Vec<(&tilec_grammar::ast::Ident, usize, &String)> = Vec::new();
+        // Extent expressions (`T[Z * H, N]`), with their span, to check once all are known.
+        let mut extent_exprs: Vec<(DimExpr, tilec_grammar::span::Span)> = Vec::new();
+        let scalar_names: Vec<&String> =
+            k.params.iter().filter(|p| matches!(p.ty, TypeExpr::Named(_))).map(|p| &p.name.name).collect();
         for p in &k.params {
             match &p.ty {
                 TypeExpr::Array { mutable, elem, dims, .. } => {
@@ -333,6 +362,12 @@ impl FnBuilder<'_, '_> {
                     let mut ds = Vec::new();
                     for (axis, d) in dims.iter().enumerate() {
                         match &d.kind {
+                            // An integer scalar parameter: checked against its value.
+                            ExprKind::Name(n) if scalar_names.contains(&&n.name) => {
+                                let e = DimExpr::Var(n.name.clone());
+                                extent_exprs.push((e.clone(), d.span));
+                                ds.push(Dim::Expr(e));
+                            }
                             ExprKind::Name(n)
                                 if !self.generics.contains_key(&n.name)
                                     && !self.cx.program.consts.contains_key(&n.name) =>
@@ -340,8 +375,12 @@ impl FnBuilder<'_, '_> {
                                 shape_mentions.push((n, axis, &p.name.name));
                                 ds.push(Dim::Var(n.name.clone()))
                             }
-                            _ => match self.const_eval(d) {
+                            _ => match self.const_eval(d).map_err(|_| self.dim_expr(d)) {
                                 Ok(Const::Int(v, _)) if v >= 0 => ds.push(Dim::Fixed(v as u64)),
+                                Err(Some(e)) => {
+                                    extent_exprs.push((e.clone(), d.span));
+                                    ds.push(Dim::Expr(e));
+                                }
                                 _ => {
                                     self.error(errors::bad_array_dim(d.span));
                                     ok = false;
@@ -407,6 +446,22 @@ impl FnBuilder<'_, '_> {
                 self.define(n, DefKind::ShapeVar, Some(&Type::Scalar(Scalar::I32)), detail);
             }
         }
+        // Every name in an extent expression is a shape variable (a plain extent of some axis)
+        // or an integer scalar parameter.
+        for (e, span) in &extent_exprs {
+            for v in e.vars() {
+                let int_scalar =
+                    kinds.iter().any(|kp| kp.name == v && kp.kind.scalar_type().is_some_and(|s| s.is_int()));
+                let float_scalar = kinds.iter().find(|kp| kp.name == v).and_then(|kp| kp.kind.scalar_type());
+                if let Some(s) = float_scalar.filter(|s| !s.is_int()) {
+                    self.error(errors::extent_not_int(*span, v, s));
+                    ok = false;
+                } else if !int_scalar && !shape_syms.contains(v) {
+                    self.error(errors::extent_var(*span, &e.to_string(), v));
+                    ok = false;
+                }
+            }
+        }
         if !ok {
             return None;
         }
@@ -425,6 +480,54 @@ impl FnBuilder<'_, '_> {
             }
         }
         Some((values, kinds))
+    }
+}
+
+impl FnBuilder<'_, '_> {
+    /// An array extent that is not a constant as an expression of shape variables, scalar
+    /// parameters and constants (`Z * H`, `cdiv(N, BM)`), or `None` when it uses anything
+    /// else (E0303 then).
+    fn dim_expr(&mut self, e: &tilec_grammar::ast::Expr) -> Option<DimExpr> {
+        use tilec_grammar::ast::BinOp;
+        let bin = |op, a, b| Some(DimExpr::Bin(op, Box::new(a), Box::new(b)));
+        match &e.kind {
+            ExprKind::Int(v) => Some(DimExpr::Const(i64::try_from(*v).ok()?)),
+            ExprKind::Name(n) => match self.generics.get(&n.name) {
+                Some(GenericVal::Const(c)) => Some(DimExpr::Const(c.as_i64())),
+                Some(GenericVal::Type(_)) => None,
+                None => match self.cx.const_item(&n.name) {
+                    Some(Const::Int(v, _)) => Some(DimExpr::Const(v)),
+                    Some(_) => None,
+                    None => {
+                        self.resolve_use(n, false);
+                        Some(DimExpr::Var(n.name.clone()))
+                    }
+                },
+            },
+            ExprKind::Binary(op, a, b) => {
+                let op = match op {
+                    BinOp::Add => DimOp::Add,
+                    BinOp::Sub => DimOp::Sub,
+                    BinOp::Mul => DimOp::Mul,
+                    BinOp::Div => DimOp::Div,
+                    BinOp::Rem => DimOp::Rem,
+                    _ => return None,
+                };
+                let (a, b) = (self.dim_expr(a)?, self.dim_expr(b)?);
+                bin(op, a, b)
+            }
+            ExprKind::Call(f, args) if args.len() == 2 => {
+                let op = match f.name.as_str() {
+                    "cdiv" => DimOp::CDiv,
+                    "min" => DimOp::Min,
+                    "max" => DimOp::Max,
+                    _ => return None,
+                };
+                let (a, b) = (self.dim_expr(&args[0])?, self.dim_expr(&args[1])?);
+                bin(op, a, b)
+            }
+            _ => None,
+        }
     }
 }
 
@@ -567,6 +670,7 @@ pub(crate) fn infer_generics(
     program: &Program<'_>,
     kernel: &str,
     args: &HashMap<String, Scalar>,
+    shapes: &HashMap<String, Vec<u64>>,
     fixed: &HashMap<String, GenericArg>,
 ) -> Result<HashMap<String, GenericArg>, Diagnostic> {
     let Some(k) = program.kernel(kernel) else {
@@ -577,6 +681,30 @@ pub(crate) fn infer_generics(
         if let Some(v) = fixed.get(&g.name().name) {
             out.insert(g.name().name.clone(), *v);
             continue;
+        }
+        // A const parameter written as an extent of an array argument takes that extent.
+        if let GenericParam::Const { name, .. } = g {
+            let mut found: Option<(u64, &str)> = None;
+            for p in &k.item.params {
+                let (TypeExpr::Array { dims, .. }, Some(shape)) = (&p.ty, shapes.get(&p.name.name)) else {
+                    continue;
+                };
+                for (d, &x) in dims.iter().zip(shape) {
+                    if !matches!(&d.kind, ExprKind::Name(n) if n.name == name.name) {
+                        continue;
+                    }
+                    match found {
+                        Some((v, other)) if v != x => {
+                            return Err(errors::const_param_conflict(kernel, &name.name, other, v, &p.name.name, x));
+                        }
+                        _ => found = Some((x, &p.name.name)),
+                    }
+                }
+            }
+            if let Some((v, _)) = found {
+                out.insert(name.name.clone(), GenericArg::Const(v as i64));
+                continue;
+            }
         }
         let (name, bound) = match g {
             GenericParam::Type { name, bound } => (name, bound),

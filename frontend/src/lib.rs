@@ -101,17 +101,20 @@ pub fn analyze_for(
     (module, diags, sem)
 }
 
-/// Infers the element-type parameters of `kernel` from the dtypes of its array arguments
-/// (`args`: argument name to dtype). Parameters fixed by `fixed` win. Errors (E0216) when
-/// a type parameter is bound to two dtypes or to none.
+/// Infers the generic parameters of `kernel` from its array arguments: element types from
+/// their dtypes (`args`: argument name to dtype), const parameters written as an extent
+/// (`A: T[B, N, N]` with `const N: i32`) from their shapes (`shapes`: argument name to
+/// extents), other const parameters from their defaults. Parameters fixed by `fixed` win.
+/// Errors (E0216) when a parameter is given two values or none.
 pub fn infer_generics(
     sources: &Sources<'_>,
     kernel: &str,
     args: &HashMap<String, Scalar>,
+    shapes: &HashMap<String, Vec<u64>>,
     fixed: &HashMap<String, GenericArg>,
 ) -> Result<HashMap<String, GenericArg>, Diagnostic> {
     let (program, _) = Program::collect(sources);
-    kernel::infer_generics(&program, kernel, args, fixed)
+    kernel::infer_generics(&program, kernel, args, shapes, fixed)
 }
 
 /// Removes repeated diagnostics (the same error found in two instances of a generic item).

@@ -412,6 +412,20 @@ pub enum Dim {
     Fixed(u64),
     /// A shape variable, bound by its first occurrence and checked against the others.
     Var(String),
+    /// An extent computed from shape variables, integer scalar parameters and constants
+    /// (`Z * H`, `cdiv(N, 16)`, `n`): checked against the argument, never bound.
+    Expr(crate::dims::DimExpr),
+}
+
+impl std::fmt::Display for Dim {
+    /// As declared: `92`, `N`, `Z * H`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Var(v) => f.write_str(v),
+            Dim::Expr(e) => write!(f, "{e}"),
+        }
+    }
 }
 
 /// The declared kind of a kernel parameter, for binding launch arguments.

@@ -2,6 +2,7 @@
 //! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
 //! const-fold, simplify) and a scalar evaluator for launch functions.
 
+pub mod dims;
 pub mod eval;
 pub mod fold;
 pub mod fusion;

@@ -239,3 +239,32 @@ def test_dlpack_producers_are_written_in_place():
     out = tilec.linalg.potrf_batched(obj, eps=0.0)
     assert out is obj
     assert rel(np.tril(a), want) < 1e-12
+
+
+GROUP_SUM = """
+/// S[z, :] = sum over h of P[h] X[z * H + h, :]; C, a const parameter, is X's column count.
+kernel group_sum<T: float, const C: i32>(X: T[Z * H, C], P: T[H], S: mut T[Z, C]) grid(Z) block(16) {
+    let z = program_id(0);
+    let acc = tile<T, C>::zeros();
+    for h in 0..H {
+        acc += X[z * H + h, 0:C] * P[h];
+    }
+    S[z, 0:C] = acc;
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_extent_expressions_and_const_parameters_from_shapes(dtype):
+    m = tilec.compile(GROUP_SUM)
+    rng = np.random.default_rng(8)
+    for z, h, c in [(6, 3, 5), (2, 4, 9)]:
+        x = rng.standard_normal((z * h, c)).astype(dtype)
+        p = rng.standard_normal(h).astype(dtype)
+        s = np.full((z, c), np.nan, dtype)
+        m.group_sum(x, p, s)
+        want = np.einsum("zhc,h->zc", x.astype(np.float64).reshape(z, h, c), p.astype(np.float64))
+        assert rel(s, want) < 10 * TOL[dtype]
+    with pytest.raises(tilec.TileValueError) as e:
+        m.group_sum(np.zeros((7, 5), dtype), np.zeros(3, dtype), np.zeros((2, 5), dtype))
+    assert e.value.code == "E0412" and "expected shape [Z * H, 5] = [6, 5], got [7, 5]" in str(e.value)

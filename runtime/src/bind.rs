@@ -80,13 +80,7 @@ impl Bound {
 
 /// Writes a declared shape with variable names: `[B, 16, N]`.
 pub(crate) fn dims_text(dims: &[Dim]) -> String {
-    let parts: Vec<String> = dims
-        .iter()
-        .map(|d| match d {
-            Dim::Fixed(n) => n.to_string(),
-            Dim::Var(v) => v.clone(),
-        })
-        .collect();
+    let parts: Vec<String> = dims.iter().map(Dim::to_string).collect();
     format!("[{}]", parts.join(", "))
 }
 
@@ -219,8 +213,143 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
         }
         bound.args.push((p.name.clone(), value));
     }
+    check_extent_exprs(kernel, &bound)?;
     check_overlap(kernel, &bound)?;
     Ok(bound)
+}
+
+/// The value of variable `name` of an extent expression: a shape variable, else an integer
+/// scalar argument.
+fn extent_var(vars: &[(String, u64)], scalars: &dyn Fn(&str) -> Option<Const>, name: &str) -> Option<i64> {
+    match vars.iter().find(|(n, _)| n == name) {
+        Some(&(_, v)) => Some(v as i64),
+        None => match scalars(name)? {
+            Const::Int(v, _) => Some(v),
+            _ => None,
+        },
+    }
+}
+
+/// The extents that `dims` declare, with shape variables from `vars` and scalar parameters
+/// from `scalars`. Error E0441 when an extent expression cannot be evaluated (a variable that
+/// no argument bound, division by zero, overflow) or is negative.
+pub fn declared_shape(
+    name: &str,
+    dims: &[Dim],
+    vars: &[(String, u64)],
+    scalars: &dyn Fn(&str) -> Option<Const>,
+) -> Result<Vec<u64>, RunError> {
+    let mut out = Vec::with_capacity(dims.len());
+    for d in dims {
+        out.push(match d {
+            Dim::Fixed(n) => *n,
+            Dim::Var(v) => extent_var(vars, scalars, v).ok_or_else(|| RunError::ExtentExpr {
+                name: name.to_string(),
+                expr: v.clone(),
+                reason: "no argument gives it a value".to_string(),
+            })? as u64,
+            Dim::Expr(e) => {
+                let v = e.eval(&|n| extent_var(vars, scalars, n)).map_err(|reason| RunError::ExtentExpr {
+                    name: name.to_string(),
+                    expr: e.to_string(),
+                    reason,
+                })?;
+                u64::try_from(v).map_err(|_| RunError::ExtentExpr {
+                    name: name.to_string(),
+                    expr: e.to_string(),
+                    reason: format!("it is negative ({v})"),
+                })?
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// The shape of `mut` array parameter `name` of `kernel` from the other arguments in `args`
+/// (for output arrays that `tilec run` creates): shape variables from the plain extents of the
+/// arrays given, then the one unknown of an extent expression (`Z` of `X: T[Z * H]` once `H`
+/// is known), integer scalar parameters, constants. Errors: no such parameter, or not a `mut`
+/// array (E0418); an extent that the arguments do not determine (E0441).
+pub fn output_shape(
+    kernel: &Kernel,
+    args: &HashMap<String, ArgValue>,
+    name: &str,
+) -> Result<(Scalar, Vec<u64>), RunError> {
+    let not_output = || RunError::NotAnOutput { kernel: kernel.name.clone(), name: name.to_string() };
+    let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
+        return Err(not_output());
+    };
+    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
+        return Err(not_output());
+    };
+    let scalars = |n: &str| match args.get(n) {
+        Some(ArgValue::Scalar(c)) => Some(*c),
+        _ => None,
+    };
+    let arrays = || {
+        kernel.params.iter().filter_map(|p| match (&p.kind, args.get(&p.name)) {
+            (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) => Some((dims, a.shape())),
+            _ => None,
+        })
+    };
+    let mut vars: Vec<(String, u64)> = Vec::new();
+    for (dims, shape) in arrays() {
+        for (d, &x) in dims.iter().zip(shape) {
+            if let Dim::Var(v) = d {
+                if !vars.iter().any(|(n, _)| n == v) {
+                    vars.push((v.clone(), x));
+                }
+            }
+        }
+    }
+    // Unknowns of extent expressions, until nothing more is learned.
+    loop {
+        let mut learned = false;
+        for (dims, shape) in arrays() {
+            for (d, &x) in dims.iter().zip(shape) {
+                let Dim::Expr(e) = d else { continue };
+                let known = |n: &str| extent_var(&vars, &scalars, n);
+                if let Some((v, value)) = e.solve(x as i64, &known) {
+                    if let Ok(value) = u64::try_from(value) {
+                        vars.push((v, value));
+                        learned = true;
+                    }
+                }
+            }
+        }
+        if !learned {
+            break;
+        }
+    }
+    Ok((*elem, declared_shape(name, dims, &vars, &scalars)?))
+}
+
+/// Checks the extents of arrays declared with extent expressions (`T[Z * H, N]`), once every
+/// argument is bound: E0412 when an extent differs, E0441 when an expression cannot be
+/// evaluated.
+fn check_extent_exprs(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
+    let scalars = |n: &str| match bound.get(n) {
+        Some(ArgValue::Scalar(c)) => Some(*c),
+        _ => None,
+    };
+    for (p, (_, v)) in kernel.params.iter().zip(&bound.args) {
+        let (ParamKind::Array { dims, .. }, ArgValue::Array(a)) = (&p.kind, v) else {
+            continue;
+        };
+        if !dims.iter().any(|d| matches!(d, Dim::Expr(_))) {
+            continue;
+        }
+        let expected = declared_shape(&p.name, dims, &bound.vars, &scalars)?;
+        if expected != a.shape() {
+            return Err(RunError::ShapeMismatch {
+                name: p.name.clone(),
+                expected: dims_text(dims),
+                expected_values: expected,
+                actual: a.shape().to_vec(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Error E0438 when the memory of a `mut` array argument overlaps that of another array
@@ -265,6 +394,8 @@ fn bind_shape(name: &str, dims: &[Dim], actual: &[u64], vars: &mut Vec<(String, 
     for (d, &x) in dims.iter().zip(actual) {
         expected.push(match d {
             Dim::Fixed(n) => *n,
+            // Checked once every argument is bound (`check_extent_exprs`).
+            Dim::Expr(_) => x,
             Dim::Var(v) => match vars.iter().chain(&new_vars).find(|(n, _)| n == v) {
                 Some(&(_, val)) => val,
                 None => {

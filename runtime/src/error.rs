@@ -115,10 +115,13 @@ pub enum RunError {
     /// E0440: an array argument from Python is not C-contiguous (`strides` in bytes) or does
     /// not expose its memory; tilec never copies arrays on the way in.
     NotContiguous { name: String, detail: String },
+    /// E0441: the extent expression `expr` of array `name` cannot be evaluated with the
+    /// arguments given (`reason`).
+    ExtentExpr { name: String, expr: String, reason: String },
 }
 
 impl RunError {
-    /// The stable error code, `E0400` to `E0440`.
+    /// The stable error code, `E0400` to `E0441`.
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Io { .. } => "E0400",
@@ -162,6 +165,7 @@ impl RunError {
             RunError::Overlap { .. } => "E0438",
             RunError::Misaligned { .. } => "E0439",
             RunError::NotContiguous { .. } => "E0440",
+            RunError::ExtentExpr { .. } => "E0441",
         }
     }
 
@@ -368,6 +372,9 @@ impl fmt::Display for RunError {
                 write!(f, "array memory at address {address:#x} is not aligned to its element size ({align} bytes)")
             }
             RunError::NotContiguous { name, detail } => write!(f, "argument `{name}` {detail}"),
+            RunError::ExtentExpr { name, expr, reason } => {
+                write!(f, "the extent `{expr}` of `{name}` cannot be computed: {reason}")
+            }
         }
     }
 }

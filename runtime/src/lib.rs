@@ -22,7 +22,7 @@ mod params;
 mod vulkan;
 
 pub use array::HostArray;
-pub use bind::{bind, convert_scalar, param_type_text, parse_scalar, ArgValue, Bound};
+pub use bind::{bind, convert_scalar, declared_shape, output_shape, param_type_text, parse_scalar, ArgValue, Bound};
 pub use cuda::CudaDevice;
 pub use error::RunError;
 pub use gen::{random_spd, random_uniform};

@@ -335,7 +335,8 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
         let (b, _) = r.run(c.args.clone()).map_err(|e| format!("seed {}: LLVM launch: {e}", c.seed))?;
         compare("CPU (LLVM)", &|n| b.array(n).expect("output").to_f64_vec())?;
     }
-    let generics = match tilec::infer_generics(&set, "fz", &tilec::dtypes_of(&c.args), &HashMap::new()) {
+    let generics = match tilec::infer_generics(&set, "fz", &tilec::dtypes_of(&c.args), &HashMap::new(), &HashMap::new())
+    {
         Ok(g) => g,
         Err(d) => return fail(format!("generics: {d:?}")),
     };

@@ -82,7 +82,7 @@ fn ptx_report_names_each_kernel_s_own_line() {
 #[test]
 fn the_run_test_cases_assemble_with_ptxas() {
     let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
-    for c in cases::masks().into_iter().chain(cases::math()).chain(cases::fn_results()) {
+    for c in cases::masks().into_iter().chain(cases::math()).chain(cases::fn_results()).chain(cases::shapes()) {
         let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {
             let simt = lower_kernel(&m, k, 32).unwrap();

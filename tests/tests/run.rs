@@ -143,3 +143,70 @@ fn cli_potrf_4096(dtype: &str, tol: f64) {
     assert!(err <= tol, "{dtype}: relative error {err:e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tilec run --out` sizes output arrays from extent expressions: the unknown of `Z * H` once
+/// `H` is known, a scalar parameter `n`, `cdiv`, and a const parameter taken from an input's
+/// extent; an extent the inputs do not determine is E0502, a negative one E0441.
+#[test]
+fn cli_sizes_outputs_from_extent_expressions() {
+    let dir = std::env::temp_dir().join(format!("tilec-run-shapes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = "
+        kernel k<const C: i32>(X: f64[Z * H, N], P: f64[H], n: i32, W: f64[C],
+                S: mut f64[Z, N], F: mut f64[n], M: mut f64[cdiv(Z * H, 4) + 1], O: mut f64[C, 2])
+                grid(Z) block(16) {
+            let z = program_id(0);
+            for j in 0..N {
+                S[z, j] = X[z * H, j] + P[0];
+            }
+            if z == 0 {
+                for i in 0..n { F[i] = i as f64; }
+                M[0] = W[C - 1];
+                O[0:C, 0:2] = outer(W[0:C], tile<f64, 2>::full(1.0));
+            }
+        }
+    ";
+    let prog = dir.join("k.tile");
+    std::fs::write(&prog, src).unwrap();
+    let save = |name: &str, data: &[f64], shape: &[u64]| {
+        let p = dir.join(name);
+        tilec_runtime::write_npy_atomic(&p, &HostArray::from_f64(data, shape).unwrap()).unwrap();
+        p.display().to_string()
+    };
+    let x = save("x.npy", &(0..30).map(f64::from).collect::<Vec<_>>(), &[10, 3]);
+    let x11 = save("x11.npy", &[0.0; 33], &[11, 3]);
+    let p = save("p.npy", &[0.5, 0.25], &[2]);
+    let w = save("w.npy", &[1.0, 2.0, 3.0], &[3]);
+    let run = |x: &str, n: &str| {
+        let mut argv: Vec<String> = vec!["tilec".into(), "run".into(), prog.display().to_string()];
+        argv.extend(["--kernel", "k"].map(String::from));
+        for a in [format!("X={x}"), format!("P={p}"), format!("n={n}"), format!("W={w}")] {
+            argv.extend(["--arg".to_string(), a]);
+        }
+        for o in ["S", "F", "M", "O"] {
+            argv.extend(["--out".to_string(), format!("{o}={}", dir.join(format!("{o}.npy")).display())]);
+        }
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+        (code, String::from_utf8_lossy(&out).into_owned() + &String::from_utf8_lossy(&err))
+    };
+    let (code, printed) = run(&x, "4");
+    assert_eq!(code, 0, "{printed}");
+    assert!(printed.contains("k__3: grid [5, 1, 1]"), "{printed}");
+    let read = |o: &str| tilec_runtime::read_npy(dir.join(format!("{o}.npy"))).unwrap();
+    assert_eq!(read("S").shape(), &[5, 3]);
+    assert_eq!(read("S").to_f64_vec(), (0..15).map(|e| (e / 3 * 6 + e % 3) as f64 + 0.5).collect::<Vec<_>>());
+    assert_eq!(read("F").to_f64_vec(), [0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(read("M").shape(), &[4]);
+    assert_eq!(read("M").to_f64_vec()[0], 3.0);
+    assert_eq!(read("O").to_f64_vec(), [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]);
+    // 11 rows are not Z * 2 for any Z; a negative n.
+    let (code, printed) = run(&x11, "4");
+    assert!(code == 2 && printed.contains("error[E0502]: `--out S`: the extent `Z` is not bound"), "{printed}");
+    let (code, printed) = run(&x, "-1");
+    assert!(
+        code == 2 && printed.contains("error[E0441]: the extent `n` of `F` cannot be computed: it is negative (-1)"),
+        "{printed}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

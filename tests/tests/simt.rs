@@ -19,7 +19,8 @@ fn check(c: &Case, elem: Scalar, tol: f64) {
     let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (bound, launch) = runner.run(cpu_args).expect("runs on the CPU");
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
-    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");
+    let shapes = tilec::shapes_of(&c.args(elem));
+    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &shapes, &fixed).expect("generics");
     let inst = Instances::One { kernel: c.kernel.to_string(), generics };
     let module =
         compile(&c.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module;
@@ -74,6 +75,11 @@ fn masks() {
 #[test]
 fn fns_returning_several_values() {
     cases::fn_results().into_iter().for_each(both);
+}
+
+#[test]
+fn flexible_shapes() {
+    cases::shapes().into_iter().for_each(both);
 }
 
 #[test]

@@ -32,7 +32,8 @@ fn check(dev: &VulkanDevice, c: &Case, elem: Scalar, tol: f64) {
     let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (cpu, _) = runner.run(cpu_args).expect("runs on the CPU");
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
-    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &fixed).expect("generics");
+    let shapes = tilec::shapes_of(&c.args(elem));
+    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &shapes, &fixed).expect("generics");
     let inst = Instances::One { kernel: c.kernel.to_string(), generics };
     let module = compile(&c.src, &inst, &CompileOptions::default()).expect("compiles").module;
     let kernel = module.kernels[0].clone();
@@ -75,6 +76,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::math(),
         cases::masks(),
         cases::fn_results(),
+        cases::shapes(),
     ]
     .into_iter()
     .flatten()

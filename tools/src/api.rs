@@ -262,6 +262,9 @@ pub struct KernelSig {
     pub params: Vec<ParamSig>,
     /// The generic parameters: element types (inferred from dtypes) and const parameters.
     pub generics: Vec<GenericSig>,
+    /// `(const parameter, array parameter, axis)` where a const parameter is written as an
+    /// extent (`A: T[B, N, N]`): it takes that extent of the argument unless given.
+    pub extent_generics: Vec<(String, String, usize)>,
 }
 
 /// A kernel parameter as declared.
@@ -288,6 +291,7 @@ struct InstanceKey {
     kernel: String,
     target: Target,
     dtypes: Vec<(String, Scalar)>,
+    /// Given generic arguments, then const parameters taken from the arguments' extents.
     generics: Vec<(String, GenericArg)>,
 }
 
@@ -380,6 +384,17 @@ impl Program {
             return Err(Error::run(e.clone(), &self.src));
         }
         let mut fixed: Vec<(String, GenericArg)> = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
+        if let Some(sig) = self.sigs.iter().find(|k| k.name == kernel) {
+            for (g, param, axis) in &sig.extent_generics {
+                if fixed.iter().any(|(n, _)| n == g) {
+                    continue;
+                }
+                let extent = args.arrays.iter().find(|(n, _)| n == param).and_then(|(_, a)| a.shape().get(*axis));
+                if let Some(&x) = extent {
+                    fixed.push((g.clone(), GenericArg::Const(x as i64)));
+                }
+            }
+        }
         fixed.sort_by(|a, b| a.0.cmp(&b.0));
         let key = InstanceKey { kernel: kernel.to_string(), target, dtypes: args.dtypes(), generics: fixed };
         let cache = |c: &Mutex<HashMap<InstanceKey, Arc<Instance>>>| {
@@ -404,7 +419,7 @@ impl Program {
         let run = |e| Error::run(e, &self.src);
         let dtypes: HashMap<String, Scalar> = key.dtypes.iter().cloned().collect();
         let fixed: HashMap<String, GenericArg> = key.generics.iter().cloned().collect();
-        let generics = crate::infer_generics(&self.src, &key.kernel, &dtypes, &fixed).map_err(fail)?;
+        let generics = crate::infer_generics(&self.src, &key.kernel, &dtypes, &HashMap::new(), &fixed).map_err(fail)?;
         let limits = match key.target {
             Target::Cpu(_) => tilec_frontend::TargetLimits::CPU,
             Target::Vulkan { .. } => tilec_frontend::TargetLimits::VULKAN,
@@ -523,6 +538,25 @@ fn sig(k: &ast::KernelItem) -> KernelSig {
             .generics
             .iter()
             .map(|g| GenericSig { name: g.name().name.clone(), is_const: matches!(g, ast::GenericParam::Const { .. }) })
+            .collect(),
+        extent_generics: k
+            .generics
+            .iter()
+            .filter(|g| matches!(g, ast::GenericParam::Const { .. }))
+            .flat_map(|g| {
+                k.params.iter().flat_map(move |p| {
+                    let dims = match &p.ty {
+                        ast::TypeExpr::Array { dims, .. } => dims.as_slice(),
+                        _ => &[],
+                    };
+                    dims.iter().enumerate().filter_map(move |(axis, d)| match &d.kind {
+                        ast::ExprKind::Name(n) if n.name == g.name().name => {
+                            Some((n.name.clone(), p.name.name.clone(), axis))
+                        }
+                        _ => None,
+                    })
+                })
+            })
             .collect(),
     }
 }

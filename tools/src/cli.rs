@@ -581,33 +581,20 @@ pub(crate) fn zeros_for_output(
     args: &HashMap<String, ArgValue>,
     name: &str,
 ) -> Result<HostArray, Fail> {
-    use tilec_midend::{Dim, ParamKind};
-    let mut vars: HashMap<&str, u64> = HashMap::new();
-    for p in &kernel.params {
-        if let (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) = (&p.kind, args.get(&p.name)) {
-            for (d, n) in dims.iter().zip(a.shape()) {
-                if let Dim::Var(v) = d {
-                    vars.entry(v.as_str()).or_insert(*n);
-                }
-            }
-        }
-    }
-    let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
-        return Err(usage("E0418", format!("`--out {name}`: kernel `{}` has no parameter `{name}`", kernel.name)));
-    };
-    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
-        return Err(usage("E0418", format!("`--out {name}`: `{name}` is not a `mut` array parameter")));
-    };
-    let mut shape = Vec::new();
-    for d in dims {
-        shape.push(match d {
-            Dim::Fixed(n) => *n,
-            Dim::Var(v) => *vars.get(v.as_str()).ok_or_else(|| {
-                usage("E0502", format!("`--out {name}`: the extent `{v}` is not bound by another argument; pass `--arg {name}=FILE.npy`"))
-            })?,
-        });
-    }
-    HostArray::zeros(*elem, &shape).map_err(run_error)
+    let (elem, shape) = tilec_runtime::output_shape(kernel, args, name).map_err(|e| match e {
+        tilec_runtime::RunError::NotAnOutput { .. } => usage(
+            "E0418",
+            format!("`--out {name}`: `{name}` is not a `mut` array parameter of kernel `{}`", kernel.name),
+        ),
+        tilec_runtime::RunError::ExtentExpr { expr, reason, .. } if reason.contains("value") => usage(
+            "E0502",
+            format!(
+                "`--out {name}`: the extent `{expr}` is not bound by another argument; pass `--arg {name}=FILE.npy`"
+            ),
+        ),
+        e => run_error(e),
+    })?;
+    HostArray::zeros(elem, &shape).map_err(run_error)
 }
 
 #[cfg(test)]

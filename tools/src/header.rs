@@ -17,13 +17,6 @@ fn c_type(s: Scalar) -> &'static str {
     }
 }
 
-fn dim_text(d: &Dim) -> String {
-    match d {
-        Dim::Fixed(n) => n.to_string(),
-        Dim::Var(v) => v.clone(),
-    }
-}
-
 /// One line of a C block comment (no trailing space; `*/` in the text cannot end it).
 fn comment_line(text: &str) -> String {
     let t = text.trim_end().replace("*/", "* /");
@@ -42,7 +35,7 @@ fn kernel(k: &Kernel, out: &mut String) {
     for p in &k.params {
         match &p.kind {
             ParamKind::Array { elem, dims, mutable } => {
-                let shape: Vec<String> = dims.iter().map(dim_text).collect();
+                let shape: Vec<String> = dims.iter().map(Dim::to_string).collect();
                 sig.push(format!(
                     "{}: {}{}[{}]",
                     p.name,

@@ -31,7 +31,7 @@ mod run_cmd;
 
 pub use api::{Args, Element, Error, GenericSig, Instance, KernelSig, Launched, ParamSig, Program, ScalarArg, Target};
 pub use render::{render_diagnostics, ErrorFormat};
-pub use run::{dtypes_of, CpuRunner, RunOutcome};
+pub use run::{dtypes_of, shapes_of, CpuRunner, RunOutcome};
 pub use tilec_codegen_cpu::CpuBackend;
 pub use tilec_frontend::GenericArg;
 
@@ -167,17 +167,18 @@ pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) ->
     }
 }
 
-/// Infers a kernel's element-type parameters from argument dtypes (see
+/// Infers a kernel's generic parameters from argument dtypes and shapes (see
 /// [`tilec_frontend::infer_generics`]).
 pub fn infer_generics(
     src: &SourceSet,
     kernel: &str,
     dtypes: &HashMap<String, Scalar>,
+    shapes: &HashMap<String, Vec<u64>>,
     fixed: &HashMap<String, GenericArg>,
 ) -> Result<HashMap<String, GenericArg>, Vec<Diagnostic>> {
     let (parsed, diags) = src.parse();
     if !diags.is_empty() {
         return Err(diags);
     }
-    tilec_frontend::infer_generics(&parsed.sources(), kernel, dtypes, fixed).map_err(|d| vec![d])
+    tilec_frontend::infer_generics(&parsed.sources(), kernel, dtypes, shapes, fixed).map_err(|d| vec![d])
 }

@@ -19,6 +19,16 @@ pub struct CpuRunner {
 /// What one launch did: the grid and the flop count from the launch function.
 pub type RunOutcome = LaunchValues;
 
+/// The shapes of the array arguments, for [`infer_generics`].
+pub fn shapes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Vec<u64>> {
+    args.iter()
+        .filter_map(|(n, a)| match a {
+            ArgValue::Array(h) => Some((n.clone(), h.shape().to_vec())),
+            ArgValue::Scalar(_) => None,
+        })
+        .collect()
+}
+
 /// The dtypes of the array arguments, for [`infer_generics`].
 pub fn dtypes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Scalar> {
     args.iter()
@@ -50,7 +60,7 @@ impl CpuRunner {
         fixed: &HashMap<String, GenericArg>,
         backend: CpuBackend,
     ) -> Result<CpuRunner, Vec<Diagnostic>> {
-        let generics = infer_generics(src, kernel, &dtypes_of(args), fixed)?;
+        let generics = infer_generics(src, kernel, &dtypes_of(args), &shapes_of(args), fixed)?;
         let inst = Instances::One { kernel: kernel.to_string(), generics };
         let compiled = compile(src, &inst, &CompileOptions::default())?;
         if compiled.module.kernels.is_empty() {

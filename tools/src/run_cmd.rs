@@ -69,7 +69,8 @@ pub(crate) fn run(
         Fail { diags: d, code }
     };
     let dtypes = crate::dtypes_of(&args);
-    let generics = infer_generics(src, req.kernel, &dtypes, req.fixed).map_err(compile_fail)?;
+    let shapes = crate::run::shapes_of(&args);
+    let generics = infer_generics(src, req.kernel, &dtypes, &shapes, req.fixed).map_err(compile_fail)?;
     let inst = Instances::One { kernel: req.kernel.to_string(), generics };
     let module =
         lints.compile(src, &inst, false, None, tilec_frontend::TargetLimits::CPU).map_err(compile_fail)?.module;

@@ -21,6 +21,8 @@ pub(crate) struct Case {
     pub(crate) kernel: &'static str,
     pub(crate) arrays: Vec<(&'static str, Vec<f64>, Vec<u64>)>,
     pub(crate) scalars: Vec<(&'static str, f64)>,
+    /// `i32` scalar arguments.
+    pub(crate) ints: Vec<(&'static str, i64)>,
     pub(crate) outs: Vec<&'static str>,
     /// How outputs are compared with the CPU's.
     pub(crate) compare: Compare,
@@ -48,6 +50,9 @@ impl Case {
         for (n, v) in &self.scalars {
             m.insert(n.to_string(), ArgValue::Scalar(Const::Float(*v, elem)));
         }
+        for (n, v) in &self.ints {
+            m.insert(n.to_string(), ArgValue::Scalar(Const::Int(*v, Scalar::I32)));
+        }
         m
     }
 }
@@ -59,7 +64,7 @@ fn case(
     scalars: Vec<(&'static str, f64)>,
     outs: Vec<&'static str>,
 ) -> Case {
-    Case { src, kernel, arrays, scalars, outs, compare: Compare::Normwise }
+    Case { src, kernel, arrays, scalars, ints: vec![], outs, compare: Compare::Normwise }
 }
 
 /// potrf_batched and potrs_batched.
@@ -308,6 +313,51 @@ pub(crate) fn fn_results() -> Vec<Case> {
         ("SW", vec![0.0; 6], vec![3, 2]),
     ];
     vec![case(src, "fn_results", arrays, vec![], vec!["MX", "SM", "TOT", "SW"])]
+}
+
+/// Flexible shapes: an extent expression (`X: T[Z * H, N]`), an extent that is a scalar
+/// parameter (`n`), `cdiv` extents, and a const parameter taken from an argument's extent
+/// (`const C: i32` in `W: T[C]`, sizing a register tile).
+pub(crate) const SHAPES_SRC: &str = "
+kernel shapes<T: float, const C: i32>(X: T[Z * H, N], P: T[H], S: mut T[Z, N], n: i32, F: mut T[n],
+        M: mut T[cdiv(Z * H, 16)], W: T[C], O: mut T[Z, C]) grid(Z) block(16) {
+    let z = program_id(0);
+    for j in 0..N {
+        let acc = 0.0 as T;
+        for h in 0..H {
+            acc += X[z * H + h, j] * P[h];
+        }
+        S[z, j] = acc;
+    }
+    if z == 0 {
+        for i in 0..n {
+            F[i] = (i as T) * 0.5;
+        }
+        for b in 0..cdiv(Z * H, 16) {
+            M[b] = max(X[b*16:b*16+16, 0]);
+        }
+    }
+    let w = W[0:C];
+    O[z, 0:C] = w * (z as T) + tile<T, C>::full(sum(w));
+}
+";
+
+/// The [`SHAPES_SRC`] kernel: X of 8 x 3 rows (Z = 8, H = 3), N = 5, n = 11, C = 7.
+pub(crate) fn shapes() -> Vec<Case> {
+    let (z, h, n) = (8u64, 3u64, 5u64);
+    let src = SourceSet::with_stdlib("shapes.tile", SHAPES_SRC);
+    let arrays = vec![
+        ("X", random_uniform((z * h * n) as usize, 61), vec![z * h, n]),
+        ("P", random_uniform(h as usize, 62), vec![h]),
+        ("S", vec![0.0; (z * n) as usize], vec![z, n]),
+        ("F", vec![0.0; 11], vec![11]),
+        ("M", vec![0.0; 2], vec![2]),
+        ("W", random_uniform(7, 63), vec![7]),
+        ("O", vec![0.0; (z * 7) as usize], vec![z, 7]),
+    ];
+    let mut c = case(src, "shapes", arrays, vec![], vec!["S", "F", "M", "O"]);
+    c.ints.push(("n", 11));
+    vec![c]
 }
 
 /// Masks: `iota` along both axes and of a vector, comparisons of tiles with tiles and

@@ -550,3 +550,71 @@ fn fns_return_several_values() {
         assert_close(&out(&b, "SW"), &sw, tol(elem) * 64.0, &format!("{ctx} swapped"));
     }
 }
+
+/// Flexible shapes against an f64 reference, on two sets of extents: an extent expression
+/// (`X: T[Z * H, N]`, checked against `Z` and `H` bound by the other arrays), an extent that is
+/// a scalar parameter (`F: mut T[n]`), `cdiv` extents, and a const parameter taken from an
+/// argument's extent (`W: T[C]`, `tile<T, C>`); then the errors of arguments that do not fit.
+#[test]
+fn flexible_shapes() {
+    let src = include_str!("../cases/mod.rs");
+    let start = src.find("\nkernel shapes").expect("SHAPES_SRC");
+    let end = start + src[start..].find("\";").expect("end of SHAPES_SRC");
+    let program = &src[start..end];
+    let mut rng = Rng::new(29);
+    for elem in FLOATS {
+        for (z, h, n, f, c) in [(8usize, 3usize, 5usize, 11usize, 7usize), (5, 4, 1, 1, 17)] {
+            let x = rng.vec(z * h * n, -2.0, 2.0);
+            let p = rng.vec(h, -1.0, 1.0);
+            let w = rng.vec(c, -1.0, 1.0);
+            let m = (z * h).div_ceil(16);
+            let args = |x_rows: usize, s_rows: usize, nv: i64| {
+                vec![
+                    ("X", arr(elem, &x[..x_rows * n], &[x_rows, n])),
+                    ("P", arr(elem, &p, &[h])),
+                    ("S", sentinel(elem, &[s_rows, n])),
+                    ("n", int(nv)),
+                    ("F", sentinel(elem, &[f])),
+                    ("M", sentinel(elem, &[m])),
+                    ("W", arr(elem, &w, &[c])),
+                    ("O", sentinel(elem, &[s_rows, c])),
+                ]
+            };
+            let b = run(program, "shapes", args(z * h, z, f as i64));
+            let r = |v: &[f64]| -> Vec<f64> {
+                v.iter().map(|&t| if elem == Scalar::F32 { t as f32 as f64 } else { t }).collect()
+            };
+            let (xr, pr, wr) = (r(&x), r(&p), r(&w));
+            let s: Vec<f64> =
+                (0..z * n).map(|e| (0..h).map(|k| xr[((e / n) * h + k) * n + e % n] * pr[k]).sum()).collect();
+            let fw: Vec<f64> = (0..f).map(|i| i as f64 * 0.5).collect();
+            // Rows past Z * H load as zeros (the masked load's padding).
+            let mw: Vec<f64> = (0..m)
+                .map(|bk| {
+                    (bk * 16..bk * 16 + 16).map(|i| if i < z * h { xr[i * n] } else { 0.0 }).fold(f64::MIN, f64::max)
+                })
+                .collect();
+            let sw: f64 = wr.iter().sum();
+            let o: Vec<f64> = (0..z * c).map(|e| wr[e % c] * (e / c) as f64 + sw).collect();
+            let ctx = format!("{elem:?} Z={z} H={h} N={n} n={f} C={c}");
+            assert_close(&out(&b, "S"), &s, tol(elem) * 4.0, &format!("{ctx} S"));
+            assert_close(&out(&b, "F"), &fw, tol(elem), &format!("{ctx} F"));
+            assert_close(&out(&b, "M"), &mw, tol(elem), &format!("{ctx} M"));
+            assert_close(&out(&b, "O"), &o, tol(elem) * 8.0, &format!("{ctx} O"));
+            // Arguments that do not fit: X's rows are not Z * H; F is not n long.
+            let set = SourceSet::with_stdlib("shapes.tile", program);
+            let bind_err = |args: Vec<(&str, ArgValue)>| {
+                let args: HashMap<String, ArgValue> = args.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+                let runner = tilec_tests::cpu_runner(&set, "shapes", &args, &HashMap::new()).expect("compiles");
+                runner.run(args).expect_err("a binding error")
+            };
+            let e = bind_err(args(z * h - 1, z, f as i64));
+            assert_eq!(e.code(), "E0412", "{e}");
+            assert!(e.to_string().contains(&format!("expected shape [Z * H, N] = [{}, {n}]", z * h)), "{e}");
+            let e = bind_err(args(z * h, z, f as i64 + 1));
+            assert!(e.code() == "E0412" && e.to_string().contains(&format!("[n] = [{}]", f + 1)), "{e}");
+            let e = bind_err(args(z * h, z, -1));
+            assert!(e.code() == "E0441" && e.to_string().contains("negative"), "{e}");
+        }
+    }
+}
