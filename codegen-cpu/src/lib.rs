@@ -25,6 +25,7 @@
 //! every instance of the object, each argument's slot in a comment, and `NAME_ARGS` (upper
 //! case) defined as the number of slots.
 
+mod blocks;
 mod factor;
 mod isa;
 mod ix;

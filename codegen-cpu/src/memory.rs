@@ -413,7 +413,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
         });
     }
 
-    /// Copies `bytes` (a multiple of 4) from `src` to `dst` with 16-byte vector moves.
+    /// Copies `bytes` from `src` to `dst` with 16-byte vector moves (4-byte and 1-byte moves
+    /// for the rest).
     pub(crate) fn copy_bytes(&mut self, dst: ir::Value, src: ir::Value, bytes: u32) {
         let mut off = 0u32;
         while off + 16 <= bytes {
@@ -425,6 +426,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let v = self.b.ins().load(types::I32, flags(), src, off as i32);
             self.b.ins().store(flags(), v, dst, off as i32);
             off += 4;
+        }
+        while off < bytes {
+            let v = self.b.ins().load(types::I8, flags(), src, off as i32);
+            self.b.ins().store(flags(), v, dst, off as i32);
+            off += 1;
         }
     }
 

@@ -91,7 +91,12 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
             // Prefer the first operand; the second when only it is a tile.
             op.args.iter().copied().find(|a| f.ty(*a) == res_ty)
         }
-        OpKind::Un(_) | OpKind::Rank1(_) | OpKind::Cholesky | OpKind::LoadInto(_) | OpKind::Insert => Some(op.args[0]),
+        OpKind::Un(_)
+        | OpKind::Rank1(_)
+        | OpKind::Cholesky
+        | OpKind::LoadInto(_)
+        | OpKind::Insert
+        | OpKind::InsertBlock(_) => Some(op.args[0]),
         OpKind::Trsm(_) if op.args[0] != op.args[1] => Some(op.args[1]),
         OpKind::MatmulAcc if op.args[0] != op.args[1] && op.args[0] != op.args[2] => Some(op.args[0]),
         OpKind::Map => Some(op.args[0]),

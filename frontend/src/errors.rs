@@ -253,7 +253,24 @@ pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
 pub(crate) fn tile_slice(span: Span) -> Diagnostic {
     Diagnostic::error("E0221", "tiles cannot be sliced")
         .label(span, "a slice of a tile")
-        .help("index single elements (`t[i, j]`), whole rows or columns (`t[i, :]`, `t[:, j]`), or load the part you need from the array (`A[b, 0:4, :]`)")
+        .help("index single elements (`t[i, j]`), whole rows or columns (`t[i, :]`, `t[:, j]`), blocks with a range or `:` in every dimension (`t[0:4, :]`), or load the part you need from the array (`A[b, 0:4, :]`)")
+}
+
+pub(crate) fn range_bound_not_const(span: Span) -> Diagnostic {
+    Diagnostic::error("E0229", "bound of a tile range is not a compile-time integer constant")
+        .label(span, "not known at compile time")
+        .help("ranges of tiles (`t[2:6, :]`) have constant bounds; for a run-time position use a row or column (`t[i, :]`) or an element (`t[i, j]`)")
+}
+
+pub(crate) fn bad_tile_range(span: Span, lo: i64, hi: i64, n: u32) -> Diagnostic {
+    let what = match lo.cmp(&hi) {
+        std::cmp::Ordering::Equal => "is empty",
+        std::cmp::Ordering::Greater => "is reversed",
+        std::cmp::Ordering::Less => "is out of range",
+    };
+    Diagnostic::error("E0229", format!("tile range {lo}:{hi} {what}: the dimension has extent {n}"))
+        .label(span, "this range")
+        .help(format!("a range `lo:hi` of a tile needs 0 <= lo < hi <= {n}"))
 }
 
 pub(crate) fn tile_index_range(span: Span, i: i64, n: u32) -> Diagnostic {

@@ -16,6 +16,7 @@ mod lines;
 mod masks;
 mod memops;
 mod places;
+mod ranges;
 mod scans;
 pub mod semantic;
 mod stmt;

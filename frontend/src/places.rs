@@ -134,6 +134,10 @@ impl FnBuilder<'_, '_> {
                         _ => ok = false,
                     }
                 }
+                IndexItem::RangeFrom(e) | IndexItem::RangeTo(e) => {
+                    self.error(errors::slice_not_static(e.span));
+                    ok = false;
+                }
                 IndexItem::Full(s) => match fixed.get(d).copied().flatten() {
                     Some(n) if (1..=4096).contains(&n) => {
                         let zero = self.constant(Const::Int(0, Scalar::I32), *s);
@@ -170,7 +174,7 @@ impl FnBuilder<'_, '_> {
         let Type::Tile { shape, .. } = self.ty(t) else {
             return None;
         };
-        if items.iter().any(|i| matches!(i, IndexItem::Range(..))) {
+        if items.iter().any(|i| matches!(i, IndexItem::Range(..) | IndexItem::RangeFrom(_) | IndexItem::RangeTo(_))) {
             self.error(errors::tile_slice(span));
             return None;
         }
@@ -210,26 +214,34 @@ impl FnBuilder<'_, '_> {
                 args.extend(acc.indices);
                 Ev::Val(self.emit1(OpKind::Load(acc.kinds), args, acc.ty, e.span))
             }
-            Some(Binding::Var(t)) if self.ty(t).is_tile() => {
-                if let Some(l) = self.tile_line(t, items) {
-                    return self.read_line(t, &l, e.span).map_or(Ev::Err, Ev::Val);
-                }
-                let Some(idx) = self.tile_indices(t, items, e.span) else {
-                    return Ev::Err;
-                };
-                let elem = self.ty(t).elem();
-                let mut args = vec![t];
-                args.extend(idx);
-                Ev::Val(self.emit1(OpKind::Extract, args, Type::Scalar(elem), e.span))
-            }
-            _ => {
-                if let Ev::Val(v) = self.expr(base, None) {
+            Some(Binding::Var(t)) if self.ty(t).is_tile() => self.tile_part(t, items, e.span),
+            _ => match self.expr(base, None) {
+                Ev::Val(v) if self.ty(v).is_tile() => self.tile_part(v, items, e.span),
+                Ev::Val(v) => {
                     let t = self.ty(v);
                     self.error(errors::not_indexable(base.span, &t));
+                    Ev::Err
                 }
-                Ev::Err
-            }
+                _ => Ev::Err,
+            },
         }
+    }
+
+    /// `t[items]` of the tile value `t`: a row or column, a range, or an element.
+    fn tile_part(&mut self, t: Value, items: &[IndexItem], span: Span) -> Ev {
+        if let Some(l) = self.tile_line(t, items) {
+            return self.read_line(t, &l, span).map_or(Ev::Err, Ev::Val);
+        }
+        if self.is_block(t, items) {
+            return self.tile_block(t, items).map_or(Ev::Err, |b| Ev::Val(self.read_block(t, &b, span)));
+        }
+        let Some(idx) = self.tile_indices(t, items, span) else {
+            return Ev::Err;
+        };
+        let elem = self.ty(t).elem();
+        let mut args = vec![t];
+        args.extend(idx);
+        Ev::Val(self.emit1(OpKind::Extract, args, Type::Scalar(elem), span))
     }
 
     /// Applies `op` to an old value and the right-hand side of a compound assignment.
@@ -257,6 +269,22 @@ impl FnBuilder<'_, '_> {
             _ => ir::BinOp::Div,
         };
         Some(self.emit1(OpKind::Bin(k), vec![old, v], t, span))
+    }
+
+    /// As [`Self::combine`], but a plain `=` also takes a scalar of the element type (it fills
+    /// the tile `old`'s place; the caller broadcasts it).
+    fn combine_or_fill(&mut self, op: AssignOp, old: Value, rhs: &Expr, span: Span) -> Option<Value> {
+        let t = self.ty(old);
+        if op != AssignOp::Set {
+            return self.combine(op, old, rhs, span);
+        }
+        let v = self.value(rhs, Some(t.elem()))?;
+        let tv = self.ty(v);
+        if tv != t && tv != Type::Scalar(t.elem()) {
+            self.error(errors::assign_type(rhs.span, &t, &tv));
+            return None;
+        }
+        Some(v)
     }
 
     /// Checks the right-hand side of an assignment whose target failed, so its errors are
@@ -324,6 +352,18 @@ impl FnBuilder<'_, '_> {
                 if let Some(v) = self.combine(op, old, value, span) {
                     self.set_var(&name.name, v);
                 }
+            }
+            (Some(Binding::Var(t)), Some(items)) if self.is_block(t, items) => {
+                let Some(b) = self.tile_block(t, items) else {
+                    self.check_rhs(value);
+                    return;
+                };
+                let old = self.read_block(t, &b, target.span);
+                let Some(v) = self.combine_or_fill(op, old, value, span) else {
+                    return;
+                };
+                let nt = self.write_block(t, &b, v, span);
+                self.set_var(&name.name, nt);
             }
             (Some(Binding::Var(t)), Some(items)) if self.ty(t).is_tile() && self.is_line(t, items) => {
                 let Some(l) = self.tile_line(t, items) else {

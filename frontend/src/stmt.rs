@@ -38,7 +38,7 @@ fn assigned_names(b: &Block, out: &mut Vec<String>) {
                 expr(base, out);
                 for i in items {
                     match i {
-                        IndexItem::At(a) => expr(a, out),
+                        IndexItem::At(a) | IndexItem::RangeFrom(a) | IndexItem::RangeTo(a) => expr(a, out),
                         IndexItem::Range(a, b) => {
                             expr(a, out);
                             expr(b, out);

@@ -267,6 +267,10 @@ pub enum IndexItem {
     At(Expr),
     /// `lo:hi`: a slice.
     Range(Expr, Expr),
+    /// `lo:`: a slice to the end (ranges of tiles only).
+    RangeFrom(Expr),
+    /// `:hi`: a slice from the start (ranges of tiles only).
+    RangeTo(Expr),
     /// `:`: the whole extent.
     Full(Span),
 }

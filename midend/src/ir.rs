@@ -218,6 +218,12 @@ pub enum OpKind {
     Extract,
     /// `(t, i[, j], x) -> tile`: the tile with one element replaced.
     Insert,
+    /// `(t) -> tile`: the block of `t` that starts at these offsets (one per dimension) and
+    /// has the result's shape (of `t`'s rank and element type, inside `t`).
+    ExtractBlock(Vec<u32>),
+    /// `(t, b) -> tile`: `t` with the block that starts at these offsets (one per dimension)
+    /// and has `b`'s shape replaced by `b` (of `t`'s rank and element type, inside `t`).
+    InsertBlock(Vec<u32>),
     /// `(t: tile<N, N>, eps) -> tile<N, N>`: lower Cholesky factor L with `A = L L^T`,
     /// pivots clamped below by `eps`, upper triangle zeroed.
     Cholesky,

@@ -150,13 +150,19 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             }
         }
     }
-    if let Some(rest) = m.strip_prefix("alloc_shared") {
-        let dims = bracketed(rest, "alloc_shared")?;
-        let shape = split_top(dims, ',')
-            .iter()
-            .map(|d| d.parse().map_err(|_| format!("bad extent `{d}`")))
-            .collect::<R<_>>()?;
-        return Ok(OpKind::AllocShared(shape));
+    for (p, f) in [
+        ("alloc_shared", OpKind::AllocShared as fn(Vec<u32>) -> OpKind),
+        ("extract_block", OpKind::ExtractBlock),
+        ("insert_block", OpKind::InsertBlock),
+    ] {
+        if let Some(rest) = m.strip_prefix(p) {
+            let dims = bracketed(rest, p)?;
+            let shape = split_top(dims, ',')
+                .iter()
+                .map(|d| d.parse().map_err(|_| format!("bad extent `{d}`")))
+                .collect::<R<_>>()?;
+            return Ok(f(shape));
+        }
     }
     let (head, attr) = match m.split_once('.') {
         Some((h, a)) => (h, Some(a)),
@@ -485,5 +491,30 @@ kernel @k(%0: mut f32[?, ?], %1: f32) {
         assert!(e.message.contains("1 results but 0 types"), "{e}");
         let e = parse_function("kernel @k() {\n  return\n").unwrap_err();
         assert!(e.message.contains("not closed"), "{e}");
+    }
+
+    /// A kernel taking a block of a 5x4 tile at `at` with shape `shape` and writing it back.
+    fn block_kernel(at: &str, shape: &str) -> String {
+        format!(
+            "kernel @k() {{
+  %0 = fill.iota(0) : tile<f32, 5, 4>
+  %1 = extract_block{at} %0 : tile<f32, {shape}>
+  %2 = insert_block{at} %0, %1 : tile<f32, 5, 4>
+  return
+}}
+"
+        )
+    }
+
+    #[test]
+    fn blocks_parse_back_and_are_verified_inside_the_tile() {
+        let m = parse_module(&block_kernel("[1, 2]", "4, 2")).expect("parses");
+        assert_eq!(crate::print::print_module(&m), format!("// @0\n{}\n", block_kernel("[1, 2]", "4, 2")));
+        assert_eq!(crate::verify::verify(&m), Ok(()));
+        for (at, shape) in [("[2, 2]", "4, 2"), ("[0, 3]", "1, 2"), ("[0]", "2, 2"), ("[0, 0]", "3")] {
+            let m = parse_module(&block_kernel(at, shape)).expect("parses");
+            let e = crate::verify::verify(&m).expect_err("a block outside the tile is rejected");
+            assert!(e[0].message.contains("inside it"), "{at} {shape}: {}", e[0]);
+        }
     }
 }

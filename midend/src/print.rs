@@ -43,6 +43,8 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Scan(r, ax) => format!("scan.{}.{ax}", format!("{r:?}").to_lowercase()),
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
+        OpKind::ExtractBlock(at) => format!("extract_block{at:?}"),
+        OpKind::InsertBlock(at) => format!("insert_block{at:?}"),
         OpKind::Cholesky => "cholesky".into(),
         OpKind::Trsm(t) => format!("trsm.{}", t.name().trim_start_matches("solve_").trim_end_matches('_')),
         OpKind::MatmulAcc => "matmul_acc".into(),

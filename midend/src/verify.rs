@@ -8,6 +8,7 @@
 //!    broadcast a scalar); comparisons, selects and conditions take scalars; loads and stores
 //!    take one `i32` index per array dimension; `Store` targets a `mut` array; `Cholesky` and
 //!    `Trsm` take a square triangular tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
+//!    the block of `ExtractBlock` and `InsertBlock` lies inside the tile, of its rank and type;
 //!    `Map`'s region maps one element to one element of the result's type.
 //! 4. Structured control flow: `For` has an `i32`/`i64` induction variable and carried values
 //!    whose types match its inits, region parameters and results; `If` and `While` likewise;
@@ -160,6 +161,20 @@ impl V<'_> {
                 }
                 _ => errs.push(format!("`{name}`: operand 0 must be an array")),
             },
+            OpKind::ExtractBlock(at) | OpKind::InsertBlock(at) => {
+                let insert = matches!(op.kind, OpKind::InsertBlock(_));
+                let block = if insert { t(1) } else { r(0) };
+                let ok = matches!((t(0), block), (Some(Type::Tile { elem: e, shape: s }), Some(Type::Tile { elem: be, shape: b }))
+                    if e == be && s.len() == b.len() && at.len() == s.len()
+                        && at.iter().zip(&b).zip(&s).all(|((o, k), n)| o.checked_add(*k).is_some_and(|e| e <= *n)))
+                    && (!insert || r(0) == t(0))
+                    && op.args.len() == 1 + usize::from(insert);
+                bad(
+                    ok,
+                    "a block of the tile's rank and element type, inside it, at one offset per dimension",
+                    &mut errs,
+                );
+            }
             OpKind::Outer => {
                 let ok = matches!((t(0), t(1), r(0)), (Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(Type::Tile { shape: c, .. }))
                     if a.len() == 1 && b.len() == 1 && c == vec![a[0], b[0]]);

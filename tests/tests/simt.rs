@@ -68,6 +68,11 @@ fn examples() {
 }
 
 #[test]
+fn ranges() {
+    cases::ranges().into_iter().for_each(both);
+}
+
+#[test]
 fn masks() {
     cases::masks().into_iter().for_each(both);
 }

@@ -77,6 +77,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::masks(),
         cases::fn_results(),
         cases::shapes(),
+        cases::ranges(),
     ]
     .into_iter()
     .flatten()

@@ -31,6 +31,7 @@
 //! lanes wrote, and a barrier, not a shuffle, orders memory between lanes (the interpreter
 //! models exactly that: `interp`).
 
+mod blocks;
 pub mod interp;
 mod linalg;
 mod lower;

@@ -97,6 +97,13 @@ impl Lower<'_> {
             OpKind::Scan(k, axis) => Some(self.scan(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Extract => Some(self.extract(op)?),
             OpKind::Insert => Some(self.insert(op)?),
+            OpKind::ExtractBlock(at) => {
+                let Some(Type::Tile { shape, .. }) = &res_ty else {
+                    return Err(err("a block that is not a tile"));
+                };
+                Some(self.extract_block(at, self.get(op.args[0])?, shape)?)
+            }
+            OpKind::InsertBlock(at) => Some(self.insert_block(at, self.get(op.args[0])?, self.get(op.args[1])?)?),
             OpKind::Map => Some(self.map_op(op)?),
             OpKind::Matmul | OpKind::MatmulAcc => Some(self.matmul(op)?),
             OpKind::Cholesky => Some(self.cholesky(op)?),

@@ -421,6 +421,57 @@ pub(crate) fn masks() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ..case(src, "masks", arrays, vec![("t", 0.1)], outs) }]
 }
 
+/// Ranges of tiles as values and assignment targets: row offsets that are and are not
+/// multiples of the lane count (4 to 64), blocks reaching the last rows and columns of a
+/// partial 37x7 tile, blocks of vectors, a block spanning more rows than lanes.
+const RANGES_SRC: &str = "
+const S: i32 = 5;
+kernel ranges<T: float>(A: T[M, N], V: T[M], B: mut T[M, N], C: mut T[M, N], W: mut T[M], X: mut T[20], Y: mut T[M, N]) grid(1) {
+    let a = A[0:37, 0:7];
+    let u = a;
+    u[S:S + 25, 1:5] = a[11:36, 3:] * 2.0 - a[:25, 0:4];
+    u[:3, :] = 0.5;
+    u[33:, 5:] += a[0:4, 0:2];
+    u[16:32, :1] = a[20:36, 6:7];
+    B[0:37, 0:7] = u;
+    let c = tile<T, 37, 7>::zeros();
+    c[1:37, :] = a[0:36, :];
+    c[0:36, 2:5] -= a[1:37, 4:7];
+    C[0:37, 0:7] = c;
+    let v = V[0:37];
+    let w = v;
+    w[3:20] = v[20:37] + v[:17];
+    w[35:] = -1.0;
+    W[0:37] = w;
+    X[0:20] = v[17:];
+    let acc = a;
+    for k in 0..3 {
+        acc[2:35, 1:] = acc[2:35, 1:] * 0.5 + a[:33, :6];
+        if V[k] > 0.5 {
+            acc[0:2, 4:5] = a[35:, 2:3] - acc[3:5, 5:6];
+        }
+    }
+    Y[0:37, 0:7] = acc;
+}
+";
+
+/// The [`RANGES_SRC`] kernel on a 35x6 array (partial 37x7 tiles).
+pub(crate) fn ranges() -> Vec<Case> {
+    let (m, n) = (35u64, 6u64);
+    let src = SourceSet::with_stdlib("ranges.tile", RANGES_SRC);
+    let arrays = vec![
+        ("A", random_uniform((m * n) as usize, 43), vec![m, n]),
+        ("V", random_uniform(m as usize, 44), vec![m]),
+        ("B", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("C", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("W", vec![0.0; m as usize], vec![m]),
+        ("X", vec![0.0; 20], vec![20]),
+        ("Y", vec![0.0; (m * n) as usize], vec![m, n]),
+    ];
+    let outs = vec!["B", "C", "W", "X", "Y"];
+    vec![Case { compare: Compare::Relative, ..case(src, "ranges", arrays, vec![], outs) }]
+}
+
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`
 /// ones are expanded into arithmetic by the SIMT lowering, `f32` ones are the device's.
 const MATH_SRC: &str = "

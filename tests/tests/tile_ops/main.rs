@@ -18,6 +18,7 @@ mod linalg;
 mod masks;
 mod memory;
 mod programs;
+mod ranges;
 
 const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
 
