@@ -1,12 +1,13 @@
-//! Blocks of tiles on the CPU (`ExtractBlock`, `InsertBlock`): a tile is row-major, so a block
-//! is `rows` runs of `cols` contiguous elements, copied run by run (Cranelift here, LLVM in
-//! `llvm/tile.rs`, both from [`BlockCopy`]).
+//! Blocks of tiles and broadcasts on the CPU (`ExtractBlock`, `InsertBlock`, `Broadcast`): a
+//! tile is row-major, so a block is `rows` runs of `cols` contiguous elements, and a broadcast
+//! repeats a row run (or, for a column, one element per row and column); both are copied run
+//! by run (Cranelift here, LLVM in `llvm/tile.rs`, both from the same [`plan`]).
 
 use crate::lower::Lower;
 use crate::CodegenError;
-use cranelift_codegen::ir::{types, InstBuilder};
+use cranelift_codegen::ir::{self, types, InstBuilder};
 use cranelift_module::Module as ClModule;
-use tilec_midend::{Op, OpKind, Type};
+use tilec_midend::{Function, Op, OpKind, Type, Value};
 
 /// Blocks of at most this many rows are copied by unrolled code, larger ones in a loop.
 const UNROLL_ROWS: u32 = 16;
@@ -23,27 +24,56 @@ pub(crate) struct BlockCopy {
     pub(crate) dst_stride: u32,
 }
 
-impl BlockCopy {
-    /// The copy of an `ExtractBlock` (from the tile to the block) or an `InsertBlock` (from
-    /// the block into the result, which already holds the tile), from the op's types.
-    pub(crate) fn of(op: &Op, tile: &Type, block: &Type) -> Option<BlockCopy> {
-        let (at, insert) = match &op.kind {
-            OpKind::ExtractBlock(at) => (at, false),
-            OpKind::InsertBlock(at) => (at, true),
-            _ => return None,
-        };
-        // A 1-D tile is one row.
-        let ((_, tc), (br, bc), (r0, c0)) = match (tile, block) {
-            (Type::Tile { shape: t, .. }, Type::Tile { shape: b, .. }) if t.len() == 1 => {
-                ((1, t[0]), (1, b[0]), (0, at[0]))
-            }
-            (Type::Tile { shape: t, .. }, Type::Tile { shape: b, .. }) => ((t[0], t[1]), (b[0], b[1]), (at[0], at[1])),
-            _ => return None,
-        };
-        let (inner, outer) = (0, r0 * tc + c0);
-        let (src_off, src_stride, dst_off, dst_stride) =
-            if insert { (inner, bc, outer, tc) } else { (outer, tc, inner, bc) };
-        Some(BlockCopy { rows: br, cols: bc, src_off, src_stride, dst_off, dst_stride })
+/// What a block or broadcast op does on the CPU: copy `prefill` (a tile) into the result,
+/// then copy the runs from the tile `src` into the result.
+pub(crate) struct Plan {
+    pub(crate) prefill: Option<Value>,
+    pub(crate) src: Value,
+    pub(crate) copies: Vec<BlockCopy>,
+}
+
+/// `(rows, cols)` of a tile, a 1-D tile being one row.
+fn rows_cols(t: &Type) -> Option<(u32, u32)> {
+    match t {
+        Type::Tile { shape, .. } if shape.len() == 1 => Some((1, shape[0])),
+        Type::Tile { shape, .. } if shape.len() == 2 => Some((shape[0], shape[1])),
+        _ => None,
+    }
+}
+
+/// The plan of an `ExtractBlock`, an `InsertBlock` or a `Broadcast` of `f` (`None` for other
+/// ops).
+pub(crate) fn plan(f: &Function, op: &Op) -> Option<Plan> {
+    let (t, r) = (f.ty(op.args[0]), f.ty(*op.results.first()?));
+    match &op.kind {
+        OpKind::ExtractBlock(at) | OpKind::InsertBlock(at) => {
+            let insert = matches!(op.kind, OpKind::InsertBlock(_));
+            let b = if insert { f.ty(*op.args.get(1)?) } else { r };
+            let ((_, tc), (br, bc)) = (rows_cols(t)?, rows_cols(b)?);
+            let (r0, c0) = if at.len() == 1 { (0, at[0]) } else { (at[0], at[1]) };
+            let (inner, outer) = (0, r0 * tc + c0);
+            let (src_off, src_stride, dst_off, dst_stride) =
+                if insert { (inner, bc, outer, tc) } else { (outer, tc, inner, bc) };
+            let copies = vec![BlockCopy { rows: br, cols: bc, src_off, src_stride, dst_off, dst_stride }];
+            let (prefill, src) = if insert { (Some(op.args[0]), op.args[1]) } else { (None, op.args[0]) };
+            Some(Plan { prefill, src, copies })
+        }
+        OpKind::Broadcast => {
+            // The operand as rows x cols of the result's rank: a 1-D operand is one row.
+            let ((sr, sc), (rr, rc)) = (rows_cols(t)?, rows_cols(r)?);
+            let src_stride = if sr == 1 { 0 } else { sc };
+            let copies = if sc == rc {
+                // Every row of the result is a run: the operand's row, or its only row.
+                vec![BlockCopy { rows: rr, cols: rc, src_off: 0, src_stride, dst_off: 0, dst_stride: rc }]
+            } else {
+                // A column (or one element) repeated: one column of the result at a time.
+                (0..rc)
+                    .map(|c| BlockCopy { rows: rr, cols: 1, src_off: 0, src_stride, dst_off: c, dst_stride: rc })
+                    .collect()
+            };
+            Some(Plan { prefill: None, src: op.args[0], copies })
+        }
+        _ => None,
     }
 }
 
@@ -51,28 +81,31 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `ExtractBlock` and `InsertBlock`: the result holds the tile (an insert) and the runs
     /// are copied.
     pub(crate) fn block_op(&mut self, op: &Op) -> Result<(), CodegenError> {
-        let tile = self.f.ty(op.args[0]).clone();
-        let insert = matches!(op.kind, OpKind::InsertBlock(_));
-        let block = if insert { self.f.ty(op.args[1]).clone() } else { self.f.ty(op.results[0]).clone() };
-        let Some(k) = BlockCopy::of(op, &tile, &block) else {
-            return Err(crate::err("a block of a non-tile"));
+        let Some(p) = plan(self.f, op) else {
+            return Err(crate::err("a block or broadcast of a non-tile"));
         };
-        let src = if insert {
-            self.copy_tile_to_result(op.args[0], op.results[0]);
-            self.tile_addr(op.args[1])
-        } else {
-            self.tile_addr(op.args[0])
-        };
+        if let Some(t) = p.prefill {
+            self.copy_tile_to_result(t, op.results[0]);
+        }
+        let src = self.tile_addr(p.src);
         let dst = self.tile_addr(op.results[0]);
-        let es = tile.elem().bytes() as i64;
-        let run = k.cols * tile.elem().bytes();
+        let elem = self.f.ty(op.results[0]).elem();
+        for k in p.copies {
+            self.copy_runs(src, dst, k, elem.bytes() as i64);
+        }
+        Ok(())
+    }
+
+    /// The runs of `k` from the tile at `src` to the tile at `dst`, elements of `es` bytes.
+    fn copy_runs(&mut self, src: ir::Value, dst: ir::Value, k: BlockCopy, es: i64) {
+        let run = k.cols * es as u32;
         if k.rows <= UNROLL_ROWS {
             for r in 0..k.rows as i64 {
                 let s = self.b.ins().iadd_imm_s(src, (k.src_off as i64 + r * k.src_stride as i64) * es);
                 let d = self.b.ins().iadd_imm_s(dst, (k.dst_off as i64 + r * k.dst_stride as i64) * es);
                 self.copy_bytes(d, s, run);
             }
-            return Ok(());
+            return;
         }
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, k.rows as i64);
@@ -85,6 +118,5 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let d = l.b.ins().iadd(dst, dof);
             l.copy_bytes(d, s, run);
         });
-        Ok(())
     }
 }

@@ -270,7 +270,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Cholesky => self.cholesky(op, s)?,
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
-            OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) => self.block_op(op)?,
+            OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op)?,
             other => return Err(err(format!("unsupported tile op {other:?}"))),
         }
         Ok(())

@@ -28,6 +28,7 @@ pub const BUILTINS: &[&str] = &[
     "rsqrt",
     "fma",
     "outer",
+    "column",
     "transpose",
     "sum",
     "sync",
@@ -173,6 +174,22 @@ impl FnBuilder<'_, '_> {
                 }
                 Ev::Val(self.emit1(OpKind::Fma, vals, t, e.span))
             }
+            "column" => {
+                if !self.arity(f, args, 1, e) {
+                    return Ev::Err;
+                }
+                let Some(v) = self.value(&args[0], None) else {
+                    return Ev::Err;
+                };
+                match self.column(v, e.span) {
+                    Some(c) => Ev::Val(c),
+                    None => {
+                        let t = self.ty(v);
+                        self.error(errors::needs_vector(args[0].span, "column", &t));
+                        Ev::Err
+                    }
+                }
+            }
             "outer" => {
                 if !self.arity(f, args, 2, e) {
                     return Ev::Err;
@@ -232,10 +249,15 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let (ta, tb) = (self.ty(va), self.ty(vb));
-        if ta.elem() != tb.elem() || (ta.is_tile() && tb.is_tile() && ta != tb) || ta.elem() == Scalar::Bool {
+        if ta.elem() != tb.elem() || ta.elem() == Scalar::Bool {
             self.error(errors::shape_mismatch(e.span, "min/max", &ta, a.span, &tb, b.span));
             return Ev::Err;
         }
+        let Some(vs) = self.broadcast_operands("min/max", e, &[(a, va), (b, vb)]) else {
+            return Ev::Err;
+        };
+        let (va, vb) = (vs[0], vs[1]);
+        let (ta, tb) = (self.ty(va), self.ty(vb));
         let ty = if ta.is_tile() { ta } else { tb };
         Ev::Val(self.emit1(OpKind::Bin(k), vec![va, vb], ty, e.span))
     }

@@ -170,7 +170,7 @@ pub(crate) fn shape_mismatch(span: Span, op: &str, ta: &Type, sa: Span, tb: &Typ
         .label(span, "in this operation")
         .label(sa, format!("this is {ta}"))
         .label(sb, format!("this is {tb}"))
-        .note("element-wise operations need tiles of the same shape, or a tile and a scalar")
+        .note("element-wise operations need tiles of one shape up to broadcasting (extents aligned at the last dimension, each equal or 1: a `tile<T, N>` combines with every row of a `tile<T, M, N>`, a `tile<T, M, 1>`, such as `column(v)`, with every column), or a tile and a scalar")
 }
 
 pub(crate) fn matmul_inner(span: Span, ta: &Type, sa: Span, tb: &Type, sb: Span) -> Diagnostic {
@@ -363,6 +363,11 @@ pub(crate) fn outer_operands(span: Span, a: &Type, b: &Type) -> Diagnostic {
 
 pub(crate) fn needs_matrix(span: Span, f: &str, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{f}` needs a tile of rank 2, found {t}")).label(span, format!("this is {t}"))
+}
+
+pub(crate) fn needs_vector(span: Span, f: &str, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{f}` needs a numeric tile of rank 1, found {t}"))
+        .label(span, format!("this is {t}"))
 }
 
 pub(crate) fn needs_tile(span: Span, f: &str, t: &Type) -> Diagnostic {

@@ -289,11 +289,11 @@ impl FnBuilder<'_, '_> {
                 return Ev::Val(self.emit1(kind, vec![va, vb], Type::Scalar(Scalar::Bool), e.span));
             }
             // On tiles, element by element: a mask (`tile<bool, ..>`).
-            if !self.same_shape(op.symbol(), e, &[(a, va), (b, vb)]) {
+            let Some(vs) = self.broadcast_operands(op.symbol(), e, &[(a, va), (b, vb)]) else {
                 return Ev::Err;
-            }
+            };
             let span = e.span;
-            return Ev::Val(self.map_elementwise(&[va, vb], Scalar::Bool, span, |g, x| {
+            return Ev::Val(self.map_elementwise(&vs, Scalar::Bool, span, |g, x| {
                 g.emit1(kind, x.to_vec(), Type::Scalar(Scalar::Bool), span)
             }));
         }
@@ -301,14 +301,12 @@ impl FnBuilder<'_, '_> {
             self.error(errors::bool_arith(e.span, op.symbol()));
             return Ev::Err;
         }
+        let Some(vs) = self.broadcast_operands(op.symbol(), e, &[(a, va), (b, vb)]) else {
+            return Ev::Err;
+        };
+        let (va, vb) = (vs[0], vs[1]);
+        let (ta, tb) = (self.ty(va), self.ty(vb));
         let ty = match (&ta, &tb) {
-            (Type::Tile { shape: sa, .. }, Type::Tile { shape: sb, .. }) => {
-                if sa != sb {
-                    self.error(errors::shape_mismatch(e.span, op.symbol(), &ta, a.span, &tb, b.span));
-                    return Ev::Err;
-                }
-                ta.clone()
-            }
             (Type::Tile { .. }, _) => ta.clone(),
             (_, Type::Tile { .. }) => tb.clone(),
             _ => ta.clone(),

@@ -52,21 +52,6 @@ impl FnBuilder<'_, '_> {
         self.emit_with_regions(OpKind::Map, tiles, vec![Type::Tile { elem: out, shape }], vec![region], span)[0]
     }
 
-    /// The shape rule of element-wise operations: two tiles have one shape (E0202).
-    pub(crate) fn same_shape(&mut self, what: &str, e: &Expr, ops: &[(&Expr, Value)]) -> bool {
-        let tiles: Vec<(&Expr, Type)> =
-            ops.iter().map(|(x, v)| (*x, self.ty(*v))).filter(|(_, t)| t.is_tile()).collect();
-        for w in tiles.windows(2) {
-            if let [(xa, ta), (xb, tb)] = w {
-                if ta.rows_cols() != tb.rows_cols() || tile_rank(ta) != tile_rank(tb) {
-                    self.error(errors::shape_mismatch(e.span, what, ta, xa.span, tb, xb.span));
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
     /// `where(c, a, b)`: `a` where `c` is true, else `b`, element by element. `c` is a bool
     /// scalar or tile; `a` and `b` have one element type (a literal takes the other's); the
     /// result is a tile if any operand is (scalars broadcast), else a scalar.
@@ -90,9 +75,10 @@ impl FnBuilder<'_, '_> {
             self.error(d);
             return Ev::Err;
         }
-        if !self.same_shape("where", e, &[(&args[0], c), (&args[1], a), (&args[2], b)]) {
+        let Some(vs) = self.broadcast_operands("where", e, &[(&args[0], c), (&args[1], a), (&args[2], b)]) else {
             return Ev::Err;
-        }
+        };
+        let (c, a, b) = (vs[0], vs[1], vs[2]);
         let s = ta.elem();
         if !tc.is_tile() && !ta.is_tile() && !tb.is_tile() {
             return Ev::Val(self.emit1(OpKind::Select, vec![c, a, b], Type::Scalar(s), e.span));
@@ -106,13 +92,5 @@ impl FnBuilder<'_, '_> {
         self.map_elementwise(&[m, a, b], elem, span, |g, x| {
             g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(elem), span)
         })
-    }
-}
-
-/// The rank of a tile type (1 or 2).
-fn tile_rank(t: &Type) -> usize {
-    match t {
-        Type::Tile { shape, .. } => shape.len(),
-        _ => 0,
     }
 }

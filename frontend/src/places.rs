@@ -256,6 +256,15 @@ impl FnBuilder<'_, '_> {
             }
             return Some(v);
         }
+        // A tile that broadcasts to the target's shape (`t += v` adds `v` to every row).
+        let v = match (&t, self.ty(v)) {
+            (Type::Tile { shape: st, .. }, Type::Tile { shape: sv, .. })
+                if crate::broadcast::broadcast_shape(st, &sv).as_ref() == Some(st) =>
+            {
+                self.broadcast_to(v, st, span)
+            }
+            _ => v,
+        };
         let tv = self.ty(v);
         let ok = tv.elem() == t.elem() && (tv == t || !tv.is_tile()) && t.elem() != Scalar::Bool;
         if !ok {

@@ -218,6 +218,11 @@ pub enum OpKind {
     Extract,
     /// `(t, i[, j], x) -> tile`: the tile with one element replaced.
     Insert,
+    /// `(t) -> tile`: `t` repeated to the result's shape by NumPy's rule: `t`'s dimensions,
+    /// aligned to the result's last ones, each equal to the result's or 1 (repeated): a
+    /// `tile<N>` or `tile<1, N>` becomes every row of a `tile<M, N>`, a `tile<M, 1>` every
+    /// column.
+    Broadcast,
     /// `(t) -> tile`: the block of `t` that starts at these offsets (one per dimension) and
     /// has the result's shape (of `t`'s rank and element type, inside `t`).
     ExtractBlock(Vec<u32>),

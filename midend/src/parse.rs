@@ -253,6 +253,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         ("transpose", None) => OpKind::Transpose,
         ("extract", None) => OpKind::Extract,
         ("insert", None) => OpKind::Insert,
+        ("broadcast", None) => OpKind::Broadcast,
         ("cholesky", None) => OpKind::Cholesky,
         ("map", None) => OpKind::Map,
         ("barrier", None) => OpKind::Barrier,
@@ -515,6 +516,22 @@ kernel @k(%0: mut f32[?, ?], %1: f32) {
             let m = parse_module(&block_kernel(at, shape)).expect("parses");
             let e = crate::verify::verify(&m).expect_err("a block outside the tile is rejected");
             assert!(e[0].message.contains("inside it"), "{at} {shape}: {}", e[0]);
+        }
+    }
+
+    #[test]
+    fn broadcasts_parse_back_and_follow_the_trailing_axis_rule() {
+        let k = |from: &str, to: &str| {
+            format!("kernel @k() {{\n  %0 = fill.zeros : tile<f32, {from}>\n  %1 = broadcast %0 : tile<f32, {to}>\n  return\n}}\n")
+        };
+        for (from, to) in [("4", "3, 4"), ("1, 4", "3, 4"), ("3, 1", "3, 4"), ("1", "5"), ("1, 1", "2, 2")] {
+            let m = parse_module(&k(from, to)).expect("parses");
+            assert_eq!(crate::print::print_module(&m), format!("// @0\n{}\n", k(from, to)));
+            assert_eq!(crate::verify::verify(&m), Ok(()), "{from} -> {to}");
+        }
+        for (from, to) in [("3", "3, 4"), ("2, 4", "3, 4"), ("3, 4", "4"), ("4", "3")] {
+            let e = crate::verify::verify(&parse_module(&k(from, to)).expect("parses")).expect_err("rejected");
+            assert!(e[0].message.contains("`broadcast`"), "{from} -> {to}: {}", e[0]);
         }
     }
 }

@@ -43,6 +43,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Scan(r, ax) => format!("scan.{}.{ax}", format!("{r:?}").to_lowercase()),
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
+        OpKind::Broadcast => "broadcast".into(),
         OpKind::ExtractBlock(at) => format!("extract_block{at:?}"),
         OpKind::InsertBlock(at) => format!("insert_block{at:?}"),
         OpKind::Cholesky => "cholesky".into(),

@@ -9,6 +9,7 @@
 //!    take one `i32` index per array dimension; `Store` targets a `mut` array; `Cholesky` and
 //!    `Trsm` take a square triangular tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
 //!    the block of `ExtractBlock` and `InsertBlock` lies inside the tile, of its rank and type;
+//!    `Broadcast`'s operand dimensions are the result's last ones, or 1;
 //!    `Map`'s region maps one element to one element of the result's type.
 //! 4. Structured control flow: `For` has an `i32`/`i64` induction variable and carried values
 //!    whose types match its inits, region parameters and results; `If` and `While` likewise;
@@ -174,6 +175,12 @@ impl V<'_> {
                     "a block of the tile's rank and element type, inside it, at one offset per dimension",
                     &mut errs,
                 );
+            }
+            OpKind::Broadcast => {
+                let ok = matches!((t(0), r(0)), (Some(Type::Tile { elem: e, shape: s }), Some(Type::Tile { elem: re, shape: rs }))
+                    if e == re && s.len() <= rs.len() && op.args.len() == 1
+                        && s.iter().rev().zip(rs.iter().rev()).all(|(a, b)| a == b || *a == 1));
+                bad(ok, "a tile whose dimensions are the result's last ones, or 1", &mut errs);
             }
             OpKind::Outer => {
                 let ok = matches!((t(0), t(1), r(0)), (Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(Type::Tile { shape: c, .. }))

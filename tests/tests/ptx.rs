@@ -78,11 +78,12 @@ fn ptx_report_names_each_kernel_s_own_line() {
 }
 
 /// The run-test cases that are not examples (masks, `where`, `iota`, argmax, masked stores,
-/// math functions, ranges of tiles) assemble too.
+/// math functions, ranges of tiles, broadcasts) assemble too.
 #[test]
 fn the_run_test_cases_assemble_with_ptxas() {
     let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
-    for c in cases::masks().into_iter().chain(cases::math()).chain(cases::fn_results()).chain(cases::shapes()).chain(cases::ranges()) {
+    let cases = [cases::masks(), cases::math(), cases::fn_results(), cases::shapes(), cases::ranges(), cases::broadcasts()];
+    for c in cases.into_iter().flatten() {
         let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {
             let simt = lower_kernel(&m, k, 32).unwrap();

@@ -73,6 +73,11 @@ fn ranges() {
 }
 
 #[test]
+fn broadcasts() {
+    cases::broadcasts().into_iter().for_each(both);
+}
+
+#[test]
 fn masks() {
     cases::masks().into_iter().for_each(both);
 }

@@ -78,6 +78,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::fn_results(),
         cases::shapes(),
         cases::ranges(),
+        cases::broadcasts(),
     ]
     .into_iter()
     .flatten()

@@ -312,7 +312,7 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
             OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
             OpKind::Insert => self.insert(op, s)?,
-            OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) => self.block_op(op, s)?,
+            OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op, s)?,
             OpKind::Cholesky => self.cholesky(op, s)?,
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
             other => return Err(err(format!("unsupported tile op {other:?}"))),
@@ -805,29 +805,28 @@ impl<'ctx> Gen<'ctx, '_> {
         self.guarded(ok, |g| g.store_elem(dst, s, idx, x))
     }
 
-    /// `ExtractBlock` and `InsertBlock`: the result holds the tile (an insert) and the block's
-    /// runs are copied (`crate::blocks::BlockCopy`), each one `memcpy`.
+    /// `ExtractBlock`, `InsertBlock` and `Broadcast`: the runs of `crate::blocks::plan` (after
+    /// the tile an insert starts from), each one `memcpy`.
     fn block_op(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        let tile = self.f.ty(op.args[0]).clone();
-        let insert = matches!(op.kind, OpKind::InsertBlock(_));
-        let block = if insert { self.f.ty(op.args[1]).clone() } else { self.f.ty(op.results[0]).clone() };
-        let k = crate::blocks::BlockCopy::of(op, &tile, &block).ok_or_else(|| err("a block of a non-tile"))?;
+        let p = crate::blocks::plan(self.f, op).ok_or_else(|| err("a block or broadcast of a non-tile"))?;
         let dst = self.new_tile(op.results[0])?;
-        let src = if insert {
-            self.copy(dst, self.tile(op.args[0])?, tile.tile_len() * s.bytes())?;
-            self.tile(op.args[1])?
-        } else {
-            self.tile(op.args[0])?
-        };
-        let (es, run) = (s.bytes(), self.i64c((k.cols * s.bytes()) as i64));
-        self.each_row(0, k.rows, 1, s, |g, r| {
-            let so = g.b.build_int_mul(r, g.i64c(k.src_stride as i64), "").map_err(be)?;
-            let so = g.add_off(so, k.src_off)?;
-            let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;
-            let dof = g.add_off(dof, k.dst_off)?;
-            let (sp, dp) = (g.elem_ptr(src, s, so)?, g.elem_ptr(dst, s, dof)?);
-            g.b.build_memcpy(dp, es, sp, es, run).map_err(be)?;
-            Ok(())
-        })
+        if let Some(t) = p.prefill {
+            self.copy(dst, self.tile(t)?, self.f.ty(t).tile_len() * s.bytes())?;
+        }
+        let src = self.tile(p.src)?;
+        let es = s.bytes();
+        for k in p.copies {
+            let run = self.i64c((k.cols * es) as i64);
+            self.each_row(0, k.rows, 1, s, |g, r| {
+                let so = g.b.build_int_mul(r, g.i64c(k.src_stride as i64), "").map_err(be)?;
+                let so = g.add_off(so, k.src_off)?;
+                let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;
+                let dof = g.add_off(dof, k.dst_off)?;
+                let (sp, dp) = (g.elem_ptr(src, s, so)?, g.elem_ptr(dst, s, dof)?);
+                g.b.build_memcpy(dp, es, sp, es, run).map_err(be)?;
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 }

@@ -1,5 +1,7 @@
 //! SIMT lowering of blocks of tiles (`ExtractBlock`, `InsertBlock`: `t[a:b, c:d]` as a value
-//! and as an assignment target). Columns and vector elements are registers of every lane, so
+//! and as an assignment target) and of `Broadcast` (a vector or a row repeated down a tile's
+//! rows, a column across its columns: register choices, and one shuffle per column to spread
+//! a `tile<1, N>` from lane 0). Columns and vector elements are registers of every lane, so
 //! they are chosen statically; rows move between lanes when the row offset is not a multiple
 //! of the lane count: one shuffle per register, whose sending lane picks which of its two
 //! candidate registers to send (so a block costs one select and one shuffle per element).
@@ -123,6 +125,37 @@ impl Lower<'_> {
                 Ok(Lv::Mat { rows, cols, elem, regs })
             }
             _ => Err(err("a block of a non-tile, or of another rank")),
+        }
+    }
+
+    /// `Broadcast`: `t` repeated to `shape`.
+    pub(super) fn broadcast(&mut self, t: Lv, shape: &[u32]) -> Result<Lv, SimtError> {
+        let pick = |n: u32, i: u32| if n == 1 { 0 } else { i as usize };
+        match (t, shape) {
+            (Lv::Vec { n: sn, elem, rep, .. }, &[n]) => {
+                let rep = (0..n).map(|i| rep[pick(sn, i)]).collect();
+                Ok(Lv::Vec { n, elem, rep, dist: None })
+            }
+            (Lv::Vec { n: sn, elem, rep, .. }, &[rows, cols]) => {
+                let regs = (0..self.slots(rows) * cols).map(|k| rep[pick(sn, k % cols)]).collect();
+                Ok(Lv::Mat { rows, cols, elem, regs })
+            }
+            (Lv::Mat { rows: sr, cols: sc, elem, regs: src }, &[rows, cols]) => {
+                // A single row lives in slot 0 of lane 0: each column is broadcast from there.
+                let line: Vec<Value> = if sr == rows {
+                    Vec::new()
+                } else {
+                    (0..sc).map(|c| self.shuffle(src[c as usize], 0, elem)).collect()
+                };
+                let mut regs = Vec::new();
+                for s in 0..self.slots(rows) {
+                    for c in 0..cols {
+                        regs.push(if sr == rows { src[(s * sc) as usize + pick(sc, c)] } else { line[pick(sc, c)] });
+                    }
+                }
+                Ok(Lv::Mat { rows, cols, elem, regs })
+            }
+            _ => Err(err("a broadcast to a shape of lower rank")),
         }
     }
 }

@@ -103,6 +103,12 @@ impl Lower<'_> {
                 };
                 Some(self.extract_block(at, self.get(op.args[0])?, shape)?)
             }
+            OpKind::Broadcast => {
+                let Some(Type::Tile { shape, .. }) = &res_ty else {
+                    return Err(err("a broadcast that is not a tile"));
+                };
+                Some(self.broadcast(self.get(op.args[0])?, shape)?)
+            }
             OpKind::InsertBlock(at) => Some(self.insert_block(at, self.get(op.args[0])?, self.get(op.args[1])?)?),
             OpKind::Map => Some(self.map_op(op)?),
             OpKind::Matmul | OpKind::MatmulAcc => Some(self.matmul(op)?),

@@ -472,6 +472,40 @@ pub(crate) fn ranges() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ..case(src, "ranges", arrays, vec![], outs) }]
 }
 
+/// Broadcasts: a vector along the rows, columns (`column(v)`, a range `t[:, j:j+1]`) across
+/// the columns, a `tile<T, 1, N>` row (from lane 0 on the GPU targets), in arithmetic,
+/// comparisons, `where` and compound assignment, on a partial 37x7 tile.
+const BROADCAST_SRC: &str = "
+kernel broadcasts<T: float>(A: T[M, N], V: T[N], U: T[M], B: mut T[M, N], C: mut T[M, N], D: mut T[M, N]) grid(1) {
+    let a = A[0:37, 0:7];
+    let v = V[0:7];
+    let u = U[0:37];
+    B[0:37, 0:7] = (a - v) * column(u) - column(max_axis(a, 1)) + a[30:31, :];
+    C[0:37, 0:7] = where(a > v, a[:, 5:6], column(u) + v);
+    let t = a;
+    t += v;
+    t /= column(u) + 2.0;
+    t -= a[0:1, :];
+    D[0:37, 0:7] = t;
+}
+";
+
+/// The [`BROADCAST_SRC`] kernel on a 35x6 array (partial 37x7 tiles).
+pub(crate) fn broadcasts() -> Vec<Case> {
+    let (m, n) = (35u64, 6u64);
+    let src = SourceSet::with_stdlib("broadcasts.tile", BROADCAST_SRC);
+    let arrays = vec![
+        ("A", random_uniform((m * n) as usize, 45), vec![m, n]),
+        ("V", random_uniform(n as usize, 46), vec![n]),
+        ("U", random_uniform(m as usize, 47), vec![m]),
+        ("B", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("C", vec![0.0; (m * n) as usize], vec![m, n]),
+        ("D", vec![0.0; (m * n) as usize], vec![m, n]),
+    ];
+    let outs = vec!["B", "C", "D"];
+    vec![Case { compare: Compare::Relative, ..case(src, "broadcasts", arrays, vec![], outs) }]
+}
+
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`
 /// ones are expanded into arithmetic by the SIMT lowering, `f32` ones are the device's.
 const MATH_SRC: &str = "
