@@ -138,6 +138,44 @@ impl<M: ClModule> Lower<'_, '_, M> {
         vec![shuf(self, t0, t1, LO64), shuf(self, t0, t1, HI64), shuf(self, t2, t3, LO64), shuf(self, t2, t3, HI64)]
     }
 
+    /// In-place LU without pivoting of an `n x n` tile (`OpKind::Lu`), in loops: for each
+    /// step `k`, the column below the pivot divided by it, then each later row updated
+    /// `a[i, j] -= l * a[k, j]` for `j > k` (the product, then the difference: the bits of the
+    /// SIMT lowering and of the LLVM backend).
+    pub(crate) fn lu(&mut self, op: &Op, s: Scalar) {
+        let n = self.f.ty(op.args[0]).rows_cols().0 as i64;
+        self.copy_tile_to_result(op.args[0], op.results[0]);
+        let a = self.tile_addr(op.results[0]);
+        let es = s.bytes() as i64;
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, n));
+        self.dyn_loop(lo, hi, |l, k| {
+            let krow = l.b.ins().imul_imm_s(k, n * es);
+            let krow = l.b.ins().iadd(a, krow);
+            let kk = l.b.ins().imul_imm_s(k, es);
+            let pk = l.b.ins().iadd(krow, kk);
+            let piv = l.ld(s, pk, 0);
+            let k1 = l.b.ins().iadd_imm_s(k, 1);
+            let hi = l.b.ins().iconst(types::I64, n);
+            l.dyn_loop(k1, hi, |l, i| {
+                let irow = l.b.ins().imul_imm_s(i, n * es);
+                let irow = l.b.ins().iadd(a, irow);
+                let pik = l.b.ins().iadd(irow, kk);
+                let x = l.ld(s, pik, 0);
+                let m = l.bin(BinOp::Div, s, x, piv);
+                l.st(m, pik, 0);
+                let hi = l.b.ins().iconst(types::I64, n);
+                l.dyn_loop(k1, hi, |l, j| {
+                    let jo = l.b.ins().imul_imm_s(j, es);
+                    let (pij, pkj) = (l.b.ins().iadd(irow, jo), l.b.ins().iadd(krow, jo));
+                    let (x, u) = (l.ld(s, pij, 0), l.ld(s, pkj, 0));
+                    let p = l.bin(BinOp::Mul, s, m, u);
+                    let y = l.bin(BinOp::Sub, s, x, p);
+                    l.st(y, pij, 0);
+                });
+            });
+        });
+    }
+
     /// In-place Cholesky of an `n x n` tile (lower factor; upper triangle zeroed).
     pub(crate) fn cholesky(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
         self.copy_tile_to_result(op.args[0], op.results[0]);

@@ -94,6 +94,7 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
         OpKind::Un(_)
         | OpKind::Rank1(_)
         | OpKind::Cholesky
+        | OpKind::Lu
         | OpKind::LoadInto(_)
         | OpKind::Insert
         | OpKind::InsertBlock(_) => Some(op.args[0]),

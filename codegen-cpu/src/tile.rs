@@ -268,6 +268,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.switch_to_block(done);
             }
             OpKind::Cholesky => self.cholesky(op, s)?,
+            OpKind::Lu => self.lu(op, s),
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
             OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op)?,

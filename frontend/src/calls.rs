@@ -377,10 +377,10 @@ impl FnBuilder<'_, '_> {
         None
     }
 
-    /// In-place methods: `t.cholesky_(eps)`, `l.solve_triangular_(b)`, `t.eye_()`.
+    /// In-place methods: `t.cholesky_(eps)`, `t.lu_()`, `l.solve_triangular_(b)`, `t.eye_()`.
     pub(crate) fn method(&mut self, recv: &Expr, m: &Ident, args: &[Expr], e: &Expr) -> Ev {
         match m.name.as_str() {
-            "cholesky_" | "eye_" => {}
+            "cholesky_" | "lu_" | "eye_" => {}
             name if name == "solve_triangular_" || ir::Trsm::from_name(name).is_some() => {}
             _ => {
                 self.error(errors::unknown_method(m));
@@ -401,6 +401,21 @@ impl FnBuilder<'_, '_> {
                     return Ev::Err;
                 }
                 let v = self.emit1(OpKind::Fill(Fill::Eye), vec![], tt, e.span);
+                self.set_var(&name, v);
+            }
+            "lu_" => {
+                if !self.arity(m, args, 0, e) {
+                    return Ev::Err;
+                }
+                if shape.len() != 2 || shape[0] != shape[1] {
+                    self.error(errors::needs_square(recv.span, "lu_", &tt));
+                    return Ev::Err;
+                }
+                if !elem.is_float() {
+                    self.error(errors::needs_float(recv.span, "lu_", &tt));
+                    return Ev::Err;
+                }
+                let v = self.emit1(OpKind::Lu, vec![t], tt, e.span);
                 self.set_var(&name, v);
             }
             "cholesky_" => {

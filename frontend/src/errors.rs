@@ -84,13 +84,13 @@ pub(crate) fn unknown_method(m: &Ident) -> Diagnostic {
     let d = Diagnostic::error("E0106", format!("unknown method `{}`", m.name)).label(m.span, "not a tile method");
     let cands: Vec<String> = tilec_midend::Trsm::all_names()
         .into_iter()
-        .chain(["cholesky_", "eye_", "solve_triangular_"].map(str::to_string))
+        .chain(["cholesky_", "lu_", "eye_", "solve_triangular_"].map(str::to_string))
         .collect();
     let d = suggest(d, m, &cands);
     if d.help.is_some() {
         return d;
     }
-    d.help("tile methods are `cholesky_(eps)`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
+    d.help("tile methods are `cholesky_(eps)`, `lu_()`, `eye_()`, `solve_triangular_(b)` and `solve_{left|right}_{lower|upper}[_t][_unit]_(b)`")
 }
 
 pub(crate) fn iota_arg(span: Span, want: &str) -> Diagnostic {

@@ -232,6 +232,11 @@ pub enum OpKind {
     /// `(t: tile<N, N>, eps) -> tile<N, N>`: lower Cholesky factor L with `A = L L^T`,
     /// pivots clamped below by `eps`, upper triangle zeroed.
     Cholesky,
+    /// `(t: tile<N, N>) -> tile<N, N>`: the LU factorization without pivoting, in place (as
+    /// LAPACK's getrf without pivoting): for `k = 0 .. N-1`, `t[i, k] /= t[k, k]` for `i > k`,
+    /// then `t[i, j] -= t[i, k] * t[k, j]` (the product, then the difference) for `i, j > k`;
+    /// the unit-lower `L` is below the diagonal, `U` on and above it.
+    Lu,
     /// `(a: tile<N, N>, b) -> x`: triangular solve with `a`'s lower or upper triangle:
     /// `op(a) x = b` (left; `b: tile<N, M>` or `tile<N>`) or `x op(a) = b` (right;
     /// `b: tile<M, N>`), `op(a) = a` or `a^T`, unit diagonal assumed when `unit`.

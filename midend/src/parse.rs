@@ -255,6 +255,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         ("insert", None) => OpKind::Insert,
         ("broadcast", None) => OpKind::Broadcast,
         ("cholesky", None) => OpKind::Cholesky,
+        ("lu", None) => OpKind::Lu,
         ("map", None) => OpKind::Map,
         ("barrier", None) => OpKind::Barrier,
         ("lane_id", None) => OpKind::LaneId,

@@ -47,6 +47,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::ExtractBlock(at) => format!("extract_block{at:?}"),
         OpKind::InsertBlock(at) => format!("insert_block{at:?}"),
         OpKind::Cholesky => "cholesky".into(),
+        OpKind::Lu => "lu".into(),
         OpKind::Trsm(t) => format!("trsm.{}", t.name().trim_start_matches("solve_").trim_end_matches('_')),
         OpKind::MatmulAcc => "matmul_acc".into(),
         OpKind::Map => "map".into(),

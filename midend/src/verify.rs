@@ -6,8 +6,8 @@
 //! 2. Every value index is inside the function's value arena.
 //! 3. Operand counts and types: arithmetic operands agree in element type and tile shape (or
 //!    broadcast a scalar); comparisons, selects and conditions take scalars; loads and stores
-//!    take one `i32` index per array dimension; `Store` targets a `mut` array; `Cholesky` and
-//!    `Trsm` take a square triangular tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
+//!    take one `i32` index per array dimension; `Store` targets a `mut` array; `Cholesky`, `Lu` and
+//!    `Trsm` take a square (triangular) tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
 //!    the block of `ExtractBlock` and `InsertBlock` lies inside the tile, of its rank and type;
 //!    `Broadcast`'s operand dimensions are the result's last ones, or 1;
 //!    `Map`'s region maps one element to one element of the result's type.
@@ -191,6 +191,12 @@ impl V<'_> {
                 let ok = matches!((t(0), t(1), t(2), r(0)), (Some(Type::Tile { shape: c, .. }), Some(Type::Tile { shape: a, .. }), Some(Type::Tile { shape: b, .. }), Some(res))
                     if a.len() == 1 && b.len() == 1 && c == vec![a[0], b[0]] && Some(res.clone()) == t(0));
                 bad(ok, "t: tile<R, C>, u: tile<R>, v: tile<C>", &mut errs);
+            }
+            OpKind::Lu => {
+                let ok = matches!(t(0), Some(Type::Tile { ref shape, .. }) if shape.len() == 2 && shape[0] == shape[1])
+                    && r(0) == t(0)
+                    && op.args.len() == 1;
+                bad(ok, "square tile in and out", &mut errs);
             }
             OpKind::Cholesky => {
                 let ok = matches!(t(0), Some(Type::Tile { ref shape, .. }) if shape.len() == 2 && shape[0] == shape[1])

@@ -78,11 +78,19 @@ fn ptx_report_names_each_kernel_s_own_line() {
 }
 
 /// The run-test cases that are not examples (masks, `where`, `iota`, argmax, masked stores,
-/// math functions, ranges of tiles, broadcasts) assemble too.
+/// math functions, ranges of tiles, broadcasts, `lu_`) assemble too.
 #[test]
 fn the_run_test_cases_assemble_with_ptxas() {
     let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
-    let cases = [cases::masks(), cases::math(), cases::fn_results(), cases::shapes(), cases::ranges(), cases::broadcasts()];
+    let cases = [
+        cases::masks(),
+        cases::math(),
+        cases::fn_results(),
+        cases::shapes(),
+        cases::ranges(),
+        cases::broadcasts(),
+        cases::lu(),
+    ];
     for c in cases.into_iter().flatten() {
         let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {

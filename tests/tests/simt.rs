@@ -78,6 +78,11 @@ fn broadcasts() {
 }
 
 #[test]
+fn lu() {
+    cases::lu().into_iter().for_each(both);
+}
+
+#[test]
 fn masks() {
     cases::masks().into_iter().for_each(both);
 }

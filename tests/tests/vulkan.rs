@@ -79,6 +79,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::shapes(),
         cases::ranges(),
         cases::broadcasts(),
+        cases::lu(),
     ]
     .into_iter()
     .flatten()

@@ -162,6 +162,42 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.build_int_mul(a, self.i64c(n as i64), "").map_err(be)
     }
 
+    /// LU without pivoting (`OpKind::Lu`) on the rows in memory: for each step `k`, the column
+    /// below the pivot divided by it, then `row(i) -= l * row(k)` in the columns after `k`
+    /// (the product, then the difference, as the SIMT lowering), each row a vector operation
+    /// whose lanes up to `k` keep their values.
+    pub(crate) fn lu(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
+        let (n, _) = shape(self.f.ty(op.args[0]));
+        let src = self.tile(op.args[0])?;
+        let a = self.new_tile(op.results[0])?;
+        self.copy(a, src, n * n * s.bytes())?;
+        let (lo, hi) = (self.i64c(0), self.i64c(n as i64));
+        self.dyn_loop(lo, hi, |g, k| {
+            let krow = g.mul_n(k, n)?;
+            let piv = g.load_elem(a, s, g.b.build_int_add(krow, k, "").map_err(be)?)?;
+            let k1 = g.b.build_int_add(k, g.i64c(1), "").map_err(be)?;
+            g.dyn_loop(k1, g.i64c(n as i64), |g, i| {
+                let irow = g.mul_n(i, n)?;
+                let ik = g.b.build_int_add(irow, k, "").map_err(be)?;
+                let m = g.bin(BinOp::Div, s, g.load_elem(a, s, ik)?, piv)?;
+                g.store_elem(a, s, ik, m)?;
+                for (c0, len) in segments(n, s) {
+                    let i64t = g.cx.i64_type();
+                    let iota: Vec<_> = (0..len).map(|c| i64t.const_int((c0 + c) as u64, false)).collect();
+                    let iota = VectorType::const_vector(&iota);
+                    let kv = g.splat(k.into(), len)?.into_vector_value();
+                    let after = g.b.build_int_compare(IntPredicate::UGT, iota, kv, "").map_err(be)?;
+                    let (io, ko) = (g.add_off(irow, c0)?, g.add_off(krow, c0)?);
+                    let (row, urow) = (g.load_vec(a, s, io, len)?, g.load_vec(a, s, ko, len)?);
+                    let y = g.sub_scaled(s, row, urow, m, len)?;
+                    let y = g.b.build_select(after, y, row, "").map_err(be)?;
+                    g.store_vec(a, s, io, y)?;
+                }
+                Ok(())
+            })
+        })
+    }
+
     /// Cholesky of an `n x n` tile above [`MAX_N`]: the operations of `cholesky`, in loops over
     /// the rows of U = L^T in memory.
     fn cholesky_mem(

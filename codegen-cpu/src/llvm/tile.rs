@@ -314,6 +314,7 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Insert => self.insert(op, s)?,
             OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op, s)?,
             OpKind::Cholesky => self.cholesky(op, s)?,
+            OpKind::Lu => self.lu(op, s)?,
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
             other => return Err(err(format!("unsupported tile op {other:?}"))),
         }

@@ -126,6 +126,38 @@ impl Lower<'_> {
         Ok(Lv::Mat { rows: n, cols, elem, regs })
     }
 
+    /// In-register LU without pivoting: for each step k, broadcast the pivot and scale the
+    /// column below it on every lane (rows below k), then for each later column j broadcast
+    /// `u[k][j]` from row k's lane and update the rows below k (the product, then the
+    /// difference, as the CPU backends).
+    pub(super) fn lu(&mut self, op: &Op) -> Result<Lv, SimtError> {
+        let Lv::Mat { rows: n, cols, elem, mut regs } = self.get(op.args[0])? else {
+            return Err(err("lu of a non-matrix"));
+        };
+        let slots = self.slots(n);
+        for k in 0..n {
+            let kbase = (k / self.lanes) * cols;
+            let piv = self.shuffle(regs[(kbase + k) as usize], k % self.lanes, elem);
+            let kc = self.i32c(k as i64);
+            let below: Vec<Value> = (0..slots).map(|s| self.cmp(CmpOp::Gt, self.rows[s as usize], kc)).collect();
+            for s in 0..slots {
+                let i = (s * cols + k) as usize;
+                let l = self.bin(BinOp::Div, regs[i], piv, elem);
+                regs[i] = self.select(below[s as usize], l, regs[i], elem);
+            }
+            for j in k + 1..n {
+                let ukj = self.shuffle(regs[(kbase + j) as usize], k % self.lanes, elem);
+                for s in 0..slots {
+                    let i = (s * cols + j) as usize;
+                    let p = self.bin(BinOp::Mul, regs[(s * cols + k) as usize], ukj, elem);
+                    let y = self.bin(BinOp::Sub, regs[i], p, elem);
+                    regs[i] = self.select(below[s as usize], y, regs[i], elem);
+                }
+            }
+        }
+        Ok(Lv::Mat { rows: n, cols, elem, regs })
+    }
+
     /// Triangular solves (see `OpKind::Trsm`), unrolled over the substitution order.
     pub(super) fn trsm(&mut self, kind: Trsm, op: &Op) -> Result<Lv, SimtError> {
         let Lv::Mat { rows: n, cols: an, elem, regs: ra } = self.get(op.args[0])? else {

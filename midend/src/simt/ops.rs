@@ -113,6 +113,7 @@ impl Lower<'_> {
             OpKind::Map => Some(self.map_op(op)?),
             OpKind::Matmul | OpKind::MatmulAcc => Some(self.matmul(op)?),
             OpKind::Cholesky => Some(self.cholesky(op)?),
+            OpKind::Lu => Some(self.lu(op)?),
             OpKind::Trsm(k) => Some(self.trsm(*k, op)?),
             other => return Err(err(format!("no SIMT lowering for `{}`", crate::print::op_name(other)))),
         };

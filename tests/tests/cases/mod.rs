@@ -506,6 +506,28 @@ pub(crate) fn broadcasts() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ..case(src, "broadcasts", arrays, vec![], outs) }]
 }
 
+/// `lu_()` on a whole 17x17 tile (more rows than 4-16 lanes) and a 5x5 matrix in an 8x8 tile
+/// padded with the identity.
+const LU_SRC: &str = "
+kernel lu_sizes<T: float>(A: mut T[B, 17, 17], C: mut T[B, 5, 5]) grid(B) {
+    let b = program_id(0);
+    let a = A[b, :, :];
+    a.lu_();
+    A[b, :, :] = a;
+    let c = tile<T, 8, 8>::eye();
+    c[:] = C[b, 0:8, 0:8];
+    c.lu_();
+    C[b, 0:8, 0:8] = c;
+}
+";
+
+/// [`LU_SRC`] on two diagonally dominant matrices of each order.
+pub(crate) fn lu() -> Vec<Case> {
+    let src = SourceSet::with_stdlib("lu_sizes.tile", LU_SRC);
+    let arrays = vec![("A", lu_input(2, 17), vec![2, 17, 17]), ("C", lu_input(2, 5), vec![2, 5, 5])];
+    vec![case(src, "lu_sizes", arrays, vec![], vec!["A", "C"])]
+}
+
 /// `exp`, `log`, `sin`, `cos` and `tanh` on tiles and on scalars: on the GPU targets `f64`
 /// ones are expanded into arithmetic by the SIMT lowering, `f32` ones are the device's.
 const MATH_SRC: &str = "

@@ -16,6 +16,7 @@ mod broadcast;
 mod edges;
 mod elementwise;
 mod linalg;
+mod lu;
 mod masks;
 mod memory;
 mod programs;

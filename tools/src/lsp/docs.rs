@@ -45,6 +45,7 @@ pub(crate) fn builtins() -> Vec<Builtin> {
 pub(crate) fn methods() -> Vec<(String, String)> {
     let mut out = vec![
         ("cholesky_".to_string(), "`a.cholesky_(eps)`: replaces `a: tile<T, N, N>` by its lower Cholesky factor, pivots clamped below by `eps` (§9.2)".to_string()),
+        ("lu_".to_string(), "`a.lu_()`: replaces `a: tile<T, N, N>` by its LU factors without pivoting: unit-lower `L`'s multipliers below the diagonal, `U` on and above it (§9.2)".to_string()),
         ("eye_".to_string(), "`t.eye_()`: sets `t` to the identity (§9.2)".to_string()),
         ("solve_triangular_".to_string(), "`l.solve_triangular_(b)`: `b <- b L^-T`, the same as `solve_right_lower_t_` (§9.2)".to_string()),
     ];
