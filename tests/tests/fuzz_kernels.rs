@@ -1,9 +1,9 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
-//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, rows and
-//! columns of tiles, transposes, `@`, integer `/`
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, rows,
+//! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
-//! trip count, uniform branches, shared arrays with `sync()`, Cholesky and triangular solves
+//! trip count, uniform branches, shared arrays with `sync()`, Cholesky, LU and triangular solves
 //! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores),
 //! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
@@ -232,6 +232,45 @@ fn case(seed: u64) -> Case {
         ]);
         body.push_str(&format!(
             "    let spd = (a @ transpose(a)) * 0.0625 + tile<{t}, {r}, {r}>::eye() * 4.0;\n    spd.cholesky_(0.000001);\n    spd.{solve}(acc);\n"
+        ));
+    }
+    if g.chance(30) {
+        // Ranges of tiles: a block of `b` at another offset into a block of `acc`, a block
+        // to the edges updated with a scalar.
+        let (h, w) = (g.rng.int(1, r as i64 + 1), g.rng.int(1, c as i64 + 1));
+        let (r0, c0) = (g.rng.int(0, r as i64 - h + 1), g.rng.int(0, c as i64 - w + 1));
+        let (r1, c1) = (g.rng.int(0, r as i64 - h + 1), g.rng.int(0, c as i64 - w + 1));
+        let l = g.lit();
+        body.push_str(&format!(
+            "    acc[{r0}:{}, {c0}:{}] = b[{r1}:{}, {c1}:{}] - acc[{r0}:{}, {c0}:{}];
+    acc[{r1}:, :{}] += {l};
+",
+            r0 + h,
+            c0 + w,
+            r1 + h,
+            c1 + w,
+            r0 + h,
+            c0 + w,
+            c1 + w
+        ));
+    }
+    if g.chance(30) {
+        // Broadcasts: a row vector, a column, a one-row range.
+        let (i0, j0) = (g.rng.int(0, r as i64), g.rng.int(0, c as i64));
+        body.push_str(&format!(
+            "    acc = acc - b[{i0}, :] + column(a[:, {j0}]) - a[{i0}:{}, :];
+    acc += a[0, :];
+",
+            i0 + 1
+        ));
+    }
+    if g.float && r == c && g.chance(30) {
+        // LU without pivoting of a well-conditioned SPD tile.
+        body.push_str(&format!(
+            "    let f = (b @ transpose(b)) * 0.0625 + tile<{t}, {r}, {r}>::eye() * 4.0;
+    f.lu_();
+    acc = acc + f;
+"
         ));
     }
     if g.chance(30) {
@@ -465,6 +504,9 @@ fn the_generator_covers_its_constructs() {
         "atomic_add",
         "max_axis",
         "Q[i] = min",
+        "acc[",
+        "column(",
+        "lu_()",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }
