@@ -197,6 +197,32 @@ impl<'a> Args<'a> {
         self.push(name, a)
     }
 
+    /// A read-only ndarray view (feature `ndarray`), which must be in standard (C) layout:
+    /// E0440 for a transposed or strided view.
+    #[cfg(feature = "ndarray")]
+    pub fn view<T: Element, D: ndarray::Dimension>(self, name: &str, a: ndarray::ArrayView<'a, T, D>) -> Args<'a> {
+        let shape = a.shape().to_vec();
+        match a.to_slice() {
+            Some(s) => self.array(name, s, &shape),
+            None => self.push(name, Err(not_standard_layout(name))),
+        }
+    }
+
+    /// A mutable ndarray view (feature `ndarray`) for a `mut` parameter, written in place; in
+    /// standard layout (E0440 otherwise).
+    #[cfg(feature = "ndarray")]
+    pub fn view_mut<T: Element, D: ndarray::Dimension>(
+        self,
+        name: &str,
+        a: ndarray::ArrayViewMut<'a, T, D>,
+    ) -> Args<'a> {
+        let shape = a.shape().to_vec();
+        match a.into_slice() {
+            Some(s) => self.array_mut(name, s, &shape),
+            None => self.push(name, Err(not_standard_layout(name))),
+        }
+    }
+
     /// An owned array argument; after the launch, [`Launched::array`] gives its contents.
     pub fn host(self, name: &str, array: HostArray) -> Args<'a> {
         self.push(name, Ok(array))
@@ -225,6 +251,14 @@ impl<'a> Args<'a> {
         let mut d: Vec<(String, Scalar)> = self.arrays.iter().map(|(n, a)| (n.clone(), a.elem())).collect();
         d.sort();
         d
+    }
+}
+
+#[cfg(feature = "ndarray")]
+fn not_standard_layout(name: &str) -> RunError {
+    RunError::NotContiguous {
+        name: name.to_string(),
+        detail: "is not in standard (C) layout; pass `.as_standard_layout()` of it".to_string(),
     }
 }
 
