@@ -48,6 +48,22 @@ pub const BUILTINS: &[&str] = &[
 ];
 
 impl FnBuilder<'_, '_> {
+    /// Whether `tt`, the type of `method`'s receiver `recv`, is a square float tile (E0212
+    /// otherwise), as the in-place factorizations need.
+    fn square_float(&mut self, recv: &Expr, method: &str, tt: &Type) -> bool {
+        match tt {
+            Type::Tile { shape, .. } if shape.len() != 2 || shape[0] != shape[1] => {
+                self.error(errors::needs_square(recv.span, method, tt));
+                false
+            }
+            Type::Tile { elem, .. } if !elem.is_float() => {
+                self.error(errors::needs_float(recv.span, method, tt));
+                false
+            }
+            _ => true,
+        }
+    }
+
     fn arity(&mut self, f: &Ident, args: &[Expr], n: usize, e: &Expr) -> bool {
         if args.len() != n {
             self.error(errors::arg_count(e.span, &f.name, n, args.len()));
@@ -404,30 +420,14 @@ impl FnBuilder<'_, '_> {
                 self.set_var(&name, v);
             }
             "lu_" => {
-                if !self.arity(m, args, 0, e) {
-                    return Ev::Err;
-                }
-                if shape.len() != 2 || shape[0] != shape[1] {
-                    self.error(errors::needs_square(recv.span, "lu_", &tt));
-                    return Ev::Err;
-                }
-                if !elem.is_float() {
-                    self.error(errors::needs_float(recv.span, "lu_", &tt));
+                if !self.arity(m, args, 0, e) || !self.square_float(recv, "lu_", &tt) {
                     return Ev::Err;
                 }
                 let v = self.emit1(OpKind::Lu, vec![t], tt, e.span);
                 self.set_var(&name, v);
             }
             "cholesky_" => {
-                if !self.arity(m, args, 1, e) {
-                    return Ev::Err;
-                }
-                if shape.len() != 2 || shape[0] != shape[1] {
-                    self.error(errors::needs_square(recv.span, "cholesky_", &tt));
-                    return Ev::Err;
-                }
-                if !elem.is_float() {
-                    self.error(errors::needs_float(recv.span, "cholesky_", &tt));
+                if !self.arity(m, args, 1, e) || !self.square_float(recv, "cholesky_", &tt) {
                     return Ev::Err;
                 }
                 let Some(eps) = self.value(&args[0], Some(elem)) else {

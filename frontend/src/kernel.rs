@@ -178,7 +178,7 @@ pub(crate) fn lower_program(
                         (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
                         // Written as an extent: it takes the argument's extent at launch, and
                         // is checked here at a representative value.
-                        (None, Choice::Const(None)) if extent_written(k.item, &name) => {
+                        (None, Choice::Const(None)) if extent_positions(k.item, &name).next().is_some() => {
                             placeholders.push((name.clone(), EXTENT_PLACEHOLDER));
                             vec![GenericArg::Const(EXTENT_PLACEHOLDER)]
                         }
@@ -290,20 +290,28 @@ fn check_uncalled_fns(cx: &mut Checker<'_>) {
     }
 }
 
-/// Adds a note to an error in a kernel instance whose text shows the value of a const
-/// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
 /// The value at which `tilec check` instantiates a const parameter without default that is
 /// written as an array extent (its value comes from the argument's shape at launch).
 const EXTENT_PLACEHOLDER: i64 = 16;
 
-/// Whether const parameter `name` of `k` is written as an extent of an array parameter.
-fn extent_written(k: &KernelItem, name: &str) -> bool {
-    k.params.iter().any(|p| match &p.ty {
-        TypeExpr::Array { dims, .. } => dims.iter().any(|d| matches!(&d.kind, ExprKind::Name(n) if n.name == name)),
-        _ => false,
+/// Where generic parameter `name` of kernel `k` is written as a whole extent of an array
+/// parameter (`A: T[B, N, N]` gives `("A", 1)` and `("A", 2)` for `N`): `(parameter, axis)`.
+/// A const parameter written there takes the argument's extent at launch.
+pub fn extent_positions<'k>(k: &'k KernelItem, name: &'k str) -> impl Iterator<Item = (&'k str, usize)> + 'k {
+    k.params.iter().flat_map(move |p| {
+        let dims = match &p.ty {
+            TypeExpr::Array { dims, .. } => dims.as_slice(),
+            _ => &[],
+        };
+        dims.iter().enumerate().filter_map(move |(axis, d)| match &d.kind {
+            ExprKind::Name(n) if n.name == name => Some((p.name.name.as_str(), axis)),
+            _ => None,
+        })
     })
 }
 
+/// Adds a note to an error in a kernel instance whose text shows the value of a const
+/// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
 fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     let texts: Vec<&str> =
         std::iter::once(d.message.as_str()).chain(d.labels.iter().map(|l| l.text.as_str())).collect();
@@ -450,15 +458,16 @@ impl FnBuilder<'_, '_> {
         // or an integer scalar parameter.
         for (e, span) in &extent_exprs {
             for v in e.vars() {
-                let int_scalar =
-                    kinds.iter().any(|kp| kp.name == v && kp.kind.scalar_type().is_some_and(|s| s.is_int()));
-                let float_scalar = kinds.iter().find(|kp| kp.name == v).and_then(|kp| kp.kind.scalar_type());
-                if let Some(s) = float_scalar.filter(|s| !s.is_int()) {
-                    self.error(errors::extent_not_int(*span, v, s));
-                    ok = false;
-                } else if !int_scalar && !shape_syms.contains(v) {
-                    self.error(errors::extent_var(*span, &e.to_string(), v));
-                    ok = false;
+                match kinds.iter().find(|kp| kp.name == v).and_then(|kp| kp.kind.scalar_type()) {
+                    Some(s) if !s.is_int() => {
+                        self.error(errors::extent_not_int(*span, v, s));
+                        ok = false;
+                    }
+                    None if !shape_syms.contains(v) => {
+                        self.error(errors::extent_var(*span, &e.to_string(), v));
+                        ok = false;
+                    }
+                    _ => {}
                 }
             }
         }
@@ -685,20 +694,15 @@ pub(crate) fn infer_generics(
         // A const parameter written as an extent of an array argument takes that extent.
         if let GenericParam::Const { name, .. } = g {
             let mut found: Option<(u64, &str)> = None;
-            for p in &k.item.params {
-                let (TypeExpr::Array { dims, .. }, Some(shape)) = (&p.ty, shapes.get(&p.name.name)) else {
+            for (param, axis) in extent_positions(k.item, &name.name) {
+                let Some(&x) = shapes.get(param).and_then(|s| s.get(axis)) else {
                     continue;
                 };
-                for (d, &x) in dims.iter().zip(shape) {
-                    if !matches!(&d.kind, ExprKind::Name(n) if n.name == name.name) {
-                        continue;
+                match found {
+                    Some((v, other)) if v != x => {
+                        return Err(errors::const_param_conflict(kernel, &name.name, other, v, param, x));
                     }
-                    match found {
-                        Some((v, other)) if v != x => {
-                            return Err(errors::const_param_conflict(kernel, &name.name, other, v, &p.name.name, x));
-                        }
-                        _ => found = Some((x, &p.name.name)),
-                    }
+                    _ => found = Some((x, param)),
                 }
             }
             if let Some((v, _)) = found {

@@ -30,6 +30,7 @@ use tilec_midend::{Module, Scalar};
 
 pub use calls::BUILTINS;
 pub use items::Program;
+pub use kernel::extent_positions;
 pub use limits::TargetLimits;
 
 /// The value of a kernel's generic parameter: an element type or a constant.

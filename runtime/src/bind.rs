@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use tilec_midend::dims::DimExpr;
 use tilec_midend::{Const, Dim, Kernel, ParamKind, Scalar};
 
 use crate::array::HostArray;
@@ -241,26 +242,23 @@ pub fn declared_shape(
 ) -> Result<Vec<u64>, RunError> {
     let mut out = Vec::with_capacity(dims.len());
     for d in dims {
-        out.push(match d {
-            Dim::Fixed(n) => *n,
-            Dim::Var(v) => extent_var(vars, scalars, v).ok_or_else(|| RunError::ExtentExpr {
-                name: name.to_string(),
-                expr: v.clone(),
-                reason: "no argument gives it a value".to_string(),
-            })? as u64,
-            Dim::Expr(e) => {
-                let v = e.eval(&|n| extent_var(vars, scalars, n)).map_err(|reason| RunError::ExtentExpr {
-                    name: name.to_string(),
-                    expr: e.to_string(),
-                    reason,
-                })?;
-                u64::try_from(v).map_err(|_| RunError::ExtentExpr {
-                    name: name.to_string(),
-                    expr: e.to_string(),
-                    reason: format!("it is negative ({v})"),
-                })?
+        let e = match d {
+            Dim::Fixed(n) => {
+                out.push(*n);
+                continue;
             }
-        });
+            Dim::Var(v) => DimExpr::Var(v.clone()),
+            Dim::Expr(e) => e.clone(),
+        };
+        let value = |n: &str| extent_var(vars, scalars, n);
+        let fail = |reason: String| RunError::ExtentExpr {
+            name: name.to_string(),
+            expr: e.to_string(),
+            unbound: e.vars().iter().any(|v| value(v).is_none()),
+            reason,
+        };
+        let v = e.eval(&value).map_err(fail)?;
+        out.push(u64::try_from(v).map_err(|_| fail(format!("it is negative ({v})")))?);
     }
     Ok(out)
 }

@@ -116,8 +116,8 @@ pub enum RunError {
     /// not expose its memory; tilec never copies arrays on the way in.
     NotContiguous { name: String, detail: String },
     /// E0441: the extent expression `expr` of array `name` cannot be evaluated with the
-    /// arguments given (`reason`).
-    ExtentExpr { name: String, expr: String, reason: String },
+    /// arguments given (`reason`); `unbound` when a variable of it has no value.
+    ExtentExpr { name: String, expr: String, reason: String, unbound: bool },
 }
 
 impl RunError {
@@ -372,7 +372,7 @@ impl fmt::Display for RunError {
                 write!(f, "array memory at address {address:#x} is not aligned to its element size ({align} bytes)")
             }
             RunError::NotContiguous { name, detail } => write!(f, "argument `{name}` {detail}"),
-            RunError::ExtentExpr { name, expr, reason } => {
+            RunError::ExtentExpr { name, expr, reason, .. } => {
                 write!(f, "the extent `{expr}` of `{name}` cannot be computed: {reason}")
             }
         }

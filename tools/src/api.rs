@@ -69,9 +69,10 @@ impl Error {
         Error::new(vec![Diagnostic::error(e.code(), e.to_string())], src)
     }
 
-    /// The code of the first error (`E0410`, ...).
+    /// The code of the first error (`E0410`, ...); every `Error` holds at least one.
     pub fn code(&self) -> &str {
-        self.diagnostics.iter().find(|d| d.severity == Severity::Error).map_or("E0000", |d| d.code)
+        let first = self.diagnostics.iter().find(|d| d.severity == Severity::Error).or(self.diagnostics.first());
+        first.map_or("", |d| d.code)
     }
 
     /// The diagnostics rendered as text, without color.
@@ -578,18 +579,8 @@ fn sig(k: &ast::KernelItem) -> KernelSig {
             .iter()
             .filter(|g| matches!(g, ast::GenericParam::Const { .. }))
             .flat_map(|g| {
-                k.params.iter().flat_map(move |p| {
-                    let dims = match &p.ty {
-                        ast::TypeExpr::Array { dims, .. } => dims.as_slice(),
-                        _ => &[],
-                    };
-                    dims.iter().enumerate().filter_map(move |(axis, d)| match &d.kind {
-                        ast::ExprKind::Name(n) if n.name == g.name().name => {
-                            Some((n.name.clone(), p.name.name.clone(), axis))
-                        }
-                        _ => None,
-                    })
-                })
+                let name = g.name().name.as_str();
+                tilec_frontend::extent_positions(k, name).map(move |(p, axis)| (name.to_string(), p.to_string(), axis))
             })
             .collect(),
     }

@@ -586,7 +586,7 @@ pub(crate) fn zeros_for_output(
             "E0418",
             format!("`--out {name}`: `{name}` is not a `mut` array parameter of kernel `{}`", kernel.name),
         ),
-        tilec_runtime::RunError::ExtentExpr { expr, reason, .. } if reason.contains("value") => usage(
+        tilec_runtime::RunError::ExtentExpr { expr, unbound: true, .. } => usage(
             "E0502",
             format!(
                 "`--out {name}`: the extent `{expr}` is not bound by another argument; pass `--arg {name}=FILE.npy`"

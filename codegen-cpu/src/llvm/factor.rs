@@ -158,6 +158,21 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
+    /// The lanes of a row segment `c0..c0 + len` whose column `c` satisfies `c pred x`.
+    fn column_mask(
+        &mut self,
+        c0: u32,
+        len: u32,
+        pred: IntPredicate,
+        x: IntValue<'ctx>,
+    ) -> Result<inkwell::values::VectorValue<'ctx>, CodegenError> {
+        let i64t = self.cx.i64_type();
+        let iota: Vec<_> = (0..len).map(|c| i64t.const_int((c0 + c) as u64, false)).collect();
+        let iota = VectorType::const_vector(&iota);
+        let xv = self.splat(x.into(), len)?.into_vector_value();
+        self.b.build_int_compare(pred, iota, xv, "").map_err(be)
+    }
+
     fn mul_n(&self, a: IntValue<'ctx>, n: u32) -> Result<IntValue<'ctx>, CodegenError> {
         self.b.build_int_mul(a, self.i64c(n as i64), "").map_err(be)
     }
@@ -182,11 +197,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let m = g.bin(BinOp::Div, s, g.load_elem(a, s, ik)?, piv)?;
                 g.store_elem(a, s, ik, m)?;
                 for (c0, len) in segments(n, s) {
-                    let i64t = g.cx.i64_type();
-                    let iota: Vec<_> = (0..len).map(|c| i64t.const_int((c0 + c) as u64, false)).collect();
-                    let iota = VectorType::const_vector(&iota);
-                    let kv = g.splat(k.into(), len)?.into_vector_value();
-                    let after = g.b.build_int_compare(IntPredicate::UGT, iota, kv, "").map_err(be)?;
+                    let after = g.column_mask(c0, len, IntPredicate::UGT, k)?;
                     let (io, ko) = (g.add_off(irow, c0)?, g.add_off(krow, c0)?);
                     let (row, urow) = (g.load_vec(a, s, io, len)?, g.load_vec(a, s, ko, len)?);
                     let y = g.sub_scaled(s, row, urow, m, len)?;
@@ -234,11 +245,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.dyn_loop(lo, hi, |g, i| {
             let irow = g.mul_n(i, n)?;
             for (c0, len) in segments(n, s) {
-                let i64t = g.cx.i64_type();
-                let iota: Vec<_> = (0..len).map(|c| i64t.const_int((c0 + c) as u64, false)).collect();
-                let iota = VectorType::const_vector(&iota);
-                let iv = g.splat(i.into(), len)?.into_vector_value();
-                let keep = g.b.build_int_compare(IntPredicate::ULE, iota, iv, "").map_err(be)?;
+                let keep = g.column_mask(c0, len, IntPredicate::ULE, i)?;
                 let off = g.add_off(irow, c0)?;
                 let row = g.load_vec(dst, s, off, len)?;
                 let zero = g.splat(g.constant(s, 0.0), len)?;
