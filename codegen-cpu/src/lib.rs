@@ -27,6 +27,7 @@
 
 mod blocks;
 mod factor;
+mod half;
 mod isa;
 mod ix;
 mod linalg;

@@ -30,6 +30,8 @@ pub(crate) fn cl_type(s: Scalar) -> ir::Type {
         Scalar::I64 => types::I64,
         Scalar::F32 => types::F32,
         Scalar::F64 => types::F64,
+        // Storage types: their bits (values are computed in f32).
+        Scalar::F16 | Scalar::BF16 => types::I16,
     }
 }
 

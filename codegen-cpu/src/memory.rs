@@ -112,33 +112,49 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// A scalar load `A[i, j]`: zero when out of bounds.
     pub(crate) fn load_scalar(&mut self, op: &Op, kinds: &[Index]) -> Result<ir::Value, CodegenError> {
         let acc = self.access(op.args[0], kinds, &op.args[1..]);
-        let ty = cl_type(acc.elem);
-        let var = self.b.declare_var(ty);
-        let zero = self.const_val(tilec_midend::Const::Int(0, acc.elem), acc.elem);
+        let c = acc.elem.compute();
+        let var = self.b.declare_var(cl_type(c));
+        let zero = self.const_val(tilec_midend::Const::Int(0, c), c);
         self.b.def_var(var, zero);
         let (yes, done) = (self.b.create_block(), self.b.create_block());
         self.b.ins().brif(acc.in_bounds, yes, &[], done, &[]);
         self.b.switch_to_block(yes);
         let zero_off = self.b.ins().iconst(types::I64, 0);
         let a = self.elem_addr(&acc, zero_off);
-        let v = self.b.ins().load(ty, flags(), a, 0);
+        let v = self.load_elem(acc.elem, a);
         self.b.def_var(var, v);
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(done);
         Ok(self.b.use_var(var))
     }
 
-    /// One element moved between the array (at `ga`) and the tile (at `ta`).
+    /// An element of an array of `elem` at `a`, as a value of `elem`'s compute type.
+    fn load_elem(&mut self, elem: Scalar, a: ir::Value) -> ir::Value {
+        let v = self.b.ins().load(cl_type(elem), flags(), a, 0);
+        if elem.is_half() {
+            self.widen_half(elem, v)
+        } else {
+            v
+        }
+    }
+
+    /// Stores `v` (of `elem`'s compute type) as the element of an array of `elem` at `a`.
+    fn store_elem(&mut self, elem: Scalar, v: ir::Value, a: ir::Value) {
+        let v = if elem.is_half() { self.narrow_half(elem, v) } else { v };
+        self.b.ins().store(flags(), v, a, 0);
+    }
+
+    /// One element moved between the array of `elem` (at `ga`) and the tile (at `ta`).
     fn xfer_elem(&mut self, mode: Xfer, ga: ir::Value, ta: ir::Value, elem: Scalar) {
-        let ty = cl_type(elem);
+        let ty = cl_type(elem.compute());
         match mode {
             Xfer::Load => {
-                let v = self.b.ins().load(ty, flags(), ga, 0);
+                let v = self.load_elem(elem, ga);
                 self.b.ins().store(flags(), v, ta, 0);
             }
             Xfer::Store => {
                 let v = self.b.ins().load(ty, flags(), ta, 0);
-                self.b.ins().store(flags(), v, ga, 0);
+                self.store_elem(elem, v, ga);
             }
             Xfer::AtomicAdd => {
                 let v = self.b.ins().load(ty, flags(), ta, 0);
@@ -146,14 +162,14 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             Xfer::StoreMasked { mask, tile } => {
                 let off = self.b.ins().isub(ta, tile);
-                let k = self.b.ins().ushr_imm_u(off, elem.bytes().trailing_zeros() as i64);
+                let k = self.b.ins().ushr_imm_u(off, elem.compute().bytes().trailing_zeros() as i64);
                 let ma = self.b.ins().iadd(mask, k);
                 let m = self.b.ins().load(types::I8, flags(), ma, 0);
                 let (yes, done) = (self.b.create_block(), self.b.create_block());
                 self.b.ins().brif(m, yes, &[], done, &[]);
                 self.b.switch_to_block(yes);
                 let v = self.b.ins().load(ty, flags(), ta, 0);
-                self.b.ins().store(flags(), v, ga, 0);
+                self.store_elem(elem, v, ga);
                 self.b.ins().jump(done, &[]);
                 self.b.switch_to_block(done);
             }
@@ -185,13 +201,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// Moves the in-bounds part of an access between an array and the tile at `tile`.
     fn copy_slices(&mut self, acc: &Access, tile: ir::Value, mode: Xfer) {
         let esz = acc.elem.bytes() as i64;
+        // Tile elements are of the compute type (wider than storage types).
+        let tsz = acc.elem.compute().bytes() as i64;
         let elem = acc.elem;
+        // Storage types are converted element by element.
+        let same = !elem.is_half();
         match acc.slices.len() {
             1 => {
                 let s = &acc.slices[0];
                 let (lo, hi, stride, extent) = (s.lo, s.hi, s.stride, s.extent);
                 let done = self.b.create_block();
-                if matches!(mode, Xfer::Load | Xfer::Store) && extent <= UNROLL_1D {
+                if same && matches!(mode, Xfer::Load | Xfer::Store) && extent <= UNROLL_1D {
                     // The whole slice in bounds (a column of a matrix, typically): unrolled,
                     // one pointer step per element.
                     let full = self.whole(s);
@@ -235,7 +255,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.dyn_loop(lo, hi, |l, r| {
                     let off = l.b.ins().imul(r, stride);
                     let ga = l.elem_addr(acc, off);
-                    let tb = l.b.ins().imul_imm_s(r, esz);
+                    let tb = l.b.ins().imul_imm_s(r, tsz);
                     let ta = l.b.ins().iadd(tile, tb);
                     l.xfer_elem(mode, ga, ta, elem);
                 });
@@ -248,7 +268,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let (rlo, rhi, rstride) = (s0.lo, s0.hi, s0.stride);
                 let (clo, chi, cstride) = (s1.lo, s1.hi, s1.stride);
                 let done = self.b.create_block();
-                if matches!(mode, Xfer::Load | Xfer::Store) {
+                if same && matches!(mode, Xfer::Load | Xfer::Store) {
                     // Whole rows in bounds and contiguous in the array: vector copies.
                     let full = self.whole(s1);
                     let unit = self.b.ins().icmp_imm_s(IntCC::Equal, cstride, 1);
@@ -277,7 +297,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                         let ga = l.elem_addr(acc, off);
                         let t = l.b.ins().imul_imm_s(r, cols as i64);
                         let t = l.b.ins().iadd(t, c);
-                        let tb = l.b.ins().imul_imm_s(t, esz);
+                        let tb = l.b.ins().imul_imm_s(t, tsz);
                         let ta = l.b.ins().iadd(tile, tb);
                         l.xfer_elem(mode, ga, ta, elem);
                     });
@@ -294,7 +314,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Load(kinds) => {
                 let acc = self.access(op.args[0], kinds, &op.args[1..]);
                 let dst = self.tile_addr(op.results[0]);
-                let bytes = self.f.ty(op.results[0]).tile_len() * acc.elem.bytes();
+                let bytes = self.f.ty(op.results[0]).tile_len() * acc.elem.compute().bytes();
                 self.zero_bytes(dst, bytes);
                 self.copy_slices(&acc, dst, Xfer::Load);
             }
@@ -330,7 +350,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     self.b.switch_to_block(yes);
                     let zero = self.b.ins().iconst(types::I64, 0);
                     let a = self.elem_addr(&acc, zero);
-                    self.b.ins().store(flags(), v, a, 0);
+                    self.store_elem(acc.elem, v, a);
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(done);
                 }

@@ -23,7 +23,7 @@ pub(crate) fn vec_ty(s: Scalar) -> Option<ir::Type> {
         Scalar::F64 => Some(types::F64X2),
         Scalar::I32 | Scalar::U32 => Some(types::I32X4),
         Scalar::I64 => Some(types::I64X2),
-        Scalar::Bool => None,
+        Scalar::Bool | Scalar::F16 | Scalar::BF16 => None,
     }
 }
 

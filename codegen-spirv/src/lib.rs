@@ -16,6 +16,7 @@
 
 mod body;
 mod control;
+mod half;
 mod memory;
 mod module;
 

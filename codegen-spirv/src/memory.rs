@@ -180,17 +180,20 @@ impl Gen<'_> {
             OpKind::Load(_) | OpKind::LoadInto(_) => {
                 let into = matches!(op.kind, OpKind::LoadInto(_));
                 let fallback = if into { self.id(op.args[0])? } else { self.constant(c.elem, 0.0) };
+                let tc = self.ty(c.elem.compute());
                 let mut v = fallback;
                 for j in 0..c.count {
                     let (ptr, here) = self.chunk_ptr(&c, j)?;
                     let x = self.b.load(t, None, ptr, None, []).map_err(be)?;
-                    v = self.b.select(t, None, here, x, v).map_err(be)?;
+                    let x = self.widen_loaded(c.elem, x)?;
+                    v = self.b.select(tc, None, here, x, v).map_err(be)?;
                 }
-                let r = self.b.select(t, None, c.inb, v, fallback).map_err(be)?;
+                let r = self.b.select(tc, None, c.inb, v, fallback).map_err(be)?;
                 self.held.insert(op.results[0], Held::Id(r));
             }
             _ => {
                 let x = self.id(*op.args.last().expect("value"))?;
+                let x = self.narrow_stored(c.elem, x)?;
                 let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
                 for j in 0..c.count {
                     let (ptr, here) = self.chunk_ptr(&c, j)?;
@@ -226,14 +229,17 @@ impl Gen<'_> {
                 let (ptr, inb, elem) = self.element(op.args[base], &op.args[base + 1..])?;
                 let t = self.ty(elem);
                 let v = self.b.load(t, None, ptr, None, []).map_err(be)?;
+                let v = self.widen_loaded(elem, v)?;
                 let fallback = if into { self.id(op.args[0])? } else { self.constant(elem, 0.0) };
-                let r = self.b.select(t, None, inb, v, fallback).map_err(be)?;
+                let tc = self.ty(elem.compute());
+                let r = self.b.select(tc, None, inb, v, fallback).map_err(be)?;
                 self.held.insert(op.results[0], Held::Id(r));
             }
             OpKind::Store(_) | OpKind::AtomicAdd(_) => {
                 let n = op.args.len();
                 let (ptr, inb, elem) = self.element(op.args[0], &op.args[1..n - 1])?;
                 let x = self.id(op.args[n - 1])?;
+                let x = self.narrow_stored(elem, x)?;
                 let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
                 let shared = matches!(self.held.get(&op.args[0]), Some(Held::Shared { .. }));
                 self.guarded(inb, |g| {

@@ -132,6 +132,7 @@ impl Gen<'_> {
             Scalar::I64 => self.b.type_int(64, 1),
             Scalar::F32 => self.b.type_float(32, None),
             Scalar::F64 => self.b.type_float(64, None),
+            Scalar::F16 | Scalar::BF16 => self.half_ty(s),
         };
         self.types.insert(s, t);
         t
@@ -161,6 +162,8 @@ impl Gen<'_> {
 
     /// A constant of type `s` with value `v`.
     pub(crate) fn constant(&mut self, s: Scalar, v: f64) -> Word {
+        // Values of storage types are computed (and held) in f32.
+        let s = s.compute();
         let bits = match s {
             Scalar::F32 => (v as f32).to_bits() as u64,
             Scalar::F64 => v.to_bits(),
@@ -168,6 +171,7 @@ impl Gen<'_> {
             Scalar::U32 => v as u32 as u64,
             Scalar::I32 => v as i32 as u32 as u64,
             Scalar::I64 => v as i64 as u64,
+            Scalar::F16 | Scalar::BF16 => unreachable!("compute types are not storage types"),
         };
         self.constant_bits(s, bits)
     }

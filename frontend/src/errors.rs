@@ -58,7 +58,7 @@ pub(crate) fn unknown_fn(n: &Ident, cands: &[String]) -> Diagnostic {
 pub(crate) fn unknown_type(n: &Ident) -> Diagnostic {
     Diagnostic::error("E0103", format!("unknown type `{}`", n.name))
         .label(n.span, "not a scalar type or a type parameter")
-        .help("scalar types are bool, i32, u32, i64, f32 and f64")
+        .help("scalar types are bool, i32, u32, i64, f32 and f64, and the storage types f16 and bf16")
 }
 
 pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
@@ -354,6 +354,12 @@ pub(crate) fn arg_type(span: Span, f: &str, want: &Type, got: &Type) -> Diagnost
 
 pub(crate) fn math_operand(span: Span, f: &str, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{f}` does not apply to {t}")).label(span, format!("this is {t}"))
+}
+
+pub(crate) fn atomic_half(span: Span, stored: Scalar) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`atomic_add` does not apply to an array of {}", stored.name()))
+        .label(span, format!("this array stores {}", stored.name()))
+        .note("f16 and bf16 arrays are read and written whole; add in f32 and store the sum")
 }
 
 pub(crate) fn outer_operands(span: Span, a: &Type, b: &Type) -> Diagnostic {

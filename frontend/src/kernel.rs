@@ -22,6 +22,16 @@ pub(crate) fn candidates(bound: Option<&tilec_grammar::ast::Ident>) -> Result<Ve
     }
 }
 
+/// The element types an array argument may give a type parameter with this bound: its
+/// [`candidates`], and for `float` also the storage types `f16` and `bf16` (computed in `f32`).
+pub(crate) fn accepted(bound: Option<&tilec_grammar::ast::Ident>) -> Vec<Scalar> {
+    let mut c = candidates(bound).unwrap_or_default();
+    if c.contains(&Scalar::F32) {
+        c.extend([Scalar::F16, Scalar::BF16]);
+    }
+    c
+}
+
 /// What a kernel's generic parameter may be instantiated with.
 enum Choice {
     /// An element type from this list.
@@ -366,7 +376,7 @@ impl FnBuilder<'_, '_> {
                     let TypeExpr::Named(en) = &**elem else {
                         return None;
                     };
-                    let e = self.scalar_type(en);
+                    let e = self.storage_type(en);
                     let mut ds = Vec::new();
                     for (axis, d) in dims.iter().enumerate() {
                         match &d.kind {
@@ -733,7 +743,7 @@ pub(crate) fn infer_generics(
             }
             GenericParam::Const { name, .. } => return Err(errors::const_param_value(kernel, name)),
         };
-        let cands = candidates(bound.as_ref()).unwrap_or_default();
+        let cands = accepted(bound.as_ref());
         let mut found: Option<(Scalar, &str)> = None;
         for p in &k.item.params {
             let TypeExpr::Array { elem, .. } = &p.ty else {

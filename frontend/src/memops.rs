@@ -119,6 +119,11 @@ impl FnBuilder<'_, '_> {
             self.error(errors::math_operand(args[0].span, "atomic_add", &acc.ty));
             return Ev::Err;
         }
+        let stored = self.ty(acc.array).elem();
+        if stored.is_half() {
+            self.error(errors::atomic_half(args[0].span, stored));
+            return Ev::Err;
+        }
         let Some(v) = self.stored_value(&acc, &args[1]) else {
             return Ev::Err;
         };

@@ -159,6 +159,8 @@ impl FnBuilder<'_, '_> {
             self.error(errors::tile_rank(span, shape.len()));
             return None;
         }
+        // Storage types (`f16`, `bf16`) load and store as their compute type.
+        let elem = elem.compute();
         let ty = if shape.is_empty() { Type::Scalar(elem) } else { Type::Tile { elem, shape } };
         Some(Access { array, kinds, indices, ty })
     }

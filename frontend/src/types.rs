@@ -10,8 +10,14 @@ use tilec_midend::{Scalar, Type};
 pub(crate) const MAX_TILE_ELEMS: u64 = 16384;
 
 impl FnBuilder<'_, '_> {
-    /// Resolves a scalar type name (`f32`, or a type parameter bound to one).
+    /// Resolves a scalar type name (`f32`, or a type parameter bound to one) as the type that
+    /// values of it have: the storage types `f16` and `bf16` are computed in `f32`.
     pub(crate) fn scalar_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
+        self.storage_type(name).map(Scalar::compute)
+    }
+
+    /// Resolves an array's element type name, keeping the storage types `f16` and `bf16`.
+    pub(crate) fn storage_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
         if let Some(s) = Scalar::from_name(&name.name) {
             return Some(s);
         }

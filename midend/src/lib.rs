@@ -6,6 +6,7 @@ pub mod dims;
 pub mod eval;
 pub mod fold;
 pub mod fusion;
+pub mod half;
 pub mod inline;
 pub mod ir;
 pub mod parse;

@@ -124,6 +124,7 @@ pub fn divides_by_zero(op: BinOp, b: Const, ty: Scalar) -> bool {
 pub fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, ScalarError> {
     use BinOp::*;
     match ty {
+        Scalar::F16 | Scalar::BF16 => unsupported(format!("{op:?} on the storage type {}", ty.name())),
         Scalar::Bool => {
             let (x, y) = (truthy(a), truthy(b));
             Ok(Const::Bool(match op {
@@ -224,6 +225,7 @@ pub fn cmp(op: CmpOp, a: Const, b: Const) -> bool {
 pub fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, ScalarError> {
     use UnOp::*;
     match ty {
+        Scalar::F16 | Scalar::BF16 => unsupported(format!("{op:?} on the storage type {}", ty.name())),
         Scalar::Bool => match op {
             Not => Ok(Const::Bool(!truthy(a))),
             _ => unsupported(format!("{op:?} on bool")),
@@ -262,7 +264,7 @@ pub fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, ScalarError> {
 
 /// `a` converted to `to` (the table at the top of this module).
 pub fn cast(a: Const, to: Scalar) -> Const {
-    match to {
+    match to.compute() {
         Scalar::Bool => Const::Bool(truthy(a)),
         Scalar::F32 => Const::Float(
             match a {
@@ -270,7 +272,7 @@ pub fn cast(a: Const, to: Scalar) -> Const {
                 Const::Int(v, _) => v as f32 as f64,
                 _ => a.as_f64() as f32 as f64,
             },
-            to,
+            Scalar::F32,
         ),
         Scalar::F64 => Const::Float(a.as_f64(), to),
         Scalar::I32 | Scalar::U32 | Scalar::I64 => {
@@ -280,6 +282,7 @@ pub fn cast(a: Const, to: Scalar) -> Const {
             };
             Const::Int(to.wrap(v), to)
         }
+        Scalar::F16 | Scalar::BF16 => unreachable!("compute types are not storage types"),
     }
 }
 
@@ -305,6 +308,7 @@ pub fn bitcast(a: Const, to: Scalar) -> Result<Const, ScalarError> {
         Scalar::U32 => Const::Int(bits as u32 as i64, to),
         Scalar::I64 => Const::Int(bits as i64, to),
         Scalar::Bool => return unsupported("bitcast to a bool".into()),
+        Scalar::F16 | Scalar::BF16 => return unsupported(format!("bitcast to {}", to.name())),
     })
 }
 

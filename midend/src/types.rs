@@ -11,6 +11,12 @@ pub enum Scalar {
     I64,
     F32,
     F64,
+    /// IEEE 754 binary16, a storage type: only global array elements have it; loads widen to
+    /// `f32` exactly and stores round `f32` to the nearest `f16`, ties to even.
+    F16,
+    /// bfloat16 (the upper half of an `f32`), a storage type like [`Scalar::F16`]: loads
+    /// widen to `f32` exactly, stores round to nearest, ties to even (NaN stays NaN).
+    BF16,
 }
 
 impl Scalar {
@@ -18,6 +24,7 @@ impl Scalar {
     pub fn bytes(self) -> u32 {
         match self {
             Scalar::Bool => 1,
+            Scalar::F16 | Scalar::BF16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
             Scalar::I64 | Scalar::F64 => 8,
         }
@@ -26,6 +33,21 @@ impl Scalar {
     /// `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F32 | Scalar::F64)
+    }
+
+    /// `f16` or `bf16`: storage types, computed on as `f32`.
+    pub fn is_half(self) -> bool {
+        matches!(self, Scalar::F16 | Scalar::BF16)
+    }
+
+    /// The type values of this element type are computed in: `f32` for the storage types
+    /// `f16` and `bf16`, the type itself otherwise.
+    pub fn compute(self) -> Scalar {
+        if self.is_half() {
+            Scalar::F32
+        } else {
+            self
+        }
     }
 
     /// `i32`, `u32` or `i64`.
@@ -60,6 +82,8 @@ impl Scalar {
             Scalar::I64 => "i64",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::F16 => "f16",
+            Scalar::BF16 => "bf16",
         }
     }
 
@@ -72,6 +96,8 @@ impl Scalar {
             "i64" => Scalar::I64,
             "f32" => Scalar::F32,
             "f64" => Scalar::F64,
+            "f16" => Scalar::F16,
+            "bf16" => Scalar::BF16,
             _ => return None,
         })
     }

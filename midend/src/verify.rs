@@ -85,6 +85,12 @@ impl V<'_> {
             }
         };
         let mut errs = Vec::new();
+        // `f16` and `bf16` are storage types: only arrays have them.
+        for v in &op.results {
+            if matches!(self.ty(*v), Some(Type::Scalar(s) | Type::Tile { elem: s, .. }) if s.is_half()) {
+                errs.push(format!("`{name}`: only arrays have the storage types f16 and bf16"));
+            }
+        }
         match &op.kind {
             OpKind::Bin(_) => {
                 let (a, b, c) = (t(0), t(1), r(0));
@@ -114,9 +120,14 @@ impl V<'_> {
                         }
                         let slices: Vec<u32> =
                             ix.iter().filter_map(|i| if let Index::Slice(k) = i { Some(*k) } else { None }).collect();
+                        // Storage types load and store as their compute type.
+                        let c = elem.compute();
                         let want =
-                            if slices.is_empty() { Type::Scalar(elem) } else { Type::Tile { elem, shape: slices } };
+                            if slices.is_empty() { Type::Scalar(c) } else { Type::Tile { elem: c, shape: slices } };
                         match op.kind {
+                            OpKind::AtomicAdd(_) if elem.is_half() => {
+                                errs.push(format!("`{name}`: no atomic adds to {} arrays", elem.name()));
+                            }
                             OpKind::Store(_) | OpKind::AtomicAdd(_) => {
                                 bad(mutable, "stores go to a mut array", &mut errs);
                                 bad(t(1 + ix.len()) == Some(want), "stored value has the slice's type", &mut errs);
@@ -148,7 +159,7 @@ impl V<'_> {
                     bad(mutable, "stores go to a mut array", &mut errs);
                     let slices: Vec<u32> =
                         ix.iter().filter_map(|i| if let Index::Slice(k) = i { Some(*k) } else { None }).collect();
-                    let want = Type::Tile { elem, shape: slices.clone() };
+                    let want = Type::Tile { elem: elem.compute(), shape: slices.clone() };
                     bad(
                         !slices.is_empty() && t(1 + n) == Some(want),
                         "stored value has the slice's tile type",

@@ -53,9 +53,12 @@ fn elem_of(name: &str, typestr: &str) -> Result<Scalar, RunError> {
         "<i8" | "=i8" => Ok(Scalar::I64),
         "<u4" | "=u4" => Ok(Scalar::U32),
         "|b1" => Ok(Scalar::Bool),
+        "<f2" | "=f2" => Ok(Scalar::F16),
+        // `ml_dtypes.bfloat16`, which NumPy sees as a 2-byte void.
+        "<V2" | "|V2" => Ok(Scalar::BF16),
         _ => Err(RunError::NotContiguous {
             name: name.to_string(),
-            detail: format!("has dtype `{typestr}`, which kernels cannot take (supported: float32, float64, int32)"),
+            detail: format!("has dtype `{typestr}`, which kernels cannot take (supported: float32, float64, int32, float16, ml_dtypes.bfloat16)"),
         }),
     }
 }

@@ -268,3 +268,34 @@ def test_extent_expressions_and_const_parameters_from_shapes(dtype):
     with pytest.raises(tilec.TileValueError) as e:
         m.group_sum(np.zeros((7, 5), dtype), np.zeros(3, dtype), np.zeros((2, 5), dtype))
     assert e.value.code == "E0412" and "expected shape [Z * H, 5] = [6, 5], got [7, 5]" in str(e.value)
+
+
+def bf16_bits(x):
+    """float32 -> bfloat16 bits, rounded to nearest even (finite inputs), as uint16."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def test_storage_types_f16_and_bf16():
+    """float16 arrays and bfloat16 ones (ml_dtypes' 2-byte voids) compute in f32 and round
+    what they store, in place."""
+    a = spd(4, 13, np.float64, seed=9)
+    h = a.astype(np.float16)
+    tilec.linalg.potrf_batched(h, eps=1e-6)
+    assert h.dtype == np.float16
+    want = np.linalg.cholesky(a.astype(np.float16).astype(np.float64))
+    assert rel(np.tril(h), want) < 3e-3
+    # bfloat16 without ml_dtypes: the bits in a '<V2' array.
+    b = bf16_bits(a.astype(np.float32)).view("V2")
+    assert b.__array_interface__["typestr"] in ("<V2", "|V2")
+    tilec.linalg.potrf_batched(b, eps=1e-6)
+    got = (b.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    widened = (bf16_bits(a.astype(np.float32)).astype(np.uint32) << 16).view(np.float32)
+    assert rel(np.tril(got), np.linalg.cholesky(widened.astype(np.float64))) < 2e-2
+    # Stores round to nearest even: 1 + 2**-11 is a tie between 1 and 1 + 2**-10.
+    m = tilec.compile(
+        "kernel copy(X: f32[N], Y: mut f16[N]) grid(1) { Y[0:4] = X[0:4]; }"
+    )
+    y = np.zeros(3, np.float16)
+    m.copy(np.array([1 + 2**-11, 1 + 3 * 2**-11, 7e4], np.float32), y)
+    assert y.tolist() == [1.0, 1 + 2**-9, np.inf]

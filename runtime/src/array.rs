@@ -86,13 +86,13 @@ fn zeroed_words(n: usize) -> Option<Vec<u64>> {
 
 fn check_elem(elem: Scalar) -> Result<(), RunError> {
     match elem {
-        Scalar::F32 | Scalar::F64 | Scalar::I32 => Ok(()),
+        Scalar::F32 | Scalar::F64 | Scalar::I32 | Scalar::F16 | Scalar::BF16 => Ok(()),
         _ => Err(RunError::UnsupportedElem { elem }),
     }
 }
 
 impl HostArray {
-    /// A zero-filled array. Errors: `elem` is not f32, f64 or i32 (E0406); the shape has more
+    /// A zero-filled array. Errors: `elem` is not f32, f64, i32, f16 or bf16 (E0406); the shape has more
     /// elements than memory can address, or the allocation fails (E0405): this never aborts
     /// the process on a shape too large for the machine.
     pub fn zeros(elem: Scalar, shape: &[u64]) -> Result<HostArray, RunError> {
@@ -209,6 +209,10 @@ impl HostArray {
                 HostArray::from_i32(&v, shape)
             }
             Scalar::F64 => HostArray::from_f64(data, shape),
+            Scalar::F16 | Scalar::BF16 => {
+                let v: Vec<u16> = data.iter().map(|&x| tilec_midend::half::narrow(elem, x as f32)).collect();
+                HostArray::from_slice(elem, &v, shape)
+            }
             _ => Err(RunError::UnsupportedElem { elem }),
         }
     }
@@ -316,9 +320,12 @@ impl HostArray {
         self.view_mut(Scalar::I32)
     }
 
-    /// The elements converted to `f64` (exact for all three element types).
+    /// The elements converted to `f64` (exact for every element type).
     pub fn to_f64_vec(&self) -> Vec<f64> {
-        if let Some(v) = self.as_f32() {
+        if self.elem.is_half() {
+            let b = self.bytes();
+            b.chunks_exact(2).map(|c| tilec_midend::half::widen(self.elem, u16::from_le_bytes([c[0], c[1]]))).collect()
+        } else if let Some(v) = self.as_f32() {
             v.iter().map(|&x| x as f64).collect()
         } else if let Some(v) = self.as_i32() {
             v.iter().map(|&x| x as f64).collect()

@@ -100,6 +100,7 @@ pub fn param_type_text(kind: &ParamKind) -> String {
 /// types (rounded to nearest), floats to float types (rounded to nearest; a finite value out of
 /// `f32`'s range is an error), booleans to `bool` only. Error E0414 with the reason otherwise.
 pub fn convert_scalar(value: Const, ty: Scalar) -> Result<Const, RunError> {
+    let ty = ty.compute();
     let text = match value {
         Const::Bool(b) => b.to_string(),
         Const::Int(v, _) => v.to_string(),
@@ -128,6 +129,8 @@ pub fn convert_scalar(value: Const, ty: Scalar) -> Result<Const, RunError> {
 /// number (`1e-6`, `inf`, `nan` included) for `f32`/`f64`, rounded to the type.
 /// Error E0414 with the reason otherwise.
 pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
+    // Scalars of the storage types are values of their compute type (f32).
+    let ty = ty.compute();
     let t = text.trim();
     let bad = |reason: String| RunError::BadScalar { text: text.to_string(), ty, reason };
     match ty {
@@ -151,6 +154,7 @@ pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
                 Err(_) => Err(bad("expected an integer".into())),
             }
         }
+        Scalar::F16 | Scalar::BF16 => unreachable!("compute types are not storage types"),
         Scalar::F32 | Scalar::F64 => {
             let v = if ty == Scalar::F32 { t.parse::<f32>().map(f64::from) } else { t.parse::<f64>() };
             match v {

@@ -7,7 +7,8 @@ use tilec_midend::eval::EvalError;
 use tilec_midend::Scalar;
 
 /// The dtypes `.npy` files may have, as listed in error messages.
-pub(crate) const SUPPORTED_DTYPES: &str = "<f4 (f32), <f8 (f64), <i4 (i32)";
+pub(crate) const SUPPORTED_DTYPES: &str =
+    "<f4 (f32), <f8 (f64), <i4 (i32), <f2 (f16), <V2 (bf16, as ml_dtypes saves it)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
 /// code ([`RunError::code`]) in `E0400..=E0436` (`E0420..=E0428` are the Vulkan launcher's, `E0430..`
@@ -79,7 +80,8 @@ pub enum RunError {
     SubgroupSize { device: String, lanes: u32, subgroup: u32 },
     /// E0426: the shader needs more shared memory than the device has (bytes).
     SharedMemory { device: String, needed: u32, available: u32 },
-    /// E0427: the shader uses 64-bit floats or integers, which the device does not support.
+    /// E0427: the shader uses 64-bit floats or integers, or 16-bit storage (`f16`/`bf16` arrays),
+    /// which the device does not support.
     DeviceFeature { device: String, feature: &'static str },
     /// E0428: a buffer is larger than the device allows (bytes); `name` says what it holds
     /// (``array `A` ``, `the params buffer`).
@@ -213,7 +215,7 @@ impl fmt::Display for RunError {
                 write!(f, "an array of shape {} has too many elements for this machine", list(shape))
             }
             RunError::UnsupportedElem { elem } => {
-                write!(f, "arrays of {} are not supported (supported: f32, f64, i32)", elem.name())
+                write!(f, "arrays of {} are not supported (supported: f32, f64, i32, f16, bf16)", elem.name())
             }
             RunError::MissingArg { kernel, name, ty } => {
                 write!(f, "missing argument `{name}: {ty}` of kernel `{kernel}`")

@@ -19,6 +19,9 @@ fn elem_of_dtype(descr: &str) -> Option<Scalar> {
         "<f4" => Some(Scalar::F32),
         "<f8" => Some(Scalar::F64),
         "<i4" => Some(Scalar::I32),
+        "<f2" => Some(Scalar::F16),
+        // NumPy has no bfloat16: `ml_dtypes.bfloat16` arrays are saved as 2-byte voids.
+        "<V2" | "|V2" => Some(Scalar::BF16),
         _ => None,
     }
 }
@@ -29,6 +32,8 @@ fn dtype_of_elem(elem: Scalar) -> Result<&'static str, RunError> {
         Scalar::F32 => Ok("<f4"),
         Scalar::F64 => Ok("<f8"),
         Scalar::I32 => Ok("<i4"),
+        Scalar::F16 => Ok("<f2"),
+        Scalar::BF16 => Ok("<V2"),
         _ => Err(RunError::UnsupportedElem { elem }),
     }
 }
@@ -501,6 +506,8 @@ mod tests {
             HostArray::from_f64(&[1.0 / 3.0, -2.0, f64::MAX], &[3, 1]).unwrap(),
             HostArray::from_i32(&[i32::MIN, -1, 0, 7, i32::MAX, 3, 2, 1], &[2, 2, 2]).unwrap(),
             HostArray::zeros(Scalar::F32, &[0, 4]).unwrap(),
+            HostArray::from_f64_as(Scalar::F16, &[1.0, -0.5, 65504.0, 1e-7], &[4]).unwrap(),
+            HostArray::from_f64_as(Scalar::BF16, &[1.0, -0.5, 3e38, 1e-30, 0.1, 2.0], &[3, 2]).unwrap(),
         ];
         for (i, a) in arrays.iter().enumerate() {
             let p = dir.0.join(format!("a{i}.npy"));
@@ -510,6 +517,24 @@ mod tests {
             write_npy_atomic(&p, a).unwrap();
         }
         assert_eq!(fs::read_dir(&dir.0).unwrap().count(), arrays.len());
+    }
+
+    #[test]
+    fn storage_types_use_numpy_and_ml_dtypes_descrs() {
+        let dir = TempDir::new("half");
+        let p = dir.0.join("h.npy");
+        // NumPy's float16 and ml_dtypes' bfloat16 (a 2-byte void to NumPy).
+        fs::write(&p, raw_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }", &[0, 0x3c, 0, 0xc0]))
+            .unwrap();
+        let a = read_npy(&p).unwrap();
+        assert_eq!((a.elem(), a.to_f64_vec()), (Scalar::F16, vec![1.0, -2.0]));
+        fs::write(&p, raw_npy("{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }", &[0x80, 0x3f, 0x49, 0x40]))
+            .unwrap();
+        let a = read_npy(&p).unwrap();
+        assert_eq!((a.elem(), a.to_f64_vec()), (Scalar::BF16, vec![1.0, 3.140625]));
+        write_npy_atomic(&p, &a).unwrap();
+        assert!(fs::read(&p).unwrap().windows(11).any(|w| w == b"'descr': '<"), "a plain descr");
+        assert_eq!(read_npy(&p).unwrap(), a);
     }
 
     #[test]
@@ -530,7 +555,9 @@ mod tests {
         assert_eq!(e.code(), "E0402");
         let msg = e.to_string();
         assert!(
-            msg.contains("i2.npy") && msg.contains("`<i2`") && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32)"),
+            msg.contains("i2.npy")
+                && msg.contains("`<i2`")
+                && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32), <f2 (f16)"),
             "{msg}"
         );
 

@@ -26,7 +26,8 @@ fn potrf(batch: usize, n: usize, elem: Scalar, seed: u64) -> (Vec<f64>, Vec<f64>
     let mut args = HashMap::new();
     args.insert("A".to_string(), ArgValue::Array(host));
     let eps = match elem {
-        Scalar::F32 => Const::Float(1e-6_f32 as f64, Scalar::F32),
+        // Scalars of the storage types are f32.
+        Scalar::F32 | Scalar::F16 | Scalar::BF16 => Const::Float(1e-6_f32 as f64, Scalar::F32),
         _ => Const::Float(1e-12, Scalar::F64),
     };
     args.insert("eps".to_string(), ArgValue::Scalar(eps));
@@ -48,6 +49,61 @@ fn potrf_f32_matches_f64_reference_for_all_sizes() {
             let err = max_rel_err_lower(&out, &reference, n);
             assert!(err <= 1e-4, "f32 n={n} batch={batch}: relative error {err:e}");
         }
+    }
+}
+
+/// `f16` and `bf16` arrays: the factorization computes in f32 and rounds what it stores (also
+/// between blocks), so the error is a few of the storage type's units.
+#[test]
+fn potrf_of_storage_types_matches_f64_reference() {
+    for (elem, tol) in [(Scalar::F16, 1e-2), (Scalar::BF16, 6e-2)] {
+        for &n in &[1, 17, 33, 92] {
+            let (out, reference) = potrf(3, n, elem, n as u64 + 5);
+            let err = max_rel_err_lower(&out, &reference, n);
+            assert!(err <= tol, "{} n={n}: relative error {err:e}", elem.name());
+        }
+    }
+}
+
+/// `tilec run` reads and writes `<f2` and `<V2` (bf16) files and instantiates `potrf_batched`
+/// for them.
+#[test]
+fn cli_runs_potrf_on_f16_and_bf16_files() {
+    for (dtype, tol) in [("f16", 1e-2), ("bf16", 6e-2)] {
+        let dir = std::env::temp_dir().join(format!("tilec-run-{dtype}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (input, output) = (dir.join("spd.npy"), dir.join("l.npy"));
+        let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+        let run = |args: &[&str]| {
+            let mut argv = vec!["tilec".to_string()];
+            argv.extend(args.iter().map(|s| s.to_string()));
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+            assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+            String::from_utf8(out).unwrap()
+        };
+        let inp = input.to_str().unwrap();
+        run(&["gen-spd", "--batch", "9", "--n", "45", "--dtype", dtype, "-o", inp]);
+        let printed = run(&[
+            "run",
+            &format!("{root}/stdlib/linalg.tile"),
+            "--kernel",
+            "potrf_batched",
+            "--arg",
+            &format!("A={inp}"),
+            "--arg",
+            "eps=1e-6",
+            "--out",
+            &format!("A={}", output.display()),
+        ]);
+        assert!(printed.contains(&format!("potrf_batched__{dtype}: grid [9, 1, 1]")), "{printed}");
+        let a = tilec_runtime::read_npy(&input).unwrap();
+        let l = tilec_runtime::read_npy(&output).unwrap();
+        assert_eq!((a.elem().name(), l.elem().name(), l.shape()), (dtype, dtype, &[9, 45, 45][..]));
+        let reference: Vec<f64> = a.to_f64_vec().chunks(45 * 45).flat_map(|m| cholesky_f64(m, 45)).collect();
+        let err = max_rel_err_lower(&l.to_f64_vec(), &reference, 45);
+        assert!(err <= tol, "{dtype}: relative error {err:e}");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
 

@@ -442,7 +442,9 @@ fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
     match dtype {
         "f32" => Ok(Scalar::F32),
         "f64" => Ok(Scalar::F64),
-        _ => Err(usage("E0501", format!("`--dtype {dtype}`: expected f32 or f64"))),
+        "f16" => Ok(Scalar::F16),
+        "bf16" => Ok(Scalar::BF16),
+        _ => Err(usage("E0501", format!("`--dtype {dtype}`: expected f32, f64, f16 or bf16"))),
     }
 }
 

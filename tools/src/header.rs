@@ -14,6 +14,8 @@ fn c_type(s: Scalar) -> &'static str {
         Scalar::I64 => "int64_t",
         Scalar::F32 => "float",
         Scalar::F64 => "double",
+        // The bits of an IEEE binary16 or a bfloat16 (C has no portable type for either).
+        Scalar::F16 | Scalar::BF16 => "uint16_t",
     }
 }
 

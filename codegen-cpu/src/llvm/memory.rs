@@ -232,14 +232,16 @@ impl<'ctx> Gen<'ctx, '_> {
         let old = if into { Some(self.tile(op.args[0])?) } else { None };
         let dst = self.new_tile(op.results[0])?;
         let (rows, cols) = shape(self.f.ty(op.results[0]));
+        // `s` in the array, `tc` in the tile (they differ for the storage types).
         let s = a.elem;
+        let tc = s.compute();
         let inside = self.all_inside(&a)?;
         let (_, cd) = Self::tile_dims(&a);
-        let segs = super::tile::segments(cols, s);
+        let segs = super::tile::segments(cols, tc);
         self.branches(
             inside,
             |g| {
-                g.each_row(0, rows, cols, s, |g, row| {
+                g.each_row(0, rows, cols, tc, |g, row| {
                     let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
                     let (off, _) = g.row_at(&a, r)?;
                     for &(c0, len) in &segs {
@@ -257,24 +259,24 @@ impl<'ctx> Gen<'ctx, '_> {
                             v
                         };
                         let t = g.add_off(row, c0)?;
-                        g.store_vec(dst, s, t, x)?;
+                        g.store_vec(dst, tc, t, x)?;
                     }
                     Ok(())
                 })
             },
             |g| {
                 let dummy = g.dummy(s)?;
-                g.each_row(0, rows, cols, s, |g, row| {
+                g.each_row(0, rows, cols, tc, |g, row| {
                     let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
                     let (off, row_ok) = g.row_at(&a, r)?;
                     for &(c0, len) in &segs {
                         let t = g.add_off(row, c0)?;
                         let pass = match old {
-                            Some(o) => g.load_vec(o, s, t, len)?,
-                            None => g.splat(g.constant(s, 0.0), len)?,
+                            Some(o) => g.load_vec(o, tc, t, len)?,
+                            None => g.splat(g.constant(tc, 0.0), len)?,
                         };
                         let mask = g.col_mask(&cd, c0, len, row_ok)?;
-                        let x = if a.contiguous && s != Scalar::Bool {
+                        let x = if a.contiguous && s != Scalar::Bool && !s.is_half() {
                             let p = g.raw_ptr(&a, g.add_off(off, c0)?)?;
                             let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
                             g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?
@@ -293,7 +295,7 @@ impl<'ctx> Gen<'ctx, '_> {
                             }
                             v
                         };
-                        g.store_vec(dst, s, t, x)?;
+                        g.store_vec(dst, tc, t, x)?;
                     }
                     Ok(())
                 })
@@ -308,16 +310,18 @@ impl<'ctx> Gen<'ctx, '_> {
         let src = self.tile(v)?;
         let um_ptr = user_mask.map(|m| self.tile(m)).transpose()?;
         let (rows, cols) = shape(self.f.ty(v));
+        // `s` in the array, `tc` in the tile (they differ for the storage types).
         let s = a.elem;
+        let tc = s.compute();
         let inside = self.all_inside(a)?;
         let (_, cd) = Self::tile_dims(a);
-        let segs = super::tile::segments(cols, s);
+        let segs = super::tile::segments(cols, tc);
         let put_row = |g: &mut Self, row: IntValue<'ctx>, masked: bool, dummy: Option<PointerValue<'ctx>>| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
             let (off, row_ok) = g.row_at(a, r)?;
             for &(c0, len) in &segs {
                 let t = g.add_off(row, c0)?;
-                let x = g.load_vec(src, s, t, len)?;
+                let x = g.load_vec(src, tc, t, len)?;
                 // The user's mask for these columns, if any.
                 let um = match um_ptr {
                     Some(p) => Some(g.load_vec(p, Scalar::Bool, t, len)?.into_vector_value()),
@@ -326,7 +330,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 if a.contiguous && !masked {
                     let p = g.add_off(off, c0)?;
                     g.store_vec(a.ptr, s, p, x)?;
-                } else if a.contiguous && s != Scalar::Bool {
+                } else if a.contiguous && s != Scalar::Bool && !s.is_half() {
                     let mut mask = g.col_mask(&cd, c0, len, row_ok)?;
                     if let Some(u) = um {
                         mask = g.b.build_and(mask.into_vector_value(), u, "").map_err(be)?.into();
@@ -357,14 +361,14 @@ impl<'ctx> Gen<'ctx, '_> {
         if user_mask.is_some() {
             // Every element is checked: no unmasked path.
             let d = self.dummy(s)?;
-            return self.each_row(0, rows, cols, s, |g, row| put_row(g, row, true, Some(d)));
+            return self.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d)));
         }
         self.branches(
             inside,
-            |g| g.each_row(0, rows, cols, s, |g, row| put_row(g, row, false, None)),
+            |g| g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, false, None)),
             |g| {
                 let d = g.dummy(s)?;
-                g.each_row(0, rows, cols, s, |g, row| put_row(g, row, true, Some(d)))
+                g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d)))
             },
         )
     }

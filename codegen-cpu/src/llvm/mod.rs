@@ -15,6 +15,7 @@
 
 mod control;
 mod factor;
+mod half;
 mod memory;
 mod scalar;
 mod tile;
@@ -313,15 +314,19 @@ impl<'ctx> Gen<'ctx, '_> {
             Scalar::I64 => self.cx.i64_type().into(),
             Scalar::F32 => self.cx.f32_type().into(),
             Scalar::F64 => self.cx.f64_type().into(),
+            // Storage types are computed in f32.
+            Scalar::F16 | Scalar::BF16 => self.cx.f32_type().into(),
         }
     }
 
-    /// The type of a scalar in memory: `bool` is a byte (0 or 1), as in the Cranelift backend.
+    /// The type of a scalar in memory: `bool` is a byte (0 or 1), as in the Cranelift backend;
+    /// `f16` is `half` and `bf16` its 16 bits.
     pub(crate) fn mem_ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
-        if s == Scalar::Bool {
-            self.cx.i8_type().into()
-        } else {
-            self.ty(s)
+        match s {
+            Scalar::Bool => self.cx.i8_type().into(),
+            Scalar::F16 => self.cx.f16_type().into(),
+            Scalar::BF16 => self.cx.i16_type().into(),
+            _ => self.ty(s),
         }
     }
 
@@ -372,6 +377,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
             Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
             Scalar::F64 => self.cx.f64_type().const_float(v).into(),
+            Scalar::F16 | Scalar::BF16 => self.constant(Scalar::F32, v),
         }
     }
 

@@ -55,11 +55,16 @@ impl<'ctx> Gen<'ctx, '_> {
         }
     }
 
-    fn op2(&self, op: inkwell::values::InstructionOpcode, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+    pub(super) fn op2(
+        &self,
+        op: inkwell::values::InstructionOpcode,
+        a: V<'ctx>,
+        b: V<'ctx>,
+    ) -> Result<V<'ctx>, CodegenError> {
         self.b.build_binop(op, a, b, "").map_err(be)
     }
 
-    fn select(&self, c: V<'ctx>, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+    pub(super) fn select(&self, c: V<'ctx>, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         match c {
             V::IntValue(c) => self.b.build_select(c, a, b, "").map_err(be),
             V::VectorValue(c) => self.b.build_select(c, a, b, "").map_err(be),
@@ -75,7 +80,7 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    fn fcmp(&self, p: FloatPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+    pub(super) fn fcmp(&self, p: FloatPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         Ok(match (a, b) {
             (V::FloatValue(a), V::FloatValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),
             (V::VectorValue(a), V::VectorValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),

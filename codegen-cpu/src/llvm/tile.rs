@@ -89,8 +89,11 @@ impl<'ctx> Gen<'ctx, '_> {
     /// alignment (a `bool` is a byte in memory, 0 or 1).
     pub(crate) fn load_at(&self, p: PointerValue<'ctx>, s: Scalar, n: u32) -> Result<V<'ctx>, CodegenError> {
         let ty: BasicTypeEnum<'ctx> = match (s, n) {
-            (Scalar::Bool, 0) => self.cx.i8_type().into(),
-            (Scalar::Bool, n) => self.cx.i8_type().vec_type(n).into(),
+            (Scalar::Bool | Scalar::F16 | Scalar::BF16, 0) => self.mem_ty(s),
+            (Scalar::Bool | Scalar::F16 | Scalar::BF16, n) => match self.mem_ty(s) {
+                BasicTypeEnum::FloatType(t) => t.vec_type(n).into(),
+                t => t.into_int_type().vec_type(n).into(),
+            },
             (_, 0) => self.ty(s),
             (_, n) => self.vty(s, n).into(),
         };
@@ -98,6 +101,9 @@ impl<'ctx> Gen<'ctx, '_> {
         x.as_instruction_value().expect("load").set_alignment(s.bytes()).map_err(be)?;
         if s == Scalar::Bool {
             return self.cmp(tilec_midend::CmpOp::Ne, Scalar::I32, x, ty.const_zero());
+        }
+        if s.is_half() {
+            return self.widen_half(s, x);
         }
         Ok(x)
     }
@@ -109,8 +115,12 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// `x` as it is stored: a `bool` (or a vector of them) widened to bytes.
+    /// `x` as it is stored: a `bool` (or a vector of them) widened to bytes, an `f32` narrowed
+    /// to a storage type.
     pub(crate) fn to_mem(&self, s: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        if s.is_half() {
+            return self.narrow_half(s, x);
+        }
         if s != Scalar::Bool {
             return Ok(x);
         }

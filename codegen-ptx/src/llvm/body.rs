@@ -119,7 +119,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 Ok(self.b.build_int_truncate(r.into_int_value(), self.cx.bool_type(), "").map_err(be)?.into())
             }
             Scalar::I32 | Scalar::U32 => word(self, x),
-            Scalar::F32 => {
+            Scalar::F32 | Scalar::F16 | Scalar::BF16 => {
                 let w = self.b.build_bit_cast(x, i32t, "").map_err(be)?;
                 let r = word(self, w)?;
                 self.b.build_bit_cast(r, self.cx.f32_type(), "").map_err(be)

@@ -45,6 +45,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     self.b.build_int_compare(IntPredicate::NE, x, x.get_type().const_zero(), "").map_err(be)?.into()
                 }
                 Scalar::I32 | Scalar::U32 => self.param_word(w)?,
+                Scalar::F16 | Scalar::BF16 => return Err(err("a scalar of a storage type")),
             };
             self.held.insert(*p, Held::Val(v));
         }
@@ -81,7 +82,7 @@ impl<'ctx> Gen<'ctx, '_> {
             _ => return Err(err("element of a non-array")),
         };
         // SAFETY (LLVM semantics): `safe` is in bounds, or 0.
-        let p = unsafe { self.b.build_in_bounds_gep(self.ty(elem), base, &[wide], "") }.map_err(be)?;
+        let p = unsafe { self.b.build_in_bounds_gep(self.mem_ty(elem), base, &[wide], "") }.map_err(be)?;
         Ok((p, inb, elem))
     }
 
@@ -105,7 +106,8 @@ impl<'ctx> Gen<'ctx, '_> {
                 let into = matches!(op.kind, OpKind::LoadInto(_));
                 let base = usize::from(into);
                 let (p, inb, elem) = self.element(op.args[base], &op.args[base + 1..])?;
-                let v = self.b.build_load(self.ty(elem), p, "").map_err(be)?;
+                let v = self.b.build_load(self.mem_ty(elem), p, "").map_err(be)?;
+                let v = self.widen_mem(elem, v)?;
                 let fallback = if into { self.val(op.args[0])? } else { self.constant(elem, 0.0) };
                 let r = self.b.build_select(inb, v, fallback, "").map_err(be)?;
                 self.held.insert(op.results[0], Held::Val(r));
@@ -119,6 +121,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     if atomic {
                         g.atomic_add(p, x, elem)
                     } else {
+                        let x = g.narrow_mem(elem, x)?;
                         g.b.build_store(p, x).map(|_| ()).map_err(be)
                     }
                 })?;

@@ -4,6 +4,7 @@
 
 mod body;
 mod control;
+mod half;
 mod memory;
 
 use crate::{PtxError, PtxKernel};
@@ -184,6 +185,8 @@ impl<'ctx> Gen<'ctx, '_> {
             Scalar::I64 => self.cx.i64_type().into(),
             Scalar::F32 => self.cx.f32_type().into(),
             Scalar::F64 => self.cx.f64_type().into(),
+            // Storage types are computed in f32.
+            Scalar::F16 | Scalar::BF16 => self.cx.f32_type().into(),
         }
     }
 
@@ -254,6 +257,7 @@ impl<'ctx> Gen<'ctx, '_> {
             Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
             Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
             Scalar::F64 => self.cx.f64_type().const_float(v).into(),
+            Scalar::F16 | Scalar::BF16 => self.constant(Scalar::F32, v),
         }
     }
 }

@@ -243,7 +243,8 @@ impl Lower<'_> {
         let base = usize::from(old.is_some());
         let array = self.scalar(op.args[base])?;
         let idx = self.indices(&op.args[base + 1..])?;
-        let elem = self.src.ty(op.args[base]).elem();
+        // Storage types (`f16`, `bf16`) load as their compute type.
+        let elem = self.src.ty(op.args[base]).elem().compute();
         let slices: Vec<(usize, u32)> = kinds
             .iter()
             .enumerate()
@@ -313,7 +314,7 @@ impl Lower<'_> {
         let n = kinds.len();
         let array = self.scalar(op.args[0])?;
         let idx = self.indices(&op.args[1..1 + n])?;
-        let elem = self.src.ty(op.args[0]).elem();
+        let elem = self.src.ty(op.args[0]).elem().compute();
         let value = self.get(op.args[1 + n])?;
         // A masked store: each register's store index is -1 (out of bounds: skipped) where
         // the mask's register, in the same layout, is false.

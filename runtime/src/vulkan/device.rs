@@ -68,6 +68,7 @@ pub struct VulkanDevice {
     driver_info: String,
     f64: bool,
     i64: bool,
+    storage16: bool,
     /// Dropped after `Drop::drop` has destroyed the device.
     _instance: InstanceOwner,
 }
@@ -81,6 +82,7 @@ impl std::fmt::Debug for VulkanDevice {
             .field("max_shared_bytes", &self.limits.max_shared_bytes)
             .field("f64", &self.f64)
             .field("i64", &self.i64)
+            .field("storage16", &self.storage16)
             .field("max_storage_buffer_range", &self.limits.max_storage_buffer_range)
             .finish()
     }
@@ -221,6 +223,12 @@ impl VulkanDevice {
         self.i64
     }
 
+    /// Whether shaders may read and write arrays of `f16` and `bf16`
+    /// (`storageBuffer16BitAccess`, enabled when supported).
+    pub fn supports_storage16(&self) -> bool {
+        self.storage16
+    }
+
     /// The largest storage buffer a shader may bind, in bytes (`maxStorageBufferRange`):
     /// larger arrays are split into chunks (see [`VulkanDevice::chunking`]).
     pub fn max_storage_buffer_range(&self) -> u32 {
@@ -280,8 +288,9 @@ fn open_physical(
     }
 
     let mut size_features = vk::PhysicalDeviceSubgroupSizeControlFeatures::default();
+    let mut storage16_features = vk::PhysicalDevice16BitStorageFeatures::default();
     let features = {
-        let mut f2 = vk::PhysicalDeviceFeatures2::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut storage16_features);
         if has_size_control {
             f2 = f2.push_next(&mut size_features);
         }
@@ -308,6 +317,7 @@ fn open_physical(
 
     let f64 = features.shader_float64 == vk::TRUE;
     let i64 = features.shader_int64 == vk::TRUE;
+    let storage16 = storage16_features.storage_buffer16_bit_access == vk::TRUE;
     let enabled = vk::PhysicalDeviceFeatures::default().shader_float64(f64).shader_int64(i64);
     let priorities = [1.0f32];
     let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
@@ -327,8 +337,12 @@ fn open_physical(
         .queue_create_infos(&queues)
         .enabled_extension_names(&dev_exts)
         .enabled_features(&enabled);
+    let mut enable_storage16 = vk::PhysicalDevice16BitStorageFeatures::default().storage_buffer16_bit_access(true);
     if size_control {
         create = create.push_next(&mut enable_size);
+    }
+    if storage16 {
+        create = create.push_next(&mut enable_storage16);
     }
     // SAFETY: the create info and everything it points to are valid for the call; the
     // features and extensions enabled are supported (checked above).
@@ -369,6 +383,7 @@ fn open_physical(
         driver_info,
         f64,
         i64,
+        storage16,
         _instance: owner,
     })
 }

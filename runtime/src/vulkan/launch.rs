@@ -184,6 +184,8 @@ impl VulkanDevice {
             Some("f64 (shaderFloat64)")
         } else if uses.i64 && !self.supports_i64() {
             Some("i64 (shaderInt64)")
+        } else if uses.storage16 && !self.supports_storage16() {
+            Some("f16 and bf16 arrays (storageBuffer16BitAccess)")
         } else {
             None
         };

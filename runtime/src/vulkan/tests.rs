@@ -282,7 +282,7 @@ fn capabilities_are_read_from_the_module() {
     let f32k = compile(&add_kernel(Scalar::F32, false, 8)).unwrap();
     assert_eq!(module_uses(&f32k.words).unwrap(), Uses::default());
     let f64k = compile(&add_kernel(Scalar::F64, true, 8)).unwrap();
-    assert_eq!(module_uses(&f64k.words).unwrap(), Uses { f64: true, i64: false });
+    assert_eq!(module_uses(&f64k.words).unwrap(), Uses { f64: true, i64: false, storage16: false });
     assert_eq!(module_uses(&[1, 2, 3]).unwrap_err().code(), "E0417");
     let mut bad = f32k.words.clone();
     bad.truncate(6);

@@ -73,7 +73,7 @@ pub(crate) const CONSTRUCTORS: &[(&str, &str)] = &[
 ];
 
 /// Scalar type names and bounds (not reserved words; `tile` and `shared` are keywords).
-pub(crate) const TYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool", "float", "int"];
+pub(crate) const TYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool", "f16", "bf16", "float", "int"];
 
 /// A folder with the embedded standard library and docs/errors.md written out, so that
 /// editors can open them (go to definition into `linalg`, the error code links). Written

@@ -217,7 +217,8 @@ impl Memory<'_, '_> {
     }
 }
 
-/// Reads element `off` (in elements) of a little-endian array of `elem`.
+/// Reads element `off` (in elements) of a little-endian array of `elem`, as a value of
+/// `elem`'s compute type (`f16` and `bf16` widen to `f32`).
 fn read(elem: Scalar, data: &[u8], off: usize) -> Const {
     let n = elem.bytes() as usize;
     let b = &data[off * n..off * n + n];
@@ -230,12 +231,16 @@ fn read(elem: Scalar, data: &[u8], off: usize) -> Const {
         Scalar::I64 => Const::Int(i64::from_le_bytes(b8()), elem),
         Scalar::F32 => Const::Float(f32::from_le_bytes(b4()) as f64, elem),
         Scalar::F64 => Const::Float(f64::from_le_bytes(b8()), elem),
+        Scalar::F16 | Scalar::BF16 => {
+            Const::Float(crate::half::widen(elem, u16::from_le_bytes([b[0], b[1]])), Scalar::F32)
+        }
     }
 }
 
-/// Writes `c` (of type `elem`) as element `off` of a little-endian array of `elem`.
+/// Writes `c` (of `elem`'s compute type) as element `off` of a little-endian array of `elem`
+/// (`f16` and `bf16` rounded to nearest, ties to even).
 fn write(elem: Scalar, data: &mut [u8], off: usize, c: Const) -> Result<(), InterpError> {
-    if c.ty() != elem {
+    if c.ty() != elem.compute() {
         return err(format!("a {} value stored into an array of {}", c.ty().name(), elem.name()));
     }
     let n = elem.bytes() as usize;
@@ -247,6 +252,7 @@ fn write(elem: Scalar, data: &mut [u8], off: usize, c: Const) -> Result<(), Inte
         Scalar::I64 => dst.copy_from_slice(&c.as_i64().to_le_bytes()),
         Scalar::F32 => dst.copy_from_slice(&(c.as_f64() as f32).to_le_bytes()),
         Scalar::F64 => dst.copy_from_slice(&c.as_f64().to_le_bytes()),
+        Scalar::F16 | Scalar::BF16 => dst.copy_from_slice(&crate::half::narrow(elem, c.as_f64() as f32).to_le_bytes()),
     }
     Ok(())
 }
@@ -582,9 +588,16 @@ impl Interp<'_, '_, '_> {
                         write(elem, data, off, v)?;
                     } else {
                         let (elem, _, _) = self.mem.view(m)?;
-                        if v.ty() != elem {
+                        if v.ty() != elem.compute() {
                             return err(format!("a {} value stored into an array of {}", v.ty().name(), elem.name()));
                         }
+                        // A lane reads its own buffered store as memory will hold it.
+                        let v = if elem.is_half() {
+                            let bits = crate::half::narrow(elem, v.as_f64() as f32);
+                            Const::Float(crate::half::widen(elem, bits), Scalar::F32)
+                        } else {
+                            v
+                        };
                         self.mem.stores += 1;
                         let when = self.mem.stores;
                         self.mem.pending[lane].insert((m, off), (when, v));
@@ -611,7 +624,7 @@ impl Interp<'_, '_, '_> {
             }
             OpKind::Load(kinds) => {
                 let (m, offs) = self.address(op, kinds, 0, 0)?;
-                let (elem, _, _) = self.mem.view(m)?;
+                let elem = self.mem.view(m)?.0.compute();
                 offs.iter()
                     .enumerate()
                     .map(|(lane, o)| match o {
