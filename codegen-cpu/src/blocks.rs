@@ -1,19 +1,21 @@
 //! Blocks of tiles and broadcasts on the CPU (`ExtractBlock`, `InsertBlock`, `Broadcast`): a
 //! tile is row-major, so a block is `rows` runs of `cols` contiguous elements, and a broadcast
-//! repeats a row run (or, for a column, one element per row and column); both are copied run
-//! by run (Cranelift here, LLVM in `llvm/tile.rs`, both from the same [`plan`]).
+//! repeats a row run (or, for a column, splats each row's element across the row); both are
+//! copied run by run (Cranelift here, LLVM in `llvm/tile.rs`, both from the same [`plan`]).
 
-use crate::lower::Lower;
+use crate::lower::{cl_type, Lower};
+use crate::memory::flags;
 use crate::CodegenError;
 use cranelift_codegen::ir::{self, types, InstBuilder};
 use cranelift_module::Module as ClModule;
-use tilec_midend::{Function, Op, OpKind, Type, Value};
+use tilec_midend::{Function, Op, OpKind, Scalar, Type, Value};
 
 /// Blocks of at most this many rows are copied by unrolled code, larger ones in a loop.
 const UNROLL_ROWS: u32 = 16;
 
 /// The runs a block operation copies, in elements: `rows` runs of `cols` elements, from
-/// `src_off + r * src_stride` to `dst_off + r * dst_stride` for `r` in `0..rows`.
+/// `src_off + r * src_stride` to `dst_off + r * dst_stride` for `r` in `0..rows`; with
+/// `splat`, each run is the one element at the source repeated (a column broadcast).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BlockCopy {
     pub(crate) rows: u32,
@@ -22,6 +24,7 @@ pub(crate) struct BlockCopy {
     pub(crate) src_stride: u32,
     pub(crate) dst_off: u32,
     pub(crate) dst_stride: u32,
+    pub(crate) splat: bool,
 }
 
 /// What a block or broadcast op does on the CPU: copy `prefill` (a tile) into the result,
@@ -54,7 +57,7 @@ pub(crate) fn plan(f: &Function, op: &Op) -> Option<Plan> {
             let (inner, outer) = (0, r0 * tc + c0);
             let (src_off, src_stride, dst_off, dst_stride) =
                 if insert { (inner, bc, outer, tc) } else { (outer, tc, inner, bc) };
-            let copies = vec![BlockCopy { rows: br, cols: bc, src_off, src_stride, dst_off, dst_stride }];
+            let copies = vec![BlockCopy { rows: br, cols: bc, src_off, src_stride, dst_off, dst_stride, splat: false }];
             let (prefill, src) = if insert { (Some(op.args[0]), op.args[1]) } else { (None, op.args[0]) };
             Some(Plan { prefill, src, copies })
         }
@@ -62,15 +65,11 @@ pub(crate) fn plan(f: &Function, op: &Op) -> Option<Plan> {
             // The operand as rows x cols of the result's rank: a 1-D operand is one row.
             let ((sr, sc), (rr, rc)) = (rows_cols(t)?, rows_cols(r)?);
             let src_stride = if sr == 1 { 0 } else { sc };
-            let copies = if sc == rc {
-                // Every row of the result is a run: the operand's row, or its only row.
-                vec![BlockCopy { rows: rr, cols: rc, src_off: 0, src_stride, dst_off: 0, dst_stride: rc }]
-            } else {
-                // A column (or one element) repeated: one column of the result at a time.
-                (0..rc)
-                    .map(|c| BlockCopy { rows: rr, cols: 1, src_off: 0, src_stride, dst_off: c, dst_stride: rc })
-                    .collect()
-            };
+            // Every row of the result is a run: the operand's row, or its only row, or (a column
+            // or one element, `sc == 1`) the row's element repeated.
+            let splat = sc != rc;
+            let copies =
+                vec![BlockCopy { rows: rr, cols: rc, src_off: 0, src_stride, dst_off: 0, dst_stride: rc, splat }];
             Some(Plan { prefill: None, src: op.args[0], copies })
         }
         _ => None,
@@ -91,19 +90,41 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let dst = self.tile_addr(op.results[0]);
         let elem = self.f.ty(op.results[0]).elem();
         for k in p.copies {
-            self.copy_runs(src, dst, k, elem.bytes() as i64);
+            self.copy_runs(src, dst, k, elem);
         }
         Ok(())
     }
 
-    /// The runs of `k` from the tile at `src` to the tile at `dst`, elements of `es` bytes.
-    fn copy_runs(&mut self, src: ir::Value, dst: ir::Value, k: BlockCopy, es: i64) {
-        let run = k.cols * es as u32;
+    /// One run of `k` from `s` to `d` (addresses of its first elements).
+    fn copy_run_of(&mut self, d: ir::Value, s: ir::Value, k: BlockCopy, elem: Scalar) {
+        if !k.splat {
+            self.copy_bytes(d, s, k.cols * elem.bytes());
+            return;
+        }
+        let ty = cl_type(elem);
+        let x = self.b.ins().load(ty, flags(), s, 0);
+        let (es, mut c) = (elem.bytes() as i32, 0u32);
+        if let Some(vt) = crate::tile::vec_ty(elem) {
+            let lanes = vt.lane_count();
+            let v = self.b.ins().splat(vt, x);
+            while c + lanes <= k.cols {
+                self.b.ins().store(flags(), v, d, c as i32 * es);
+                c += lanes;
+            }
+        }
+        for j in c..k.cols {
+            self.b.ins().store(flags(), x, d, j as i32 * es);
+        }
+    }
+
+    /// The runs of `k` from the tile at `src` to the tile at `dst`.
+    fn copy_runs(&mut self, src: ir::Value, dst: ir::Value, k: BlockCopy, elem: Scalar) {
+        let es = elem.bytes() as i64;
         if k.rows <= UNROLL_ROWS {
             for r in 0..k.rows as i64 {
                 let s = self.b.ins().iadd_imm_s(src, (k.src_off as i64 + r * k.src_stride as i64) * es);
                 let d = self.b.ins().iadd_imm_s(dst, (k.dst_off as i64 + r * k.dst_stride as i64) * es);
-                self.copy_bytes(d, s, run);
+                self.copy_run_of(d, s, k, elem);
             }
             return;
         }
@@ -116,7 +137,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let dof = l.b.ins().imul_imm_s(r, k.dst_stride as i64 * es);
             let dof = l.b.ins().iadd_imm_s(dof, k.dst_off as i64 * es);
             let d = l.b.ins().iadd(dst, dof);
-            l.copy_bytes(d, s, run);
+            l.copy_run_of(d, s, k, elem);
         });
     }
 }

@@ -149,7 +149,8 @@ fn bad_npy_inputs_give_coded_errors_and_write_nothing() {
         ("big_endian", npy_raw(&dict(">f4", "False", "(2, 4, 4)"), &good[64..]), "E0402"),
         ("object", npy_raw(&dict("|O", "False", "(2, 4, 4)"), &good[64..]), "E0402"),
         ("int64", npy_raw(&dict("<i8", "False", "(2, 2, 4)"), &good[64..]), "E0402"),
-        ("float16", npy_raw(&dict("<f2", "False", "(2, 4, 8)"), &good[64..]), "E0402"),
+        ("uint16", npy_raw(&dict("<u2", "False", "(2, 4, 8)"), &good[64..]), "E0402"),
+        ("big_endian_float16", npy_raw(&dict(">f2", "False", "(2, 4, 8)"), &good[64..]), "E0402"),
         (
             "structured",
             npy_raw("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2, 4, 4), }", &good[64..]),

@@ -833,6 +833,12 @@ impl<'ctx> Gen<'ctx, '_> {
                 let so = g.add_off(so, k.src_off)?;
                 let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;
                 let dof = g.add_off(dof, k.dst_off)?;
+                if k.splat {
+                    // A column broadcast: the row's element repeated across the run.
+                    let x = g.load_elem(src, s, so)?;
+                    let v = g.splat(x, k.cols)?;
+                    return g.store_vec(dst, s, dof, v);
+                }
                 let (sp, dp) = (g.elem_ptr(src, s, so)?, g.elem_ptr(dst, s, dof)?);
                 g.b.build_memcpy(dp, es, sp, es, run).map_err(be)?;
                 Ok(())
