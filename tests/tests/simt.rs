@@ -109,3 +109,8 @@ fn math_functions() {
 fn f64_math_functions_at_the_edges() {
     check(&cases::math_edges_f64(), Scalar::F64, 4e-16);
 }
+
+#[test]
+fn long_vectors() {
+    cases::long_vectors().into_iter().for_each(both);
+}

@@ -75,6 +75,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::examples(),
         cases::math(),
         cases::masks(),
+        cases::long_vectors(),
         cases::fn_results(),
         cases::shapes(),
         cases::ranges(),

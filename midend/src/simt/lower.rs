@@ -26,6 +26,13 @@ pub(super) enum Lv {
         rep: Vec<Value>,
         dist: Option<Vec<Value>>,
     },
+    /// A distributed vector of `n > DIST_ABOVE` elements (`dist.rs`): `regs[s]` is element
+    /// `lane + s * lanes`.
+    Dist {
+        n: u32,
+        elem: Scalar,
+        regs: Vec<Value>,
+    },
 }
 
 pub(super) fn err(m: impl Into<String>) -> SimtError {
@@ -41,6 +48,9 @@ pub(super) struct Lower<'a> {
     pub(super) lane: Value,
     /// `rows[s] = lane + s * lanes`, computed at entry for every row slot used.
     pub(super) rows: Vec<Value>,
+    /// `partners[k] = lane ^ 2^k` for a power-of-two lane count (the butterfly of
+    /// `across_lanes`), computed at entry (unused ones are removed as dead code).
+    pub(super) partners: Vec<Value>,
     loc: Loc,
 }
 
@@ -59,6 +69,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         stack: vec![Vec::new()],
         lane: Value(0),
         rows: Vec::new(),
+        partners: Vec::new(),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -74,6 +85,20 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         let off = l.i32c(s as i64 * lanes as i64);
         let r = l.bin(BinOp::Add, l.lane, off, Scalar::I32);
         l.rows.push(r);
+    }
+    if lanes.is_power_of_two() {
+        let mut d = 1;
+        while d < lanes {
+            let dc = l.i32c(d as i64);
+            let bit = l.bin(BinOp::And, l.lane, dc, Scalar::I32);
+            let zero = l.i32c(0);
+            let low = l.cmp(CmpOp::Eq, bit, zero);
+            let up = l.bin(BinOp::Add, l.lane, dc, Scalar::I32);
+            let down = l.bin(BinOp::Sub, l.lane, dc, Scalar::I32);
+            let partner = l.select(low, up, down, Scalar::I32);
+            l.partners.push(partner);
+            d *= 2;
+        }
     }
     let mut shared = 0u32;
     l.region_ops(&src.body, &mut shared)?;
@@ -209,23 +234,11 @@ impl Lower<'_> {
 
     /// The row-distributed form of a vector: `dist[s]` = element `lane + s * lanes`.
     pub(super) fn dist(&mut self, v: &Lv) -> Result<Vec<Value>, SimtError> {
-        let Lv::Vec { n, elem, rep, dist } = v else {
-            return Err(err("expected a vector tile"));
-        };
-        if let Some(d) = dist {
-            return Ok(d.clone());
+        match v {
+            Lv::Dist { regs, .. } | Lv::Vec { dist: Some(regs), .. } => Ok(regs.clone()),
+            Lv::Vec { n, elem, rep, dist: None } => Ok(self.dist_from_rep(*n, *elem, rep)),
+            _ => Err(err("expected a vector tile")),
         }
-        let mut out = Vec::new();
-        for s in 0..self.slots(*n) {
-            let mut x = self.elemc(0.0, *elem);
-            for (i, r) in rep.iter().enumerate() {
-                let ic = self.i32c(i as i64);
-                let is = self.cmp(CmpOp::Eq, self.rows[s as usize], ic);
-                x = self.select(is, *r, x, *elem);
-            }
-            out.push(x);
-        }
-        Ok(out)
     }
 
     /// A vector from its row-distributed form (broadcasting each element from its lane).
@@ -238,7 +251,7 @@ impl Lower<'_> {
     fn flatten(lv: &Lv) -> Vec<Value> {
         match lv {
             Lv::Scalar(v) | Lv::Array(v) => vec![*v],
-            Lv::Mat { regs, .. } => regs.clone(),
+            Lv::Mat { regs, .. } | Lv::Dist { regs, .. } => regs.clone(),
             Lv::Vec { rep, .. } => rep.clone(),
         }
     }
@@ -252,6 +265,10 @@ impl Lower<'_> {
                     let regs: Vec<Value> =
                         (0..self.slots(shape[0]) * shape[1]).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
                     (regs.clone(), Lv::Mat { rows: shape[0], cols: shape[1], elem, regs })
+                } else if super::dist::is_dist(shape[0]) {
+                    let regs: Vec<Value> =
+                        (0..self.slots(shape[0])).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
+                    (regs.clone(), Lv::Dist { n: shape[0], elem, regs })
                 } else {
                     let rep: Vec<Value> = (0..shape[0]).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
                     (rep.clone(), Lv::Vec { n: shape[0], elem, rep, dist: None })
@@ -416,6 +433,7 @@ impl Lower<'_> {
                 Lv::Array(_) => Lv::Array(vals[0]),
                 Lv::Mat { rows, cols, elem, .. } => Lv::Mat { rows, cols, elem, regs: vals },
                 Lv::Vec { n, elem, .. } => Lv::Vec { n, elem, rep: vals, dist: None },
+                Lv::Dist { n, elem, .. } => Lv::Dist { n, elem, regs: vals },
             };
             self.map.insert(*r, lv);
         }

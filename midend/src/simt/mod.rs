@@ -9,8 +9,10 @@
 //!   (`ceil(R / lanes)` row slots of `C` registers); row slots past `R` hold padding that is
 //!   never stored or broadcast. With `lanes = 32` and `R = 16`, lanes 16..31 idle; with
 //!   `lanes = 8`, each lane holds two rows.
-//! - `tile<T, N>` (a vector) is replicated: every lane holds all `N` elements. A vector used
-//!   against the rows of a matrix (`outer(u, v)`'s `u`) is also kept row-distributed.
+//! - `tile<T, N>` (a vector) of up to 64 elements is replicated: every lane holds all `N`
+//!   elements. A vector used against the rows of a matrix (`outer(u, v)`'s `u`) is also kept
+//!   row-distributed. Longer vectors are distributed like a matrix's rows (`dist.rs`), so that
+//!   their code and registers grow with `N / lanes`.
 //!
 //! Cross-lane traffic is `Shuffle` (read a register of another lane) only, always of a
 //! register with a static index: rank-1 updates need none, matmul and triangular solves
@@ -32,6 +34,7 @@
 //! models exactly that: `interp`).
 
 mod blocks;
+mod dist;
 pub mod interp;
 mod linalg;
 mod lower;

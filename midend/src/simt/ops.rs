@@ -7,7 +7,7 @@ use crate::ir::*;
 use crate::types::{Scalar, Type};
 
 /// The identity of a reduction, for masked-off elements.
-fn identity(k: Reduce, s: Scalar) -> f64 {
+pub(super) fn identity(k: Reduce, s: Scalar) -> f64 {
     match (k, s.is_float()) {
         (Reduce::Sum, _) => 0.0,
         (Reduce::Prod, _) => 1.0,
@@ -34,7 +34,7 @@ fn identity(k: Reduce, s: Scalar) -> f64 {
     }
 }
 
-fn reduce_op(k: Reduce) -> BinOp {
+pub(super) fn reduce_op(k: Reduce) -> BinOp {
     match k {
         Reduce::Sum => BinOp::Add,
         Reduce::Max => BinOp::Max,
@@ -44,8 +44,38 @@ fn reduce_op(k: Reduce) -> BinOp {
 }
 
 impl Lower<'_> {
-    /// Lowers an operation that has tile operands or results, or accesses memory.
+    /// Lowers an operation that has tile operands or results, or accesses memory; a long
+    /// vector result is distributed (`dist.rs`).
     pub(super) fn tile_op(&mut self, op: &Op, res_ty: Option<Type>) -> Result<Option<Lv>, SimtError> {
+        // The operations with a lowering on distributed vectors; the others see their
+        // replicated form.
+        let native = matches!(
+            op.kind,
+            OpKind::Fill(_)
+                | OpKind::Bin(_)
+                | OpKind::Un(_)
+                | OpKind::Load(_)
+                | OpKind::LoadInto(_)
+                | OpKind::Store(_)
+                | OpKind::AtomicAdd(_)
+                | OpKind::StoreMasked(_)
+                | OpKind::Reduce(_, None)
+                | OpKind::Extract
+                | OpKind::Insert
+                | OpKind::Map
+        );
+        let lv = if native {
+            self.tile_op_on(op, res_ty.clone())?
+        } else {
+            self.on_replicated(op, |l| l.tile_op_on(op, res_ty.clone()))?
+        };
+        Ok(match (lv, &res_ty) {
+            (Some(lv), Some(t)) => Some(self.canonical(lv, t)),
+            (lv, _) => lv,
+        })
+    }
+
+    fn tile_op_on(&mut self, op: &Op, res_ty: Option<Type>) -> Result<Option<Lv>, SimtError> {
         let lv = match &op.kind {
             OpKind::Fill(f) => Some(self.fill(*f, op, res_ty.expect("tile result"))?),
             OpKind::Bin(k) => Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?),
@@ -132,6 +162,10 @@ impl Lower<'_> {
                 let dist = dist.map(|d| d.iter().map(|r| f(self, *r, elem)).collect());
                 Lv::Vec { n, elem, rep, dist }
             }
+            Lv::Dist { n, elem, regs } => {
+                let regs = regs.iter().map(|r| f(self, *r, elem)).collect();
+                Lv::Dist { n, elem, regs }
+            }
             other => other,
         }
     }
@@ -144,6 +178,9 @@ impl Lower<'_> {
             Fill::Full => self.scalar(op.args[0])?,
             _ => self.elemc(0.0, elem),
         };
+        if shape.len() == 1 && super::dist::is_dist(shape[0]) {
+            return Ok(self.fill_dist(f, x, shape[0], elem));
+        }
         if shape.len() == 1 {
             let mut rep = vec![x; shape[0] as usize];
             if f == Fill::Eye {
@@ -191,6 +228,10 @@ impl Lower<'_> {
                     _ => None,
                 };
                 Lv::Vec { n, elem, rep, dist }
+            }
+            (Lv::Dist { n, elem, regs: ra }, Lv::Dist { regs: rb, .. }) => {
+                let regs = ra.iter().zip(&rb).map(|(x, y)| self.bin(k, *x, *y, elem)).collect();
+                Lv::Dist { n, elem, regs }
             }
             (t, Lv::Scalar(y)) => self.map_regs(t, |l, x, s| l.bin(k, x, y, s)),
             (Lv::Scalar(x), t) => self.map_regs(t, |l, y, s| l.bin(k, x, y, s)),
@@ -257,6 +298,21 @@ impl Lower<'_> {
                     _ => None,
                 };
                 Ok(Lv::Scalar(self.access(&op.kind, array, idx, None, elem, o).expect("value")))
+            }
+            1 if super::dist::is_dist(slices[0].1) => {
+                // A distributed vector: each lane loads its own elements.
+                let (d, n) = slices[0];
+                let old_regs = match &old {
+                    Some(o) => Some(Self::dist_regs(o)?.2),
+                    None => None,
+                };
+                let mut regs = Vec::new();
+                for s in 0..self.slots(n) {
+                    let ix = self.dist_index(&idx, d, s, n, None);
+                    let o = old_regs.as_ref().map(|r| r[s as usize]);
+                    regs.push(self.access(&op.kind, array, ix, None, elem, o).expect("value"));
+                }
+                Ok(Lv::Dist { n, elem, regs })
             }
             1 => {
                 let (d, n) = slices[0];
@@ -336,6 +392,18 @@ impl Lower<'_> {
                 ix[0] = self.masked(lane0, idx[0]);
                 self.access(&kind, array, ix, Some(x), elem, None);
             }
+            (1, Lv::Dist { n, regs, .. }) => {
+                // A distributed vector: each lane stores its own elements.
+                let d = slices[0].0;
+                for (s, r) in regs.iter().enumerate() {
+                    let keep = match &mask {
+                        Some(m) => Some(Self::dist_regs(m)?.2[s]),
+                        None => None,
+                    };
+                    let ix = self.dist_index(&idx, d, s as u32, n, keep);
+                    self.access(&kind, array, ix, Some(*r), elem, None);
+                }
+            }
             (1, Lv::Vec { rep, .. }) => {
                 // Element i is stored by lane i % lanes.
                 let (d, len) = slices[0];
@@ -403,8 +471,20 @@ impl Lower<'_> {
         Ok(Lv::Mat { rows: cols, cols: rows, elem, regs: out })
     }
 
-    /// Sum (max, min) over the lanes of a per-lane value: the result is uniform.
-    fn across_lanes(&mut self, k: Reduce, p: Value, elem: Scalar) -> Value {
+    /// Sum (max, min, product) over the lanes of a per-lane value: the result is uniform.
+    /// With a power-of-two lane count, a butterfly: at step `d = 1, 2, 4, ..` every lane
+    /// combines its value with lane `lane ^ d`'s (log2(lanes) shuffles; partners combine the
+    /// same two values, and these operations are commutative, so every lane ends with the
+    /// same bits); otherwise the lanes' values broadcast and combined in lane order.
+    pub(super) fn across_lanes(&mut self, k: Reduce, p: Value, elem: Scalar) -> Value {
+        if self.lanes.is_power_of_two() {
+            let mut acc = p;
+            for partner in self.partners.clone() {
+                let y = self.emit1(OpKind::Shuffle, vec![acc, partner], Type::Scalar(elem));
+                acc = self.bin(reduce_op(k), acc, y, elem);
+            }
+            return acc;
+        }
         let mut acc = self.shuffle(p, 0, elem);
         for l in 1..self.lanes {
             let x = self.shuffle(p, l, elem);
@@ -415,6 +495,7 @@ impl Lower<'_> {
 
     fn reduce(&mut self, k: Reduce, axis: Option<u8>, t: Lv) -> Result<Lv, SimtError> {
         match (t, axis) {
+            (Lv::Dist { n, elem, regs }, None) => Ok(Lv::Scalar(self.reduce_dist(k, n, elem, &regs))),
             (Lv::Vec { elem, rep, .. }, None) => {
                 let mut acc = rep[0];
                 for x in &rep[1..] {
@@ -526,7 +607,7 @@ impl Lower<'_> {
     }
 
     /// `0 <= i < n` for a uniform index `i`.
-    fn in_range(&mut self, i: Value, n: u32) -> Value {
+    pub(super) fn in_range(&mut self, i: Value, n: u32) -> Value {
         let zero = self.i32c(0);
         let nn = self.i32c(n as i64);
         let ge = self.cmp(CmpOp::Ge, i, zero);
@@ -538,6 +619,7 @@ impl Lower<'_> {
         let t = self.get(op.args[0])?;
         let idx = self.indices(&op.args[1..])?;
         match t {
+            Lv::Dist { n, elem, regs } => Ok(Lv::Scalar(self.extract_dist(n, elem, &regs, idx[0]))),
             Lv::Vec { n, elem, rep, .. } => {
                 let zero = self.elemc(0.0, elem);
                 let mut x = zero;
@@ -584,6 +666,7 @@ impl Lower<'_> {
         let idx = self.indices(&op.args[1..n - 1])?;
         let x = self.scalar(op.args[n - 1])?;
         match t {
+            Lv::Dist { n, elem, regs } => Ok(self.insert_dist(n, elem, &regs, idx[0], x)),
             Lv::Vec { n, elem, rep, .. } => {
                 let mut out = Vec::new();
                 for (k, r) in rep.iter().enumerate() {
@@ -617,6 +700,7 @@ impl Lower<'_> {
         // The operands' registers, position by position (one layout for one shape).
         let mut regs: Vec<Vec<Value>> = Vec::new();
         let mut shape = None;
+        let mut dist = false;
         for a in &op.args {
             match self.get(*a)? {
                 Lv::Mat { rows, cols, regs: rs, .. } => {
@@ -626,6 +710,11 @@ impl Lower<'_> {
                 Lv::Vec { n, rep, .. } => {
                     shape = Some((n, 0, false));
                     regs.push(rep);
+                }
+                Lv::Dist { n, regs: rs, .. } => {
+                    shape = Some((n, 0, false));
+                    dist = true;
+                    regs.push(rs);
                 }
                 _ => return Err(err("map of a non-tile")),
             }
@@ -647,6 +736,8 @@ impl Lower<'_> {
         }
         Ok(if mat {
             Lv::Mat { rows, cols, elem: out_elem, regs: out }
+        } else if dist {
+            Lv::Dist { n: rows, elem: out_elem, regs: out }
         } else {
             Lv::Vec { n: rows, elem: out_elem, rep: out, dist: None }
         })

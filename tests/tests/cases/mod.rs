@@ -686,3 +686,70 @@ pub(crate) fn rel_diff(got: &[f64], want: &[f64]) -> f64 {
     let scale = want.iter().map(|v| v.abs()).fold(1e-30, f64::max);
     got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max) / scale
 }
+
+/// Long vectors (more than 64 elements: distributed over the lanes on GPUs): loads past the
+/// array's end, masked loads, element-wise arithmetic with scalars, `where`, casts, `iota`,
+/// whole-vector reductions, element reads and writes at run-time indices in a loop, a scan,
+/// ranges, broadcasts against small vectors, reductions of wide and tall matrices into long
+/// vectors, a loop and a branch carrying a long vector, stores and a masked store.
+const LONG_SRC: &str = "
+kernel longv<T: float>(X: T[N], Y: T[N], M: T[5, C], H: T[R, 3], O: mut T[N], Z: mut T[150], S: mut T[8], P: mut T[C], Q: mut T[R]) grid(1) {
+    let x = X[0:150];
+    let y = tile<T, 150>::full(2.0);
+    y[:] = Y[0:150];
+    let i = tile<T, 150>::iota(0);
+    let z = where(x > 0.0, x * y + i * 0.01, abs(y) - 1.0);
+    let t = z;
+    for j in 1..150 {
+        t[j] = t[j] * 0.25 + t[j - 1] * 0.5;
+    }
+    let c = cumsum(z, 0) * 0.1;
+    S[0:8] = tile<T, 8>::zeros();
+    S[0] = sum(z);
+    S[1] = max(z);
+    S[2] = min(t);
+    S[3] = t[149] + t[(N - 1) % 150];
+    let b = column(tile<T, 4>::iota(0)) + z;
+    S[4] = sum(b) * 0.01;
+    let r = z[10:80];
+    S[5] = sum(r * r) * 0.01;
+    z[0:70] = r * 0.5;
+    let k = 0;
+    let acc = z;
+    while k < 3 {
+        acc = acc * 0.5 + c;
+        k = k + 1;
+    }
+    if S[0] > 0.0 {
+        acc = acc + (i as i32 % 3) as T;
+    } else {
+        acc = acc - 1.0;
+    }
+    O[0:150] = acc + t;
+    Z[0:150] = tile<T, 150>::full(-3.0);
+    masked_store(Z[0:150], c + x, i < 120.0 && x < 0.5);
+    let m = M[0:5, 0:100];
+    P[0:100] = sum(m, 0) * 0.5;
+    let h = H[0:100, 0:3];
+    Q[0:100] = sum(h, 1) * max_axis(h, 1);
+}
+";
+
+/// The long-vector kernel on partial data (137 of 150 elements, 97 of 100 columns and rows).
+pub(crate) fn long_vectors() -> Vec<Case> {
+    let (n, c, r) = (137u64, 97u64, 97u64);
+    let src = SourceSet::with_stdlib("longv.tile", LONG_SRC);
+    let arrays = vec![
+        ("X", random_uniform(n as usize, 61), vec![n]),
+        ("Y", random_uniform(n as usize, 62), vec![n]),
+        ("M", random_uniform((5 * c) as usize, 63), vec![5, c]),
+        ("H", random_uniform((r * 3) as usize, 64), vec![r, 3]),
+        ("O", vec![7.0; n as usize], vec![n]),
+        ("Z", vec![7.0; 150], vec![150]),
+        ("S", vec![7.0; 8], vec![8]),
+        ("P", vec![7.0; c as usize], vec![c]),
+        ("Q", vec![7.0; r as usize], vec![r]),
+    ];
+    let outs = vec!["O", "Z", "S", "P", "Q"];
+    vec![case(src, "longv", arrays, vec![], outs)]
+}
