@@ -259,7 +259,15 @@ pub(crate) fn tile_slice(span: Span) -> Diagnostic {
 pub(crate) fn range_bound_not_const(span: Span) -> Diagnostic {
     Diagnostic::error("E0229", "bound of a tile range is not a compile-time integer constant")
         .label(span, "not known at compile time")
-        .help("ranges of tiles (`t[2:6, :]`) have constant bounds; for a run-time position use a row or column (`t[i, :]`) or an element (`t[i, j]`)")
+        .help(
+            "a tile range has constant bounds (`t[2:6, :]`), or a run-time start and a constant extent (`t[i:i+4, :]`)",
+        )
+}
+
+pub(crate) fn long_tile_range(span: Span, k: u32, n: u32) -> Diagnostic {
+    Diagnostic::error("E0229", format!("tile range of {k} elements in a dimension of extent {n}"))
+        .label(span, format!("{k} elements"))
+        .help(format!("a range that starts at a run-time position has a constant extent of at most {n}"))
 }
 
 pub(crate) fn bad_tile_range(span: Span, lo: i64, hi: i64, n: u32) -> Diagnostic {

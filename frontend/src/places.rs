@@ -63,7 +63,7 @@ impl FnBuilder<'_, '_> {
 
     /// The static extent of the slice `lo:hi`: both constant, or both the same expression plus
     /// constants (`k0 : k0 + 16`, `k + 1 : k + 33`).
-    fn slice_extent(&mut self, lo: &Expr, hi: &Expr) -> Option<u32> {
+    pub(crate) fn slice_extent(&mut self, lo: &Expr, hi: &Expr) -> Option<u32> {
         let k = match (self.const_eval(lo), self.const_eval(hi)) {
             (Ok(a), Ok(b)) => Some(b.as_i64() - a.as_i64()),
             _ => {

@@ -85,6 +85,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
     let cases = [
         cases::masks(),
         cases::long_vectors(),
+        cases::dyn_ranges(),
         cases::math(),
         cases::fn_results(),
         cases::shapes(),

@@ -114,3 +114,8 @@ fn f64_math_functions_at_the_edges() {
 fn long_vectors() {
     cases::long_vectors().into_iter().for_each(both);
 }
+
+#[test]
+fn ranges_with_run_time_starts() {
+    cases::dyn_ranges().into_iter().for_each(both);
+}

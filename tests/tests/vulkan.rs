@@ -76,6 +76,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::math(),
         cases::masks(),
         cases::long_vectors(),
+        cases::dyn_ranges(),
         cases::fn_results(),
         cases::shapes(),
         cases::ranges(),

@@ -96,7 +96,8 @@ impl From<RunError> for Error {
     }
 }
 
-/// An element type of arrays passed to kernels: `f32`, `f64` or `i32`.
+/// An element type of arrays passed to kernels: `f32`, `f64`, `i32`, and the storage types
+/// `half::f16` and `half::bf16` (`tilec::half`; kernels compute on them in `f32`).
 pub trait Element: Copy + sealed::Sealed {
     /// The `.tile` scalar type.
     const SCALAR: Scalar;
@@ -107,6 +108,8 @@ mod sealed {
     impl Sealed for f32 {}
     impl Sealed for f64 {}
     impl Sealed for i32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
 }
 
 impl Element for f32 {
@@ -117,6 +120,12 @@ impl Element for f64 {
 }
 impl Element for i32 {
     const SCALAR: Scalar = Scalar::I32;
+}
+impl Element for half::f16 {
+    const SCALAR: Scalar = Scalar::F16;
+}
+impl Element for half::bf16 {
+    const SCALAR: Scalar = Scalar::BF16;
 }
 
 /// A scalar argument as given by the caller; converted to the parameter's type at launch by

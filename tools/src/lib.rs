@@ -30,6 +30,8 @@ mod run;
 mod run_cmd;
 
 pub use api::{Args, Element, Error, GenericSig, Instance, KernelSig, Launched, ParamSig, Program, ScalarArg, Target};
+/// The `half` crate, whose `f16` and `bf16` slices are `f16`/`bf16` array arguments.
+pub use half;
 pub use render::{render_diagnostics, ErrorFormat};
 pub use run::{dtypes_of, shapes_of, CpuRunner, RunOutcome};
 pub use tilec_codegen_cpu::CpuBackend;

@@ -60,6 +60,32 @@ fn launches_on_callers_memory_in_place() {
     assert_eq!(out, [10, 11, 12, 13]);
 }
 
+/// `half::f16` and `half::bf16` slices are f16/bf16 arrays: computed in f32, rounded when
+/// stored, in place.
+#[test]
+fn half_precision_slices() {
+    use tilec::half::{bf16, f16};
+    let p = program();
+    let a: Vec<f16> = [1.0f32, -2.5, 1000.0, 3.0e-5].iter().map(|&x| f16::from_f32(x)).collect();
+    let mut c = vec![f16::NAN; 4];
+    p.launch(
+        "scale",
+        Target::CPU,
+        Args::new().array("A", &a, &[2, 2]).array_mut("C", &mut c, &[2, 2]).scalar("s", 3.0),
+        &[],
+    )
+    .unwrap();
+    let want: Vec<f16> = a.iter().map(|x| f16::from_f32(x.to_f32() * 3.0)).collect();
+    assert_eq!(c, want);
+    let mut b: Vec<bf16> = [1.0f32, 3.0e38, -0.1].iter().map(|&x| bf16::from_f32(x)).collect();
+    let inst = p.instance("twice", Target::CPU, &Args::new(), &[("T", GenericArg::Type(Scalar::BF16))]).unwrap();
+    assert_eq!(inst.kernel().symbol, "twice__bf16");
+    p.run(&inst, Args::new().array_mut("A", &mut b, &[3])).unwrap();
+    assert_eq!(b[0], bf16::from_f32(2.0));
+    assert!(b[1].is_infinite(), "3e38 * 2 overflows bf16 and f32 alike");
+    assert_eq!(b[2], bf16::from_f32(bf16::from_f32(-0.1).to_f32() * 2.0));
+}
+
 #[test]
 fn stdlib_potrf_matches_f64_reference() {
     let linalg = Program::linalg().unwrap();

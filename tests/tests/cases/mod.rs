@@ -753,3 +753,24 @@ pub(crate) fn long_vectors() -> Vec<Case> {
     let outs = vec!["O", "Z", "S", "P", "Q"];
     vec![case(src, "longv", arrays, vec![], outs)]
 }
+
+/// Ranges of tiles starting at run-time positions (inside, and past either end), read and
+/// written: `tests/tests/cases/dyn_ranges.tile`.
+pub(crate) fn dyn_ranges() -> Vec<Case> {
+    [3, 6, 0]
+        .into_iter()
+        .map(|s| {
+            let src = SourceSet::with_stdlib("dyn_ranges.tile", include_str!("dyn_ranges.tile"));
+            let arrays = vec![
+                ("V", random_uniform(12, 71), vec![12]),
+                ("A", random_uniform(35, 72), vec![7, 5]),
+                ("W", vec![7.0; 12], vec![12]),
+                ("X", vec![7.0; 4], vec![4]),
+                ("B", vec![7.0; 35], vec![7, 5]),
+                ("C", vec![7.0; 6], vec![3, 2]),
+            ];
+            let outs = vec!["W", "X", "B", "C"];
+            Case { ints: vec![("s", s)], ..case(src, "dyn_ranges", arrays, vec![], outs) }
+        })
+        .collect()
+}

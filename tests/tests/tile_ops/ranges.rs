@@ -122,3 +122,75 @@ kernel k(O: mut i32[5, 4], P: mut i32[3]) grid(1) {
     assert_exact(&out(&b, "O"), &want, "i32");
     assert_exact(&out(&b, "P"), &[2.0, 100.0, 101.0], "i32 vector");
 }
+
+/// Ranges that start at a run-time position with a constant extent: windows of a vector read
+/// and written in a loop (`w[j:j+3]`), a block of rows and columns of a matrix at run-time
+/// offsets, and offsets past either end (reads give 0 there, writes do nothing).
+pub(crate) const DYN_SRC: &str = include_str!("../cases/dyn_ranges.tile");
+
+#[test]
+fn ranges_with_run_time_starts() {
+    let (k, m, n) = (12usize, 7usize, 5usize);
+    for elem in FLOATS {
+        for s in [3i64, 6, 0] {
+            let mut rng = Rng::new(93 + s as u64);
+            let v: Vec<f64> = (0..k).map(|_| rng.int(0, 40) as f64 / 4.0 - 5.0).collect();
+            let a: Vec<f64> = (0..m * n).map(|_| rng.int(0, 40) as f64 / 4.0 - 5.0).collect();
+            let b = run(
+                DYN_SRC,
+                "dyn_ranges",
+                vec![
+                    ("V", arr(elem, &v, &[k])),
+                    ("A", arr(elem, &a, &[m, n])),
+                    ("s", int(s)),
+                    ("W", sentinel(elem, &[k])),
+                    ("X", sentinel(elem, &[4])),
+                    ("B", sentinel(elem, &[m, n])),
+                    ("C", sentinel(elem, &[3, 2])),
+                ],
+            );
+            let ctx = format!("{elem:?}, s = {s}");
+            let round = |x: f64| if elem == Scalar::F32 { x as f32 as f64 } else { x };
+            // Reads outside the tile give 0; writes outside it do nothing.
+            let vat = |i: i64| if (0..k as i64).contains(&i) { v[i as usize] } else { 0.0 };
+            let aat = |i: i64, j: i64| {
+                if (0..m as i64).contains(&i) && (0..n as i64).contains(&j) {
+                    a[i as usize * n + j as usize]
+                } else {
+                    0.0
+                }
+            };
+            let mut w = v.clone();
+            for j in 0..10 {
+                let old: Vec<f64> = (0..3).map(|d| w[j + d]).collect();
+                for d in 0..3 {
+                    w[j + d] = round(round(old[d] * 0.5) + vat(j as i64 + 1 + d as i64));
+                }
+            }
+            assert_exact(&out(&b, "W"), &w, &ctx);
+            let x: Vec<f64> = (0..4).map(|d| vat(s - 2 + d)).collect();
+            assert_exact(&out(&b, "X"), &x, &ctx);
+            let mut bb = a.clone();
+            for r in 0..2i64 {
+                for c in 0..3i64 {
+                    let (i, j) = (s - 3 + r, 1 + c);
+                    if (0..m as i64).contains(&i) {
+                        bb[i as usize * n + j as usize] = aat(s + r, c) * 2.0;
+                    }
+                }
+            }
+            for r in 0..2i64 {
+                for c in 0..n as i64 {
+                    let i = s + 4 + r;
+                    if (0..m as i64).contains(&i) {
+                        bb[i as usize * n + c as usize] = aat(r, c);
+                    }
+                }
+            }
+            assert_exact(&out(&b, "B"), &bb, &ctx);
+            let cc: Vec<f64> =
+                (0..3).flat_map(|r| (0..2).map(move |c| (r, c))).map(|(r, c)| aat(s + 2 + r, s - 1 + c)).collect();
+            assert_exact(&out(&b, "C"), &cc, &ctx);
+        }
+    }
+}
