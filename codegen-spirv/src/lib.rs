@@ -78,7 +78,7 @@ pub struct SpirvKernel {
 /// element `e & (2^log2 - 1)` of descriptor `e >> log2`. Used for arrays larger than the
 /// device's `maxStorageBufferRange`. The shader reads every chunk with a constant descriptor
 /// index and keeps the value of the right one, so no descriptor-indexing feature is needed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Chunks {
     pub log2: u8,
     pub count: u32,

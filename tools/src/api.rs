@@ -348,7 +348,8 @@ pub struct Instance {
 
 enum Exec {
     Cpu(Box<CpuRunner>),
-    Vulkan(Arc<tilec_runtime::VulkanDevice>),
+    /// The device and the instance's shaders, generated on first use.
+    Vulkan(Arc<tilec_runtime::VulkanDevice>, crate::gpu::ShaderCache),
     Cuda(Arc<tilec_runtime::CudaDevice>),
 }
 
@@ -479,7 +480,8 @@ impl Program {
             Target::Cpu(backend) => Exec::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(fail)?)),
             Target::Vulkan { device } => {
                 static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
-                Exec::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open).map_err(run)?)
+                let dev = open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open).map_err(run)?;
+                Exec::Vulkan(dev, Default::default())
             }
             Target::Cuda { device } => {
                 static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
@@ -529,8 +531,8 @@ impl Program {
         let mut bound = bind(&inst.kernel, values).map_err(fail)?;
         let values = match &inst.exec {
             Exec::Cpu(runner) => runner.run_bound(&mut bound).map_err(fail)?,
-            Exec::Vulkan(dev) => {
-                crate::vulkan_launch(dev, &inst.module, &inst.kernel, &mut bound, 1)
+            Exec::Vulkan(dev, shaders) => {
+                crate::gpu::vulkan_launch_cached(dev, &inst.module, &inst.kernel, &mut bound, 1, shaders)
                     .map_err(|d| Error::new(d, &self.src))?
                     .0
             }

@@ -56,9 +56,36 @@ pub fn vulkan_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
+    vulkan_launch_cached(dev, module, kernel, bound, repeat, &ShaderCache::default())
+}
+
+/// Shaders of one kernel instance by the chunking of their arrays (`VulkanDevice::chunking`),
+/// so that repeated launches do not lower and generate SPIR-V again.
+pub(crate) type ShaderCache = std::sync::Mutex<
+    HashMap<Vec<Option<tilec_codegen_spirv::Chunks>>, std::sync::Arc<tilec_codegen_spirv::SpirvKernel>>,
+>;
+
+/// [`vulkan_launch`] with the shader taken from (or added to) `cache`.
+pub(crate) fn vulkan_launch_cached(
+    dev: &tilec_runtime::VulkanDevice,
+    module: &Module,
+    kernel: &Kernel,
+    bound: &mut tilec_runtime::Bound,
+    repeat: u32,
+    cache: &ShaderCache,
+) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
     let rerr = |e| crate::cli::run_error(e).diags;
     let opts = tilec_codegen_spirv::SpirvOptions { chunks: dev.chunking(kernel, bound) };
-    let (_, spv) = spirv_kernel(module, kernel, dev.subgroup_size(), &opts).map_err(|f| f.diags)?;
+    let known = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&opts.chunks).cloned();
+    let spv = match known {
+        Some(spv) => spv,
+        None => {
+            let (_, spv) = spirv_kernel(module, kernel, dev.subgroup_size(), &opts).map_err(|f| f.diags)?;
+            let spv = std::sync::Arc::new(spv);
+            cache.lock().unwrap_or_else(|p| p.into_inner()).insert(opts.chunks.clone(), spv.clone());
+            spv
+        }
+    };
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
     let mut times = dev.launch(&spv, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
     if times.len() > 1 {

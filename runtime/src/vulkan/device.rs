@@ -69,6 +69,8 @@ pub struct VulkanDevice {
     f64: bool,
     i64: bool,
     storage16: bool,
+    /// Compute pipelines reused across launches (`pipelines.rs`).
+    pub(super) pipelines: Mutex<super::pipelines::Pipelines>,
     /// Dropped after `Drop::drop` has destroyed the device.
     _instance: InstanceOwner,
 }
@@ -90,10 +92,12 @@ impl std::fmt::Debug for VulkanDevice {
 
 impl Drop for VulkanDevice {
     fn drop(&mut self) {
-        // SAFETY: launches free their objects before returning, so after the device is idle
-        // nothing made from it is alive; the instance is destroyed afterwards by its owner.
+        // SAFETY: launches free their own objects before returning and the kept pipelines are
+        // destroyed here, so after the device is idle nothing made from it is alive; the
+        // instance is destroyed afterwards by its owner.
         unsafe {
             let _ = self.device.device_wait_idle();
+            self.pipelines.get_mut().unwrap_or_else(|p| p.into_inner()).destroy(&self.device);
             self.device.destroy_device(None);
         }
     }
@@ -384,6 +388,7 @@ fn open_physical(
         f64,
         i64,
         storage16,
+        pipelines: Mutex::new(Default::default()),
         _instance: owner,
     })
 }

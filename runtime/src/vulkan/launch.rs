@@ -10,10 +10,20 @@ use tilec_midend::{Kernel, ParamKind};
 use super::chunks::ArrayPlan;
 use super::device::VulkanDevice;
 use super::params::{check_bound, module_uses, pack_params, params_words, plan_grid, Chunk, GridPlan};
+use super::pipelines::{Pipeline, MAX_PIPELINES};
 use super::resources::LaunchObjects;
 use super::vk_err;
 use crate::bind::{ArgValue, Bound};
 use crate::error::RunError;
+
+/// The descriptor type of binding `b` with `arrays` array bindings before the params buffer.
+fn binding_type(b: u32, arrays: u32) -> vk::DescriptorType {
+    if b < arrays {
+        vk::DescriptorType::STORAGE_BUFFER
+    } else {
+        vk::DescriptorType::STORAGE_BUFFER_DYNAMIC
+    }
+}
 
 impl VulkanDevice {
     /// Runs every program of `grid` with the compiled shader `k` of `kernel` on the bound
@@ -103,9 +113,10 @@ impl VulkanDevice {
             o.create_buffer(&self.limits, self.name(), "the params buffer", params.len() as u64, u32::MAX as u64)?;
         o.buffers[pb].write(&params);
 
-        let set = self.descriptor_set(o, &arrays, pb, region)?;
-        self.pipeline(o, k)?;
-        let cmd = self.record(o, set, &chunks, stride as u64)?;
+        let counts: Vec<u32> = arrays.iter().map(|(_, b)| b.len() as u32).chain([1]).collect();
+        let pipeline = self.pipeline(o, k, &counts)?;
+        let set = self.descriptor_set(o, pipeline.set_layout, &arrays, pb, region)?;
+        let cmd = self.record(o, set, &pipeline, &chunks, stride as u64)?;
 
         let d = &self.device;
         // SAFETY: a valid create info.
@@ -195,46 +206,26 @@ impl VulkanDevice {
         Ok(())
     }
 
-    /// The descriptor set layout, pool and set: binding `j` is the `j`-th array's buffer (or
-    /// the descriptor array of its chunks), the last binding the params buffer (dynamic: its
-    /// offset is chosen per dispatch).
+    /// The descriptor pool and set of layout `set_layout`: binding `j` is the `j`-th array's
+    /// buffer (or the descriptor array of its chunks), the last binding the params buffer
+    /// (dynamic: its offset is chosen per dispatch).
     fn descriptor_set(
         &self,
         o: &mut LaunchObjects<'_>,
+        set_layout: vk::DescriptorSetLayout,
         arrays: &[(ArrayPlan, Vec<usize>)],
         params: usize,
         region: u64,
     ) -> Result<vk::DescriptorSet, RunError> {
         let d = &self.device;
         let n = arrays.len() as u32;
-        let kind = |b: u32| {
-            if b < n {
-                vk::DescriptorType::STORAGE_BUFFER
-            } else {
-                vk::DescriptorType::STORAGE_BUFFER_DYNAMIC
-            }
-        };
+        let kind = |b: u32| binding_type(b, n);
         // The buffers of every binding.
         let bound: Vec<Vec<(usize, u64)>> = arrays
             .iter()
             .map(|(_, buffers)| buffers.iter().map(|&b| (b, vk::WHOLE_SIZE)).collect())
             .chain([vec![(params, region)]])
             .collect();
-        let bindings: Vec<vk::DescriptorSetLayoutBinding> = bound
-            .iter()
-            .enumerate()
-            .map(|(b, buffers)| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(b as u32)
-                    .descriptor_type(kind(b as u32))
-                    .descriptor_count(buffers.len() as u32)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-        // SAFETY: a valid create info; the layout is destroyed by `o`.
-        o.set_layout =
-            unsafe { d.create_descriptor_set_layout(&info, None) }.map_err(vk_err("vkCreateDescriptorSetLayout"))?;
         let mut sizes =
             vec![vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER_DYNAMIC, descriptor_count: 1 }];
         let storage: usize = arrays.iter().map(|(_, buffers)| buffers.len()).sum();
@@ -248,7 +239,7 @@ impl VulkanDevice {
         // SAFETY: as above.
         o.descriptor_pool =
             unsafe { d.create_descriptor_pool(&info, None) }.map_err(vk_err("vkCreateDescriptorPool"))?;
-        let layouts = [o.set_layout];
+        let layouts = [set_layout];
         let info = vk::DescriptorSetAllocateInfo::default().descriptor_pool(o.descriptor_pool).set_layouts(&layouts);
         // SAFETY: the pool has room for this one set; it is freed with the pool.
         let sets = unsafe { d.allocate_descriptor_sets(&info) }.map_err(vk_err("vkAllocateDescriptorSets"))?;
@@ -282,10 +273,54 @@ impl VulkanDevice {
         Ok(set)
     }
 
-    /// The shader module, the pipeline layout and the compute pipeline (requiring full
-    /// subgroups of `k.lanes` where the device can).
-    fn pipeline(&self, o: &mut LaunchObjects<'_>, k: &SpirvKernel) -> Result<(), RunError> {
+    /// The pipeline of `k` with `counts[j]` descriptors at binding `j` (the arrays, then the
+    /// params buffer): kept from an earlier launch (`pipelines.rs`), or made now (requiring
+    /// full subgroups of `k.lanes` where the device can) and kept, or, when the device keeps
+    /// enough already, owned by `o`.
+    fn pipeline(&self, o: &mut LaunchObjects<'_>, k: &SpirvKernel, counts: &[u32]) -> Result<Pipeline, RunError> {
+        let key = (k.words.clone(), counts.to_vec());
+        let kept = |s: &Self| s.pipelines.lock().unwrap_or_else(|p| p.into_inner()).map.get(&key).copied();
+        if let Some(p) = kept(self) {
+            return Ok(p);
+        }
+        self.make_pipeline(o, k, counts)?;
+        let p = Pipeline {
+            set_layout: o.set_layout,
+            pipeline_layout: o.pipeline_layout,
+            shader: o.shader,
+            pipeline: o.pipeline,
+        };
+        let mut kept = self.pipelines.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.map.len() < MAX_PIPELINES && !kept.map.contains_key(&key) {
+            // The device owns them now (destroyed when it is dropped).
+            kept.map.insert(key, p);
+            o.set_layout = vk::DescriptorSetLayout::null();
+            o.pipeline_layout = vk::PipelineLayout::null();
+            o.shader = vk::ShaderModule::null();
+            o.pipeline = vk::Pipeline::null();
+        }
+        Ok(p)
+    }
+
+    /// Makes the set layout, shader module, pipeline layout and pipeline of `k` into `o`.
+    fn make_pipeline(&self, o: &mut LaunchObjects<'_>, k: &SpirvKernel, counts: &[u32]) -> Result<(), RunError> {
         let d = &self.device;
+        let n = counts.len() as u32 - 1;
+        let bindings: Vec<vk::DescriptorSetLayoutBinding> = counts
+            .iter()
+            .enumerate()
+            .map(|(b, &count)| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b as u32)
+                    .descriptor_type(binding_type(b as u32, n))
+                    .descriptor_count(count)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: a valid create info; the layout is destroyed by `o` (or the device).
+        o.set_layout =
+            unsafe { d.create_descriptor_set_layout(&info, None) }.map_err(vk_err("vkCreateDescriptorSetLayout"))?;
         let info = vk::ShaderModuleCreateInfo::default().code(&k.words);
         // SAFETY: the words are a SPIR-V module (magic checked); the module is destroyed by `o`.
         o.shader = unsafe { d.create_shader_module(&info, None) }.map_err(vk_err("vkCreateShaderModule"))?;
@@ -326,6 +361,7 @@ impl VulkanDevice {
         &self,
         o: &mut LaunchObjects<'_>,
         set: vk::DescriptorSet,
+        pipeline: &Pipeline,
         chunks: &[Chunk],
         stride: u64,
     ) -> Result<vk::CommandBuffer, RunError> {
@@ -349,10 +385,17 @@ impl VulkanDevice {
         unsafe {
             d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
                 .map_err(vk_err("vkBeginCommandBuffer"))?;
-            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, o.pipeline);
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
             for (c, chunk) in chunks.iter().enumerate() {
                 let offset = [(c as u64 * stride) as u32];
-                d.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::COMPUTE, o.pipeline_layout, 0, &sets, &offset);
+                d.cmd_bind_descriptor_sets(
+                    cmd,
+                    vk::PipelineBindPoint::COMPUTE,
+                    pipeline.pipeline_layout,
+                    0,
+                    &sets,
+                    &offset,
+                );
                 let [x, y, z] = chunk.count;
                 d.cmd_dispatch(cmd, x, y, z);
             }

@@ -17,6 +17,7 @@ mod chunks;
 mod device;
 mod launch;
 mod params;
+mod pipelines;
 mod resources;
 #[cfg(test)]
 mod tests;

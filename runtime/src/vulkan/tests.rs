@@ -624,3 +624,32 @@ fn chunks_must_fit_the_arrays() {
     assert!(e.to_string().contains(&format!("needs {} storage buffers", d.limits.max_storage_buffers + 6)), "{e}");
     assert_eq!(b.array("A").unwrap(), &f32_array(n));
 }
+
+/// Launches of one shader reuse its pipeline (kept by the device); another shader gets its
+/// own; results are those of fresh pipelines.
+#[test]
+fn pipelines_are_kept_and_reused() {
+    let Some(d) = device("pipelines_are_kept_and_reused") else {
+        return;
+    };
+    let lanes = d.subgroup_size();
+    let kept = |d: &VulkanDevice| d.pipelines.lock().unwrap().map.len();
+    let before = kept(&d);
+    let sk = add_kernel(Scalar::F32, false, lanes);
+    let k = compile(&sk).unwrap();
+    let n = lanes as usize * 2;
+    for _ in 0..3 {
+        let mut b = bound(&sk.kernel, vec![("A", ArgValue::Array(f32_array(n)))]);
+        d.launch(&k, &sk.kernel, &mut b, [2, 1, 1], 1).unwrap();
+        let want: Vec<f32> = (0..n).map(|i| i as f32 + 1.0).collect();
+        assert_eq!(b.array("A").unwrap().as_f32().unwrap(), want);
+        assert_eq!(kept(&d), before + 1);
+    }
+    let sk2 = ids_kernel(lanes);
+    let k2 = compile(&sk2).unwrap();
+    assert_ne!(k.words, k2.words);
+    let out = ArgValue::Array(HostArray::zeros(Scalar::I32, &[lanes as u64]).unwrap());
+    let mut b = bound(&sk2.kernel, vec![("out", out), ("base", ArgValue::Scalar(Const::Int(0, Scalar::I32)))]);
+    d.launch(&k2, &sk2.kernel, &mut b, [1, 1, 1], 1).unwrap();
+    assert_eq!(kept(&d), before + 2);
+}
