@@ -1,5 +1,6 @@
 //! Shared helpers of the test harnesses: independent f64 references and error measures, and
-//! the CPU code generator the run tests use.
+//! the CPU code generator the run tests use, the CLI run in-process, and the Vulkan device of
+//! the cross-target tests.
 
 use std::collections::HashMap;
 use tilec::{CpuBackend, CpuRunner, SourceSet};
@@ -387,6 +388,30 @@ pub fn run_simt(
     interp::run(&simt, &mut iargs, grid).map_err(|e| e.to_string())?;
     drop(iargs);
     Ok(arrays.into_iter().collect())
+}
+
+/// Runs `tilec ARGS...` in-process and returns its stdout; the test fails (with stderr) unless
+/// it exits with 0.
+pub fn cli_ok(args: &[&str]) -> String {
+    let mut argv = vec!["tilec".to_string()];
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
+    String::from_utf8(out).expect("stdout is UTF-8")
+}
+
+/// The first Vulkan device, or `None` (with a note) when there is none, unless
+/// `TILEC_REQUIRE_VULKAN=1`, which makes a missing device a failure.
+pub fn vulkan_device() -> Option<tilec_runtime::VulkanDevice> {
+    match tilec_runtime::VulkanDevice::open(None) {
+        Ok(d) => Some(d),
+        Err(e) if std::env::var("TILEC_REQUIRE_VULKAN").as_deref() != Ok("1") => {
+            eprintln!("skipped: no Vulkan device ({e})");
+            None
+        }
+        Err(e) => panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
+    }
 }
 
 #[cfg(test)]

@@ -202,6 +202,15 @@ fn check(target: &str, c: &Case, get: &dyn Fn(&str) -> HostArray) {
     }
 }
 
+/// Copies the outputs `Y`, `Z` and `D` that `b` holds into `out`.
+fn keep_outputs(b: &tilec_runtime::Bound, out: &mut HashMap<String, HostArray>) {
+    for n in ["Y", "Z", "D"] {
+        if let Some(a) = b.array(n) {
+            out.insert(n.to_string(), a.clone());
+        }
+    }
+}
+
 fn module(c: &Case, kernel: &str) -> Module {
     let inst = Instances::One { kernel: kernel.into(), generics: HashMap::new() };
     compile(&c.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module
@@ -228,11 +237,7 @@ fn cpu_targets_convert_and_compute_storage_types() {
                 let runner = CpuRunner::with_backend(&c.src, kernel, args, &HashMap::new(), be)
                     .unwrap_or_else(|d| panic!("does not compile: {d:?}"));
                 let (b, _) = runner.run(args.clone()).expect("runs");
-                for n in ["Y", "Z", "D"] {
-                    if let Some(a) = b.array(n) {
-                        out.insert(n.to_string(), a.clone());
-                    }
-                }
+                keep_outputs(&b, &mut out);
             }
             check(&format!("CPU ({be:?})"), &c, &|n| out[n].clone());
         }
@@ -258,13 +263,8 @@ fn simt_form_converts_and_computes_storage_types() {
 
 #[test]
 fn vulkan_converts_and_computes_storage_types() {
-    let dev = match tilec_runtime::VulkanDevice::open(None) {
-        Ok(d) => d,
-        Err(e) if std::env::var("TILEC_REQUIRE_VULKAN").as_deref() != Ok("1") => {
-            eprintln!("skipped: no Vulkan device ({e})");
-            return;
-        }
-        Err(e) => panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
+    let Some(dev) = tilec_tests::vulkan_device() else {
+        return;
     };
     if !dev.supports_storage16() {
         eprintln!("skipped: {} has no storageBuffer16BitAccess", dev.name());
@@ -278,11 +278,7 @@ fn vulkan_converts_and_computes_storage_types() {
             let k = &m.kernels[0];
             let mut b = tilec_runtime::bind(k, args.clone()).expect("binds");
             tilec::vulkan_launch(&dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
-            for n in ["Y", "Z", "D"] {
-                if let Some(a) = b.array(n) {
-                    out.insert(n.to_string(), a.clone());
-                }
-            }
+            keep_outputs(&b, &mut out);
         }
         check(&format!("Vulkan on {}", dev.name()), &c, &|n| out[n].clone());
     }
@@ -309,11 +305,7 @@ fn ptx_of_storage_types_assembles_and_runs_where_a_gpu_exists() {
             if let Some(dev) = &dev {
                 let mut b = tilec_runtime::bind(k, args.clone()).expect("binds");
                 tilec::cuda_launch(dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
-                for n in ["Y", "Z", "D"] {
-                    if let Some(a) = b.array(n) {
-                        out.insert(n.to_string(), a.clone());
-                    }
-                }
+                keep_outputs(&b, &mut out);
             }
         }
         if let Some(dev) = &dev {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use tilec::SourceSet;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, ArgValue, HostArray};
-use tilec_tests::{cholesky_f64, max_rel_err, max_rel_err_lower};
+use tilec_tests::{cholesky_f64, cli_ok, max_rel_err, max_rel_err_lower};
 
 fn stdlib() -> SourceSet {
     SourceSet::with_stdlib("stdlib/linalg.tile", include_str!("../../stdlib/linalg.tile"))
@@ -69,42 +69,8 @@ fn potrf_of_storage_types_matches_f64_reference() {
 /// for them.
 #[test]
 fn cli_runs_potrf_on_f16_and_bf16_files() {
-    for (dtype, tol) in [("f16", 1e-2), ("bf16", 6e-2)] {
-        let dir = std::env::temp_dir().join(format!("tilec-run-{dtype}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let (input, output) = (dir.join("spd.npy"), dir.join("l.npy"));
-        let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-        let run = |args: &[&str]| {
-            let mut argv = vec!["tilec".to_string()];
-            argv.extend(args.iter().map(|s| s.to_string()));
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
-            assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
-            String::from_utf8(out).unwrap()
-        };
-        let inp = input.to_str().unwrap();
-        run(&["gen-spd", "--batch", "9", "--n", "45", "--dtype", dtype, "-o", inp]);
-        let printed = run(&[
-            "run",
-            &format!("{root}/stdlib/linalg.tile"),
-            "--kernel",
-            "potrf_batched",
-            "--arg",
-            &format!("A={inp}"),
-            "--arg",
-            "eps=1e-6",
-            "--out",
-            &format!("A={}", output.display()),
-        ]);
-        assert!(printed.contains(&format!("potrf_batched__{dtype}: grid [9, 1, 1]")), "{printed}");
-        let a = tilec_runtime::read_npy(&input).unwrap();
-        let l = tilec_runtime::read_npy(&output).unwrap();
-        assert_eq!((a.elem().name(), l.elem().name(), l.shape()), (dtype, dtype, &[9, 45, 45][..]));
-        let reference: Vec<f64> = a.to_f64_vec().chunks(45 * 45).flat_map(|m| cholesky_f64(m, 45)).collect();
-        let err = max_rel_err_lower(&l.to_f64_vec(), &reference, 45);
-        assert!(err <= tol, "{dtype}: relative error {err:e}");
-        std::fs::remove_dir_all(&dir).ok();
-    }
+    cli_potrf("f16", 9, 45, 1, "eps=1e-6", 1e-2);
+    cli_potrf("bf16", 9, 45, 1, "eps=1e-6", 6e-2);
 }
 
 #[test]
@@ -164,38 +130,39 @@ fn cli_potrf_4096x92x92_f64_within_1e10_of_reference() {
 }
 
 fn cli_potrf_4096(dtype: &str, tol: f64) {
+    cli_potrf(dtype, 4096, 92, 7, if dtype == "f32" { "eps=1e-6" } else { "eps=1e-12" }, tol);
+}
+
+/// `gen-spd` writes `batch` SPD `n x n` matrices of `dtype` (seed `seed`), `tilec run` factors
+/// them with `potrf_batched` and writes the result; it must be of the same dtype and shape and
+/// within `tol` of the f64 Cholesky of the input.
+fn cli_potrf(dtype: &str, batch: usize, n: usize, seed: u64, eps: &str, tol: f64) {
     let dir = std::env::temp_dir().join(format!("tilec-run-{dtype}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let input = dir.join("spd.npy");
-    let output = dir.join("l.npy");
+    let (input, output) = (dir.join("spd.npy"), dir.join("l.npy"));
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let run = |args: &[&str]| {
-        let mut argv = vec!["tilec".to_string()];
-        argv.extend(args.iter().map(|s| s.to_string()));
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
-        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
-        String::from_utf8(out).unwrap()
-    };
-    run(&["gen-spd", "--batch", "4096", "--n", "92", "--dtype", dtype, "--seed", "7", "-o", input.to_str().unwrap()]);
-    let printed = run(&[
+    let (b, nn, s) = (batch.to_string(), n.to_string(), seed.to_string());
+    let inp = input.to_str().unwrap();
+    cli_ok(&["gen-spd", "--batch", &b, "--n", &nn, "--dtype", dtype, "--seed", &s, "-o", inp]);
+    let printed = cli_ok(&[
         "run",
         &format!("{root}/stdlib/linalg.tile"),
         "--kernel",
         "potrf_batched",
         "--arg",
-        &format!("A={}", input.display()),
+        &format!("A={inp}"),
         "--arg",
-        if dtype == "f32" { "eps=1e-6" } else { "eps=1e-12" },
+        eps,
         "--out",
         &format!("A={}", output.display()),
     ]);
-    assert!(printed.contains(&format!("potrf_batched__{dtype}: grid [4096, 1, 1]")), "{printed}");
+    assert!(printed.contains(&format!("potrf_batched__{dtype}: grid [{batch}, 1, 1]")), "{printed}");
     let a = tilec_runtime::read_npy(&input).unwrap();
     let l = tilec_runtime::read_npy(&output).unwrap();
-    assert_eq!(l.shape(), &[4096, 92, 92]);
-    let reference: Vec<f64> = a.to_f64_vec().chunks(92 * 92).flat_map(|m| cholesky_f64(m, 92)).collect();
-    let err = max_rel_err_lower(&l.to_f64_vec(), &reference, 92);
+    let shape = [batch as u64, n as u64, n as u64];
+    assert_eq!((a.elem().name(), l.elem().name(), l.shape()), (dtype, dtype, &shape[..]));
+    let reference: Vec<f64> = a.to_f64_vec().chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
+    let err = max_rel_err_lower(&l.to_f64_vec(), &reference, n);
     assert!(err <= tol, "{dtype}: relative error {err:e}");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -393,13 +393,8 @@ fn simt_form_follows_the_scalar_semantics() {
 
 #[test]
 fn vulkan_follows_the_scalar_semantics() {
-    let dev = match tilec_runtime::VulkanDevice::open(None) {
-        Ok(d) => d,
-        Err(e) if std::env::var("TILEC_REQUIRE_VULKAN").as_deref() != Ok("1") => {
-            eprintln!("skipped: no Vulkan device ({e})");
-            return;
-        }
-        Err(e) => panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
+    let Some(dev) = tilec_tests::vulkan_device() else {
+        return;
     };
     for t in TYPES.into_iter().filter(|&s| s != Scalar::F64 || dev.supports_f64()).flat_map(tables) {
         let m = module(&t);

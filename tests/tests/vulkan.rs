@@ -17,14 +17,7 @@ use tilec_runtime::VulkanDevice;
 
 /// Opens the default device, or None (with a message) when Vulkan is absent and not required.
 fn device() -> Option<VulkanDevice> {
-    match VulkanDevice::open(None) {
-        Ok(d) => Some(d),
-        Err(e) if std::env::var("TILEC_REQUIRE_VULKAN").as_deref() != Ok("1") => {
-            eprintln!("skipped: no Vulkan device ({e})");
-            None
-        }
-        Err(e) => panic!("TILEC_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
-    }
+    tilec_tests::vulkan_device()
 }
 
 fn check(dev: &VulkanDevice, c: &Case, elem: Scalar, tol: f64) {
@@ -126,14 +119,7 @@ fn cli_potrf_4096x92x92_on_vulkan_within_1e4() {
     std::fs::create_dir_all(&dir).unwrap();
     let (input, output) = (dir.join("spd.npy"), dir.join("l.npy"));
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
-    let run = |args: &[&str]| {
-        let mut argv = vec!["tilec".to_string()];
-        argv.extend(args.iter().map(|s| s.to_string()));
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
-        assert_eq!(code, 0, "{}", String::from_utf8_lossy(&err));
-        String::from_utf8(out).unwrap()
-    };
+    let run = tilec_tests::cli_ok;
     run(&["gen-spd", "--batch", "4096", "--n", "92", "--dtype", "f32", "--seed", "9", "-o", input.to_str().unwrap()]);
     let a = format!("A={}", input.display());
     let o = format!("A={}", output.display());
