@@ -86,6 +86,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::masks(),
         cases::long_vectors(),
         cases::dyn_ranges(),
+        cases::transposes(),
         cases::math(),
         cases::fn_results(),
         cases::shapes(),

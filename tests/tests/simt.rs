@@ -15,6 +15,11 @@ use cases::Case;
 
 /// Runs a case on the CPU and through the SIMT interpreter at every lane count; compares.
 fn check(c: &Case, elem: Scalar, tol: f64) {
+    check_at(c, elem, tol, LANES);
+}
+
+/// [`check`] at the given lane counts.
+fn check_at(c: &Case, elem: Scalar, tol: f64, lanes_list: &[u32]) {
     let cpu_args = c.args(elem);
     let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (bound, launch) = runner.run(cpu_args).expect("runs on the CPU");
@@ -25,7 +30,7 @@ fn check(c: &Case, elem: Scalar, tol: f64) {
     let module =
         compile(&c.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module;
     let kernel = module.kernels[0].clone();
-    for &lanes in LANES {
+    for &lanes in lanes_list {
         let arrays = tilec_tests::run_simt(&module, &kernel, &c.args(elem), lanes, launch.grid)
             .unwrap_or_else(|e| panic!("{} at {lanes} lanes: {e}", c.kernel));
         for out in &c.outs {
@@ -113,6 +118,16 @@ fn f64_math_functions_at_the_edges() {
 #[test]
 fn long_vectors() {
     cases::long_vectors().into_iter().for_each(both);
+}
+
+/// Transposes: a butterfly exchange at power-of-two lane counts (1 lane included), a
+/// broadcast of every element at others (3, 12, 24 lanes).
+#[test]
+fn transposes() {
+    cases::transposes().into_iter().for_each(both);
+    for c in cases::transposes() {
+        check_at(&c, Scalar::F32, 0.0, &[1, 3, 12, 24]);
+    }
 }
 
 #[test]

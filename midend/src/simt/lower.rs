@@ -51,6 +51,8 @@ pub(super) struct Lower<'a> {
     /// `partners[k] = lane ^ 2^k` for a power-of-two lane count (the butterfly of
     /// `across_lanes`), computed at entry (unused ones are removed as dead code).
     pub(super) partners: Vec<Value>,
+    /// `low_bits[k] = (lane & 2^k) == 0`, next to `partners`.
+    pub(super) low_bits: Vec<Value>,
     loc: Loc,
 }
 
@@ -70,6 +72,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         lane: Value(0),
         rows: Vec::new(),
         partners: Vec::new(),
+        low_bits: Vec::new(),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -97,6 +100,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
             let down = l.bin(BinOp::Sub, l.lane, dc, Scalar::I32);
             let partner = l.select(low, up, down, Scalar::I32);
             l.partners.push(partner);
+            l.low_bits.push(low);
             d *= 2;
         }
     }

@@ -16,7 +16,8 @@
 //!
 //! Cross-lane traffic is `Shuffle` (read a register of another lane) only, always of a
 //! register with a static index: rank-1 updates need none, matmul and triangular solves
-//! broadcast rows of their right operand, Cholesky broadcasts along the diagonal.
+//! broadcast rows of their right operand, Cholesky broadcasts along the diagonal, and
+//! transposes exchange registers with lane `lane ^ d` (`transpose.rs`).
 //!
 //! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Bitcast Select Fma` (`Un` with
 //! `exp log sin cos tanh` on `f32` only: `math.rs` expands the `f64` ones; no float `Min`,
@@ -41,6 +42,7 @@ mod lower;
 mod math;
 mod numerics;
 mod ops;
+mod transpose;
 
 pub use lower::lower_kernel;
 

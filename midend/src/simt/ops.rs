@@ -449,28 +449,6 @@ impl Lower<'_> {
         Ok(())
     }
 
-    fn transpose(&mut self, t: Lv) -> Result<Lv, SimtError> {
-        let Lv::Mat { rows, cols, elem, regs } = t else {
-            return Err(err("transpose of a non-matrix"));
-        };
-        // out[r][c] = in[c][r]: broadcast in[c][j] from its lane, keep it where r == j.
-        let zero = self.elemc(0.0, elem);
-        let out_slots = self.slots(cols);
-        let mut out = vec![zero; (out_slots * rows) as usize];
-        for c in 0..rows {
-            for j in 0..cols {
-                let x = self.shuffle(regs[((c / self.lanes) * cols + j) as usize], c % self.lanes, elem);
-                let jc = self.i32c(j as i64);
-                for s in 0..out_slots {
-                    let here = self.cmp(CmpOp::Eq, self.rows[s as usize], jc);
-                    let k = (s * rows + c) as usize;
-                    out[k] = self.select(here, x, out[k], elem);
-                }
-            }
-        }
-        Ok(Lv::Mat { rows: cols, cols: rows, elem, regs: out })
-    }
-
     /// Sum (max, min, product) over the lanes of a per-lane value: the result is uniform.
     /// With a power-of-two lane count, a butterfly: at step `d = 1, 2, 4, ..` every lane
     /// combines its value with lane `lane ^ d`'s (log2(lanes) shuffles; partners combine the

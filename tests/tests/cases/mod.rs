@@ -774,3 +774,40 @@ pub(crate) fn dyn_ranges() -> Vec<Case> {
         })
         .collect()
 }
+
+/// Transposes of square, tall, wide, partial and single-row tiles (more rows or columns than
+/// 4-16 lanes, fewer than 32), alone, twice, and as an operand of `@`: exact on every target.
+const TRANSPOSE_SRC: &str = "
+kernel transposes<T: float>(A: T[M, N], S: mut T[16, 16], P: mut T[17, 15], Q: mut T[3, 40], W: mut T[40, 3], V: mut T[9, 70], R: mut T[1, 17], D: mut T[15, 17], G: mut T[15, 15]) grid(1) {
+    S[:, :] = transpose(A[0:16, 0:16]);
+    let p = A[0:15, 0:17];
+    P[:, :] = transpose(p);
+    D[:, :] = transpose(transpose(p));
+    Q[:, :] = transpose(A[0:40, 0:3]);
+    W[:, :] = transpose(A[0:3, 0:40]);
+    V[:, :] = transpose(A[0:70, 0:9]);
+    R[:, :] = transpose(A[0:17, 0:1]);
+    G[:, :] = p[:, 0:15] @ transpose(A[20:35, 2:17]);
+}
+";
+
+/// [`TRANSPOSE_SRC`] on a 70x40 array.
+pub(crate) fn transposes() -> Vec<Case> {
+    let (m, n) = (70u64, 40u64);
+    let src = SourceSet::with_stdlib("transposes.tile", TRANSPOSE_SRC);
+    let mut arrays = vec![("A", random_uniform((m * n) as usize, 81), vec![m, n])];
+    for (name, r, c) in [
+        ("S", 16, 16),
+        ("P", 17, 15),
+        ("Q", 3, 40),
+        ("W", 40, 3),
+        ("V", 9, 70),
+        ("R", 1, 17),
+        ("D", 15, 17),
+        ("G", 15, 15),
+    ] {
+        arrays.push((name, vec![7.0; r * c], vec![r as u64, c as u64]));
+    }
+    let outs = vec!["S", "P", "Q", "W", "V", "R", "D", "G"];
+    vec![case(src, "transposes", arrays, vec![], outs)]
+}

@@ -1,0 +1,102 @@
+//! SIMT lowering of `Transpose` on row-distributed tiles.
+//!
+//! With a power-of-two lane count `L`, the tile is cut into `B x B` blocks (`B = L`, or the
+//! next power of two above both extents when the whole tile fits in fewer lanes), padded
+//! with zeros past the tile's columns. Each block is transposed in registers by the
+//! butterfly ("xor") exchange: for each bit `d = 1, 2, .., B/2`, lane `l` trades with lane
+//! `l ^ d` the registers whose index bit `d` differs from the lane's, so after every bit has
+//! been exchanged, register `j` of lane `l` holds the block's element `(j, l)`. That is
+//! `log2(B) * B / 2` shuffles and `3` selects per shuffle per block, against one shuffle and
+//! one select per element for a broadcast of every element (`R * C` shuffles, the form kept
+//! for other lane counts). It is the recursive block-swap transpose of Warren, Hacker's
+//! Delight, 2nd ed., §7-3 ("Transposing a Bit Matrix"), with lanes for rows and registers
+//! for columns.
+
+use super::lower::{err, Lower, Lv};
+use super::SimtError;
+use crate::ir::*;
+use crate::types::{Scalar, Type};
+
+impl Lower<'_> {
+    /// `transpose(t)` of a `tile<T, R, C>`: a `tile<T, C, R>`.
+    pub(super) fn transpose(&mut self, t: Lv) -> Result<Lv, SimtError> {
+        let Lv::Mat { rows, cols, elem, regs } = t else {
+            return Err(err("transpose of a non-matrix"));
+        };
+        if !self.lanes.is_power_of_two() {
+            return Ok(self.transpose_broadcast(rows, cols, elem, &regs));
+        }
+        let lanes = self.lanes;
+        let b = if rows.max(cols) < lanes { rows.max(cols).next_power_of_two() } else { lanes };
+        let zero = self.elemc(0.0, elem);
+        let out_slots = self.slots(cols);
+        let mut out = vec![zero; (out_slots * rows) as usize];
+        // In-block register `j` of block (bi, bj) is column `bj * b + j` of row slot `bi`
+        // (b == lanes whenever there is more than one slot or block column).
+        for bi in 0..self.slots(rows) {
+            for bj in 0..cols.div_ceil(b) {
+                let mut blk: Vec<Value> = (0..b)
+                    .map(|j| {
+                        let c = bj * b + j;
+                        if c < cols {
+                            regs[(bi * cols + c) as usize]
+                        } else {
+                            zero
+                        }
+                    })
+                    .collect();
+                let mut bit = 0;
+                while (1 << bit) < b {
+                    self.exchange(&mut blk, bit, elem);
+                    bit += 1;
+                }
+                // Lane l now holds row `bj * b + l` of the result, its columns `bi * b + j`.
+                for (j, x) in blk.into_iter().enumerate() {
+                    let c = bi * b + j as u32;
+                    if c < rows {
+                        out[(bj * rows + c) as usize] = x;
+                    }
+                }
+            }
+        }
+        Ok(Lv::Mat { rows: cols, cols: rows, elem, regs: out })
+    }
+
+    /// One butterfly step on bit `2^bit`: registers `p` and `p | d` (`p` without bit `d`) of
+    /// lane `l` and of its partner `l ^ d` swap the off-diagonal pair, so that element
+    /// `(l, j)` moves to `(l ^ d, j ^ d)` where bit `d` of `l` and of `j` differ. The lane
+    /// with the bit clear sends `p | d` and receives into it; its partner sends `p` and
+    /// receives into it.
+    fn exchange(&mut self, blk: &mut [Value], bit: usize, elem: Scalar) {
+        let d = 1usize << bit;
+        let low = self.low_bits[bit];
+        let partner = self.partners[bit];
+        for p in (0..blk.len()).filter(|p| p & d == 0) {
+            let (x, y) = (blk[p], blk[p | d]);
+            let send = self.select(low, y, x, elem);
+            let got = self.emit1(OpKind::Shuffle, vec![send, partner], Type::Scalar(elem));
+            blk[p] = self.select(low, x, got, elem);
+            blk[p | d] = self.select(low, got, y, elem);
+        }
+    }
+
+    /// Transpose by broadcasting every element from its lane (`R * C` shuffles), each kept
+    /// by the lane whose row it lands in: for lane counts that are not powers of two.
+    fn transpose_broadcast(&mut self, rows: u32, cols: u32, elem: Scalar, regs: &[Value]) -> Lv {
+        let zero = self.elemc(0.0, elem);
+        let out_slots = self.slots(cols);
+        let mut out = vec![zero; (out_slots * rows) as usize];
+        for c in 0..rows {
+            for j in 0..cols {
+                let x = self.shuffle(regs[((c / self.lanes) * cols + j) as usize], c % self.lanes, elem);
+                let jc = self.i32c(j as i64);
+                for s in 0..out_slots {
+                    let here = self.cmp(CmpOp::Eq, self.rows[s as usize], jc);
+                    let k = (s * rows + c) as usize;
+                    out[k] = self.select(here, x, out[k], elem);
+                }
+            }
+        }
+        Lv::Mat { rows: cols, cols: rows, elem, regs: out }
+    }
+}
