@@ -4,7 +4,9 @@
 //! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky, LU and triangular solves
-//! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores),
+//! on well-conditioned SPD tiles, row and whole-tile reductions, `atomic_add`, masked stores,
+//! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
+//! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays),
 //! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
 //! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
@@ -33,6 +35,9 @@ const EXTENTS: &[usize] = &[1, 2, 3, 4, 5, 7, 8, 13, 16, 17, 32];
 struct Case {
     seed: u64,
     elem: Scalar,
+    /// The element type of the arrays `A`, `B`, `O` and `V`: `elem`, or `f16`/`bf16` storage
+    /// for an `f32` kernel.
+    store: Scalar,
     src: String,
     args: HashMap<String, ArgValue>,
     /// Whether Vulkan runs it (small tiles and shallow expressions).
@@ -178,6 +183,15 @@ fn case(seed: u64) -> Case {
     let (m, n) = (rng.int(1, 41) as usize, rng.int(1, 41) as usize);
     let depth = rng.int(1, 5) as u32;
     let t = elem.name();
+    // Later additions draw from their own generator, so that the kernels of earlier seeds
+    // keep their shapes and expressions.
+    let mut more = Rng::new(seed ^ 0x5eed_f00d);
+    let store = match (elem, more.int(0, 4)) {
+        (Scalar::F32, 0) => Scalar::F16,
+        (Scalar::F32, 1) => Scalar::BF16,
+        _ => elem,
+    };
+    let st = store.name();
     let mut g = Gen { rng, t, float: elem.is_float(), r, c, vars: Vec::new(), k: None };
     let mut body = format!(
         "    let i = program_id(0) * {r};\n    let j = program_id(1) * {c};\n    let a = A[i:i+{r}, j:j+{c}];\n    let b = B[i:i+{r}, j:j+{c}];\n    let acc = {};\n",
@@ -273,6 +287,43 @@ fn case(seed: u64) -> Case {
 "
         ));
     }
+    if more.int(0, 100) < 30 {
+        // A range of the tile at a run-time start (past either end for some `s`): a window
+        // of at most 4x4, since GPU code grows with its elements times the registers per
+        // lane (language.md §7.5).
+        let (h, w) = (more.int(1, r.min(4) as i64 + 1), more.int(1, c.min(4) as i64 + 1));
+        let (c0, c1) = (more.int(0, c as i64 - w + 1), more.int(0, c as i64 - w + 1));
+        let l = g.lit();
+        body.push_str(&format!(
+            "    let q = (s as i32) % {r} - 1;\n    acc[q:q+{h}, {c0}:{}] = b[q:q+{h}, {c1}:{}] - acc[q:q+{h}, {c0}:{}] * {l};\n",
+            c0 + w,
+            c1 + w,
+            c0 + w
+        ));
+    }
+    let long = *[0, 0, 65, 97, 128, 200].get(more.int(0, 6) as usize).unwrap_or(&0);
+    if long > 0 {
+        // A vector longer than 64 elements (distributed over the lanes on GPUs): a masked
+        // load, arithmetic with a reduction of `acc`, an element written and one read at
+        // run-time indices, a scan and a whole-vector reduction, stored by one program.
+        let (l1, l2, l3) = (g.lit(), g.lit(), g.lit());
+        let (k1, k2) = (more.int(0, long as i64), more.int(0, long as i64));
+        body.push_str(&format!(
+            "    let v = tile<{t}, {long}>::full({l1});
+    v[:] = V[0:{long}];
+    v = v * {l2} + sum(acc);
+    v[(s as i32) + {k1}] = {l3};
+    let e = v[(s as i32) * 3 + {k2}];
+    if program_id(0) == 0 {{
+        if program_id(1) == 0 {{
+            W[0:{long}] = {};
+            W[{long}] = max(v) - e;
+        }}
+    }}
+",
+            if g.float { "cumsum(v, 0) * 0.125" } else { "cumsum(min(max(v, -50), 50), 0)" }
+        ));
+    }
     if g.chance(30) {
         // Under a mask of the inputs: the masked-off elements keep the 7 they were given.
         let (p, l) = (g.input(), g.lit());
@@ -289,26 +340,30 @@ fn case(seed: u64) -> Case {
         body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
     }
     let src = format!(
-        "kernel fz{generic}(A: {t}[M, N], B: {t}[M, N], O: mut {t}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "kernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
         (0..len).map(|_| if elem.is_float() { rng.int(-16, 17) as f64 / 4.0 } else { rng.int(-9, 10) as f64 }).collect()
     };
     let arr = |d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(elem, &d, shape).expect("array"));
+    let stored = |d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(store, &d, shape).expect("array"));
     let (mu, nu) = (m as u64, n as u64);
     let mut args = HashMap::new();
-    args.insert("A".to_string(), arr(vals(&mut rng, m * n), &[mu, nu]));
-    args.insert("B".to_string(), arr(vals(&mut rng, m * n), &[mu, nu]));
-    args.insert("O".to_string(), arr(vec![7.0; m * n], &[mu, nu]));
+    args.insert("A".to_string(), stored(vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("B".to_string(), stored(vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("O".to_string(), stored(vec![7.0; m * n], &[mu, nu]));
     args.insert("P".to_string(), arr(vec![7.0; m], &[mu]));
     args.insert("Q".to_string(), arr(vec![7.0; m], &[mu]));
     args.insert("Z".to_string(), arr(vec![0.0; m], &[mu]));
+    let nv = more.int(1, 221) as usize;
+    args.insert("V".to_string(), stored(vals(&mut more, nv), &[nv as u64]));
+    args.insert("W".to_string(), arr(vec![7.0; 201], &[201]));
     let s = vals(&mut rng, 1)[0];
     let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
     args.insert("s".to_string(), ArgValue::Scalar(sc));
     let on_vulkan = r * c <= 256;
-    Case { seed, elem, src, args, on_vulkan }
+    Case { seed, elem, store, src, args, on_vulkan }
 }
 
 /// How far `got` is from `want`: 0 when they agree (module docs), else a measure above the
@@ -334,10 +389,15 @@ fn distance(elem: Scalar, got: &[f64], want: &[f64]) -> f64 {
     worst
 }
 
+/// The tolerance of `distance` for results stored as `elem`: for `f16` and `bf16` two units
+/// in the last place of the largest value (a 1e-4 difference in `f32` may round to
+/// neighbouring half values).
 fn tolerance(elem: Scalar) -> f64 {
     match elem {
         Scalar::F32 => 1e-4,
         Scalar::F64 => 1e-10,
+        Scalar::F16 => 2.0 * 2f64.powi(-10),
+        Scalar::BF16 => 2.0 * 2f64.powi(-7),
         _ => 0.0,
     }
 }
@@ -356,11 +416,12 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     };
     let want = |n: &str| reference.array(n).expect("output").to_f64_vec();
     let compare = |target: &str, got: &dyn Fn(&str) -> Vec<f64>| -> Result<(), String> {
-        for out in ["O", "P", "Q", "Z"] {
+        for out in ["O", "P", "Q", "Z", "W"] {
             let (g, w) = (got(out), want(out));
+            let tol = tolerance(if out == "O" { c.store } else { c.elem });
             let d = distance(c.elem, &g, &w);
-            if d > tolerance(c.elem) {
-                let k = g.iter().zip(&w).position(|(x, y)| distance(c.elem, &[*x], &[*y]) > tolerance(c.elem));
+            if d > tol {
+                let k = g.iter().zip(&w).position(|(x, y)| distance(c.elem, &[*x], &[*y]) > tol);
                 let at = k.map_or(String::new(), |k| format!(" (element {k}: got {}, want {})", g[k], w[k]));
                 return fail(format!("{target}: `{out}` differs from the Cranelift CPU result by {d:e}{at}"));
             }
@@ -507,6 +568,12 @@ fn the_generator_covers_its_constructs() {
         "acc[",
         "column(",
         "lu_()",
+        "f16[M, N]",
+        "bf16[M, N]",
+        "acc[q:q+",
+        "tile<f32, 200>",
+        "tile<i32, 65>",
+        "v[(s as i32) + ",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }
