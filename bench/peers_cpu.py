@@ -11,6 +11,9 @@ the same .npy files (made by bench/peers/gen_inputs.py, with float64 references)
   gemm     tilec gemm (BM=BN=BK=64)     vs NumPy a @ b (OpenBLAS sgemm, and dgemm for f64), Warp
                                            tiles
   softmax  examples/softmax.tile        vs NumPy exp(x - max) / sum, rows of 64
+  layer_norm  examples/layer_norm.tile  vs NumPy (x - mean) / sqrt(var + eps) * g + b, rows of 64
+  attention   examples/attention.tile   vs NumPy batched softmax(Q K^T * scale) V, causal,
+                                           32768 sequences of 29 with a head size of 16
 
 tilec's time is the median that `tilec run --repeat R` prints (kernel only; compile time is
 printed separately), for each CPU backend of `--backends` (default: Cranelift and LLVM). The peers' times come from bench/peers/anchors.py (median over >= 7
@@ -227,6 +230,57 @@ def softmax(args, m):
     row("softmax", label, "numpy", tn, rel_err(y, ref))
 
 
+def layer_norm(args, m):
+    """examples/layer_norm.tile (rows of 64) against NumPy's layer norm of the same rows."""
+    rng = np.random.default_rng(6)
+    x = rng.uniform(-4, 4, (m, 64)).astype(np.float32)
+    g = rng.uniform(0.5, 1.5, 64).astype(np.float32)
+    bt = rng.uniform(-1, 1, 64).astype(np.float32)
+    eps = 1e-5
+    x64 = x.astype(np.float64)
+    d = x64 - x64.mean(axis=1, keepdims=True)
+    ref = d / np.sqrt((d * d).mean(axis=1, keepdims=True) + eps) * g + bt
+    label = f"{m}x64"
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {n: os.path.join(tmp, f"{n}.npy") for n in ("X", "G", "Bt")}
+        for n, a in (("X", x), ("G", g), ("Bt", bt)):
+            np.save(paths[n], a)
+        tilec_rows(args, "layer_norm", label, "layer_norm64", list(paths.items()), [("eps", str(eps))], "Y",
+                   lambda y: rel_err(y, ref), file=os.path.join(ROOT, "examples", "layer_norm.tile"))
+
+    def numpy_layer_norm():
+        dx = x - x.mean(axis=1, keepdims=True)
+        return dx / np.sqrt((dx * dx).mean(axis=1, keepdims=True) + np.float32(eps)) * g + bt
+
+    tn, y = timed(numpy_layer_norm, reps=5)
+    row("layer_norm", label, "numpy", tn, rel_err(y, ref))
+
+
+def attention(args, b, n):
+    """examples/attention.tile (causal, head size 16) against NumPy's batched
+    softmax(Q K^T * scale) V on the same inputs."""
+    rng = np.random.default_rng(7)
+    q, k, v = (rng.uniform(-1, 1, (b, n, 16)).astype(np.float32) for _ in range(3))
+    scale = 0.25
+    mask = np.tril(np.ones((n, n), bool))
+
+    def numpy_attention(q, k, v):
+        s = np.where(mask, q @ k.transpose(0, 2, 1) * scale, -np.inf)
+        e = np.exp(s - s.max(axis=2, keepdims=True))
+        return (e / e.sum(axis=2, keepdims=True)) @ v
+
+    ref = numpy_attention(*(a.astype(np.float64) for a in (q, k, v)))
+    label = f"{b}x{n}x16"
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {nm: os.path.join(tmp, f"{nm}.npy") for nm in ("Q", "K", "V")}
+        for nm, a in (("Q", q), ("K", k), ("V", v)):
+            np.save(paths[nm], a)
+        tilec_rows(args, "attention", label, "attention", list(paths.items()), [("scale", str(scale)), ("causal", "1")],
+                   "O", lambda o: rel_err(o, ref), file=os.path.join(ROOT, "examples", "attention.tile"))
+    tn, o = timed(lambda: numpy_attention(q, k, v), reps=3)
+    row("attention", label, "numpy (batched matmul)", tn, rel_err(o, ref))
+
+
 def summary(backends):
     cols = [f"tilec f32 {b}" for b in backends]
     print("\n| workload | shape | implementation | median ms | max rel err | "
@@ -252,7 +306,7 @@ def main():
     ap.add_argument("--before", help="another tilec binary (an earlier commit) to time beside it")
     ap.add_argument("--data", required=True)
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--only", default="potrf,trsm,potrs,gemm,softmax")
+    ap.add_argument("--only", default="potrf,trsm,potrs,gemm,softmax,layer_norm,attention")
     ap.add_argument("--no-f64", dest="f64", action="store_false")
     ap.add_argument("--backends", default="cranelift,llvm",
                     help="tilec's CPU code generators to time (llvm needs a tilec built with --features ptx)")
@@ -271,6 +325,10 @@ def main():
             gemm(args, n, ["numpy", "warp_tile"])
     if "softmax" in only:
         softmax(args, 1 << 18)
+    if "layer_norm" in only:
+        layer_norm(args, 1 << 18)
+    if "attention" in only:
+        attention(args, 1 << 15, 29)
     summary(args.backends)
 
 

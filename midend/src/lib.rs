@@ -1,6 +1,6 @@
 //! The Tile IR of tilec and its passes: SSA values in per-function arenas, structured control
 //! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
-//! const-fold, simplify) and a scalar evaluator for launch functions.
+//! const-fold, fuse-maps, simplify) and a scalar evaluator for launch functions.
 
 pub mod dims;
 pub mod eval;
@@ -9,6 +9,7 @@ pub mod fusion;
 pub mod half;
 pub mod inline;
 pub mod ir;
+pub mod mapfuse;
 pub mod parse;
 pub mod passes;
 pub mod print;

@@ -16,6 +16,11 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "inline", summary: "replace every call of a `fn` by its body", run: crate::inline::run },
     Pass { name: "const-fold", summary: "evaluate scalar operations on constants", run: crate::fold::run },
     Pass {
+        name: "fuse-maps",
+        summary: "merge chains of element-wise maps and maps of filled tiles into one map",
+        run: crate::mapfuse::run,
+    },
+    Pass {
         name: "simplify",
         summary: "fuse t -/+ outer(u, v) into rank1 updates; remove dead code",
         run: crate::simplify::run,

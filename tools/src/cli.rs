@@ -116,7 +116,7 @@ enum Cmd {
         /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
-        /// Print the Tile IR after this pass (inline, const-fold, simplify).
+        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify).
         #[arg(long)]
         dump_after: Option<String>,
         /// Lanes per subgroup for GPU targets (the device's subgroup size; NVIDIA: 32).
@@ -544,7 +544,8 @@ fn build(
     if let Some(d) = compiled.dump {
         write_out(&None, None, d.as_bytes(), out)?;
     } else if let Some(p) = dump_after {
-        return Err(usage("E0501", format!("`--dump-after {p}`: no such pass (inline, const-fold, simplify)")));
+        let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
+        return Err(usage("E0501", format!("`--dump-after {p}`: no such pass ({})", names.join(", "))));
     }
     let m = &compiled.module;
     match emit {

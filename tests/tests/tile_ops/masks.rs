@@ -415,3 +415,53 @@ fn tile_rows_and_columns_read_and_write() {
         assert_exact(&out(&b, "I"), &n, "i32 column write");
     }
 }
+
+/// A causal-style mask and two `where`s over a `map` of a `fn` (what the `fuse-maps` pass
+/// merges into two loops, with the fills' scalars used in place), on partial tiles of odd
+/// shapes, with a run-time bound and flag, against an f64 reference.
+#[test]
+fn fused_mask_chains() {
+    for elem in FLOATS {
+        for (r, c, m, n) in [(1, 1, 1, 1), (17, 5, 13, 4), (16, 16, 17, 17), (77, 131, 70, 131)] {
+            for flag in [0.0, 1.0] {
+                let src = format!(
+                    "fn soft<T>(x: T) -> T {{ exp(x) }}
+                    kernel k<T: float>(A: T[M, N], O: mut T[M, N], P: mut T[M, N], nb: i32, flag: T) grid(1) {{
+                        let a = A[0:{r}, 0:{c}];
+                        let rows = tile<i32, {r}, {c}>::iota(0);
+                        let cols = tile<i32, {r}, {c}>::iota(1);
+                        let keep = cols < nb && (flag <= 0.0 || cols <= rows);
+                        let x = where(keep, a * 2.0, -7.0);
+                        O[0:{r}, 0:{c}] = x;
+                        P[0:{r}, 0:{c}] = where(keep, map(soft, x - 1.0), 0.5);
+                    }}"
+                );
+                let a: Vec<f64> = (0..m * n).map(|k| ((k * 37 % 23) as f64 - 11.0) / 8.0).collect();
+                let nb = (n as i64 * 2) / 3;
+                let b = run(
+                    &src,
+                    "k",
+                    vec![
+                        ("A", arr(elem, &a, &[m, n])),
+                        ("O", sentinel(elem, &[m, n])),
+                        ("P", sentinel(elem, &[m, n])),
+                        ("nb", int(nb)),
+                        ("flag", float(elem, flag)),
+                    ],
+                );
+                let (mut o, mut p) = (vec![SENTINEL; m * n], vec![SENTINEL; m * n]);
+                for i in 0..m.min(r) {
+                    for j in 0..n.min(c) {
+                        let keep = (j as i64) < nb && (flag <= 0.0 || j <= i);
+                        let x = if keep { a[i * n + j] * 2.0 } else { -7.0 };
+                        o[i * n + j] = x;
+                        p[i * n + j] = if keep { (x - 1.0).exp() } else { 0.5 };
+                    }
+                }
+                let ctx = format!("{elem:?} {r}x{c} tile over {m}x{n}, flag {flag}");
+                assert_exact(&out(&b, "O"), &o, &ctx);
+                assert_close(&out(&b, "P"), &p, tol(elem), &ctx);
+            }
+        }
+    }
+}

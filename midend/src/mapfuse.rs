@@ -1,0 +1,188 @@
+//! Pass `fuse-maps`: merges chains of element-wise `map`s into one `map`, so that a mask
+//! built from comparisons, `&&`, `||` and `where` (each its own `map` from the frontend) is
+//! one loop over the tile on the CPU, with no intermediate tiles stored and reloaded.
+//!
+//! In one region, for a `map` M with an operand that is
+//! - the result of an earlier `map` P of the same region used only by M: P's operands become
+//!   M's, P's body is moved to the front of M's body, and M's parameter for that operand is
+//!   replaced by P's yielded value (P is removed);
+//! - a `fill.full x` tile: M's parameter is replaced by the scalar `x` itself (the fill stays
+//!   for its other uses, or goes as dead code);
+//! - the same value as an earlier operand: the two parameters are merged.
+//!
+//! The result of every element is computed by the same scalar ops in the same order, so the
+//! pass changes no result bits. A `map` keeps at least one operand (its shape).
+
+use crate::ir::*;
+use std::collections::HashMap;
+
+/// Fuses the maps of `r` and of its nested regions.
+fn fuse_region(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData]) {
+    for op in &mut r.ops {
+        for reg in &mut op.regions {
+            fuse_region(reg, uses, vals);
+        }
+    }
+    // Where each result of this region's ops is defined.
+    let mut def: HashMap<Value, usize> = HashMap::new();
+    let mut removed = vec![false; r.ops.len()];
+    for i in 0..r.ops.len() {
+        if r.ops[i].kind == OpKind::Map {
+            while let Some((k, j)) = fusable(r, i, &def, uses) {
+                // P's slot keeps an empty op until the removal below.
+                let hole =
+                    Op { kind: OpKind::Barrier, args: vec![], results: vec![], regions: vec![], loc: r.ops[j].loc };
+                let p = std::mem::replace(&mut r.ops[j], hole);
+                removed[j] = true;
+                merge_producer(&mut r.ops[i], k, p);
+            }
+            fold_fills(r, i, &def, vals);
+            merge_duplicates(&mut r.ops[i]);
+        }
+        for res in &r.ops[i].results {
+            def.insert(*res, i);
+        }
+    }
+    let mut k = 0;
+    r.ops.retain(|_| {
+        k += 1;
+        !removed[k - 1]
+    });
+}
+
+/// The first operand `k` of map `i` produced by a map `j` of the region used only there.
+fn fusable(r: &Region, i: usize, def: &HashMap<Value, usize>, uses: &HashMap<Value, usize>) -> Option<(usize, usize)> {
+    r.ops[i].args.iter().enumerate().find_map(|(k, a)| {
+        let j = *def.get(a)?;
+        let p = &r.ops[j];
+        (p.kind == OpKind::Map && uses.get(a) == Some(&1) && p.results.len() == 1).then_some((k, j))
+    })
+}
+
+/// Moves map `p` (whose result is operand `k` of `m`) into `m`.
+fn merge_producer(m: &mut Op, k: usize, p: Op) {
+    let Op { args: p_args, regions: mut p_regions, .. } = p;
+    let mut p_body = p_regions.remove(0);
+    let y = p_body.ops.pop().expect("a map region ends with yield");
+    debug_assert_eq!(y.kind, OpKind::Yield);
+    let body = &mut m.regions[0];
+    let param = body.params.remove(k);
+    m.args.remove(k);
+    let subst: HashMap<Value, Value> = [(param, y.args[0])].into();
+    crate::inline::substitute(body, &subst);
+    for (n, (a, pp)) in p_args.into_iter().zip(p_body.params).enumerate() {
+        m.args.insert(k + n, a);
+        body.params.insert(k + n, pp);
+    }
+    p_body.ops.append(&mut body.ops);
+    body.ops = p_body.ops;
+}
+
+/// Replaces the parameters of map `i` whose operands are `fill.full x` by `x`.
+fn fold_fills(r: &mut Region, i: usize, def: &HashMap<Value, usize>, vals: &[ValueData]) {
+    let mut k = 0;
+    while k < r.ops[i].args.len() {
+        let a = r.ops[i].args[k];
+        let param_ty = &vals[r.ops[i].regions[0].params[k].0 as usize].ty;
+        let scalar = def.get(&a).map(|&j| &r.ops[j]).and_then(|f| match f.kind {
+            // Only a scalar of the element type (the parameter's) can stand for it.
+            OpKind::Fill(Fill::Full) if &vals[f.args[0].0 as usize].ty == param_ty => Some(f.args[0]),
+            _ => None,
+        });
+        match scalar {
+            Some(x) if r.ops[i].args.len() > 1 => {
+                let m = &mut r.ops[i];
+                m.args.remove(k);
+                let param = m.regions[0].params.remove(k);
+                crate::inline::substitute(&mut m.regions[0], &[(param, x)].into());
+            }
+            _ => k += 1,
+        }
+    }
+}
+
+/// Merges the parameters of operands that are the same value.
+fn merge_duplicates(m: &mut Op) {
+    let mut k = 1;
+    while k < m.args.len() {
+        match m.args[..k].iter().position(|a| *a == m.args[k]) {
+            Some(first) => {
+                m.args.remove(k);
+                let body = &mut m.regions[0];
+                let param = body.params.remove(k);
+                crate::inline::substitute(body, &[(param, body.params[first])].into());
+            }
+            None => k += 1,
+        }
+    }
+}
+
+/// Runs the pass over a module.
+pub fn run(m: &mut Module) {
+    for f in &mut m.funcs {
+        let mut uses = HashMap::new();
+        f.body.count_uses(&mut uses);
+        fuse_region(&mut f.body, &uses, &f.values);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_module;
+    use crate::print::print_module;
+
+    /// A chain `where(a < n && b <= a, x, -1)` as the frontend writes it: four maps and two
+    /// fills become one map over `a`, `b` and `x`; a map used twice stays.
+    const CHAIN: &str = "kernel @k(%0: f32[?, ?], %1: mut f32[?, ?], %2: i32) {
+  %3 = const 0 : i32
+  %4 = load[+4,+4] %0, %3, %3 : tile<f32, 4, 4>
+  %5 = fill.iota(0) : tile<i32, 4, 4>
+  %6 = fill.iota(1) : tile<i32, 4, 4>
+  %7 = fill.full %2 : tile<i32, 4, 4>
+  %10 = map %5, %7 : tile<bool, 4, 4> { ^(%8: i32, %9: i32)
+    %11 = cmp.lt %8, %9 : bool
+    yield %11
+  }
+  %14 = map %6, %5 : tile<bool, 4, 4> { ^(%12: i32, %13: i32)
+    %15 = cmp.le %12, %13 : bool
+    yield %15
+  }
+  %18 = map %10, %14 : tile<bool, 4, 4> { ^(%16: bool, %17: bool)
+    %19 = and %16, %17 : bool
+    yield %19
+  }
+  %20 = const -1.0 : f32
+  %21 = fill.full %20 : tile<f32, 4, 4>
+  %25 = map %18, %4, %21 : tile<f32, 4, 4> { ^(%22: bool, %23: f32, %24: f32)
+    %26 = select %22, %23, %24 : f32
+    yield %26
+  }
+  %29 = map %25, %25 : tile<f32, 4, 4> { ^(%27: f32, %28: f32)
+    %30 = mul %27, %28 : f32
+    yield %30
+  }
+  store[+4,+4] %1, %3, %3, %29
+  store[+4,+4] %1, %3, %3, %25
+  return
+}
+";
+
+    #[test]
+    fn chains_of_maps_become_one() {
+        let mut m = parse_module(CHAIN).expect("parses");
+        super::run(&mut m);
+        crate::simplify::run(&mut m);
+        crate::verify::verify(&m).expect("verifies");
+        let text = print_module(&m);
+        // One map for the mask and `where`, one for the product (its operand has two uses).
+        assert_eq!(text.matches("= map ").count(), 2, "{text}");
+        assert!(text.contains("%25 = map %5, %6, %4 : tile<f32, 4, 4>"), "{text}");
+        // The fills' scalars are used directly; the fills are gone.
+        assert!(!text.contains("fill.full"), "{text}");
+        assert!(text.contains("cmp.lt %8, %2"), "{text}");
+        assert!(text.contains("select %19, %23, %20"), "{text}");
+        // The duplicated operand is one parameter.
+        assert!(text.contains("%29 = map %25 : tile<f32, 4, 4> { ^(%27: f32)"), "{text}");
+        assert!(text.contains("mul %27, %27"), "{text}");
+    }
+}
