@@ -10,8 +10,10 @@
 //!   for its other uses, or goes as dead code);
 //! - the same value as an earlier operand: the two parameters are merged.
 //!
-//! The result of every element is computed by the same scalar ops in the same order, so the
-//! pass changes no result bits. A `map` keeps at least one operand (its shape).
+//! Every element is computed by the same scalar ops on the same operands (the merged body may
+//! order independent ops differently; map bodies have no effects), so the pass changes no
+//! result bits. A `map` keeps at least one operand (its shape). A map used more than once
+//! stays a tile (a mask read by two `where`s is stored once and read twice).
 
 use crate::ir::*;
 use std::collections::HashMap;

@@ -377,23 +377,25 @@ impl V<'_> {
     }
 }
 
-/// The values in scope at an op: a stack (regions pop what they pushed) with a membership
-/// table, so that checking an operand is O(1) (SIMT kernels have 10^5-10^6 values).
+/// The values in scope at an op: a stack (regions pop what they pushed) with a count per
+/// value, so that checking an operand is O(1) (SIMT kernels have 10^5-10^6 values); a count,
+/// not a flag, so that a value defined twice (an error reported elsewhere) stays in scope
+/// until its outer definition's region ends, as with a search of the stack.
 struct Scope {
     stack: Vec<Value>,
-    live: Vec<bool>,
+    live: Vec<u32>,
 }
 
 impl Scope {
     fn push(&mut self, v: Value) {
         self.stack.push(v);
         if let Some(l) = self.live.get_mut(v.0 as usize) {
-            *l = true;
+            *l += 1;
         }
     }
 
     fn contains(&self, v: Value) -> bool {
-        self.live.get(v.0 as usize).copied().unwrap_or(false)
+        self.live.get(v.0 as usize).is_some_and(|&n| n > 0)
     }
 
     fn len(&self) -> usize {
@@ -403,7 +405,7 @@ impl Scope {
     fn truncate(&mut self, mark: usize) {
         for v in self.stack.drain(mark..) {
             if let Some(l) = self.live.get_mut(v.0 as usize) {
-                *l = false;
+                *l -= 1;
             }
         }
     }
@@ -412,7 +414,7 @@ impl Scope {
 /// Verifies one function (`m` resolves its calls).
 fn verify_function(m: Option<&Module>, index: usize, f: &Function) -> Vec<VerifyError> {
     let mut v = V { m, index, f, defined: vec![false; f.values.len()], errors: Vec::new(), at: None };
-    let mut scope = Scope { stack: Vec::new(), live: vec![false; f.values.len()] };
+    let mut scope = Scope { stack: Vec::new(), live: vec![0; f.values.len()] };
     v.region(&f.body, None, &mut scope);
     v.at = None;
     match f.body.ops.last() {

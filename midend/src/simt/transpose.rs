@@ -8,7 +8,7 @@
 //! been exchanged, register `j` of lane `l` holds the block's element `(j, l)`. That is
 //! `log2(B) * B / 2` shuffles and `3` selects per shuffle per block, against one shuffle and
 //! one select per element for a broadcast of every element (`R * C` shuffles, the form kept
-//! for other lane counts). It is the recursive block-swap transpose of Warren, Hacker's
+//! for other lane counts and for thin tiles, where it takes fewer shuffles). It is the recursive block-swap transpose of Warren, Hacker's
 //! Delight, 2nd ed., §7-3 ("Transposing a Bit Matrix"), with lanes for rows and registers
 //! for columns.
 
@@ -23,11 +23,14 @@ impl Lower<'_> {
         let Lv::Mat { rows, cols, elem, regs } = t else {
             return Err(err("transpose of a non-matrix"));
         };
-        if !self.lanes.is_power_of_two() {
-            return Ok(self.transpose_broadcast(rows, cols, elem, &regs));
-        }
         let lanes = self.lanes;
         let b = if rows.max(cols) < lanes { rows.max(cols).next_power_of_two() } else { lanes };
+        // Shuffles of each form: the butterfly's grow with its padded blocks, so thin tiles
+        // (a row or a column) are cheaper to broadcast.
+        let exchanges = self.slots(rows) * cols.div_ceil(b) * b.trailing_zeros() * b / 2;
+        if !lanes.is_power_of_two() || exchanges >= rows * cols {
+            return Ok(self.transpose_broadcast(rows, cols, elem, &regs));
+        }
         let zero = self.elemc(0.0, elem);
         let out_slots = self.slots(cols);
         let mut out = vec![zero; (out_slots * rows) as usize];
