@@ -208,6 +208,18 @@ def gemm(args, n, impls):
             row("gemm", label, "numpy f64 (OpenBLAS dgemm)", tn, rel_err(r, ref))
 
 
+def example_rows(args, workload, label, kernel, example, inputs, scalars, out, ref):
+    """Runs `kernel` of examples/`example` with tilec on `inputs` ({name: array}, saved as .npy
+    files) and the scalar arguments, its output `out` checked against `ref`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for name, a in inputs.items():
+            paths.append((name, os.path.join(tmp, f"{name}.npy")))
+            np.save(paths[-1][1], a)
+        tilec_rows(args, workload, label, kernel, paths, scalars, out, lambda y: rel_err(y, ref),
+                   file=os.path.join(ROOT, "examples", example))
+
+
 def softmax(args, m):
     """examples/softmax.tile (rows of 64) against NumPy's softmax of the same rows."""
     rng = np.random.default_rng(5)
@@ -216,11 +228,7 @@ def softmax(args, m):
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)
     label = f"{m}x64"
-    with tempfile.TemporaryDirectory() as tmp:
-        xp = os.path.join(tmp, "x.npy")
-        np.save(xp, x)
-        tilec_rows(args, "softmax", label, "softmax64", [("X", xp)], [], "Y", lambda y: rel_err(y, ref),
-                   file=os.path.join(ROOT, "examples", "softmax.tile"))
+    example_rows(args, "softmax", label, "softmax64", "softmax.tile", {"X": x}, [], "Y", ref)
 
     def numpy_softmax():
         ex = np.exp(x - x.max(axis=1, keepdims=True))
@@ -241,12 +249,8 @@ def layer_norm(args, m):
     d = x64 - x64.mean(axis=1, keepdims=True)
     ref = d / np.sqrt((d * d).mean(axis=1, keepdims=True) + eps) * g + bt
     label = f"{m}x64"
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {n: os.path.join(tmp, f"{n}.npy") for n in ("X", "G", "Bt")}
-        for n, a in (("X", x), ("G", g), ("Bt", bt)):
-            np.save(paths[n], a)
-        tilec_rows(args, "layer_norm", label, "layer_norm64", list(paths.items()), [("eps", str(eps))], "Y",
-                   lambda y: rel_err(y, ref), file=os.path.join(ROOT, "examples", "layer_norm.tile"))
+    example_rows(args, "layer_norm", label, "layer_norm64", "layer_norm.tile", {"X": x, "G": g, "Bt": bt},
+                 [("eps", str(eps))], "Y", ref)
 
     def numpy_layer_norm():
         dx = x - x.mean(axis=1, keepdims=True)
@@ -271,12 +275,8 @@ def attention(args, b, n):
 
     ref = numpy_attention(*(a.astype(np.float64) for a in (q, k, v)))
     label = f"{b}x{n}x16"
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {nm: os.path.join(tmp, f"{nm}.npy") for nm in ("Q", "K", "V")}
-        for nm, a in (("Q", q), ("K", k), ("V", v)):
-            np.save(paths[nm], a)
-        tilec_rows(args, "attention", label, "attention", list(paths.items()), [("scale", str(scale)), ("causal", "1")],
-                   "O", lambda o: rel_err(o, ref), file=os.path.join(ROOT, "examples", "attention.tile"))
+    example_rows(args, "attention", label, "attention", "attention.tile", {"Q": q, "K": k, "V": v},
+                 [("scale", str(scale)), ("causal", "1")], "O", ref)
     tn, o = timed(lambda: numpy_attention(q, k, v), reps=3)
     row("attention", label, "numpy (batched matmul)", tn, rel_err(o, ref))
 

@@ -357,19 +357,19 @@ fn case(seed: u64) -> Case {
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
         (0..len).map(|_| if elem.is_float() { rng.int(-16, 17) as f64 / 4.0 } else { rng.int(-9, 10) as f64 }).collect()
     };
-    let arr = |d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(elem, &d, shape).expect("array"));
-    let stored = |d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(store, &d, shape).expect("array"));
+    let arr =
+        |ty: Scalar, d: Vec<f64>, shape: &[u64]| ArgValue::Array(HostArray::from_f64_as(ty, &d, shape).expect("array"));
     let (mu, nu) = (m as u64, n as u64);
     let mut args = HashMap::new();
-    args.insert("A".to_string(), stored(vals(&mut rng, m * n), &[mu, nu]));
-    args.insert("B".to_string(), stored(vals(&mut rng, m * n), &[mu, nu]));
-    args.insert("O".to_string(), stored(vec![7.0; m * n], &[mu, nu]));
-    args.insert("P".to_string(), arr(vec![7.0; m], &[mu]));
-    args.insert("Q".to_string(), arr(vec![7.0; m], &[mu]));
-    args.insert("Z".to_string(), arr(vec![0.0; m], &[mu]));
+    args.insert("A".to_string(), arr(store, vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("B".to_string(), arr(store, vals(&mut rng, m * n), &[mu, nu]));
+    args.insert("O".to_string(), arr(store, vec![7.0; m * n], &[mu, nu]));
+    args.insert("P".to_string(), arr(elem, vec![7.0; m], &[mu]));
+    args.insert("Q".to_string(), arr(elem, vec![7.0; m], &[mu]));
+    args.insert("Z".to_string(), arr(elem, vec![0.0; m], &[mu]));
     let nv = more.int(1, 221) as usize;
-    args.insert("V".to_string(), stored(vals(&mut more, nv), &[nv as u64]));
-    args.insert("W".to_string(), arr(vec![7.0; 201], &[201]));
+    args.insert("V".to_string(), arr(store, vals(&mut more, nv), &[nv as u64]));
+    args.insert("W".to_string(), arr(elem, vec![7.0; 201], &[201]));
     let s = vals(&mut rng, 1)[0];
     let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
     args.insert("s".to_string(), ArgValue::Scalar(sc));

@@ -9,14 +9,9 @@
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
 use crate::ir::*;
-use crate::types::{Scalar, Type};
+use crate::types::Scalar;
 
 impl Lower<'_> {
-    /// `Shuffle(x, src)` with a per-lane source lane.
-    fn shuffle_from(&mut self, x: Value, src: Value, s: Scalar) -> Value {
-        self.emit1(OpKind::Shuffle, vec![x, src], Type::Scalar(s))
-    }
-
     /// `(lane + d) mod lanes`, for `0 < d < lanes`.
     fn lane_plus(&mut self, d: u32) -> Value {
         let dv = self.i32c(d as i64);

@@ -135,7 +135,7 @@ impl Lower<'_> {
         let ok = self.in_range(i, n);
         let z = self.i32c(0);
         let src = self.select(ok, src, z, Scalar::I32);
-        let y = self.emit1(OpKind::Shuffle, vec![x, src], Type::Scalar(elem));
+        let y = self.shuffle_from(x, src, elem);
         self.select(ok, y, zero, elem)
     }
 

@@ -212,7 +212,12 @@ impl Lower<'_> {
 
     pub(super) fn shuffle(&mut self, x: Value, src: u32, s: Scalar) -> Value {
         let l = self.i32c(src as i64);
-        self.emit1(OpKind::Shuffle, vec![x, l], Type::Scalar(s))
+        self.shuffle_from(x, l, s)
+    }
+
+    /// `Shuffle(x, src)` with a per-lane (or run-time) source lane.
+    pub(super) fn shuffle_from(&mut self, x: Value, src: Value, s: Scalar) -> Value {
+        self.emit1(OpKind::Shuffle, vec![x, src], Type::Scalar(s))
     }
 
     /// `rows[s] < bound` (the row slot holds a real row).

@@ -458,7 +458,7 @@ impl Lower<'_> {
         if self.lanes.is_power_of_two() {
             let mut acc = p;
             for partner in self.partners.clone() {
-                let y = self.emit1(OpKind::Shuffle, vec![acc, partner], Type::Scalar(elem));
+                let y = self.shuffle_from(acc, partner, elem);
                 acc = self.bin(reduce_op(k), acc, y, elem);
             }
             return acc;
@@ -631,7 +631,7 @@ impl Lower<'_> {
                 let ok = self.bin(BinOp::And, ri, rj, Scalar::Bool);
                 let z = self.i32c(0);
                 let src = self.select(ok, src, z, Scalar::I32);
-                let y = self.emit1(OpKind::Shuffle, vec![x, src], Type::Scalar(elem));
+                let y = self.shuffle_from(x, src, elem);
                 Ok(Lv::Scalar(self.select(ok, y, zero, elem)))
             }
             _ => Err(err("element of a non-tile")),

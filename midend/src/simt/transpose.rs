@@ -15,7 +15,7 @@
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
 use crate::ir::*;
-use crate::types::{Scalar, Type};
+use crate::types::Scalar;
 
 impl Lower<'_> {
     /// `transpose(t)` of a `tile<T, R, C>`: a `tile<T, C, R>`.
@@ -77,7 +77,7 @@ impl Lower<'_> {
         for p in (0..blk.len()).filter(|p| p & d == 0) {
             let (x, y) = (blk[p], blk[p | d]);
             let send = self.select(low, y, x, elem);
-            let got = self.emit1(OpKind::Shuffle, vec![send, partner], Type::Scalar(elem));
+            let got = self.shuffle_from(send, partner, elem);
             blk[p] = self.select(low, x, got, elem);
             blk[p | d] = self.select(low, got, y, elem);
         }
