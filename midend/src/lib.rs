@@ -1,6 +1,6 @@
 //! The Tile IR of tilec and its passes: SSA values in per-function arenas, structured control
 //! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
-//! const-fold, fuse-maps, simplify) and a scalar evaluator for launch functions.
+//! const-fold, fuse-maps, simplify; block-rank1 for the LLVM CPU backend) and a scalar evaluator for launch functions.
 
 pub mod dims;
 pub mod eval;
@@ -13,6 +13,7 @@ pub mod mapfuse;
 pub mod parse;
 pub mod passes;
 pub mod print;
+pub mod rank1blocks;
 pub mod scalar;
 pub mod simplify;
 pub mod simt;

@@ -27,6 +27,28 @@ pub const PASSES: &[Pass] = &[
     },
 ];
 
+/// Passes that the LLVM CPU backend runs after [`PASSES`], on its own copy of the module
+/// ([`for_llvm_cpu`]): rewrites that keep every result's bits and pay off in its code, but not
+/// in the GPU lowerings' (which keep the form the shared pipeline leaves) nor with Cranelift.
+pub const LLVM_CPU_PASSES: &[Pass] = &[Pass {
+    name: "block-rank1",
+    summary: "turn loops of rank-1 updates read from arrays into tile products over blocks of 16",
+    run: crate::rank1blocks::run,
+}];
+
+/// A copy of `m` after [`LLVM_CPU_PASSES`], verified after each pass in debug builds. Errors:
+/// the verifier's, with the name of the pass (a compiler bug).
+pub fn for_llvm_cpu(m: &Module) -> Result<Module, (String, Vec<VerifyError>)> {
+    let mut m = m.clone();
+    for p in LLVM_CPU_PASSES {
+        (p.run)(&mut m);
+        if cfg!(debug_assertions) {
+            verify(&m).map_err(|e| (p.name.to_string(), e))?;
+        }
+    }
+    Ok(m)
+}
+
 /// Options of [`run_pipeline`].
 #[derive(Debug, Clone, Default)]
 pub struct PipelineOptions {

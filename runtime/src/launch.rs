@@ -116,8 +116,9 @@ unsafe impl Send for SharedArgs {}
 unsafe impl Sync for SharedArgs {}
 
 /// Runs every program of `grid` once, in parallel on the rayon thread pool, each as one call
-/// of `f` with `args` and its ids; returns when all have finished. Program ids run over
-/// `0..grid[axis]`; a grid with an extent of zero or below runs no program. Error E0416 when
+/// of `f` with `args` and its ids, in the order of [`grouped`]; returns when all have
+/// finished. Program ids run over `0..grid[axis]`; a grid with an extent of zero or below runs
+/// no program. Error E0416 when
 /// an extent is above `i32::MAX` (nothing runs then).
 ///
 /// # Safety
@@ -132,12 +133,30 @@ pub unsafe fn launch_cpu(f: CpuKernelFn, args: &[u64], grid: [i64; 3]) -> Result
     pool().install(|| {
         (0..n).into_par_iter().for_each(move |i| {
             let shared = shared;
-            let ids = [(i % g0) as i64, (i / g0 % g1) as i64, (i / (g0 * g1)) as i64, grid[0], grid[1], grid[2]];
+            let (p0, p1) = grouped(i % (g0 * g1), g0, g1);
+            let ids = [p0 as i64, p1 as i64, (i / (g0 * g1)) as i64, grid[0], grid[1], grid[2]];
             // SAFETY: by the contract of `launch_cpu`.
             unsafe { f(shared.0, ids.as_ptr()) };
         })
     });
     Ok(())
+}
+
+/// Programs along grid axis 0 per group of [`grouped`].
+const GROUP: usize = 4;
+
+/// The ids `(p0, p1)` of the `i`-th program of a `g0 x g1` grid in launch order: groups of
+/// [`GROUP`] consecutive ids along axis 0 (fewer in the last group), each running over all of
+/// axis 1, `p0` fastest within a group (Triton's grouped ordering of matmul blocks, here for
+/// the CPU's caches). For `gemm`, whose axis 0 picks a row panel of A and axis 1 a column panel
+/// of B, the programs running at one time share four A panels and one B panel instead of one B
+/// panel and every A panel: 2048^3 f32 with LLVM 173 -> 145-150 ms on this machine (2 cores,
+/// 16 MiB L3), 1024^3 unchanged. A bijection of `0..g0*g1`; 1-D grids keep their order.
+fn grouped(i: usize, g0: usize, g1: usize) -> (usize, usize) {
+    let width = GROUP * g1;
+    let first = i / width * GROUP;
+    let size = GROUP.min(g0 - first);
+    (first + i % width % size, i % width / size)
 }
 
 /// Stack size of the launcher's threads: register tiles live in the kernel's stack frame
@@ -226,21 +245,35 @@ mod tests {
         bind(&ids_kernel(), HashMap::from([("out".to_string(), ArgValue::Array(out))])).unwrap()
     }
 
+    /// Every program of the grid runs once with its own ids, whatever the launch order (axis 0
+    /// runs in groups of 4: extents below, at and above a group, and not a multiple of it).
     #[test]
     fn every_program_runs_once() {
         let k = ids_kernel();
-        let g = [7u64, 5, 3];
-        let mut b = bound_ids(g);
-        let args = pack_args(&k, &mut b).unwrap();
-        assert_eq!(args[1..], [3, 5, 7, 4]);
-        // SAFETY: `write_ids` implements the ABI of `ids_kernel`; programs write disjoint slots.
-        unsafe { launch_cpu(write_ids, &args, g.map(|x| x as i64)).unwrap() };
-        let out = b.array("out").unwrap().as_i32().unwrap();
-        for (i, rec) in out.chunks(4).enumerate() {
-            let i = i as i32;
-            let (p0, p1, p2) = (i % 7, i / 7 % 5, i / 35);
-            assert_eq!(rec, [1, p0, p1, p2], "program {i}");
+        for g in [[7u64, 5, 3], [1, 1, 1], [4, 4, 1], [9, 2, 2], [3, 6, 1], [1, 9, 2], [32, 32, 1]] {
+            let mut b = bound_ids(g);
+            let args = pack_args(&k, &mut b).unwrap();
+            assert_eq!(args[1..], [g[2], g[1], g[0], 4]);
+            // SAFETY: `write_ids` implements the ABI of `ids_kernel`; programs write disjoint slots.
+            unsafe { launch_cpu(write_ids, &args, g.map(|x| x as i64)).unwrap() };
+            let out = b.array("out").unwrap().as_i32().unwrap();
+            let (g0, g1) = (g[0] as i32, g[1] as i32);
+            for (i, rec) in out.chunks(4).enumerate() {
+                let i = i as i32;
+                let (p0, p1, p2) = (i % g0, i / g0 % g1, i / (g0 * g1));
+                assert_eq!(rec, [1, p0, p1, p2], "grid {g:?}, program {i}");
+            }
         }
+    }
+
+    /// The grouped order: four ids along axis 0 at a time, each over all of axis 1.
+    #[test]
+    fn grouped_order() {
+        let order: Vec<(usize, usize)> = (0..18).map(|i| grouped(i, 6, 3)).collect();
+        let want = [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1), (2, 1), (3, 1), (0, 2), (1, 2), (2, 2), (3, 2)];
+        assert_eq!(order[..12], want);
+        assert_eq!(order[12..], [(4, 0), (5, 0), (4, 1), (5, 1), (4, 2), (5, 2)]);
+        assert_eq!((0..5).map(|i| grouped(i, 5, 1)).collect::<Vec<_>>(), [(0, 0), (1, 0), (2, 0), (3, 0), (4, 0)]);
     }
 
     #[test]

@@ -115,6 +115,12 @@ fn build<'ctx>(
     launch: bool,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
+    let module = &tilec_midend::passes::for_llvm_cpu(module).map_err(|(pass, errs)| {
+        err(format!(
+            "the IR verifier failed after `{pass}`: {}",
+            errs.first().map(|e| e.to_string()).unwrap_or_default()
+        ))
+    })?;
     let m = cx.create_module("tilec");
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());

@@ -21,6 +21,7 @@ mod masks;
 mod memory;
 mod programs;
 mod ranges;
+mod rank1_loops;
 
 const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
 
