@@ -28,8 +28,9 @@ pub const PASSES: &[Pass] = &[
 ];
 
 /// Passes that the LLVM CPU backend runs after [`PASSES`], on its own copy of the module
-/// ([`for_llvm_cpu`]): rewrites that keep every result's bits and pay off in its code, but not
-/// in the GPU lowerings' (which keep the form the shared pipeline leaves) nor with Cranelift.
+/// ([`for_llvm_cpu`]): rewrites that keep every result's bits (up to the sign and payload of
+/// NaNs) and pay off in its code, but not in the GPU lowerings' (which keep the form the shared
+/// pipeline leaves) nor with Cranelift.
 pub const LLVM_CPU_PASSES: &[Pass] = &[Pass {
     name: "block-rank1",
     summary: "turn loops of rank-1 updates read from arrays into tile products over blocks of 16",

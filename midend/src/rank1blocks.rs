@@ -10,8 +10,9 @@
 //! }
 //! ```
 //!
-//! (the potrf idiom `for c in 0..k0 { t -= outer(A[b, i0:i0+16, c], A[b, k0:k0+16, c]) }`),
-//! becomes tile products over blocks of [`K`] values of the loop variable, then the original
+//! (the potrf idiom `for c in 0..k0 { t -= outer(A[b, i0:i0+16, c], A[b, k0:k0+16, c]) }`;
+//! the body may also hold scalar ops that do not depend on `%c`, such as constant indices,
+//! which are copied before the new loop), becomes tile products over blocks of [`K`] values of the loop variable, then the original
 //! loop for the rest:
 //!
 //! ```text
@@ -31,7 +32,7 @@
 //! the loop's order; elements outside an array read as zero in both forms. On the CPU a tile
 //! product keeps rows of the accumulator in registers across `K` updates, where a rank-1
 //! update reads and writes the whole tile each time (potrf 4096 x 92 f32 with LLVM, this
-//! machine: 48.7 -> 35.7 ms). GPU lowerings keep the rank-1 form, their shuffle idiom.
+//! machine: 48.7 -> 36-37 ms). GPU lowerings keep the rank-1 form, their shuffle idiom.
 
 use crate::ir::*;
 use crate::types::{Scalar, Type};
@@ -141,18 +142,24 @@ fn matches(op: &Op, f: &Function, consts: &HashMap<Value, Const>) -> Option<Rank
     }
     // The body's other ops: loads of the loop variable, and scalar ops that do not depend on
     // it (the loads' other indices: `0`, `i0 + 16`).
+    // `inside`: the values that vary with the iteration (the invariant ops' results do not,
+    // so chains such as `const 1; add %i0, %1` are accepted, and copied in order).
     let mut loads = Vec::new();
     let mut inside = vec![iv, acc];
     for (i, o) in body.ops[..n - 2].iter().enumerate() {
         if positions(o, iv).is_some() {
             loads.push(i);
+            inside.extend(&o.results);
         } else if !is_invariant_scalar(o, &inside, f) {
             return None;
         }
-        inside.extend(&o.results);
     }
     let find = |v: Value| loads.iter().copied().find(|&i| body.ops[i].results == [v]);
     let (u, v) = (find(upd.args[1])?, find(upd.args[2])?);
+    // The blocks are tiles of the accumulator's element type.
+    if [u, v].iter().any(|&i| f.ty(body.ops[i].results[0]).elem() != f.ty(acc).elem()) {
+        return None;
+    }
     // No load other than those of u and v.
     let expected = if u == v { 1 } else { 2 };
     (loads.len() == expected).then_some(Rank1Loop { alpha, u, v })

@@ -318,6 +318,8 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Rank1(alpha) => self.outer(op, s, Some(*alpha))?,
             OpKind::Matmul => self.matmul(op, s, false)?,
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
+            // Read in place by the product that uses it (`matmul_into`).
+            OpKind::Transpose if self.transposed_a.contains_key(&op.results[0]) => {}
             OpKind::Transpose => self.transpose(op, s)?,
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
             OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
@@ -400,7 +402,9 @@ impl<'ctx> Gen<'ctx, '_> {
             Type::Tile { shape: sh, .. } if sh.len() == 2 => sh[1],
             _ => 1,
         };
-        let (a, b) = (self.tile(op.args[base])?, self.tile(op.args[base + 1])?);
+        // A transposed `a` left unformed: a[i, k] is element [k, i] of the tile it transposes.
+        let a_t = self.transposed_a.get(&op.args[base]).copied();
+        let (a, b) = (self.tile(a_t.unwrap_or(op.args[base]))?, self.tile(op.args[base + 1])?);
         // With a `k` loop, the operands from memory copies: `a`'s elements as broadcast loads,
         // `b`'s rows as loads (64 x 64 x 64 f32 gemm tiles: 32 -> 23 ms for 1024^3 here;
         // unrolled 16 x 16 x 16 products are faster from their own storage).
@@ -424,13 +428,17 @@ impl<'ctx> Gen<'ctx, '_> {
                         None => g.splat(g.constant(s, 0.0), len)?,
                     });
                 }
-                let a_rows: Vec<IntValue<'ctx>> = (0..rows).map(|r| row_off(g, r, k, 0)).collect::<Result<_, _>>()?;
+                // Where a[i0 + r, kk] is: row-major `m x k`, or `k x m` when transposed.
+                let (a_row_stride, a_k_stride) = if a_t.is_some() { (1, m) } else { (k, 1) };
+                let a_rows: Vec<IntValue<'ctx>> =
+                    (0..rows).map(|r| row_off(g, r, a_row_stride, 0)).collect::<Result<_, _>>()?;
                 let step = |g: &mut Self, kk: IntValue<'ctx>, accs: &mut Vec<V<'ctx>>| -> Result<(), CodegenError> {
                     let boff = g.b.build_int_mul(kk, g.i64c(n as i64), "").map_err(be)?;
                     let boff = g.add_off(boff, c0)?;
                     let bk = g.load_vec(b, s, boff, len)?;
+                    let ak = g.b.build_int_mul(kk, g.i64c(a_k_stride as i64), "").map_err(be)?;
                     for (acc, ar) in accs.iter_mut().zip(&a_rows) {
-                        let aoff = g.b.build_int_add(kk, *ar, "").map_err(be)?;
+                        let aoff = g.b.build_int_add(ak, *ar, "").map_err(be)?;
                         let aik = g.load_elem(a, s, aoff)?;
                         let aik = g.splat(aik, len)?;
                         *acc = g.fma3(s, aik, bk, *acc)?;

@@ -22,6 +22,7 @@ mod memory;
 mod programs;
 mod ranges;
 mod rank1_loops;
+mod transposed_products;
 
 const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
 

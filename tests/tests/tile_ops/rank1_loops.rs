@@ -6,7 +6,8 @@ use super::*;
 use tilec::CpuBackend;
 
 /// Column-by-column (`t -= outer(A[.., c], B[.., c])`), column-by-row (`s += outer(A[.., c],
-/// C[c, ..])`) and symmetric (`d -= outer(v, v)`) loops over run-time ranges: empty, shorter
+/// C[c, ..])`), symmetric (`d -= outer(v, v)`) and row-by-column with a computed index
+/// (`e -= outer(C[c, z - 1:..], B[.., c])`) loops over run-time ranges: empty, shorter
 /// than a block, whole blocks and a rest, past the arrays' ends, from a negative start; tiles
 /// of 1x1 to 77x131 over smaller and larger arrays. Checked against an f64 reference, and,
 /// where this tilec has the LLVM backend, for the same bits from Cranelift (which keeps the
@@ -18,7 +19,7 @@ fn rank1_loops_blocked() {
         for (r, c, m, n) in [(1, 1, 1, 1), (17, 5, 13, 4), (16, 16, 17, 17), (77, 131, 70, 131)] {
             let w = r.max(c);
             let src = format!(
-                "kernel k<T: float>(A: T[M, K], B: T[N, K], C: T[K, N], X: T[M, N], O: mut T[3, {r}, {w}],
+                "kernel k<T: float>(A: T[M, K], B: T[N, K], C: T[K, N], X: T[M, N], O: mut T[4, {r}, {w}],
                                     lo: i32, hi: i32) grid(1) {{
                     let t = X[0:{r}, 0:{c}];
                     for j in lo..hi {{ t -= outer(A[0:{r}, j], B[0:{c}, j]); }}
@@ -29,6 +30,10 @@ fn rank1_loops_blocked() {
                     let d = X[0:{r}, 0:{r}];
                     for j in lo..hi {{ let v = A[0:{r}, j]; d -= outer(v, v); }}
                     O[2, 0:{r}, 0:{r}] = d;
+                    let z = lo - lo + 1;
+                    let e = X[0:{r}, 0:{c}];
+                    for j in lo..hi {{ e -= outer(C[j, z - 1:z - 1 + {r}], B[0:{c}, j]); }}
+                    O[3, 0:{r}, 0:{c}] = e;
                 }}"
             );
             let mut rng = Rng::new(7 + (r * c) as u64);
@@ -40,7 +45,7 @@ fn rank1_loops_blocked() {
                     ("B", arr(elem, &b, &[n, kk])),
                     ("C", arr(elem, &cm, &[kk, n])),
                     ("X", arr(elem, &x, &[m, n])),
-                    ("O", sentinel(elem, &[3, r, w])),
+                    ("O", sentinel(elem, &[4, r, w])),
                     ("lo", int(lo)),
                     ("hi", int(hi)),
                 ]
@@ -48,8 +53,22 @@ fn rank1_loops_blocked() {
                 .map(|(k, v)| (k.to_string(), v))
                 .collect()
             };
-            // One runner per backend: Cranelift keeps the rank-1 updates, LLVM forms products.
+            // One runner per backend: Cranelift keeps the rank-1 updates, LLVM forms products
+            // (all four loops: a loop that stopped matching would still agree).
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
+            let generics = tilec::infer_generics(
+                &set,
+                "k",
+                &tilec::dtypes_of(&args(0, 1)),
+                &tilec::shapes_of(&args(0, 1)),
+                &HashMap::new(),
+            )
+            .expect("generics");
+            let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
+            let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
+            let blocked = tilec_midend::passes::for_llvm_cpu(&module).expect("verifies");
+            let text = tilec_midend::print::print_module(&blocked);
+            assert_eq!(text.matches("matmul_acc").count(), 4, "{elem:?} {r}x{c}: four loops blocked\n{text}");
             let backends: Vec<CpuBackend> =
                 [CpuBackend::Cranelift, CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect();
             let runners: Vec<_> = backends
@@ -68,13 +87,15 @@ fn rank1_loops_blocked() {
                         0.0
                     }
                 };
-                let mut want = vec![SENTINEL; 3 * r * w];
+                let mut want = vec![SENTINEL; 4 * r * w];
                 for i in 0..r {
                     for jj in 0..w {
                         let x0 = at(&x, m, n, i, jj as i64);
                         let sum = |f: &dyn Fn(i64) -> f64| (lo..hi).map(f).sum::<f64>();
                         if jj < c {
                             want[i * w + jj] = x0 - sum(&|q| at(&a, m, kk, i, q) * at(&b, n, kk, jj, q));
+                            want[(3 * r + i) * w + jj] =
+                                x0 - sum(&|q| at(&cm, kk, n, q as usize, i as i64) * at(&b, n, kk, jj, q));
                             want[(r + i) * w + jj] =
                                 x0 + sum(&|q| at(&a, m, kk, i, q) * at(&cm, kk, n, q as usize, jj as i64));
                         }

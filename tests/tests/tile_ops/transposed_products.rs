@@ -1,0 +1,94 @@
+//! Products whose left operand is a transpose used only there (`transpose(A[..]) @ B[..]`, as
+//! in potrs's backward solve), which the LLVM CPU backend reads in place instead of forming
+//! the transpose (`tilec_midend::fusion::transposed_left_operands`).
+
+use super::*;
+use tilec::CpuBackend;
+
+/// `transpose(A) @ B` as a product, subtracted (`t -= ..`) and accumulated in a loop (`acc +=
+/// ..`), for tiles of 1x1x1 to 77x40x131 (`k` above 32 takes the product's `k` loop) over
+/// arrays smaller than the tiles; against an f64 reference, and the same bits from Cranelift
+/// (which forms the transpose) and LLVM (which does not).
+#[test]
+fn transposed_left_operands_in_place() {
+    for elem in FLOATS {
+        for (m, k, n) in [(1, 1, 1), (17, 5, 13), (16, 16, 16), (77, 40, 131), (3, 64, 5)] {
+            // Arrays a little smaller than the tiles where they can be (zero padding).
+            let (am, ak, bn) = ((m - m / 4).max(1), (k - k / 5).max(1), (n - n / 3).max(1));
+            let src = format!(
+                "kernel k<T: float>(A: T[K, M], B: T[K, N], X: T[M, N], O: mut T[3, {m}, {n}]) grid(1) {{
+                    O[0, 0:{m}, 0:{n}] = transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}];
+                    let t = X[0:{m}, 0:{n}];
+                    t -= transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}];
+                    O[1, 0:{m}, 0:{n}] = t;
+                    let acc = X[0:{m}, 0:{n}];
+                    for r in 0..2 {{ acc += transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}]; }}
+                    O[2, 0:{m}, 0:{n}] = acc;
+                }}"
+            );
+            let mut rng = Rng::new(11 + (m * k * n) as u64);
+            let (a, b, x) = (rng.vec(ak * am, -1.0, 1.0), rng.vec(ak * bn, -1.0, 1.0), rng.vec(am * bn, -1.0, 1.0));
+            let args = || -> HashMap<String, ArgValue> {
+                [
+                    ("A", arr(elem, &a, &[ak, am])),
+                    ("B", arr(elem, &b, &[ak, bn])),
+                    ("X", arr(elem, &x, &[am, bn])),
+                    ("O", sentinel(elem, &[3, m, n])),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+            };
+            let ctx = format!("{elem:?} {m}x{k}x{n}");
+            // The three products' left operands are read in place.
+            let set = SourceSet::with_stdlib("test.tile", src.as_str());
+            let generics = tilec::infer_generics(
+                &set,
+                "k",
+                &tilec::dtypes_of(&args()),
+                &tilec::shapes_of(&args()),
+                &HashMap::new(),
+            )
+            .expect("generics");
+            let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
+            let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
+            let body = &module.funcs[module.kernels[0].body];
+            let mut uses = HashMap::new();
+            body.body.count_uses(&mut uses);
+            assert_eq!(tilec_midend::fusion::transposed_left_operands(body, &uses).len(), 3, "{ctx}");
+            // Reference (zero-padded operands).
+            let at = |v: &[f64], rows: usize, cols: usize, i: usize, j: usize| {
+                if i < rows && j < cols {
+                    v[i * cols + j]
+                } else {
+                    0.0
+                }
+            };
+            let mut want = vec![SENTINEL; 3 * m * n];
+            for i in 0..m {
+                for j in 0..n {
+                    let p: f64 = (0..k).map(|q| at(&a, ak, am, q, i) * at(&b, ak, bn, q, j)).sum();
+                    let x0 = at(&x, am, bn, i, j);
+                    want[i * n + j] = p;
+                    want[(m + i) * n + j] = x0 - p;
+                    want[(2 * m + i) * n + j] = x0 + 2.0 * p;
+                }
+            }
+            let backends: Vec<CpuBackend> =
+                [CpuBackend::Cranelift, CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect();
+            let outs: Vec<Vec<f64>> = backends
+                .iter()
+                .map(|&be| {
+                    let runner = tilec::CpuRunner::with_backend(&set, "k", &args(), &HashMap::new(), be)
+                        .unwrap_or_else(|_| panic!("{ctx}: does not compile with {be}\n{src}"));
+                    let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{ctx}: {be}: {e}"));
+                    out(&bound, "O")
+                })
+                .collect();
+            assert_normwise(&outs[0], &want, tol(elem) * 10.0, &ctx);
+            for (o, be) in outs.iter().zip(&backends).skip(1) {
+                assert_exact(o, &outs[0], &format!("{ctx}: {be} against Cranelift"));
+            }
+        }
+    }
+}
