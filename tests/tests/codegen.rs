@@ -104,6 +104,45 @@ fn emit_llvm_prints_vector_ir_of_each_instance() {
     assert!(ir.contains("x float>"), "no f32 vectors in the IR");
 }
 
+/// `--emit tir --backend llvm` and `--dump-after block-rank1 --backend llvm` show the module the
+/// LLVM backend compiles: `examples/cholesky.tile`'s two rank-1 loops as blocked tile products
+/// (with the rank-1 loops for the rest); plain `--emit tir` shows the rank-1 loops alone, and
+/// `--dump-after block-rank1` without `--backend llvm` names the passes there are (E0501).
+#[cfg(feature = "ptx")]
+#[test]
+fn emit_tir_with_the_llvm_backend_shows_its_passes() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let file = format!("{root}/examples/cholesky.tile");
+    let base = ["build", file.as_str(), "--generic", "T=f32", "--emit", "tir"];
+    let count = |extra: &[&str], what: &str| {
+        let (code, ir, err) = tilec(&[&base[..], extra].concat());
+        assert_eq!(code, 0, "{err}");
+        ir.matches(what).count()
+    };
+    assert_eq!(count(&[], "matmul_acc"), 0);
+    // Two loops in the kernel, one update in the (inlined, unused) `fn` instance.
+    assert_eq!(count(&[], "rank1 -1.0"), 3);
+    assert_eq!(count(&["--backend", "llvm"], "matmul_acc"), 2);
+    assert_eq!(count(&["--backend", "llvm"], "rank1 -1.0"), 3);
+    let (code, ir, err) = tilec(&[
+        "build",
+        &file,
+        "--generic",
+        "T=f32",
+        "--dump-after",
+        "block-rank1",
+        "--backend",
+        "llvm",
+        "-o",
+        "/dev/null",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ir.matches("matmul_acc").count(), 2, "{ir}");
+    let (code, _, err) = tilec(&["build", &file, "--dump-after", "block-rank1"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("E0501") && err.contains("with `--backend llvm`: block-rank1"), "{err}");
+}
+
 /// Runs the CLI in-process; returns the exit code, stdout and stderr.
 fn tilec(args: &[&str]) -> (i32, String, String) {
     let argv: Vec<String> = std::iter::once("tilec").chain(args.iter().copied()).map(String::from).collect();

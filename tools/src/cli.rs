@@ -116,7 +116,8 @@ enum Cmd {
         /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
-        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify).
+        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify; with
+        /// `--backend llvm` also block-rank1).
         #[arg(long)]
         dump_after: Option<String>,
         /// Lanes per subgroup for GPU targets (the device's subgroup size; NVIDIA: 32).
@@ -541,13 +542,47 @@ fn build(
     let compiled = lints
         .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
         .map_err(program)?;
+    let llvm_passes = tilec_midend::passes::LLVM_CPU_PASSES;
+    let llvm_dump = dump_after.as_deref().and_then(|p| llvm_passes.iter().position(|q| q.name == p));
     if let Some(d) = compiled.dump {
         write_out(&None, None, d.as_bytes(), out)?;
+    } else if let (Some(i), CpuGen::Llvm) = (llvm_dump, backend) {
+        // A pass of the LLVM backend: the module it sees after that pass.
+        let mut m = compiled.module.clone();
+        for p in &llvm_passes[..=i] {
+            (p.run)(&mut m);
+        }
+        write_out(&None, None, tilec_midend::print::print_module(&m).as_bytes(), out)?;
     } else if let Some(p) = dump_after {
         let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
-        return Err(usage("E0501", format!("`--dump-after {p}`: no such pass ({})", names.join(", "))));
+        let llvm: Vec<&str> = llvm_passes.iter().map(|p| p.name).collect();
+        return Err(usage(
+            "E0501",
+            format!(
+                "`--dump-after {p}`: no such pass ({}; with `--backend llvm`: {})",
+                names.join(", "),
+                llvm.join(", ")
+            ),
+        ));
     }
-    let m = &compiled.module;
+    // With `--backend llvm`, `--emit tir` shows the module that backend compiles.
+    let llvm_module;
+    let m = match (emit, backend) {
+        (Emit::Tir, CpuGen::Llvm) => {
+            llvm_module = tilec_midend::passes::for_llvm_cpu(&compiled.module).map_err(|(pass, errs)| {
+                let mut d = Diagnostic::error(
+                    "E0900",
+                    format!("internal compiler error: the IR verifier failed after `{pass}`"),
+                );
+                for e in errs.iter().take(10) {
+                    d = d.note(e.to_string());
+                }
+                program(vec![d.help("this is a bug in tilec; please report it with the program")])
+            })?;
+            &llvm_module
+        }
+        _ => &compiled.module,
+    };
     match emit {
         Emit::Simt | Emit::SpirvAsm => {
             Err(usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
