@@ -74,6 +74,18 @@ impl fmt::Display for CodegenError {
 
 impl std::error::Error for CodegenError {}
 
+/// A copy of `module` after the CPU backends' own passes (`tilec_midend::passes::for_cpu`;
+/// `llvm`: with the LLVM backend's). A verifier failure is a compiler bug, reported as an
+/// error.
+pub(crate) fn cpu_module(module: &Module, llvm: bool) -> Result<Module, CodegenError> {
+    tilec_midend::passes::for_cpu(module, llvm).map_err(|(pass, errs)| {
+        err(format!(
+            "the IR verifier failed after `{pass}`: {}",
+            errs.first().map(|e| e.to_string()).unwrap_or_default()
+        ))
+    })
+}
+
 pub(crate) fn err(e: impl fmt::Display) -> CodegenError {
     CodegenError { message: e.to_string(), loc: None }
 }
@@ -157,6 +169,7 @@ fn pointers_signature(isa: &OwnedTargetIsa, n: usize) -> Signature {
 
 /// A JIT module for the host and the lowered (not yet compiled) function of `kernel`.
 fn jit_function(module: &Module, kernel: &Kernel) -> Result<(JITModule, cranelift_codegen::Context), CodegenError> {
+    let module = &cpu_module(module, false)?;
     let isa = isa::host(false)?;
     let sig = kernel_signature(&isa);
     let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
@@ -228,6 +241,7 @@ pub fn emit_clif(module: &Module, kernel: &Kernel) -> Result<String, CodegenErro
 /// Compiles every kernel instance of the module into one relocatable object file for the host,
 /// each exported under its symbol with the C ABI above, with its launch function `SYMBOL__grid`.
 pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
+    let module = &cpu_module(module, false)?;
     let isa = isa::host(true)?;
     let sig = kernel_signature(&isa);
     let launch_sig = pointers_signature(&isa, 3);

@@ -1,6 +1,7 @@
 //! The Tile IR of tilec and its passes: SSA values in per-function arenas, structured control
 //! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
-//! const-fold, fuse-maps, simplify; block-rank1 for the LLVM CPU backend) and a scalar evaluator for launch functions.
+//! const-fold, fuse-maps, simplify; guard-select for the CPU backends, block-rank1 for
+//! the LLVM one) and a scalar evaluator for launch functions.
 
 pub mod dims;
 pub mod eval;
@@ -15,6 +16,7 @@ pub mod passes;
 pub mod print;
 pub mod rank1blocks;
 pub mod scalar;
+pub mod selectguard;
 pub mod simplify;
 pub mod simt;
 pub mod types;

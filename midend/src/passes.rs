@@ -27,21 +27,35 @@ pub const PASSES: &[Pass] = &[
     },
 ];
 
-/// Passes that the LLVM CPU backend runs after [`PASSES`], on its own copy of the module
-/// ([`for_llvm_cpu`]): rewrites that keep every result's bits (up to the sign and payload of
-/// NaNs) and pay off in its code, but not in the GPU lowerings' (which keep the form the shared
-/// pipeline leaves) nor with Cranelift.
+/// Passes that both CPU backends run after [`PASSES`], on their own copy of the module
+/// ([`for_cpu`]): rewrites that keep every result's bits (up to the sign and payload of NaNs)
+/// and pay off in CPU code but not in the GPU lowerings', which keep the form the shared
+/// pipeline leaves.
+pub const CPU_PASSES: &[Pass] = &[Pass {
+    name: "guard-select",
+    summary: "compute a select's exp/log/sin/.. operand only when it is chosen",
+    run: crate::selectguard::run,
+}];
+
+/// Passes that the LLVM CPU backend runs after [`CPU_PASSES`] ([`for_cpu`] with `llvm`): they
+/// pay off in its code, but not with Cranelift.
 pub const LLVM_CPU_PASSES: &[Pass] = &[Pass {
     name: "block-rank1",
     summary: "turn loops of rank-1 updates read from arrays into tile products over blocks of 16",
     run: crate::rank1blocks::run,
 }];
 
-/// A copy of `m` after [`LLVM_CPU_PASSES`], verified after each pass in debug builds. Errors:
-/// the verifier's, with the name of the pass (a compiler bug).
-pub fn for_llvm_cpu(m: &Module) -> Result<Module, (String, Vec<VerifyError>)> {
+/// The passes a CPU backend runs after [`PASSES`]: [`CPU_PASSES`], then for the LLVM backend
+/// (`llvm`) [`LLVM_CPU_PASSES`].
+pub fn cpu_passes(llvm: bool) -> impl Iterator<Item = &'static Pass> {
+    CPU_PASSES.iter().chain(LLVM_CPU_PASSES.iter().filter(move |_| llvm))
+}
+
+/// A copy of `m` after [`cpu_passes`], verified after each pass in debug builds. Errors: the
+/// verifier's, with the name of the pass (a compiler bug).
+pub fn for_cpu(m: &Module, llvm: bool) -> Result<Module, (String, Vec<VerifyError>)> {
     let mut m = m.clone();
-    for p in LLVM_CPU_PASSES {
+    for p in cpu_passes(llvm) {
         (p.run)(&mut m);
         if cfg!(debug_assertions) {
             verify(&m).map_err(|e| (p.name.to_string(), e))?;

@@ -20,7 +20,7 @@ fn run(path: &Path) -> (String, String, String) {
         .trim();
     let pass = passes::PASSES
         .iter()
-        .chain(passes::LLVM_CPU_PASSES)
+        .chain(passes::cpu_passes(true))
         .find(|p| p.name == pass_name)
         .unwrap_or_else(|| panic!("{}: no pass `{pass_name}`", path.display()));
     let mut m = parse::parse_module(input).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -116,8 +116,8 @@ enum Cmd {
         /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
-        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify; with
-        /// `--backend llvm` also block-rank1).
+        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify,
+        /// guard-select; with `--backend llvm` also block-rank1).
         #[arg(long)]
         dump_after: Option<String>,
         /// Lanes per subgroup for GPU targets (the device's subgroup size; NVIDIA: 32).
@@ -542,34 +542,37 @@ fn build(
     let compiled = lints
         .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
         .map_err(program)?;
-    let llvm_passes = tilec_midend::passes::LLVM_CPU_PASSES;
-    let llvm_dump = dump_after.as_deref().and_then(|p| llvm_passes.iter().position(|q| q.name == p));
+    // The CPU backend's own passes (`guard-select`, and `block-rank1` with LLVM).
+    let llvm = backend == CpuGen::Llvm;
+    let cpu_passes: Vec<&tilec_midend::passes::Pass> = tilec_midend::passes::cpu_passes(llvm).collect();
+    let cpu_dump = dump_after.as_deref().and_then(|p| cpu_passes.iter().position(|q| q.name == p));
     if let Some(d) = compiled.dump {
         write_out(&None, None, d.as_bytes(), out)?;
-    } else if let (Some(i), CpuGen::Llvm) = (llvm_dump, backend) {
-        // A pass of the LLVM backend: the module it sees after that pass.
+    } else if let Some(i) = cpu_dump {
         let mut m = compiled.module.clone();
-        for p in &llvm_passes[..=i] {
+        for p in &cpu_passes[..=i] {
             (p.run)(&mut m);
         }
         write_out(&None, None, tilec_midend::print::print_module(&m).as_bytes(), out)?;
     } else if let Some(p) = dump_after {
         let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
-        let llvm: Vec<&str> = llvm_passes.iter().map(|p| p.name).collect();
+        let cpu: Vec<&str> = tilec_midend::passes::CPU_PASSES.iter().map(|p| p.name).collect();
+        let llvm: Vec<&str> = tilec_midend::passes::LLVM_CPU_PASSES.iter().map(|p| p.name).collect();
         return Err(usage(
             "E0501",
             format!(
-                "`--dump-after {p}`: no such pass ({}; with `--backend llvm`: {})",
+                "`--dump-after {p}`: no such pass ({}, {}; with `--backend llvm`: {})",
                 names.join(", "),
+                cpu.join(", "),
                 llvm.join(", ")
             ),
         ));
     }
-    // With `--backend llvm`, `--emit tir` shows the module that backend compiles.
-    let llvm_module;
-    let m = match (emit, backend) {
-        (Emit::Tir, CpuGen::Llvm) => {
-            llvm_module = tilec_midend::passes::for_llvm_cpu(&compiled.module).map_err(|(pass, errs)| {
+    // `--emit tir` shows the module the chosen CPU backend compiles.
+    let cpu_module;
+    let m = match emit {
+        Emit::Tir => {
+            cpu_module = tilec_midend::passes::for_cpu(&compiled.module, llvm).map_err(|(pass, errs)| {
                 let mut d = Diagnostic::error(
                     "E0900",
                     format!("internal compiler error: the IR verifier failed after `{pass}`"),
@@ -579,7 +582,7 @@ fn build(
                 }
                 program(vec![d.help("this is a bug in tilec; please report it with the program")])
             })?;
-            &llvm_module
+            &cpu_module
         }
         _ => &compiled.module,
     };

@@ -14,8 +14,8 @@
 //! backends pass the same run tests.
 //!
 //! Two rewrites of its own, both keeping the bits: the module first goes through
-//! `tilec_midend::passes::LLVM_CPU_PASSES` (`block-rank1`: loops of rank-1 updates read from
-//! arrays become tile products), and a `transpose` used once as a product's left operand is
+//! `tilec_midend::passes::cpu_passes(true)` (with `block-rank1`: loops of rank-1 updates read
+//! from arrays become tile products), and a `transpose` used once as a product's left operand is
 //! not formed: the product reads its elements in place
 //! (`tilec_midend::fusion::transposed_left_operands`; potrs 4096 x 92 f32 120-126 -> 111-113
 //! ms on a 2-core Zen 2).
@@ -125,12 +125,7 @@ fn build<'ctx>(
     launch: bool,
     tm: &TargetMachine,
 ) -> Result<Module<'ctx>, CodegenError> {
-    let module = &tilec_midend::passes::for_llvm_cpu(module).map_err(|(pass, errs)| {
-        err(format!(
-            "the IR verifier failed after `{pass}`: {}",
-            errs.first().map(|e| e.to_string()).unwrap_or_default()
-        ))
-    })?;
+    let module = &crate::cpu_module(module, true)?;
     let m = cx.create_module("tilec");
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());

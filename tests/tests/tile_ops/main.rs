@@ -15,6 +15,7 @@ use tilec_tests::{
 mod broadcast;
 mod edges;
 mod elementwise;
+mod guarded_selects;
 mod linalg;
 mod lu;
 mod masks;

@@ -66,7 +66,7 @@ fn rank1_loops_blocked() {
             .expect("generics");
             let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
             let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
-            let blocked = tilec_midend::passes::for_llvm_cpu(&module).expect("verifies");
+            let blocked = tilec_midend::passes::for_cpu(&module, true).expect("verifies");
             let text = tilec_midend::print::print_module(&blocked);
             assert_eq!(text.matches("matmul_acc").count(), 4, "{elem:?} {r}x{c}: four loops blocked\n{text}");
             let backends: Vec<CpuBackend> =
