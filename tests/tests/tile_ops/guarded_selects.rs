@@ -3,7 +3,6 @@
 //! only for the chosen elements (`midend/src/selectguard.rs`).
 
 use super::*;
-use tilec::CpuBackend;
 
 /// A costly `then` arm, a costly `else` arm and both, under a mask from a run-time bound (none,
 /// some and all columns kept), on partial tiles of 1x1 to 77x131 over smaller and larger
@@ -29,13 +28,14 @@ fn guarded_selects() {
             let mut rng = Rng::new(5 + (r * c) as u64);
             let a = rng.vec(m * n, -2.0, 2.0);
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
+            let args_for = |nb: i64| -> HashMap<String, ArgValue> {
+                [("A", arr(elem, &a, &[m, n])), ("O", sentinel(elem, &[3, r, c])), ("nb", int(nb))]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect()
+            };
             for nb in [0, (c / 2) as i64, c as i64 + 3] {
-                let args = || -> HashMap<String, ArgValue> {
-                    [("A", arr(elem, &a, &[m, n])), ("O", sentinel(elem, &[3, r, c])), ("nb", int(nb))]
-                        .into_iter()
-                        .map(|(k, v)| (k.to_string(), v))
-                        .collect()
-                };
+                let args = || args_for(nb);
                 let ctx = format!("{elem:?} {r}x{c} tile over {m}x{n}, nb {nb}");
                 let mut want = vec![SENTINEL; 3 * r * c];
                 for i in 0..r {
@@ -47,7 +47,7 @@ fn guarded_selects() {
                         want[(2 * r + i) * c + j] = if keep { x.sin() } else { x.tanh() };
                     }
                 }
-                for be in [CpuBackend::Cranelift, CpuBackend::Llvm].into_iter().filter(|b| b.available()) {
+                for be in cpu_backends() {
                     let runner = tilec::CpuRunner::with_backend(&set, "k", &args(), &HashMap::new(), be)
                         .unwrap_or_else(|_| panic!("{ctx}: does not compile with {be}\n{src}"));
                     let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{ctx}: {be}: {e}"));
@@ -55,16 +55,7 @@ fn guarded_selects() {
                 }
             }
             // The three selects became branches.
-            let generics = tilec::infer_generics(
-                &set,
-                "k",
-                &HashMap::from([("A".to_string(), elem)]),
-                &HashMap::from([("A".to_string(), vec![m as u64, n as u64])]),
-                &HashMap::new(),
-            )
-            .expect("generics");
-            let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
-            let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
+            let module = compiled(&set, "k", &args_for(0));
             let guarded = tilec_midend::passes::for_cpu(&module, false).expect("verifies");
             let body = tilec_midend::print::print_function(&guarded.funcs[guarded.kernels[0].body]);
             assert_eq!(body.matches(" = if ").count(), 3, "{body}");

@@ -68,6 +68,21 @@ fn run(src: &str, kernel: &str, args: Vec<(&str, ArgValue)>) -> Bound {
     bound
 }
 
+/// The module of `kernel` of `set` for the dtypes and shapes of `args`, after the shared pass
+/// pipeline: what the CPU backends start from (`tilec_midend::passes::for_cpu`).
+fn compiled(set: &SourceSet, kernel: &str, args: &HashMap<String, ArgValue>) -> tilec_midend::Module {
+    let generics =
+        tilec::infer_generics(set, kernel, &tilec::dtypes_of(args), &tilec::shapes_of(args), &HashMap::new())
+            .expect("generics");
+    let inst = tilec_frontend::Instances::One { kernel: kernel.into(), generics };
+    tilec::compile(set, &inst, &tilec::CompileOptions::default()).expect("compiles").module
+}
+
+/// The CPU backends this tilec has (Cranelift, and LLVM with `--features ptx`).
+fn cpu_backends() -> Vec<tilec::CpuBackend> {
+    [tilec::CpuBackend::Cranelift, tilec::CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect()
+}
+
 fn out(b: &Bound, name: &str) -> Vec<f64> {
     b.array(name).expect("array output").to_f64_vec()
 }

@@ -3,7 +3,6 @@
 //! backend turns into tile products over blocks of 16 (`midend/src/rank1blocks.rs`).
 
 use super::*;
-use tilec::CpuBackend;
 
 /// Column-by-column (`t -= outer(A[.., c], B[.., c])`), column-by-row (`s += outer(A[.., c],
 /// C[c, ..])`), symmetric (`d -= outer(v, v)`) and row-by-column with a computed index
@@ -56,21 +55,11 @@ fn rank1_loops_blocked() {
             // One runner per backend: Cranelift keeps the rank-1 updates, LLVM forms products
             // (all four loops: a loop that stopped matching would still agree).
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
-            let generics = tilec::infer_generics(
-                &set,
-                "k",
-                &tilec::dtypes_of(&args(0, 1)),
-                &tilec::shapes_of(&args(0, 1)),
-                &HashMap::new(),
-            )
-            .expect("generics");
-            let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
-            let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
+            let module = compiled(&set, "k", &args(0, 1));
             let blocked = tilec_midend::passes::for_cpu(&module, true).expect("verifies");
             let text = tilec_midend::print::print_module(&blocked);
             assert_eq!(text.matches("matmul_acc").count(), 4, "{elem:?} {r}x{c}: four loops blocked\n{text}");
-            let backends: Vec<CpuBackend> =
-                [CpuBackend::Cranelift, CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect();
+            let backends = cpu_backends();
             let runners: Vec<_> = backends
                 .iter()
                 .map(|&be| {

@@ -3,7 +3,6 @@
 //! the transpose (`tilec_midend::fusion::transposed_left_operands`).
 
 use super::*;
-use tilec::CpuBackend;
 
 /// `transpose(A) @ B` as a product, subtracted (`t -= ..`) and accumulated in a loop (`acc +=
 /// ..`), for tiles of 1x1x1 to 77x40x131 (`k` above 32 takes the product's `k` loop) over
@@ -42,16 +41,7 @@ fn transposed_left_operands_in_place() {
             let ctx = format!("{elem:?} {m}x{k}x{n}");
             // The three products' left operands are read in place.
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
-            let generics = tilec::infer_generics(
-                &set,
-                "k",
-                &tilec::dtypes_of(&args()),
-                &tilec::shapes_of(&args()),
-                &HashMap::new(),
-            )
-            .expect("generics");
-            let inst = tilec_frontend::Instances::One { kernel: "k".into(), generics };
-            let module = tilec::compile(&set, &inst, &tilec::CompileOptions::default()).expect("compiles").module;
+            let module = compiled(&set, "k", &args());
             let body = &module.funcs[module.kernels[0].body];
             let mut uses = HashMap::new();
             body.body.count_uses(&mut uses);
@@ -74,8 +64,7 @@ fn transposed_left_operands_in_place() {
                     want[(2 * m + i) * n + j] = x0 + 2.0 * p;
                 }
             }
-            let backends: Vec<CpuBackend> =
-                [CpuBackend::Cranelift, CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect();
+            let backends = cpu_backends();
             let outs: Vec<Vec<f64>> = backends
                 .iter()
                 .map(|&be| {
