@@ -356,6 +356,19 @@ pub struct Region {
 }
 
 impl Region {
+    /// Takes op `i` out of the region, leaving an empty `barrier` in its place until
+    /// [`Region::remove_ops`] drops it, so that the indices of the other ops stay valid.
+    pub fn take_op(&mut self, i: usize) -> Op {
+        let hole = Op { kind: OpKind::Barrier, args: vec![], results: vec![], regions: vec![], loc: self.ops[i].loc };
+        std::mem::replace(&mut self.ops[i], hole)
+    }
+
+    /// Removes the ops whose flag in `removed` (one per op, in order) is set.
+    pub fn remove_ops(&mut self, removed: &[bool]) {
+        let mut flags = removed.iter();
+        self.ops.retain(|_| !flags.next().copied().unwrap_or(false));
+    }
+
     /// Adds to `uses`, for every value, how many operands of this region's ops and of their
     /// nested regions refer to it.
     pub fn count_uses(&self, uses: &mut std::collections::HashMap<Value, usize>) {

@@ -31,10 +31,7 @@ fn fuse_region(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData])
     for i in 0..r.ops.len() {
         if r.ops[i].kind == OpKind::Map {
             while let Some((k, j)) = fusable(r, i, &def, uses) {
-                // P's slot keeps an empty op until the removal below.
-                let hole =
-                    Op { kind: OpKind::Barrier, args: vec![], results: vec![], regions: vec![], loc: r.ops[j].loc };
-                let p = std::mem::replace(&mut r.ops[j], hole);
+                let p = r.take_op(j);
                 removed[j] = true;
                 merge_producer(&mut r.ops[i], k, p);
             }
@@ -45,11 +42,7 @@ fn fuse_region(r: &mut Region, uses: &HashMap<Value, usize>, vals: &[ValueData])
             def.insert(*res, i);
         }
     }
-    let mut k = 0;
-    r.ops.retain(|_| {
-        k += 1;
-        !removed[k - 1]
-    });
+    r.remove_ops(&removed);
 }
 
 /// The first operand `k` of map `i` produced by a map `j` of the region used only there.

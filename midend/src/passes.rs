@@ -51,18 +51,22 @@ pub fn cpu_passes(llvm: bool) -> impl Iterator<Item = &'static Pass> {
     CPU_PASSES.iter().chain(LLVM_CPU_PASSES.iter().filter(move |_| llvm))
 }
 
+/// Runs [`cpu_passes`] over `m`, with `opts` as [`run_pipeline`] (no verifier run before the
+/// first: `m` has been through [`PASSES`]).
+pub fn run_cpu_passes(m: &mut Module, llvm: bool, opts: &PipelineOptions) -> Result<Option<String>, PassError> {
+    run_passes(m, cpu_passes(llvm), opts)
+}
+
 /// A copy of `m` after [`cpu_passes`], verified after each pass in debug builds. Errors: the
 /// verifier's, with the name of the pass (a compiler bug).
-pub fn for_cpu(m: &Module, llvm: bool) -> Result<Module, (String, Vec<VerifyError>)> {
+pub fn for_cpu(m: &Module, llvm: bool) -> Result<Module, PassError> {
     let mut m = m.clone();
-    for p in cpu_passes(llvm) {
-        (p.run)(&mut m);
-        if cfg!(debug_assertions) {
-            verify(&m).map_err(|e| (p.name.to_string(), e))?;
-        }
-    }
+    run_cpu_passes(&mut m, llvm, &PipelineOptions { verify: cfg!(debug_assertions), dump_after: None })?;
     Ok(m)
 }
+
+/// The verifier's errors, with the name of the pass after which they were found.
+pub type PassError = (String, Vec<VerifyError>);
 
 /// Options of [`run_pipeline`].
 #[derive(Debug, Clone, Default)]
@@ -75,12 +79,22 @@ pub struct PipelineOptions {
 
 /// Runs every pass over `m`. Returns the captured dump (if asked), or the verifier's errors
 /// with the name of the pass after which they were found (`"frontend"` before the first).
-pub fn run_pipeline(m: &mut Module, opts: &PipelineOptions) -> Result<Option<String>, (String, Vec<VerifyError>)> {
+pub fn run_pipeline(m: &mut Module, opts: &PipelineOptions) -> Result<Option<String>, PassError> {
     if opts.verify {
         verify(m).map_err(|e| ("frontend".to_string(), e))?;
     }
+    run_passes(m, PASSES, opts)
+}
+
+/// Runs `passes` over `m` in order, verifying after each when asked and capturing the printed
+/// module after the one named by `opts.dump_after`.
+fn run_passes<'a>(
+    m: &mut Module,
+    passes: impl IntoIterator<Item = &'a Pass>,
+    opts: &PipelineOptions,
+) -> Result<Option<String>, PassError> {
     let mut dump = None;
-    for p in PASSES {
+    for p in passes {
         (p.run)(m);
         if opts.verify {
             verify(m).map_err(|e| (p.name.to_string(), e))?;

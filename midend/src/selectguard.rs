@@ -56,18 +56,17 @@ fn guard(r: &mut Region, uses: &HashMap<Value, usize>) {
             let (ja, jb) = (arm(a), arm(b));
             if ja.is_some() || jb.is_some() {
                 let loc = r.ops[i].loc;
-                let mut branch = |j: Option<usize>, y: Value, ops: &mut Vec<Op>| -> Region {
+                let mut branch = |j: Option<usize>, y: Value, r: &mut Region| -> Region {
                     let mut body = Vec::new();
                     if let Some(j) = j {
-                        let hole = Op { kind: OpKind::Barrier, args: vec![], results: vec![], regions: vec![], loc };
-                        body.push(std::mem::replace(&mut ops[j], hole));
+                        body.push(r.take_op(j));
                         moved[j] = true;
                     }
                     body.push(Op { kind: OpKind::Yield, args: vec![y], results: vec![], regions: vec![], loc });
                     Region { params: vec![], ops: body }
                 };
-                let then = branch(ja, a, &mut r.ops);
-                let els = branch(jb, b, &mut r.ops);
+                let then = branch(ja, a, r);
+                let els = branch(jb, b, r);
                 let sel = &mut r.ops[i];
                 sel.kind = OpKind::If;
                 sel.args = vec![c];
@@ -78,9 +77,5 @@ fn guard(r: &mut Region, uses: &HashMap<Value, usize>) {
             def.insert(*res, i);
         }
     }
-    let mut k = 0;
-    r.ops.retain(|_| {
-        k += 1;
-        !moved[k - 1]
-    });
+    r.remove_ops(&moved);
 }

@@ -76,19 +76,18 @@ fn has_effect(op: &Op) -> bool {
 /// operands, so a whole chain of dead ops goes at once (SSA: every use of a value comes after
 /// its definition). Linear in the number of ops.
 fn dce(r: &mut Region, uses: &mut HashMap<Value, usize>) {
-    let mut keep = vec![true; r.ops.len()];
+    let mut removed = vec![false; r.ops.len()];
     for (i, op) in r.ops.iter_mut().enumerate().rev() {
         if has_effect(op) || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0) {
             for reg in &mut op.regions {
                 dce(reg, uses);
             }
         } else {
-            keep[i] = false;
+            removed[i] = true;
             release(op, uses);
         }
     }
-    let mut k = keep.into_iter();
-    r.ops.retain(|_| k.next().unwrap_or(true));
+    r.remove_ops(&removed);
 }
 
 /// Drops the uses that a removed op (and the ops of its regions) made of its operands.

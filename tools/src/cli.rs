@@ -10,6 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use tilec_frontend::{GenericArg, Instances, TargetLimits};
 use tilec_grammar::diag::{Diagnostic, Severity};
+use tilec_midend::passes::PipelineOptions;
 use tilec_midend::Scalar;
 use tilec_runtime::{write_npy_atomic, ArgValue, HostArray, RunError};
 
@@ -542,18 +543,20 @@ fn build(
     let compiled = lints
         .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
         .map_err(program)?;
-    // The CPU backend's own passes (`guard-select`, and `block-rank1` with LLVM).
-    let llvm = backend == CpuGen::Llvm;
-    let cpu_passes: Vec<&tilec_midend::passes::Pass> = tilec_midend::passes::cpu_passes(llvm).collect();
-    let cpu_dump = dump_after.as_deref().and_then(|p| cpu_passes.iter().position(|q| q.name == p));
-    if let Some(d) = compiled.dump {
-        write_out(&None, None, d.as_bytes(), out)?;
-    } else if let Some(i) = cpu_dump {
+    // The module the chosen backend compiles: a copy after its own passes (`guard-select`, and
+    // `block-rank1` with LLVM), for `--emit tir` and `--dump-after` one of them.
+    let mut dump = compiled.dump;
+    let mut cpu_module = None;
+    if emit == Emit::Tir || (dump.is_none() && dump_after.is_some()) {
         let mut m = compiled.module.clone();
-        for p in &cpu_passes[..=i] {
-            (p.run)(&mut m);
-        }
-        write_out(&None, None, tilec_midend::print::print_module(&m).as_bytes(), out)?;
+        let popts = PipelineOptions { verify: true, dump_after: dump_after.clone().filter(|_| dump.is_none()) };
+        let cpu_dump = tilec_midend::passes::run_cpu_passes(&mut m, backend == CpuGen::Llvm, &popts)
+            .map_err(|e| program(vec![crate::verifier_failure(e)]))?;
+        dump = dump.or(cpu_dump);
+        cpu_module = Some(m);
+    }
+    if let Some(d) = dump {
+        write_out(&None, None, d.as_bytes(), out)?;
     } else if let Some(p) = dump_after {
         let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
         let cpu: Vec<&str> = tilec_midend::passes::CPU_PASSES.iter().map(|p| p.name).collect();
@@ -568,22 +571,8 @@ fn build(
             ),
         ));
     }
-    // `--emit tir` shows the module the chosen CPU backend compiles.
-    let cpu_module;
-    let m = match emit {
-        Emit::Tir => {
-            cpu_module = tilec_midend::passes::for_cpu(&compiled.module, llvm).map_err(|(pass, errs)| {
-                let mut d = Diagnostic::error(
-                    "E0900",
-                    format!("internal compiler error: the IR verifier failed after `{pass}`"),
-                );
-                for e in errs.iter().take(10) {
-                    d = d.note(e.to_string());
-                }
-                program(vec![d.help("this is a bug in tilec; please report it with the program")])
-            })?;
-            &cpu_module
-        }
+    let m = match (emit, &cpu_module) {
+        (Emit::Tir, Some(m)) => m,
         _ => &compiled.module,
     };
     match emit {

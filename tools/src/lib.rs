@@ -158,15 +158,18 @@ pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) ->
     let popts = PipelineOptions { verify: opts.verify || cfg!(debug_assertions), dump_after: opts.dump_after.clone() };
     match run_pipeline(&mut module, &popts) {
         Ok(dump) => Ok(Compiled { module, dump, warnings }),
-        Err((pass, errs)) => {
-            let mut d =
-                Diagnostic::error("E0900", format!("internal compiler error: the IR verifier failed after `{pass}`"));
-            for e in errs.iter().take(10) {
-                d = d.note(e.to_string());
-            }
-            Err(vec![d.help("this is a bug in tilec; please report it with the program")])
-        }
+        Err(e) => Err(vec![verifier_failure(e)]),
     }
+}
+
+/// E0900 for IR that fails the verifier after a pass (a compiler bug), with the first ten
+/// errors as notes.
+pub(crate) fn verifier_failure((pass, errs): tilec_midend::passes::PassError) -> Diagnostic {
+    let mut d = Diagnostic::error("E0900", format!("internal compiler error: the IR verifier failed after `{pass}`"));
+    for e in errs.iter().take(10) {
+        d = d.note(e.to_string());
+    }
+    d.help("this is a bug in tilec; please report it with the program")
 }
 
 /// Infers a kernel's generic parameters from argument dtypes and shapes (see
