@@ -104,6 +104,27 @@ fn emit_llvm_prints_vector_ir_of_each_instance() {
     assert!(ir.contains("x float>"), "no f32 vectors in the IR");
 }
 
+/// With the LLVM backend, tile loads indexed by `program_id(0)` in a kernel that reads no other
+/// grid axis prefetch the same tile of the next program (`potrf_batched`, one program per
+/// matrix); a 2-D grid (`gemm`) has no such order, and no prefetches.
+#[cfg(feature = "ptx")]
+#[test]
+fn batched_loads_prefetch_the_next_program() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let (code, ir, err) =
+        tilec(&["build", &format!("{root}/stdlib/linalg.tile"), "--emit", "llvm", "--backend", "llvm"]);
+    assert_eq!(code, 0, "{err}");
+    let body = |name: &str| -> String {
+        let start = ir.find(&format!("define void @{name}(")).unwrap_or_else(|| panic!("no {name}"));
+        let len = ir[start..].find("\n}\n").expect("end of function");
+        ir[start..start + len].to_string()
+    };
+    assert!(body("potrf_batched__f32").contains("@llvm.prefetch"));
+    assert!(body("trsm_right_lower_t_batched__f64").contains("@llvm.prefetch"));
+    assert!(!body("gemm__f32__32__32__32").contains("@llvm.prefetch"));
+    assert!(!body("gemm_batched__f32__32__32__32").contains("@llvm.prefetch"));
+}
+
 /// `--emit tir --backend llvm` and `--dump-after block-rank1 --backend llvm` show the module the
 /// LLVM backend compiles: `examples/cholesky.tile`'s two rank-1 loops as blocked tile products
 /// (with the rank-1 loops for the rest); plain `--emit tir` shows the rank-1 loops alone, and

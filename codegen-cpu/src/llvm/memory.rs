@@ -32,6 +32,9 @@ struct Access<'ctx> {
     slices: Vec<SliceDim<'ctx>>,
     /// Whether the last slice is the array's innermost dimension (contiguous rows).
     contiguous: bool,
+    /// The element offset of the same access in the next program (`program_id(0) + 1`), when
+    /// a single index is `program_id(0)` (`Gen::batch_ids`).
+    next: Option<IntValue<'ctx>>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -54,11 +57,17 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut base = self.i64c(0);
         let mut at_ok = self.cx.bool_type().const_int(1, false);
         let mut slices = Vec::new();
+        let mut next_step = None;
         for d in 0..n {
             let i = self.wide(self.val(idx[d])?)?;
             let t = b.build_int_mul(i, strides[d], "").map_err(be)?;
             base = b.build_int_add(base, t, "").map_err(be)?;
             match kinds[d] {
+                Index::At if next_step.is_none() && self.batch_ids.contains(&idx[d]) => {
+                    next_step = Some(strides[d]);
+                    let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
+                    at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
+                }
                 Index::At => {
                     let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
                     at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
@@ -67,7 +76,52 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         }
         let contiguous = matches!(kinds.last(), Some(Index::Slice(_)));
-        Ok(Access { ptr, elem: self.elem(array), base, at_ok, slices, contiguous })
+        let next = match next_step {
+            Some(st) => Some(b.build_int_add(base, st, "").map_err(be)?),
+            None => None,
+        };
+        Ok(Access { ptr, elem: self.elem(array), base, at_ok, slices, contiguous, next })
+    }
+
+    /// Prefetches the rows of the tile that access `a` reads in the next program (which the
+    /// CPU launcher runs next on this thread): one program's loads then bring in the next
+    /// one's data while it computes, where the first touch of each tile would otherwise wait
+    /// on memory. A prefetch never faults, so addresses past the array are harmless.
+    fn prefetch_next(&self, a: &Access<'ctx>, rows: u32, cols: u32) -> Result<(), CodegenError> {
+        let Some(next) = a.next else { return Ok(()) };
+        if !a.contiguous {
+            return Ok(());
+        }
+        let (row, _) = Self::tile_dims(a);
+        let ptr_t = self.cx.ptr_type(inkwell::AddressSpace::default());
+        let i32t = self.cx.i32_type();
+        let f = self.m.get_function("llvm.prefetch.p0").unwrap_or_else(|| {
+            let ft = self.cx.void_type().fn_type(&[ptr_t.into(), i32t.into(), i32t.into(), i32t.into()], false);
+            self.m.add_function("llvm.prefetch.p0", ft, None)
+        });
+        // The first and the last element of each row: a row of up to 64 bytes spans at most
+        // two cache lines.
+        let line = 64 / a.elem.bytes().max(1);
+        for r in 0..rows {
+            let off = match row {
+                Some(rd) => {
+                    let o = self.b.build_int_mul(self.i64c(r as i64), rd.stride, "").map_err(be)?;
+                    self.b.build_int_add(next, o, "").map_err(be)?
+                }
+                None => next,
+            };
+            for c in (0..cols).step_by(line as usize).chain(std::iter::once(cols.saturating_sub(1))) {
+                let p = self.raw_ptr(a, self.add_off(off, c)?)?;
+                let args = [
+                    p.into(),
+                    i32t.const_zero().into(),
+                    i32t.const_int(3, false).into(),
+                    i32t.const_int(1, false).into(),
+                ];
+                self.b.build_call(f, &args, "").map_err(be)?;
+            }
+        }
+        Ok(())
     }
 
     /// Whether every element of the slice lies inside the array.
@@ -232,6 +286,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let old = if into { Some(self.tile(op.args[0])?) } else { None };
         let dst = self.new_tile(op.results[0])?;
         let (rows, cols) = shape(self.f.ty(op.results[0]));
+        self.prefetch_next(&a, rows, cols)?;
         // `s` in the array, `tc` in the tile (they differ for the storage types).
         let s = a.elem;
         let tc = s.compute();

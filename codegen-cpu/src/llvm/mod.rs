@@ -15,10 +15,12 @@
 //!
 //! Two rewrites of its own, both keeping the bits: the module first goes through
 //! `tilec_midend::passes::cpu_passes(true)` (with `block-rank1`: loops of rank-1 updates read
-//! from arrays become tile products), and a `transpose` used once as a product's left operand is
-//! not formed: the product reads its elements in place
-//! (`tilec_midend::fusion::transposed_left_operands`; potrs 4096 x 92 f32 120-126 -> 111-113
-//! ms on a 2-core Zen 2).
+//! from arrays become tile products), and a `transpose` or `neg` used once as (part of) a
+//! product's left operand is not formed: the product reads its elements in place, negated
+//! where needed (`tilec_midend::fusion::left_operands`; transposes: potrs 4096 x 92 f32
+//! 120-126 -> 111-113 ms on a 2-core Zen 2; negations: potrf 512 x 92 f32 8.4-8.6 -> 8.0-8.4
+//! ms on one Zen 3 thread). In a kernel with one grid axis, tile loads indexed by
+//! `program_id(0)` also prefetch the next program's tile (`memory.rs`, `prefetch_next`).
 
 mod control;
 mod factor;
@@ -41,6 +43,7 @@ use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, OptimizationLevel};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
+use tilec_midend::fusion::LeftOperand;
 use tilec_midend::{FuncKind, Function, Kernel, Scalar, Type, Value};
 
 pub(crate) type V<'ctx> = BasicValueEnum<'ctx>;
@@ -88,9 +91,14 @@ pub(crate) struct Gen<'ctx, 'f> {
     frame: u64,
     /// How many operands (in all regions) refer to each value.
     pub(crate) uses: HashMap<Value, usize>,
-    /// Transposes left unformed, read in place by the product that uses them
-    /// (`tilec_midend::fusion::transposed_left_operands`): result -> transposed tile.
-    pub(crate) transposed_a: HashMap<Value, Value>,
+    /// Left operands of products read in place (`tilec_midend::fusion::left_operands`):
+    /// operand -> how to read it.
+    pub(crate) left_views: HashMap<Value, LeftOperand>,
+    /// The `transpose` and `neg` results those reads leave unformed.
+    pub(crate) unformed: std::collections::HashSet<Value>,
+    /// The `program_id(0)` values of a kernel that uses no other grid axis: loads indexed by
+    /// one prefetch the next program's tile (`memory.rs`, `prefetch_next`).
+    pub(crate) batch_ids: std::collections::HashSet<Value>,
 }
 
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
@@ -196,11 +204,14 @@ fn lower_function<'ctx>(
         results,
         fma: crate::isa::host_has_fma(),
         uses: HashMap::new(),
-        transposed_a: HashMap::new(),
+        left_views: HashMap::new(),
+        unformed: Default::default(),
+        batch_ids: Default::default(),
         frame: 0,
     };
     f.body.count_uses(&mut g.uses);
-    g.transposed_a = tilec_midend::fusion::transposed_left_operands(f, &g.uses);
+    (g.left_views, g.unformed) = tilec_midend::fusion::left_operands(f, &g.uses);
+    g.batch_ids = batch_ids(f);
     g.params(param(0))?;
     g.region(&f.body)?;
     crate::lower::check_frame(k, g.frame)?;
@@ -209,6 +220,27 @@ fn lower_function<'ctx>(
     g.b.build_return(None).map_err(be)?;
     g.allocas.build_unconditional_branch(start).map_err(be)?;
     Ok(())
+}
+
+/// The results of `program_id(0)` in `f`, if it reads no other grid axis: then the CPU
+/// launcher runs program `b + 1` after `b` on the same thread (but at the ends of its parts).
+fn batch_ids(f: &Function) -> std::collections::HashSet<Value> {
+    fn walk(r: &tilec_midend::Region, ids: &mut Vec<(u8, Value)>) {
+        for op in &r.ops {
+            if let tilec_midend::OpKind::ProgramId(ax) = op.kind {
+                ids.push((ax, op.results[0]));
+            }
+            for reg in &op.regions {
+                walk(reg, ids);
+            }
+        }
+    }
+    let mut ids = Vec::new();
+    walk(&f.body, &mut ids);
+    if ids.iter().any(|(ax, _)| *ax != 0) {
+        return Default::default();
+    }
+    ids.into_iter().map(|(_, v)| v).collect()
 }
 
 /// A JIT-compiled kernel: the LLVM context and execution engine that own its code.

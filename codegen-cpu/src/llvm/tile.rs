@@ -271,6 +271,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let rt = self.f.ty(op.results[0]).clone();
         let s = rt.elem();
         let sh = shape(&rt);
+        if self.unformed.contains(&op.results[0]) {
+            // A `transpose` or `neg` that the product using it reads in place (`matmul_into`).
+            return Ok(());
+        }
         match &op.kind {
             OpKind::Fill(Fill::Iota(axis)) => {
                 let dst = self.new_tile(op.results[0])?;
@@ -318,8 +322,6 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Rank1(alpha) => self.outer(op, s, Some(*alpha))?,
             OpKind::Matmul => self.matmul(op, s, false)?,
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
-            // Read in place by the product that uses it (`matmul_into`).
-            OpKind::Transpose if self.transposed_a.contains_key(&op.results[0]) => {}
             OpKind::Transpose => self.transpose(op, s)?,
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
             OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
@@ -402,9 +404,12 @@ impl<'ctx> Gen<'ctx, '_> {
             Type::Tile { shape: sh, .. } if sh.len() == 2 => sh[1],
             _ => 1,
         };
-        // A transposed `a` left unformed: a[i, k] is element [k, i] of the tile it transposes.
-        let a_t = self.transposed_a.get(&op.args[base]).copied();
-        let (a, b) = (self.tile(a_t.unwrap_or(op.args[base]))?, self.tile(op.args[base + 1])?);
+        // A transposed and/or negated `a` left unformed: a[i, k] is (minus) element [i, k] or
+        // [k, i] of the tile it is made from.
+        let view = self.left_views.get(&op.args[base]).copied();
+        let a_src = view.map_or(op.args[base], |v| v.source);
+        let (a_t, a_neg) = view.map_or((false, false), |v| (v.transposed, v.negated));
+        let (a, b) = (self.tile(a_src)?, self.tile(op.args[base + 1])?);
         // With a `k` loop, the operands from memory copies: `a`'s elements as broadcast loads,
         // `b`'s rows as loads (64 x 64 x 64 f32 gemm tiles: 32 -> 23 ms for 1024^3 here;
         // unrolled 16 x 16 x 16 products are faster from their own storage).
@@ -429,7 +434,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     });
                 }
                 // Where a[i0 + r, kk] is: row-major `m x k`, or `k x m` when transposed.
-                let (a_row_stride, a_k_stride) = if a_t.is_some() { (1, m) } else { (k, 1) };
+                let (a_row_stride, a_k_stride) = if a_t { (1, m) } else { (k, 1) };
                 let a_rows: Vec<IntValue<'ctx>> =
                     (0..rows).map(|r| row_off(g, r, a_row_stride, 0)).collect::<Result<_, _>>()?;
                 let step = |g: &mut Self, kk: IntValue<'ctx>, accs: &mut Vec<V<'ctx>>| -> Result<(), CodegenError> {
@@ -441,6 +446,8 @@ impl<'ctx> Gen<'ctx, '_> {
                         let aoff = g.b.build_int_add(ak, *ar, "").map_err(be)?;
                         let aik = g.load_elem(a, s, aoff)?;
                         let aik = g.splat(aik, len)?;
+                        // Negated as a vector, which x86 folds into the FMA (`vfnmadd`).
+                        let aik = if a_neg { g.unary(tilec_midend::UnOp::Neg, s, aik)? } else { aik };
                         *acc = g.fma3(s, aik, bk, *acc)?;
                     }
                     Ok(())

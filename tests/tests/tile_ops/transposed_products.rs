@@ -1,11 +1,11 @@
 //! Products whose left operand is a transpose used only there (`transpose(A[..]) @ B[..]`, as
 //! in potrs's backward solve), which the LLVM CPU backend reads in place instead of forming
-//! the transpose (`tilec_midend::fusion::transposed_left_operands`).
+//! the transpose (`tilec_midend::fusion::left_operands`).
 
 use super::*;
 
 /// `transpose(A) @ B` as a product, subtracted (`t -= ..`) and accumulated in a loop (`acc +=
-/// ..`), for tiles of 1x1x1 to 77x40x131 (`k` above 32 takes the product's `k` loop) over
+/// ..`), and negated (`-transpose(A) @ B`, `transpose(-A) @ B` accumulated in a loop), for tiles of 1x1x1 to 77x40x131 (`k` above 32 takes the product's `k` loop) over
 /// arrays smaller than the tiles; against an f64 reference, and the same bits from Cranelift
 /// (which forms the transpose) and LLVM (which does not).
 #[test]
@@ -15,7 +15,7 @@ fn transposed_left_operands_in_place() {
             // Arrays a little smaller than the tiles where they can be (zero padding).
             let (am, ak, bn) = ((m - m / 4).max(1), (k - k / 5).max(1), (n - n / 3).max(1));
             let src = format!(
-                "kernel k<T: float>(A: T[K, M], B: T[K, N], X: T[M, N], O: mut T[3, {m}, {n}]) grid(1) {{
+                "kernel k<T: float>(A: T[K, M], B: T[K, N], X: T[M, N], O: mut T[5, {m}, {n}]) grid(1) {{
                     O[0, 0:{m}, 0:{n}] = transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}];
                     let t = X[0:{m}, 0:{n}];
                     t -= transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}];
@@ -23,6 +23,10 @@ fn transposed_left_operands_in_place() {
                     let acc = X[0:{m}, 0:{n}];
                     for r in 0..2 {{ acc += transpose(A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}]; }}
                     O[2, 0:{m}, 0:{n}] = acc;
+                    O[3, 0:{m}, 0:{n}] = (-transpose(A[0:{k}, 0:{m}])) @ B[0:{k}, 0:{n}];
+                    let acc2 = X[0:{m}, 0:{n}];
+                    for r in 0..2 {{ acc2 += transpose(-A[0:{k}, 0:{m}]) @ B[0:{k}, 0:{n}]; }}
+                    O[4, 0:{m}, 0:{n}] = acc2;
                 }}"
             );
             let mut rng = Rng::new(11 + (m * k * n) as u64);
@@ -32,20 +36,20 @@ fn transposed_left_operands_in_place() {
                     ("A", arr(elem, &a, &[ak, am])),
                     ("B", arr(elem, &b, &[ak, bn])),
                     ("X", arr(elem, &x, &[am, bn])),
-                    ("O", sentinel(elem, &[3, m, n])),
+                    ("O", sentinel(elem, &[5, m, n])),
                 ]
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect()
             };
             let ctx = format!("{elem:?} {m}x{k}x{n}");
-            // The three products' left operands are read in place.
+            // The five products' left operands are read in place.
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
             let module = compiled(&set, "k", &args());
             let body = &module.funcs[module.kernels[0].body];
             let mut uses = HashMap::new();
             body.body.count_uses(&mut uses);
-            assert_eq!(tilec_midend::fusion::transposed_left_operands(body, &uses).len(), 3, "{ctx}");
+            assert_eq!(tilec_midend::fusion::left_operands(body, &uses).0.len(), 5, "{ctx}");
             // Reference (zero-padded operands).
             let at = |v: &[f64], rows: usize, cols: usize, i: usize, j: usize| {
                 if i < rows && j < cols {
@@ -54,7 +58,7 @@ fn transposed_left_operands_in_place() {
                     0.0
                 }
             };
-            let mut want = vec![SENTINEL; 3 * m * n];
+            let mut want = vec![SENTINEL; 5 * m * n];
             for i in 0..m {
                 for j in 0..n {
                     let p: f64 = (0..k).map(|q| at(&a, ak, am, q, i) * at(&b, ak, bn, q, j)).sum();
@@ -62,6 +66,8 @@ fn transposed_left_operands_in_place() {
                     want[i * n + j] = p;
                     want[(m + i) * n + j] = x0 - p;
                     want[(2 * m + i) * n + j] = x0 + 2.0 * p;
+                    want[(3 * m + i) * n + j] = -p;
+                    want[(4 * m + i) * n + j] = x0 - 2.0 * p;
                 }
             }
             let backends = cpu_backends();
