@@ -120,6 +120,31 @@ impl<'ctx> Gen<'ctx, '_> {
             .collect()
     }
 
+    /// Lets the tiles that the body `r` yields be computed in their carried storage, so that
+    /// the yield copies nothing: a value yielded at position `k` and used nowhere else, made by
+    /// an op of `r` that reads the carried tile `params[k]` (which nothing else reads) and
+    /// writes each element of its result only after reading that element: `matmul_acc` and
+    /// `rank1` into their accumulator, and an elementwise binary op of two same-shaped tiles
+    /// (a fused `t - a @ b` too). The loop-carried products of potrf and the trsm kernels.
+    fn in_place_results(&mut self, r: &Region, params: &[Value], carried: &[Carried<'ctx>]) {
+        let Some(y) = r.ops.last().filter(|o| o.kind == OpKind::Yield) else { return };
+        for ((&v, &param), c) in y.args.iter().zip(params).zip(carried) {
+            let Carried::Tile(ptr, _) = c else { continue };
+            if v == param || self.uses.get(&v) != Some(&1) || self.uses.get(&param) != Some(&1) {
+                continue;
+            }
+            let Some(op) = r.ops.iter().find(|o| o.results.first() == Some(&v)) else { continue };
+            let in_place = match op.kind {
+                OpKind::MatmulAcc | OpKind::Rank1(_) => op.args[0] == param,
+                OpKind::Bin(_) => op.args.contains(&param) && op.args.iter().all(|a| self.f.ty(*a) == self.f.ty(v)),
+                _ => false,
+            };
+            if in_place {
+                self.in_place.insert(v, *ptr);
+            }
+        }
+    }
+
     /// Stores the yielded `vals` into the carried storage, staging tiles through temporaries
     /// when a source is another carried value's storage.
     fn yield_to(&mut self, vals: &[Value], targets: &[Carried<'ctx>]) -> Result<(), CodegenError> {
@@ -193,6 +218,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = &op.regions[0];
         self.held.insert(r.params[0], Held::Val(i.into()));
         self.bind_carried(&r.params[1..], &carried)?;
+        self.in_place_results(r, &r.params[1..], &carried);
         if let Some(ys) = self.region_yield(r)? {
             self.yield_to(&ys, &carried)?;
         }

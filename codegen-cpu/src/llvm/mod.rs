@@ -99,6 +99,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     /// The `program_id(0)` values of a kernel that uses no other grid axis: loads indexed by
     /// one prefetch the next program's tile (`memory.rs`, `prefetch_next`).
     pub(crate) batch_ids: std::collections::HashSet<Value>,
+    /// Results to compute in a loop's carried storage (`control.rs`, `in_place_results`).
+    pub(crate) in_place: HashMap<Value, PointerValue<'ctx>>,
 }
 
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
@@ -207,6 +209,7 @@ fn lower_function<'ctx>(
         left_views: HashMap::new(),
         unformed: Default::default(),
         batch_ids: Default::default(),
+        in_place: HashMap::new(),
         frame: 0,
     };
     f.body.count_uses(&mut g.uses);

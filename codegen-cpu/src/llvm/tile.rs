@@ -68,6 +68,10 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// New storage for the tile result `v`.
     pub(crate) fn new_tile(&mut self, v: Value) -> Result<PointerValue<'ctx>, CodegenError> {
+        if let Some(p) = self.in_place.remove(&v) {
+            self.held.insert(v, Held::Tile(p));
+            return Ok(p);
+        }
         let t = self.f.ty(v);
         let p = self.alloca(t.elem(), t.tile_len())?;
         self.held.insert(v, Held::Tile(p));

@@ -13,6 +13,7 @@ use tilec_tests::{
 };
 
 mod broadcast;
+mod carried_tiles;
 mod edges;
 mod elementwise;
 mod guarded_selects;
