@@ -20,7 +20,8 @@ printed separately), for each CPU backend of `--backends` (default: Cranelift an
 calls after warm-up, one child process per measurement). Every result, tilec's included, is
 checked against the float64 reference: max over the batch of max|x - ref| / max|ref|.
 The table prints each peer's time divided by tilec's, one column per tilec backend (above 1:
-tilec is faster).
+tilec is faster). With `--rounds N` every workload runs N times, tilec and the peers in turn,
+and the table gives the medians over the rounds, their range, and the ratios of the medians.
 """
 import argparse
 import json
@@ -282,22 +283,32 @@ def attention(args, b, n):
 
 
 def summary(backends):
+    """The table: per (workload, shape, implementation) the median over the rounds, the range
+    when there were several, and each peer's median over tilec's."""
     cols = [f"tilec f32 {b}" for b in backends]
-    print("\n| workload | shape | implementation | median ms | max rel err | "
+    groups = {}
+    for w, s, who, t, e, note in ROWS:
+        g = groups.setdefault((w, s, who), {"t": [], "e": [], "note": note})
+        if t is not None:
+            g["t"].append(t)
+        if e is not None:
+            g["e"].append(e)
+    rounds = max((len(g["t"]) for g in groups.values()), default=1)
+    med = {k: (float(np.median(g["t"])) if g["t"] else None) for k, g in groups.items()}
+    print("\n| workload | shape | implementation | median ms | "
+          + ("range ms | " if rounds > 1 else "") + "max rel err | "
           + " | ".join(f"peer time / {c}" for c in cols) + " |")
-    print("|---|---|---|---|---|" + "---|" * len(cols))
-    tilec_t = {}
-    for w, s, who, t, e, note in ROWS:
-        if who in cols:
-            tilec_t[(w, s, who)] = t
-    for w, s, who, t, e, note in ROWS:
+    print("|---|---|---|---|" + ("---|" if rounds > 1 else "") + "---|" + "---|" * len(cols))
+    for (w, s, who), g in groups.items():
+        t = med[(w, s, who)]
         ratios = []
         for c in cols:
-            base = tilec_t.get((w, s, c)) if not who.startswith("tilec") and "f64" not in who else None
+            base = med.get((w, s, c)) if not who.startswith("tilec") and "f64" not in who else None
             ratios.append(f"{t / base:.2f}x" if (base and t) else "")
-        ts = f"{t * 1e3:.3f}" if t else "failed " + note
-        es = f"{e:.1e}" if e is not None else ""
-        print(f"| {w} | {s} | {who} | {ts} | {es} | " + " | ".join(ratios) + " |")
+        ts = f"{t * 1e3:.3f}" if t else "failed " + g["note"]
+        rs = f"{min(g['t']) * 1e3:.1f}-{max(g['t']) * 1e3:.1f} | " if rounds > 1 and g["t"] else ("| " if rounds > 1 else "")
+        es = f"{max(g['e']):.1e}" if g["e"] else ""
+        print(f"| {w} | {s} | {who} | {ts} | {rs}{es} | " + " | ".join(ratios) + " |")
 
 
 def main():
@@ -310,9 +321,22 @@ def main():
     ap.add_argument("--no-f64", dest="f64", action="store_false")
     ap.add_argument("--backends", default="cranelift,llvm",
                     help="tilec's CPU code generators to time (llvm needs a tilec built with --features ptx)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every workload this many times, tilec and peers alternating; the table "
+                         "gives medians over the rounds and their range (runs on a shared VM vary by "
+                         "tens of percent)")
     args = ap.parse_args()
     args.backends = args.backends.split(",")
     only = set(args.only.split(","))
+    for r in range(args.rounds):
+        if args.rounds > 1:
+            print(f"-- round {r + 1} of {args.rounds}", flush=True)
+        one_round(args, only)
+    summary(args.backends)
+
+
+def one_round(args, only):
+    """Every workload of `only` once: tilec and the peers."""
     if "potrf" in only:
         for b, n in [(4096, 92), (4096, 16), (1024, 64)]:
             potrf(args, b, n, ["numpy", "quadrants", "warp_tile"])
@@ -329,7 +353,6 @@ def main():
         layer_norm(args, 1 << 18)
     if "attention" in only:
         attention(args, 1 << 15, 29)
-    summary(args.backends)
 
 
 if __name__ == "__main__":
