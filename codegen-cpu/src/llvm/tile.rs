@@ -200,31 +200,6 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    /// A copy of the tile at `t` (`len` elements) that stays in memory: stored with volatile
-    /// stores, which LLVM keeps, so that reads from it are loads (a broadcast of one element is
-    /// one load) rather than shuffles of registers that the tile's own storage may be promoted
-    /// to. For operands read many times, where registers are short (16 x 16 f32 tiles are 32
-    /// AVX2 registers).
-    pub(crate) fn in_memory(
-        &mut self,
-        t: PointerValue<'ctx>,
-        s: Scalar,
-        len: u32,
-    ) -> Result<PointerValue<'ctx>, CodegenError> {
-        let tmp = self.alloca(s, len)?;
-        let w = width(s);
-        for c in (0..len).step_by(w as usize) {
-            let n = w.min(len - c);
-            let off = self.i64c(c as i64);
-            let x = self.load_vec(t, s, off, n)?;
-            let p = self.elem_ptr(tmp, s, off)?;
-            let st = self.b.build_store(p, x).map_err(be)?;
-            st.set_alignment(s.bytes()).map_err(be)?;
-            st.set_volatile(true).map_err(be)?;
-        }
-        Ok(tmp)
-    }
-
     pub(crate) fn add_off(&self, off: IntValue<'ctx>, c: u32) -> Result<IntValue<'ctx>, CodegenError> {
         if c == 0 {
             return Ok(off);
@@ -414,10 +389,11 @@ impl<'ctx> Gen<'ctx, '_> {
         let a_src = view.map_or(op.args[base], |v| v.source);
         let (a_t, a_neg) = view.map_or((false, false), |v| (v.transposed, v.negated));
         let (a, b) = (self.tile(a_src)?, self.tile(op.args[base + 1])?);
-        // With a `k` loop, the operands from memory copies: `a`'s elements as broadcast loads,
-        // `b`'s rows as loads (64 x 64 x 64 f32 gemm tiles: 32 -> 23 ms for 1024^3 here;
-        // unrolled 16 x 16 x 16 products are faster from their own storage).
-        let (a, b) = if k > UNROLL_K { (self.in_memory(a, s, m * k)?, self.in_memory(b, s, k * n)?) } else { (a, b) };
+        // The operands are read from their own storage, with a `k` loop too. (Volatile copies
+        // of them, read in the loop instead, made 64 x 64 x 64 gemm tiles faster on a Zen 2
+        // when they were added, but on a Zen 3 with today's code they cost 15%: gemm 1024^3
+        // f32 on one thread 35 -> 30 ms, f64 68-78 -> 60-63 ms, two threads 17-24 -> 15-21
+        // ms: twice the stack bytes per `k` block in a 32 KiB L1.)
         let c = if acc { Some(self.tile(op.args[0])?) } else { None };
         let w = width(s);
         let chunks: Vec<(u32, u32)> =
