@@ -126,6 +126,10 @@ impl<'ctx> Gen<'ctx, '_> {
     /// writes each element of its result only after reading that element: `matmul_acc` and
     /// `rank1` into their accumulator, and an elementwise binary op of two same-shaped tiles
     /// (a fused `t - a @ b` too). The loop-carried products of potrf and the trsm kernels.
+    ///
+    /// Sound because no other value of the body names the carried storage: tile storage is
+    /// only handed out by `new_tile` (fresh, or this map) and `bind_carried`. An op that made
+    /// its result a view of an operand's storage would break the "nothing else reads it" count.
     fn in_place_results(&mut self, r: &Region, params: &[Value], carried: &[Carried<'ctx>]) {
         let Some(y) = r.ops.last().filter(|o| o.kind == OpKind::Yield) else { return };
         for ((&v, &param), c) in y.args.iter().zip(params).zip(carried) {
