@@ -72,13 +72,19 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
         let mut peeled = Vec::new();
         // Peel `transpose` and `neg` (each at most once) while the value is used once.
         while view.source != b && uses.get(&view.source) == Some(&1) && matrix(view.source) {
-            match makers.get(&view.source) {
-                Some(&(true, src)) if !view.transposed && matrix(src) => view.transposed = true,
-                Some(&(false, _)) if !view.negated => view.negated = true,
+            let src = match makers.get(&view.source) {
+                Some(&(true, src)) if !view.transposed && matrix(src) => {
+                    view.transposed = true;
+                    src
+                }
+                Some(&(false, src)) if !view.negated => {
+                    view.negated = true;
+                    src
+                }
                 _ => break,
-            }
+            };
             peeled.push(view.source);
-            view.source = makers[&view.source].1;
+            view.source = src;
         }
         if !peeled.is_empty() {
             unformed.extend(peeled);

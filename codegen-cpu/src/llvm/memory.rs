@@ -63,12 +63,10 @@ impl<'ctx> Gen<'ctx, '_> {
             let t = b.build_int_mul(i, strides[d], "").map_err(be)?;
             base = b.build_int_add(base, t, "").map_err(be)?;
             match kinds[d] {
-                Index::At if next_step.is_none() && self.batch_ids.contains(&idx[d]) => {
-                    next_step = Some(strides[d]);
-                    let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
-                    at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
-                }
                 Index::At => {
+                    if next_step.is_none() && self.batch_ids.contains(&idx[d]) {
+                        next_step = Some(strides[d]);
+                    }
                     let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
                     at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
                 }
@@ -93,12 +91,6 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(());
         }
         let (row, _) = Self::tile_dims(a);
-        let ptr_t = self.cx.ptr_type(inkwell::AddressSpace::default());
-        let i32t = self.cx.i32_type();
-        let f = self.m.get_function("llvm.prefetch.p0").unwrap_or_else(|| {
-            let ft = self.cx.void_type().fn_type(&[ptr_t.into(), i32t.into(), i32t.into(), i32t.into()], false);
-            self.m.add_function("llvm.prefetch.p0", ft, None)
-        });
         // The first and the last element of each row: a row of up to 64 bytes spans at most
         // two cache lines.
         let line = 64 / a.elem.bytes().max(1);
@@ -111,14 +103,12 @@ impl<'ctx> Gen<'ctx, '_> {
                 None => next,
             };
             for c in (0..cols).step_by(line as usize).chain(std::iter::once(cols.saturating_sub(1))) {
+                // Read, into L1 (locality 3), data cache.
                 let p = self.raw_ptr(a, self.add_off(off, c)?)?;
-                let args = [
-                    p.into(),
-                    i32t.const_zero().into(),
-                    i32t.const_int(3, false).into(),
-                    i32t.const_int(1, false).into(),
-                ];
-                self.b.build_call(f, &args, "").map_err(be)?;
+                self.call_void(
+                    "llvm.prefetch.p0",
+                    &[p.into(), self.i32c(0).into(), self.i32c(3).into(), self.i32c(1).into()],
+                )?;
             }
         }
         Ok(())

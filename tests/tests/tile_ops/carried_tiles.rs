@@ -68,19 +68,10 @@ fn carried_tiles_updated_in_place() {
                 }
             }
             let set = SourceSet::with_stdlib("test.tile", src.as_str());
-            let backends = cpu_backends();
-            let outs: Vec<Vec<f64>> = backends
-                .iter()
-                .map(|&be| {
-                    let runner = tilec::CpuRunner::with_backend(&set, "k", &args(), &HashMap::new(), be)
-                        .unwrap_or_else(|_| panic!("{ctx}: does not compile with {be}\n{src}"));
-                    let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{ctx}: {be}: {e}"));
-                    out(&bound, "O")
-                })
-                .collect();
-            assert_normwise(&outs[0], &want, tol(elem) * 10.0, &ctx);
-            for (o, be) in outs.iter().zip(&backends).skip(1) {
-                assert_exact(o, &outs[0], &format!("{ctx}: {be} against Cranelift"));
+            let outs = outputs_per_backend(&set, "k", args, "O", &ctx);
+            assert_normwise(&outs[0].1, &want, tol(elem) * 10.0, &ctx);
+            for (be, o) in &outs[1..] {
+                assert_exact(o, &outs[0].1, &format!("{ctx}: {be} against Cranelift"));
             }
         }
     }

@@ -47,11 +47,8 @@ fn guarded_selects() {
                         want[(2 * r + i) * c + j] = if keep { x.sin() } else { x.tanh() };
                     }
                 }
-                for be in cpu_backends() {
-                    let runner = tilec::CpuRunner::with_backend(&set, "k", &args(), &HashMap::new(), be)
-                        .unwrap_or_else(|_| panic!("{ctx}: does not compile with {be}\n{src}"));
-                    let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{ctx}: {be}: {e}"));
-                    assert_close(&out(&bound, "O"), &want, tol(elem), &format!("{ctx}, {be}"));
+                for (be, o) in outputs_per_backend(&set, "k", args, "O", &ctx) {
+                    assert_close(&o, &want, tol(elem), &format!("{ctx}, {be}"));
                 }
             }
             // The three selects became branches.

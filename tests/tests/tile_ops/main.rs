@@ -84,6 +84,32 @@ fn cpu_backends() -> Vec<tilec::CpuBackend> {
     [tilec::CpuBackend::Cranelift, tilec::CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect()
 }
 
+/// Runs `kernel` of `set` once with each CPU backend ([`cpu_backends`], Cranelift first), each
+/// on fresh `args()`, and returns the array `name` after each run. Compile and launch errors
+/// fail the test, naming `ctx` and the backend.
+fn outputs_per_backend(
+    set: &SourceSet,
+    kernel: &str,
+    args: impl Fn() -> HashMap<String, ArgValue>,
+    name: &str,
+    ctx: &str,
+) -> Vec<(tilec::CpuBackend, Vec<f64>)> {
+    cpu_backends()
+        .into_iter()
+        .map(|be| {
+            let runner =
+                tilec::CpuRunner::with_backend(set, kernel, &args(), &HashMap::new(), be).unwrap_or_else(|d| {
+                    panic!(
+                        "{ctx}: does not compile with {be}:\n{}",
+                        render_diagnostics(&d, set, ErrorFormat::Human, false)
+                    )
+                });
+            let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{ctx}: {be}: {e}"));
+            (be, out(&bound, name))
+        })
+        .collect()
+}
+
 fn out(b: &Bound, name: &str) -> Vec<f64> {
     b.array(name).expect("array output").to_f64_vec()
 }
