@@ -93,3 +93,88 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
     }
     (views, unformed)
 }
+
+/// Tile loads that a product may read straight from the array instead of a copy: the result
+/// of a `load` of a 2-D tile of `f32` or `f64` with contiguous rows (its last index a slice),
+/// used once, as the right operand `b` of a `matmul` or `matmul_acc`, or as the source of its
+/// left operand `a` (directly or through the `transpose`/`neg` of `views`, from
+/// `left_operands`), in the same region as the product, with no op between the two that may
+/// write memory (stores, atomic adds, barriers, calls, or ops with regions), and with at most
+/// `max_elems` elements. The backend then reads the operand's elements from the array where
+/// the whole tile lies inside it, and falls back to the load's copy (with its bounds rules)
+/// where it does not: the same values, so the same bits. `max_elems` keeps large operands
+/// copied (a copy is a packing: a 64 x 64 tile read in place from a wide matrix strides
+/// through few cache sets). `uses`: operand counts (`Region::count_uses`).
+pub fn direct_loads(
+    f: &Function,
+    uses: &HashMap<Value, usize>,
+    views: &HashMap<Value, LeftOperand>,
+    max_elems: u32,
+) -> HashSet<Value> {
+    fn writes(op: &Op) -> bool {
+        matches!(
+            op.kind,
+            OpKind::Store(_) | OpKind::StoreMasked(_) | OpKind::AtomicAdd(_) | OpKind::Barrier | OpKind::Call(_)
+        ) || !op.regions.is_empty()
+    }
+    struct Cx<'a> {
+        f: &'a Function,
+        uses: &'a HashMap<Value, usize>,
+        views: &'a HashMap<Value, LeftOperand>,
+        max_elems: u32,
+    }
+    impl Cx<'_> {
+        fn candidate(&self, op: &Op) -> bool {
+            let OpKind::Load(kinds) = &op.kind else { return false };
+            let slices = kinds.iter().filter(|k| matches!(k, crate::Index::Slice(_))).count();
+            let Type::Tile { elem, shape } = self.f.ty(op.results[0]) else { return false };
+            slices == 2
+                && matches!(kinds.last(), Some(crate::Index::Slice(_)))
+                && matches!(elem, crate::Scalar::F32 | crate::Scalar::F64)
+                && shape.len() == 2
+                && shape.iter().product::<u32>() <= self.max_elems
+                && self.f.ty(op.args[0]).elem() == *elem
+                && self.uses.get(&op.results[0]) == Some(&1)
+        }
+
+        fn walk(&self, r: &Region, out: &mut HashSet<Value>) {
+            // Candidate loads of this region (result -> position), and the last writer's.
+            let mut loads: HashMap<Value, usize> = HashMap::new();
+            let mut last_write = None;
+            for (i, op) in r.ops.iter().enumerate() {
+                if self.candidate(op) {
+                    loads.insert(op.results[0], i);
+                }
+                let base = match op.kind {
+                    OpKind::Matmul => Some(0),
+                    OpKind::MatmulAcc => Some(1),
+                    _ => None,
+                };
+                if let Some(base) = base {
+                    let (a, b) = (op.args[base], op.args[base + 1]);
+                    let a_src = self.views.get(&a).map_or(a, |v| v.source);
+                    for v in [a_src, b] {
+                        match (loads.get(&v), last_write) {
+                            (Some(_), None) => {
+                                out.insert(v);
+                            }
+                            (Some(&at), Some(w)) if w < at => {
+                                out.insert(v);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if writes(op) {
+                    last_write = Some(i);
+                }
+                for reg in &op.regions {
+                    self.walk(reg, out);
+                }
+            }
+        }
+    }
+    let mut out = HashSet::new();
+    Cx { f, uses, views, max_elems }.walk(&f.body, &mut out);
+    out
+}

@@ -1,0 +1,97 @@
+//! Products whose operands the LLVM CPU backend reads straight from their arrays
+//! (`tilec_midend::fusion::direct_loads`): from the array where the tile lies inside it, from a
+//! copy with the load's bounds rules where it does not, and never past a store that follows
+//! the load.
+
+use super::*;
+
+/// Blocked products over a batch of `N x N` matrices (three programs), `N` from 1 to 77 so
+/// that tiles are inside, partial or past the array: `X - A X + A^T A` block by block, with
+/// both operands and a transposed left operand read in place; then a product whose left
+/// operand was loaded before a store to its array (it must see the old values). Against an
+/// f64 reference, with the same bits from Cranelift and LLVM.
+#[test]
+fn product_operands_read_in_place() {
+    for elem in FLOATS {
+        for n in [1usize, 16, 17, 40, 77] {
+            let src =
+                "kernel k<T: float>(A: T[B, N, N], X: mut T[B, N, N], O: mut T[B, N, N], P: mut T[B, 16, 16]) grid(B) {
+                    let b = program_id(0);
+                    for ib in 0..cdiv(N, 16) {
+                        let i0 = ib * 16;
+                        for jb in 0..cdiv(N, 16) {
+                            let j0 = jb * 16;
+                            let t = X[b, i0:i0+16, j0:j0+16];
+                            for kb in 0..cdiv(N, 16) {
+                                let k0 = kb * 16;
+                                t -= A[b, i0:i0+16, k0:k0+16] @ X[b, k0:k0+16, j0:j0+16];
+                                t += transpose(A[b, k0:k0+16, i0:i0+16]) @ A[b, k0:k0+16, j0:j0+16];
+                            }
+                            O[b, i0:i0+16, j0:j0+16] = t;
+                        }
+                    }
+                    let p = X[b, 0:16, 0:16];
+                    X[b, 0:16, 0:16] = A[b, 0:16, 0:16];
+                    P[b, 0:16, 0:16] = p @ X[b, 0:16, 0:16];
+                }";
+            let batch = 3;
+            let mut rng = Rng::new(17 + n as u64);
+            let (a, x) = (rng.vec(batch * n * n, -1.0, 1.0), rng.vec(batch * n * n, -1.0, 1.0));
+            let args = || -> HashMap<String, ArgValue> {
+                [
+                    ("A", arr(elem, &a, &[batch, n, n])),
+                    ("X", arr(elem, &x, &[batch, n, n])),
+                    ("O", sentinel(elem, &[batch, n, n])),
+                    ("P", sentinel(elem, &[batch, 16, 16])),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+            };
+            let ctx = format!("{elem:?} N={n}");
+            // The four operand loads in the loop, and the right operand after the store; not
+            // `p`, loaded before it.
+            let set = SourceSet::with_stdlib("test.tile", src);
+            let module = compiled(&set, "k", &args());
+            let body = &module.funcs[module.kernels[0].body];
+            let mut uses = HashMap::new();
+            body.body.count_uses(&mut uses);
+            let (views, _) = tilec_midend::fusion::left_operands(body, &uses);
+            assert_eq!(tilec_midend::fusion::direct_loads(body, &uses, &views, 256).len(), 5, "{ctx}");
+            // Reference: element (i, j) of matrix `m` of `v`, zero outside `lim`.
+            let at = |v: &[f64], m: usize, i: usize, j: usize, lim: usize| {
+                if i < lim && j < lim {
+                    v[(m * n + i) * n + j]
+                } else {
+                    0.0
+                }
+            };
+            let (mut want_o, mut want_p) = (vec![0.0; batch * n * n], vec![SENTINEL; batch * 256]);
+            for m in 0..batch {
+                for i in 0..n {
+                    for j in 0..n {
+                        let ax: f64 = (0..n).map(|q| at(&a, m, i, q, n) * at(&x, m, q, j, n)).sum();
+                        let ata: f64 = (0..n).map(|q| at(&a, m, q, i, n) * at(&a, m, q, j, n)).sum();
+                        want_o[(m * n + i) * n + j] = at(&x, m, i, j, n) - ax + ata;
+                    }
+                }
+                // `p` holds the old X; the right operand, A's values where X was overwritten.
+                for i in 0..16 {
+                    for j in 0..16 {
+                        let lim = n.min(16);
+                        let v: f64 = (0..16).map(|q| at(&x, m, i, q, lim) * at(&a, m, q, j, lim)).sum();
+                        want_p[(m * 16 + i) * 16 + j] = v;
+                    }
+                }
+            }
+            for (name, want) in [("O", &want_o), ("P", &want_p)] {
+                let outs = outputs_per_backend(&set, "k", args, name, &ctx);
+                let ctx = format!("{ctx} {name}");
+                assert_normwise(&outs[0].1, want, tol(elem) * 10.0, &ctx);
+                for (be, o) in &outs[1..] {
+                    assert_exact(o, &outs[0].1, &format!("{ctx}: {be} against Cranelift"));
+                }
+            }
+        }
+    }
+}
