@@ -22,6 +22,15 @@ pub fn is_matmul_sub(f: &Function, uses: &HashMap<Value, usize>, mm: &Op, sub: &
         && matches!(f.ty(p), Type::Tile { shape, .. } if shape.len() == 2)
 }
 
+/// The operands `(a, b)` of a product `a @ b`: a `matmul`, or a `matmul_acc` (`c + a @ b`).
+pub fn product_operands(op: &Op) -> Option<(Value, Value)> {
+    match op.kind {
+        OpKind::Matmul => Some((op.args[0], op.args[1])),
+        OpKind::MatmulAcc => Some((op.args[1], op.args[2])),
+        _ => None,
+    }
+}
+
 /// How a product reads its left operand in place (`left_operands`): `a[i, k]` is element
 /// `[i, k]` of `source`, or `[k, i]` when `transposed`, negated when `negated`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,9 +63,7 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
                 OpKind::Un(UnOp::Neg) => {
                     makers.insert(op.results[0], (false, op.args[0]));
                 }
-                OpKind::Matmul => lefts.push((op.args[0], op.args[1])),
-                OpKind::MatmulAcc => lefts.push((op.args[1], op.args[2])),
-                _ => {}
+                _ => lefts.extend(product_operands(op)),
             }
             for reg in &op.regions {
                 walk(reg, makers, lefts);
@@ -98,8 +105,8 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
 /// of a `load` of a 2-D tile of `f32` or `f64` with contiguous rows (its last index a slice),
 /// used once, as the right operand `b` of a `matmul` or `matmul_acc`, or as the source of its
 /// left operand `a` (directly or through the `transpose`/`neg` of `views`, from
-/// `left_operands`), in the same region as the product, with no op between the two that may
-/// write memory (stores, atomic adds, barriers, calls, or ops with regions), and with at most
+/// `left_operands`), in the same region as the product, with no op with an effect between
+/// the two (`Op::has_effect`: stores, atomic adds, barriers, calls, loops, ifs), and with at most
 /// `max_elems` elements. The backend then reads the operand's elements from the array where
 /// the whole tile lies inside it, and falls back to the load's copy (with its bounds rules)
 /// where it does not: the same values, so the same bits. `max_elems` keeps large operands
@@ -111,12 +118,6 @@ pub fn direct_loads(
     views: &HashMap<Value, LeftOperand>,
     max_elems: u32,
 ) -> HashSet<Value> {
-    fn writes(op: &Op) -> bool {
-        matches!(
-            op.kind,
-            OpKind::Store(_) | OpKind::StoreMasked(_) | OpKind::AtomicAdd(_) | OpKind::Barrier | OpKind::Call(_)
-        ) || !op.regions.is_empty()
-    }
     struct Cx<'a> {
         f: &'a Function,
         uses: &'a HashMap<Value, usize>,
@@ -138,35 +139,24 @@ pub fn direct_loads(
         }
 
         fn walk(&self, r: &Region, out: &mut HashSet<Value>) {
-            // Candidate loads of this region (result -> position), and the last writer's.
+            // Candidate loads of this region (result -> position), and the last op with an effect.
             let mut loads: HashMap<Value, usize> = HashMap::new();
-            let mut last_write = None;
+            let mut last_effect = None;
             for (i, op) in r.ops.iter().enumerate() {
                 if self.candidate(op) {
                     loads.insert(op.results[0], i);
                 }
-                let base = match op.kind {
-                    OpKind::Matmul => Some(0),
-                    OpKind::MatmulAcc => Some(1),
-                    _ => None,
-                };
-                if let Some(base) = base {
-                    let (a, b) = (op.args[base], op.args[base + 1]);
+                if let Some((a, b)) = product_operands(op) {
                     let a_src = self.views.get(&a).map_or(a, |v| v.source);
                     for v in [a_src, b] {
-                        match (loads.get(&v), last_write) {
-                            (Some(_), None) => {
-                                out.insert(v);
-                            }
-                            (Some(&at), Some(w)) if w < at => {
-                                out.insert(v);
-                            }
-                            _ => {}
+                        // Loaded after the last op with an effect (if any) before the product.
+                        if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
+                            out.insert(v);
                         }
                     }
                 }
-                if writes(op) {
-                    last_write = Some(i);
+                if op.has_effect() {
+                    last_effect = Some(i);
                 }
                 for reg in &op.regions {
                     self.walk(reg, out);

@@ -348,6 +348,28 @@ pub struct Op {
     pub loc: Loc,
 }
 
+impl Op {
+    /// Whether the op does more than compute its results: writes memory (stores, atomic adds),
+    /// orders it (barriers), transfers control (terminators, calls), or holds regions that may
+    /// do any of these (`for`, `if`, `while`). Dead-code elimination keeps such ops; an op
+    /// without effect may be moved past another without effect.
+    pub fn has_effect(&self) -> bool {
+        matches!(
+            self.kind,
+            OpKind::Store(_)
+                | OpKind::StoreMasked(_)
+                | OpKind::AtomicAdd(_)
+                | OpKind::Barrier
+                | OpKind::Return
+                | OpKind::Yield
+                | OpKind::Call(_)
+                | OpKind::For
+                | OpKind::If
+                | OpKind::While
+        )
+    }
+}
+
 /// A list of operations with block parameters, ending in a terminator where required.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Region {

@@ -55,22 +55,6 @@ fn fusable(
     matmuls.contains_key(&m) && uses.get(&m) == Some(&1) && m != c && vals[c.0 as usize].ty == vals[m.0 as usize].ty
 }
 
-fn has_effect(op: &Op) -> bool {
-    matches!(
-        op.kind,
-        OpKind::Store(_)
-            | OpKind::StoreMasked(_)
-            | OpKind::AtomicAdd(_)
-            | OpKind::Barrier
-            | OpKind::Return
-            | OpKind::Yield
-            | OpKind::Call(_)
-            | OpKind::For
-            | OpKind::If
-            | OpKind::While
-    )
-}
-
 /// Removes unused pure ops in one backward sweep: ops are visited last to first (nested
 /// regions before the op that holds them), and removing an op releases the uses of its
 /// operands, so a whole chain of dead ops goes at once (SSA: every use of a value comes after
@@ -78,7 +62,7 @@ fn has_effect(op: &Op) -> bool {
 fn dce(r: &mut Region, uses: &mut HashMap<Value, usize>) {
     let mut removed = vec![false; r.ops.len()];
     for (i, op) in r.ops.iter_mut().enumerate().rev() {
-        if has_effect(op) || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0) {
+        if op.has_effect() || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0) {
             for reg in &mut op.regions {
                 dce(reg, uses);
             }

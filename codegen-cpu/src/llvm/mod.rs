@@ -29,6 +29,7 @@
 mod control;
 mod factor;
 mod half;
+mod matmul;
 mod memory;
 mod scalar;
 mod tile;
@@ -224,7 +225,7 @@ fn lower_function<'ctx>(
     };
     f.body.count_uses(&mut g.uses);
     (g.left_views, g.unformed) = tilec_midend::fusion::left_operands(f, &g.uses);
-    g.direct = tilec_midend::fusion::direct_loads(f, &g.uses, &g.left_views, tile::DIRECT_MAX_ELEMS);
+    g.direct = tilec_midend::fusion::direct_loads(f, &g.uses, &g.left_views, matmul::DIRECT_MAX_ELEMS);
     g.batch_ids = batch_ids(f);
     g.params(param(0))?;
     g.region(&f.body)?;
