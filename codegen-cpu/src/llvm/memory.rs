@@ -9,9 +9,12 @@ use super::tile::shape;
 use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::VectorType;
-use inkwell::values::{AsValueRef, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use tilec_midend::{Index, Op, OpKind, Scalar, Value};
+
+/// The longest vector segment (lanes) a column mask covers, and a third of the mask table.
+const MASK_TABLE_SPAN: u32 = 64;
 
 /// One slice dimension of an access.
 #[derive(Clone, Copy)]
@@ -194,6 +197,79 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.b.build_and(ok, rk, "").map_err(be)?.into())
     }
 
+    /// The lanes of columns `c0..c0+len` that lie inside the array's column range (whatever
+    /// the row), for the masked vector loads and stores of the contiguous rows of `s`: lane
+    /// `j` is in when `0 <= start + c0 + j < dim`, as an all-ones or zero integer of `s`'s
+    /// width (`lane_mask` tests its sign where it is used). The range `lo..hi` is clamped on
+    /// scalars and the lanes read from a constant table (`mask_table`) at offsets `lo` and
+    /// `hi`: instruction selection works a block at a time, and lane compares would be sunk
+    /// into (and redone in) every row's block, while x86's masked moves take the table's lanes
+    /// as they are.
+    fn col_range_mask(&self, cd: &SliceDim<'ctx>, c0: u32, len: u32, s: Scalar) -> Result<V<'ctx>, CodegenError> {
+        let b = &self.b;
+        let clamp = |x: IntValue<'ctx>, lo: i64, hi: i64| -> Result<IntValue<'ctx>, CodegenError> {
+            let (l, h) = (self.i64c(lo), self.i64c(hi));
+            let below = b.build_int_compare(IntPredicate::SLT, x, l, "").map_err(be)?;
+            let x = b.build_select(below, l, x, "").map_err(be)?.into_int_value();
+            let above = b.build_int_compare(IntPredicate::SGT, x, h, "").map_err(be)?;
+            Ok(b.build_select(above, h, x, "").map_err(be)?.into_int_value())
+        };
+        // Array extents are far below 2^50, so clamping the first column there keeps the
+        // differences below from overflowing without changing which lanes are in.
+        let big = 1i64 << 50;
+        let first = clamp(b.build_int_add(cd.start, self.i64c(c0 as i64), "").map_err(be)?, -big, big)?;
+        let lo = clamp(b.build_int_neg(first, "").map_err(be)?, 0, len as i64)?;
+        let hi = clamp(b.build_int_sub(cd.dim, first, "").map_err(be)?, 0, len as i64)?;
+        let (table, it) = self.mask_table(s);
+        let w = MASK_TABLE_SPAN as i64;
+        let lanes_at = |off: IntValue<'ctx>| -> Result<_, CodegenError> {
+            // SAFETY (LLVM semantics): `off + len <= 3 * MASK_TABLE_SPAN`, inside the table.
+            let p = unsafe { b.build_gep(it, table, &[off], "") }.map_err(be)?;
+            let v = b.build_load(it.vec_type(len), p, "").map_err(be)?;
+            v.as_instruction_value().expect("load").set_alignment(s.bytes().max(1)).map_err(be)?;
+            Ok(v.into_vector_value())
+        };
+        // Lane j is below `hi` where table[w - hi + j] is all ones (in the first span), and at
+        // or after `lo` where table[2w - lo + j] is (in the last span).
+        let before_hi = lanes_at(b.build_int_sub(self.i64c(w), hi, "").map_err(be)?)?;
+        let after_lo = lanes_at(b.build_int_sub(self.i64c(2 * w), lo, "").map_err(be)?)?;
+        Ok(b.build_and(before_hi, after_lo, "").map_err(be)?.into())
+    }
+
+    /// A constant table of `3 * MASK_TABLE_SPAN` integers of `s`'s width: all ones, zeros,
+    /// all ones (one per module and width).
+    fn mask_table(&self, s: Scalar) -> (PointerValue<'ctx>, inkwell::types::IntType<'ctx>) {
+        let bits = 8 * s.bytes().max(1);
+        let it = match bits {
+            64 => self.cx.i64_type(),
+            16 => self.cx.i16_type(),
+            8 => self.cx.i8_type(),
+            _ => self.cx.i32_type(),
+        };
+        let name = format!("tilec.mask_table.i{bits}");
+        if let Some(g) = self.m.get_global(&name) {
+            return (g.as_pointer_value(), it);
+        }
+        let span = MASK_TABLE_SPAN as usize;
+        let vals: Vec<_> = (0..3 * span)
+            .map(|i| if (span..2 * span).contains(&i) { it.const_zero() } else { it.const_all_ones() })
+            .collect();
+        let init = it.const_array(&vals);
+        let g = self.m.add_global(init.get_type(), None, &name);
+        g.set_initializer(&init);
+        g.set_constant(true);
+        g.set_linkage(inkwell::module::Linkage::Private);
+        g.set_unnamed_addr(true);
+        (g.as_pointer_value(), it)
+    }
+
+    /// The `i1` lanes of a mask from `col_range_mask`.
+    fn lane_mask(&self, ones: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let ones = ones.into_vector_value();
+        let zero = ones.get_type().const_zero();
+        Ok(self.b.build_int_compare(IntPredicate::SLT, ones, zero, "").map_err(be)?.into())
+    }
+
     fn align(&self, s: Scalar) -> V<'ctx> {
         self.i32c(s.bytes() as i64).into()
     }
@@ -364,6 +440,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 })
             },
             |g| {
+                if a.contiguous && s != Scalar::Bool && !s.is_half() {
+                    return g.fill_rows_masked(a, dst, (rows, cols), old);
+                }
                 let dummy = g.dummy(s)?;
                 g.each_row(0, rows, cols, tc, |g, row| {
                     let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
@@ -375,11 +454,7 @@ impl<'ctx> Gen<'ctx, '_> {
                             None => g.splat(g.constant(tc, 0.0), len)?,
                         };
                         let mask = g.col_mask(&cd, c0, len, row_ok)?;
-                        let x = if a.contiguous && s != Scalar::Bool && !s.is_half() {
-                            let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
-                            let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
-                            g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?
-                        } else {
+                        let x = {
                             let mut v = pass;
                             for j in 0..len {
                                 let o = g.b.build_int_mul(g.i64c((c0 + j) as i64), cd.stride, "").map_err(be)?;
@@ -402,6 +477,56 @@ impl<'ctx> Gen<'ctx, '_> {
         )
     }
 
+    /// The partial-tile path of `fill_tile` for contiguous rows of a masked-load type: a row
+    /// inside the array's row range is a masked vector load per segment (the columns inside,
+    /// `col_range_mask`, computed once for every row); a row outside it takes zero or `old`'s
+    /// values, behind a branch rather than a mask.
+    fn fill_rows_masked(
+        &mut self,
+        a: &Access<'ctx>,
+        dst: PointerValue<'ctx>,
+        (rows, cols): (u32, u32),
+        old: Option<PointerValue<'ctx>>,
+    ) -> Result<(), CodegenError> {
+        let s = a.elem;
+        let (_, cd) = Self::tile_dims(a);
+        let segs = super::tile::segments(cols, s);
+        let masks: Vec<_> =
+            segs.iter().map(|&(c0, len)| self.col_range_mask(&cd, c0, len, s)).collect::<Result<_, _>>()?;
+        self.each_row(0, rows, cols, s, |g, row| {
+            let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+            let (off, row_ok) = g.row_at(a, r)?;
+            let pass = |g: &Self, c0: u32, len: u32| match old {
+                Some(o) => g.load_vec(o, s, g.add_off(row, c0)?, len),
+                None => g.splat(g.constant(s, 0.0), len),
+            };
+            g.branches(
+                row_ok,
+                |g| {
+                    for (&(c0, len), &mask) in segs.iter().zip(&masks) {
+                        let pass = pass(g, c0, len)?;
+                        let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
+                        let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
+                        let mask = g.lane_mask(mask)?;
+                        let x = g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?;
+                        g.store_vec(dst, s, g.add_off(row, c0)?, x)?;
+                    }
+                    Ok(())
+                },
+                |g| {
+                    if old == Some(dst) {
+                        return Ok(());
+                    }
+                    for &(c0, len) in &segs {
+                        let x = pass(g, c0, len)?;
+                        g.store_vec(dst, s, g.add_off(row, c0)?, x)?;
+                    }
+                    Ok(())
+                },
+            )
+        })
+    }
+
     /// Stores a tile; elements outside the array are not written.
     /// Stores the tile `v` to the in-bounds elements of `a`; with `user_mask` (a `bool` tile of
     /// `v`'s shape), only where it is true.
@@ -415,9 +540,31 @@ impl<'ctx> Gen<'ctx, '_> {
         let inside = self.all_inside(a)?;
         let (_, cd) = Self::tile_dims(a);
         let segs = super::tile::segments(cols, tc);
+        let masked_moves = a.contiguous && s != Scalar::Bool && !s.is_half();
         let put_row = |g: &mut Self, row: IntValue<'ctx>, masked: bool, dummy: Option<PointerValue<'ctx>>| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
             let (off, row_ok) = g.row_at(a, r)?;
+            if masked && masked_moves {
+                // A row outside the array's row range is skipped behind a branch; the columns
+                // inside are one mask for every row.
+                let masks: Vec<_> =
+                    segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, c0, len, s)).collect::<Result<_, _>>()?;
+                return g.guarded(row_ok, |g| {
+                    for (&(c0, len), &mask) in segs.iter().zip(&masks) {
+                        let t = g.add_off(row, c0)?;
+                        let x = g.load_vec(src, tc, t, len)?;
+                        let mut mask = g.lane_mask(mask)?;
+                        if let Some(p) = um_ptr {
+                            let u = g.load_vec(p, Scalar::Bool, t, len)?.into_vector_value();
+                            mask = g.b.build_and(mask.into_vector_value(), u, "").map_err(be)?.into();
+                        }
+                        let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
+                        let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
+                        g.call_void(&name, &[x, p.into(), g.align(s), mask])?;
+                    }
+                    Ok(())
+                });
+            }
             for &(c0, len) in &segs {
                 let t = g.add_off(row, c0)?;
                 let x = g.load_vec(src, tc, t, len)?;
@@ -429,14 +576,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 if a.contiguous && !masked {
                     let p = g.add_off(off, c0)?;
                     g.store_vec(a.ptr, s, p, x)?;
-                } else if a.contiguous && s != Scalar::Bool && !s.is_half() {
-                    let mut mask = g.col_mask(&cd, c0, len, row_ok)?;
-                    if let Some(u) = um {
-                        mask = g.b.build_and(mask.into_vector_value(), u, "").map_err(be)?.into();
-                    }
-                    let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
-                    let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
-                    g.call_void(&name, &[x, p.into(), g.align(s), mask])?;
                 } else {
                     let mut mask = if masked { Some(g.col_mask(&cd, c0, len, row_ok)?) } else { None };
                     if let (Some(m), Some(u)) = (mask, um) {
