@@ -43,16 +43,20 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let rows = self.rows_of(src, s, n, n)?;
         let mut u = self.transpose_rows(&rows, s, n)?;
+        // Row j of U at a time (left-looking): the finished rows before it subtracted in
+        // order, then its pivot. Row j meets the operations of the right-looking form above in
+        // the same order (the same bits), and only the row being finished is written.
         for j in 0..n as usize {
-            let piv = self.lane(u[j], j as u32)?;
+            let mut row = u[j];
+            for &uk in &u[..j] {
+                let ukj = self.lane(uk, j as u32)?;
+                row = self.sub_scaled(s, row, uk, ukj, n)?;
+            }
+            let piv = self.lane(row, j as u32)?;
             let piv = self.bin(BinOp::Max, s, piv, eps)?;
             let d = self.unary(UnOp::Sqrt, s, piv)?;
-            u[j] = self.splat_div(s, u[j], d, n)?;
-            u[j] = self.with_lane(u[j], j as u32, d)?;
-            for k in j + 1..n as usize {
-                let lkj = self.lane(u[j], k as u32)?;
-                u[k] = self.sub_scaled(s, u[k], u[j], lkj, n)?;
-            }
+            row = self.splat_div(s, row, d, n)?;
+            u[j] = self.with_lane(row, j as u32, d)?;
         }
         let l = self.transpose_rows(&u, s, n)?;
         let zero = self.splat(self.constant(s, 0.0), n)?;
@@ -108,14 +112,21 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let mut x = self.rows_of(b, s, br, bc)?;
         if kind.left {
-            // T X = B: finish row i, then subtract it from the rows after it in the order.
+            // T X = B, row i of X at a time: the rows finished before it subtracted in the
+            // order, then the division. Each row meets the operations of the right-looking
+            // form (finish row i, subtract it from every later row) in the same order, so the
+            // bits are the same; but only the row being finished is written, where the
+            // right-looking form rewrites every later row at each step (spilled and reloaded
+            // when X has more rows than the machine has vector registers).
             for (step, &i) in order.iter().enumerate() {
+                let mut acc = x[i];
+                for &k in &order[..step] {
+                    acc = self.sub_scaled(s, acc, x[k], t(self, i, k)?, bc)?;
+                }
                 if !kind.unit {
-                    x[i] = self.splat_div(s, x[i], t(self, i, i)?, bc)?;
+                    acc = self.splat_div(s, acc, t(self, i, i)?, bc)?;
                 }
-                for &r in &order[step + 1..] {
-                    x[r] = self.sub_scaled(s, x[r], x[i], t(self, r, i)?, bc)?;
-                }
+                x[i] = acc;
             }
             return self.put_rows(dst, s, bc, &x);
         }

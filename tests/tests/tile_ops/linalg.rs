@@ -494,3 +494,134 @@ fn solve_triangular_is_right_lower_transposed() {
 // ---------------------------------------------------------------------------------------
 // map, atomic_add, shared arrays, tile elements.
 // ---------------------------------------------------------------------------------------
+
+/// Rounds `x` to `elem` (f32 or f64): an f32 operation is the f64 operation on f32 values
+/// rounded once more (binary64 holds the exact result of `+ - * / sqrt` on binary32 values
+/// closely enough that the second rounding is innocuous).
+fn rnd(elem: Scalar, x: f64) -> f64 {
+    if elem == Scalar::F32 {
+        x as f32 as f64
+    } else {
+        x
+    }
+}
+
+/// `X` of `a.METHOD(b)` by the substitution of docs/language.md §9 with a rounding after
+/// every operation and no fused multiply-add: with `U = op(A)`, each unknown is its
+/// right-hand side minus the products with the unknowns solved before it (in the solve's
+/// order), then divided by the diagonal. `b` is `n x m` (left) or `m x n` (right).
+fn trsm_in_order(elem: Scalar, op: TrsmOp, a: &[f64], n: usize, b: &[f64], m: usize) -> Vec<f64> {
+    let u = |p: usize, q: usize| if op.trans { a[q * n + p] } else { a[p * n + q] };
+    let u_lower = op.lower != op.trans;
+    // Left: U X = B; right: X U = B, that is U^T X^T = B^T, solved forward when U^T is lower.
+    let forward = if op.left { u_lower } else { !u_lower };
+    let order: Vec<usize> = if forward { (0..n).collect() } else { (0..n).rev().collect() };
+    let mut x = b.to_vec();
+    let at = |i: usize, c: usize| if op.left { i * m + c } else { c * n + i };
+    for c in 0..m {
+        for (step, &i) in order.iter().enumerate() {
+            let mut acc = x[at(i, c)];
+            for &k in &order[..step] {
+                let coef = if op.left { u(i, k) } else { u(k, i) };
+                acc = rnd(elem, acc - rnd(elem, coef * x[at(k, c)]));
+            }
+            if !op.unit {
+                acc = rnd(elem, acc / u(i, i));
+            }
+            x[at(i, c)] = acc;
+        }
+    }
+    x
+}
+
+/// The lower factor of `cholesky_` by the documented operations (factor.rs, the SIMT
+/// lowering): on the rows of U = L^T, each row minus the products with the finished rows
+/// before it in order, then the pivot `max(u[j][j], eps)`, its square root `d`, the row
+/// divided by `d`; rounded after every operation, no fused multiply-add.
+fn cholesky_in_order(elem: Scalar, a: &[f64], n: usize, eps: f64) -> Vec<f64> {
+    // u[j][l] = A[l][j]: only the lower triangle of A matters for the result.
+    let mut u: Vec<Vec<f64>> = (0..n).map(|j| (0..n).map(|l| a[l * n + j]).collect()).collect();
+    for j in 0..n {
+        let (done, rest) = u.split_at_mut(j);
+        let row = &mut rest[0];
+        for uk in done.iter() {
+            let ukj = uk[j];
+            for (x, y) in row.iter_mut().zip(uk) {
+                *x = rnd(elem, *x - rnd(elem, y * ukj));
+            }
+        }
+        let d = rnd(elem, row[j].max(rnd(elem, eps)).sqrt());
+        row.iter_mut().for_each(|x| *x = rnd(elem, *x / d));
+        row[j] = d;
+    }
+    (0..n * n).map(|e| if e % n <= e / n { u[e % n][e / n] } else { 0.0 }).collect()
+}
+
+/// The LLVM CPU backend takes the operations of the SIMT lowering in the documented order in
+/// its register solves and Cholesky (a product, then a subtraction, per unknown solved
+/// before, in order; then the division), so it agrees bit for bit with the in-order
+/// references above on odd, full and wide tiles. (Cranelift fuses the product and the
+/// subtraction; it is checked to rounding by the tests above.)
+#[test]
+fn llvm_solves_and_cholesky_round_in_the_documented_order() {
+    let Some(llvm) = cpu_backends().into_iter().find(|b| matches!(b, tilec::CpuBackend::Llvm)) else { return };
+    let mut rng = Rng::new(19);
+    for elem in FLOATS {
+        for op in TrsmOp::all() {
+            for (n, m) in [(16, 16), (5, 17), (16, 3), (13, 40)] {
+                let mut a = tilec_tests::round_f32(&random_triangular(&mut rng, n, op.lower, 1e3));
+                if op.unit {
+                    (0..n).for_each(|i| a[i * n + i] = 7.0);
+                }
+                let b = tilec_tests::round_f32(&rng.vec(n * m, -1.0, 1.0));
+                let xshape = if op.left { [n, m] } else { [m, n] };
+                let src = format!(
+                    "kernel k<T: float>(A: T[{n}, {n}], X: mut T[{r}, {c}]) grid(1) {{
+                        let a = A[0:{n}, 0:{n}];
+                        let b = X[0:{r}, 0:{c}];
+                        a.{}(b);
+                        X[0:{r}, 0:{c}] = b;
+                    }}",
+                    op.method(),
+                    r = xshape[0],
+                    c = xshape[1],
+                );
+                let set = SourceSet::with_stdlib("test.tile", &src);
+                let args = || {
+                    HashMap::from([
+                        ("A".to_string(), arr(elem, &a, &[n, n])),
+                        ("X".to_string(), arr(elem, &b, &xshape)),
+                    ])
+                };
+                let ctx = format!("{elem:?} {} n={n} m={m}", op.method());
+                let outs = outputs_per_backend(&set, "k", args, "X", &ctx);
+                let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
+                let want = trsm_in_order(elem, op, &a, n, &b, m);
+                assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+            }
+        }
+        for n in [16, 7, 33] {
+            let a = tilec_tests::round_f32(&random_spd(1, n, 200 + n as u64));
+            let src = format!(
+                "kernel k<T: float>(A: T[{n}, {n}], O: mut T[{n}, {n}], eps: T) grid(1) {{
+                    let d = A[0:{n}, 0:{n}];
+                    d.cholesky_(eps);
+                    O[0:{n}, 0:{n}] = d;
+                }}"
+            );
+            let set = SourceSet::with_stdlib("test.tile", &src);
+            let args = || {
+                HashMap::from([
+                    ("A".to_string(), arr(elem, &a, &[n, n])),
+                    ("O".to_string(), sentinel(elem, &[n, n])),
+                    ("eps".to_string(), float(elem, 1e-6)),
+                ])
+            };
+            let ctx = format!("{elem:?} cholesky_ n={n}");
+            let outs = outputs_per_backend(&set, "k", args, "O", &ctx);
+            let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
+            let want = cholesky_in_order(elem, &a, n, 1e-6);
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+        }
+    }
+}
