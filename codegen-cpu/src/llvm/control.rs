@@ -99,7 +99,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.position_at_end(b);
     }
 
-    fn block(&self) -> inkwell::basic_block::BasicBlock<'ctx> {
+    pub(crate) fn block(&self) -> inkwell::basic_block::BasicBlock<'ctx> {
         self.cx.append_basic_block(self.func, "")
     }
 

@@ -354,3 +354,37 @@ fn columns_and_tiles_of_odd_arrays() {
         }
     }
 }
+
+/// A `4 x 16` tile stored across the right edge of an array with every count of columns
+/// inside (1 to 16: each prefix of a vector segment, which the LLVM backend stores with plain
+/// stores of 8, 4, 2 and 1 elements), across the left edge likewise, and with its last row
+/// past the bottom edge: exactly the elements inside are written.
+#[test]
+fn stores_of_every_partial_row_length() {
+    let (r, c, m, n) = (4, 16, 7, 40);
+    let src = format!(
+        "kernel k<T: float>(S: T[{r}, {c}], O: mut T[M, N], r0: i32, c0: i32) grid(1) {{
+            O[r0:r0+{r}, c0:c0+{c}] = S[0:{r}, 0:{c}];
+        }}"
+    );
+    let mut rng = Rng::new(21);
+    for elem in FLOATS {
+        let s = rng.vec(r * c, -1.0, 1.0);
+        for inside in 1..=c as i64 {
+            for (r0, c0) in [(0, n as i64 - inside), (m as i64 - 3, n as i64 - inside), (1, inside - c as i64)] {
+                let b = run(
+                    &src,
+                    "k",
+                    vec![
+                        ("S", arr(elem, &s, &[r, c])),
+                        ("O", sentinel(elem, &[m, n])),
+                        ("r0", int(r0)),
+                        ("c0", int(c0)),
+                    ],
+                );
+                let ctx = format!("{elem:?} {r}x{c} into {m}x{n} at ({r0}, {c0})");
+                assert_exact(&out(&b, "O"), &stored(m, n, r0, c0, r, c, |i, j| s[i * c + j]), &ctx);
+            }
+        }
+    }
+}
