@@ -101,15 +101,17 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
     (views, unformed)
 }
 
-/// Tile loads that a product may read straight from the array instead of a copy: the result
-/// of a `load` of a 2-D tile of `f32` or `f64` with contiguous rows (its last index a slice),
-/// used once, as the right operand `b` of a `matmul` or `matmul_acc`, or as the source of its
-/// left operand `a` (directly or through the `transpose`/`neg` of `views`, from
-/// `left_operands`), in the same region as the product, with no op with an effect between
-/// the two (`Op::has_effect`: stores, atomic adds, barriers, calls, loops, ifs), and with at most
-/// `max_elems` elements. The backend then reads the operand's elements from the array where
-/// the whole tile lies inside it, and falls back to the load's copy (with its bounds rules)
-/// where it does not: the same values, so the same bits. `max_elems` keeps large operands
+/// Tile loads that a product or a triangular solve may read straight from the array instead
+/// of a copy: the result of a `load` or `load_into` of a 2-D tile of `f32` or `f64` with
+/// contiguous rows (its last index a slice), used once, as the right operand `b` of a
+/// `matmul` or `matmul_acc`, or as the source of its left operand `a` (directly or through
+/// the `transpose`/`neg` of `views`, from `left_operands`), or as the triangular tile of a
+/// `trsm`, in the same region as that reader, with no op with an effect between the two
+/// (`Op::has_effect`: stores, atomic adds, barriers, calls, loops, ifs), and with at most
+/// `max_elems` elements. The backend then reads the tile's elements from the array where the
+/// whole tile lies inside it (a `load_into`'s old values then play no part), and falls back to
+/// the load's copy (with its bounds rules) where it does not: the same values, so the same
+/// bits. `max_elems` keeps large operands
 /// copied (a copy is a packing: a 64 x 64 tile read in place from a wide matrix strides
 /// through few cache sets). `uses`: operand counts (`Region::count_uses`).
 pub fn direct_loads(
@@ -126,7 +128,11 @@ pub fn direct_loads(
     }
     impl Cx<'_> {
         fn candidate(&self, op: &Op) -> bool {
-            let OpKind::Load(kinds) = &op.kind else { return false };
+            let (kinds, array) = match &op.kind {
+                OpKind::Load(kinds) => (kinds, op.args[0]),
+                OpKind::LoadInto(kinds) => (kinds, op.args[1]),
+                _ => return false,
+            };
             let slices = kinds.iter().filter(|k| matches!(k, crate::Index::Slice(_))).count();
             let Type::Tile { elem, shape } = self.f.ty(op.results[0]) else { return false };
             slices == 2
@@ -134,7 +140,7 @@ pub fn direct_loads(
                 && matches!(elem, crate::Scalar::F32 | crate::Scalar::F64)
                 && shape.len() == 2
                 && shape.iter().product::<u32>() <= self.max_elems
-                && self.f.ty(op.args[0]).elem() == *elem
+                && self.f.ty(array).elem() == *elem
                 && self.uses.get(&op.results[0]) == Some(&1)
         }
 
@@ -146,13 +152,15 @@ pub fn direct_loads(
                 if self.candidate(op) {
                     loads.insert(op.results[0], i);
                 }
-                if let Some((a, b)) = product_operands(op) {
-                    let a_src = self.views.get(&a).map_or(a, |v| v.source);
-                    for v in [a_src, b] {
-                        // Loaded after the last op with an effect (if any) before the product.
-                        if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
-                            out.insert(v);
-                        }
+                let read: Vec<Value> = match (product_operands(op), &op.kind) {
+                    (Some((a, b)), _) => vec![self.views.get(&a).map_or(a, |v| v.source), b],
+                    (None, OpKind::Trsm(_)) => vec![op.args[0]],
+                    _ => vec![],
+                };
+                for v in read {
+                    // Loaded after the last op with an effect (if any) before the reader.
+                    if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
+                        out.insert(v);
                     }
                 }
                 if op.has_effect() {

@@ -106,7 +106,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     pub(crate) batch_ids: std::collections::HashSet<Value>,
     /// Results to compute in a loop's carried storage (`control.rs`, `in_place_results`).
     pub(crate) in_place: HashMap<Value, PointerValue<'ctx>>,
-    /// Tile loads that their product reads from the array (`tilec_midend::fusion::direct_loads`).
+    /// Tile loads that their product or triangular solve reads from the array
+    /// (`tilec_midend::fusion::direct_loads`).
     pub(crate) direct: std::collections::HashSet<Value>,
     /// Those loads reached so far, not yet read: their ops, emitted at the product.
     pub(crate) pending: HashMap<Value, tilec_midend::Op>,

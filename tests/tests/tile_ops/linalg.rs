@@ -600,6 +600,43 @@ fn llvm_solves_and_cholesky_round_in_the_documented_order() {
                 assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
             }
         }
+        // A 13 x 13 system in 16 x 16 tiles: the triangular tile loaded into the identity
+        // (`load_into`, partly outside its array: the copy path), X padded with zeros.
+        let (n, m, t) = (13, 5, 16);
+        for op in TrsmOp::all() {
+            let a = tilec_tests::round_f32(&random_triangular(&mut rng, n, op.lower, 1e3));
+            let b = tilec_tests::round_f32(&rng.vec(n * m, -1.0, 1.0));
+            let (xs, xshape, pshape) = if op.left {
+                (format!("0:{t}, 0:{m}"), [n, m], (t, m))
+            } else {
+                (format!("0:{m}, 0:{t}"), [m, n], (m, t))
+            };
+            let src = format!(
+                "kernel k<T: float>(A: T[{n}, {n}], X: mut T[{}, {}]) grid(1) {{
+                    let a = tile<T, {t}, {t}>::eye();
+                    a[:] = A[0:{t}, 0:{t}];
+                    let b = X[{xs}];
+                    a.{}(b);
+                    X[{xs}] = b;
+                }}",
+                xshape[0],
+                xshape[1],
+                op.method(),
+            );
+            let set = SourceSet::with_stdlib("test.tile", &src);
+            let args = || {
+                HashMap::from([("A".to_string(), arr(elem, &a, &[n, n])), ("X".to_string(), arr(elem, &b, &xshape))])
+            };
+            let ctx = format!("{elem:?} {} {n}x{n} in a {t}x{t} tile", op.method());
+            let outs = outputs_per_backend(&set, "k", args, "X", &ctx);
+            let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
+            let mut a_pad = tile_of(&a, n, n, 0, 0, t, t);
+            (n..t).for_each(|i| a_pad[i * t + i] = 1.0);
+            let b_pad = tile_of(&b, xshape[0], xshape[1], 0, 0, pshape.0, pshape.1);
+            let x = trsm_in_order(elem, op, &a_pad, t, &b_pad, m);
+            let want = tile_of(&x, pshape.0, pshape.1, 0, 0, xshape[0], xshape[1]);
+            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+        }
         for n in [16, 7, 33] {
             let a = tilec_tests::round_f32(&random_spd(1, n, 200 + n as u64));
             let src = format!(
