@@ -371,10 +371,48 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// The transpose of small row vectors: `cols` rows of `rows.len()` elements. Square tiles
     /// with a power-of-two extent use a shuffle network (`n log2 n` two-source shuffles: stage
-    /// `k` swaps bit `k` of the row index with bit `k` of the column index); others move
-    /// element by element.
+    /// `k` swaps bit `k` of the row index with bit `k` of the column index); tall and wide
+    /// tiles with power-of-two extents (a 32 x 16 right-hand side in a right solve) use it on
+    /// their square blocks, then concatenate or split rows; others move element by element.
     pub(crate) fn transpose_rows(&self, rows: &[V<'ctx>], s: Scalar, cols: u32) -> Result<Vec<V<'ctx>>, CodegenError> {
         let n = rows.len() as u32;
+        if n != cols && n.is_power_of_two() && cols.is_power_of_two() && n.min(cols) > 1 {
+            // A tall or wide power-of-two tile: its square blocks transposed as below.
+            let b = n.min(cols);
+            let i32t = self.cx.i32_type();
+            let shuffle = |x: V<'ctx>, y: V<'ctx>, idx: Vec<u32>| -> Result<V<'ctx>, CodegenError> {
+                let idx: Vec<_> = idx.into_iter().map(|i| i32t.const_int(i as u64, false)).collect();
+                let (x, y) = (x.into_vector_value(), y.into_vector_value());
+                Ok(self.b.build_shuffle_vector(x, y, VectorType::const_vector(&idx), "").map_err(be)?.into())
+            };
+            if n > cols {
+                // Rows in groups of `b`: output row i is row i of each group's transpose, in turn.
+                let blocks: Vec<Vec<V<'ctx>>> =
+                    rows.chunks(b as usize).map(|g| self.transpose_rows(g, s, cols)).collect::<Result<_, _>>()?;
+                return (0..cols as usize)
+                    .map(|i| {
+                        // Concatenated pairwise (a shuffle takes two vectors of one type).
+                        let (mut parts, mut w) = (blocks.iter().map(|blk| blk[i]).collect::<Vec<_>>(), b);
+                        while parts.len() > 1 {
+                            parts = parts
+                                .chunks(2)
+                                .map(|p| shuffle(p[0], p[1], (0..2 * w).collect()))
+                                .collect::<Result<_, _>>()?;
+                            w *= 2;
+                        }
+                        Ok(parts[0])
+                    })
+                    .collect();
+            }
+            // Columns in chunks of `b`: each chunk's transpose gives `b` output rows.
+            let mut out = Vec::new();
+            for h in 0..cols / b {
+                let chunk: Vec<V<'ctx>> =
+                    rows.iter().map(|r| shuffle(*r, *r, (h * b..h * b + b).collect())).collect::<Result<_, _>>()?;
+                out.extend(self.transpose_rows(&chunk, s, b)?);
+            }
+            return Ok(out);
+        }
         if n == cols && n.is_power_of_two() && n > 1 {
             let i32t = self.cx.i32_type();
             let mut m: Vec<V<'ctx>> = rows.to_vec();

@@ -134,7 +134,7 @@ fn matmul_accumulate_forms() {
 fn transpose_and_outer() {
     let mut rng = Rng::new(12);
     for elem in FLOATS {
-        for (r, c) in [(16, 16), (15, 17), (1, 17), (17, 1), (4, 32), (3, 64), (8, 12)] {
+        for (r, c) in [(16, 16), (15, 17), (1, 17), (17, 1), (4, 32), (3, 64), (8, 12), (32, 16), (16, 64), (2, 8)] {
             let src = format!(
                 "kernel k<T: float>(A: T[{r}, {c}], U: T[{r}], V: T[{c}], TT: mut T[{c}, {r}], O: mut T[{r}, {c}], D: mut T[{r}, {c}]) grid(1) {{
                     let a = A[0:{r}, 0:{c}];
@@ -560,7 +560,7 @@ fn cholesky_in_order(elem: Scalar, a: &[f64], n: usize, eps: f64) -> Vec<f64> {
 /// The LLVM CPU backend takes the operations of the SIMT lowering in the documented order in
 /// its register solves and Cholesky (a product, then a subtraction, per unknown solved
 /// before, in order; then the division), so it agrees bit for bit with the in-order
-/// references above on odd, full and wide tiles. (Cranelift fuses the product and the
+/// references above on odd, full, tall and wide tiles. (Cranelift fuses the product and the
 /// subtraction; it is checked to rounding by the tests above.)
 #[test]
 fn llvm_solves_and_cholesky_round_in_the_documented_order() {
@@ -568,7 +568,7 @@ fn llvm_solves_and_cholesky_round_in_the_documented_order() {
     let mut rng = Rng::new(19);
     for elem in FLOATS {
         for op in TrsmOp::all() {
-            for (n, m) in [(16, 16), (5, 17), (16, 3), (13, 40)] {
+            for (n, m) in [(16, 16), (5, 17), (16, 3), (13, 40), (16, 32), (16, 8)] {
                 let mut a = tilec_tests::round_f32(&random_triangular(&mut rng, n, op.lower, 1e3));
                 if op.unit {
                     (0..n).for_each(|i| a[i * n + i] = 7.0);
