@@ -216,10 +216,10 @@ impl<'ctx> Gen<'ctx, '_> {
     /// the row), for the masked vector loads and stores of the contiguous rows of `s`: lane
     /// `j` is in when `0 <= start + c0 + j < dim`, as an all-ones or zero integer of `s`'s
     /// width (`lane_mask` tests its sign where it is used). The range `lo..hi` is clamped on
-    /// scalars and the lanes read from a constant table (`mask_table`) at offsets `lo` and
-    /// `hi`: instruction selection works a block at a time, and lane compares would be sunk
-    /// into (and redone in) every row's block, while x86's masked moves take the table's lanes
-    /// as they are.
+    /// scalars and the lanes read from a constant table (`mask_table`) at offsets `64 - hi`
+    /// and `128 - lo`: instruction selection works a block at a time, and lane compares would
+    /// be sunk into (and redone in) every row's block, while x86's masked moves take the
+    /// table's lanes as they are.
     fn col_range_mask(&self, cd: &SliceDim<'ctx>, c0: u32, len: u32, s: Scalar) -> Result<ColMask<'ctx>, CodegenError> {
         let b = &self.b;
         let clamp = |x: IntValue<'ctx>, lo: i64, hi: i64| -> Result<IntValue<'ctx>, CodegenError> {
@@ -626,7 +626,8 @@ impl<'ctx> Gen<'ctx, '_> {
             let (off, row_ok) = g.row_at(a, r)?;
             if masked && masked_moves {
                 // A row outside the array's row range is skipped behind a branch; the columns
-                // inside are one mask for every row.
+                // inside are the same mask for every row (computed per row here, the same
+                // loads of constants, which LLVM merges).
                 let masks: Vec<_> =
                     segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, c0, len, s)).collect::<Result<_, _>>()?;
                 return g.guarded(row_ok, |g| {
