@@ -70,13 +70,14 @@ impl<'ctx> Gen<'ctx, '_> {
         self.put_rows(dst, s, n, &out)
     }
 
-    /// A triangular solve. In a left solve, a triangular tile whose load is pending
-    /// (`Gen::direct`: a tile loaded for this solve alone) is read from its array where it
-    /// lies inside it: each coefficient a scalar load that the splat takes from memory (x86:
-    /// `vbroadcastss m32`), where a coefficient taken from a tile row in registers costs two
-    /// shuffles (potrs 512 x 92 f32 on one Zen 3 thread: 3.5% faster); else from the load's
-    /// copy. The same values, so the same bits. Right solves keep the coefficients in
-    /// registers: read from memory, trsm_right_lower_t was 1-2% slower.
+    /// A triangular solve. A triangular tile whose load is pending (`Gen::direct`: a tile
+    /// loaded for this solve alone) is read through a pointer: into its array where it lies
+    /// inside it, else into a copy made behind a branch with the load's bounds rules. Each
+    /// coefficient is then a scalar load that the splat takes from memory (x86: `vbroadcastss
+    /// m32`), where a coefficient taken from a tile row in registers costs two shuffles. The
+    /// same values, so the same bits. One pinned Zen 3 thread, 512 x 92 f32: potrs 3.5-6%
+    /// faster, trsm_right_lower_t 3%. (Two solve bodies, one per case, made
+    /// trsm_right_lower_t 1-2% slower: twice the code of an unrolled solve.)
     pub(crate) fn trsm(&mut self, op: &Op, kind: Trsm, s: Scalar) -> Result<(), CodegenError> {
         let (n, _) = shape(self.f.ty(op.args[0]));
         let bty = self.f.ty(op.args[1]).clone();
@@ -86,24 +87,27 @@ impl<'ctx> Gen<'ctx, '_> {
         let vector = matches!(&bty, tilec_midend::Type::Tile { shape, .. } if shape.len() == 1);
         let unrolled = n <= MAX_N && br <= MAX_N && bc <= MAX_N;
         let pending = self.pending_load(op.args[0])?;
-        if let (Some(p), true, true) = (&pending, unrolled, kind.left) {
-            return self.branches(
-                p.inside,
-                |g| {
-                    // T[p][q] with T = op(A), from the array.
-                    let t = |g: &Self, pp: usize, q: usize| -> Result<V<'ctx>, CodegenError> {
-                        let (r, c) = if kind.trans { (q, pp) } else { (pp, q) };
-                        let off = g.b.build_int_mul(g.i64c(r as i64), p.row_stride, "").map_err(be)?;
-                        let off = g.b.build_int_add(p.base, off, "").map_err(be)?;
-                        g.load_elem(p.ptr, s, g.add_off(off, c as u32)?)
-                    };
-                    g.trsm_unrolled(kind, s, &t, b, dst, n, (br, bc), vector)
-                },
-                |g| {
-                    let a = g.copy_pending(p)?;
-                    g.trsm_tile(kind, s, a, b, dst, n, (br, bc), vector)
-                },
-            );
+        if let (Some(p), true) = (&pending, unrolled) {
+            // One solve body reading the coefficients through a pointer: the array's where the
+            // tile lies inside it, else a copy made (behind a branch) with the load's rules.
+            let copy = self.alloca(s, n * n)?;
+            let outside = self.b.build_not(p.inside, "").map_err(be)?;
+            self.guarded(outside, |g| {
+                let c = g.copy_pending(p)?;
+                g.copy(copy, c, n * n * s.bytes())
+            })?;
+            let ptr = self.b.build_select(p.inside, p.ptr, copy, "").map_err(be)?.into_pointer_value();
+            let base = self.b.build_select(p.inside, p.base, self.i64c(0), "").map_err(be)?.into_int_value();
+            let stride =
+                self.b.build_select(p.inside, p.row_stride, self.i64c(n as i64), "").map_err(be)?.into_int_value();
+            // T[p][q] with T = op(A).
+            let t = |g: &Self, pp: usize, q: usize| -> Result<V<'ctx>, CodegenError> {
+                let (r, c) = if kind.trans { (q, pp) } else { (pp, q) };
+                let off = g.b.build_int_mul(g.i64c(r as i64), stride, "").map_err(be)?;
+                let off = g.b.build_int_add(base, off, "").map_err(be)?;
+                g.load_elem(ptr, s, g.add_off(off, c as u32)?)
+            };
+            return self.trsm_unrolled(kind, s, &t, b, dst, n, (br, bc), vector);
         }
         let a = match &pending {
             Some(p) => self.copy_pending(p)?,
