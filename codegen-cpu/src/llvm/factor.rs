@@ -7,6 +7,7 @@
 //! - Triangular solves: substitution over the rows of X for left solves, over the rows of
 //!   X^T for right solves (`X T = B` is `T^T X^T = B^T`), each row a vector operation.
 
+use super::memory::Strided;
 use super::tile::segments;
 use super::tile::shape;
 use super::{be, Gen, V};
@@ -19,6 +20,20 @@ use tilec_midend::{BinOp, Op, Scalar, Trsm, UnOp};
 /// Largest tile extent the factorizations unroll with rows as single vectors; larger tiles
 /// (up to 128 x 128) run the same operations in loops over rows in memory.
 const MAX_N: u32 = 64;
+
+/// A triangular solve's right-hand side `b` (`br x bc`, or a vector of `bc` when `vector`),
+/// its result tile `dst`, and the order `n` of its triangular tile.
+#[derive(Clone, Copy)]
+struct Solve<'ctx> {
+    kind: Trsm,
+    s: Scalar,
+    b: PointerValue<'ctx>,
+    dst: PointerValue<'ctx>,
+    n: u32,
+    br: u32,
+    bc: u32,
+    vector: bool,
+}
 
 impl<'ctx> Gen<'ctx, '_> {
     fn splat_div(&self, s: Scalar, row: V<'ctx>, d: V<'ctx>, n: u32) -> Result<V<'ctx>, CodegenError> {
@@ -82,9 +97,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let (n, _) = shape(self.f.ty(op.args[0]));
         let bty = self.f.ty(op.args[1]).clone();
         let (br, bc) = shape(&bty);
-        let b = self.tile(op.args[1])?;
-        let dst = self.new_tile(op.results[0])?;
         let vector = matches!(&bty, tilec_midend::Type::Tile { shape, .. } if shape.len() == 1);
+        let (b, dst) = (self.tile(op.args[1])?, self.new_tile(op.results[0])?);
+        let sv = Solve { kind, s, b, dst, n, br, bc, vector };
         let unrolled = n <= MAX_N && br <= MAX_N && bc <= MAX_N;
         let pending = self.pending_load(op.args[0])?;
         if let (Some(p), true) = (&pending, unrolled) {
@@ -92,69 +107,45 @@ impl<'ctx> Gen<'ctx, '_> {
             // tile lies inside it, else a copy made (behind a branch) with the load's rules.
             let copy = self.alloca(s, n * n)?;
             let outside = self.b.build_not(p.inside, "").map_err(be)?;
+            // Filled through a tile of its own and copied: filling `copy` itself, whose
+            // address the solve takes, made potrs 2% slower.
             self.guarded(outside, |g| {
                 let c = g.copy_pending(p)?;
                 g.copy(copy, c, n * n * s.bytes())
             })?;
-            let ptr = self.b.build_select(p.inside, p.ptr, copy, "").map_err(be)?.into_pointer_value();
-            let base = self.b.build_select(p.inside, p.base, self.i64c(0), "").map_err(be)?.into_int_value();
-            let stride =
-                self.b.build_select(p.inside, p.row_stride, self.i64c(n as i64), "").map_err(be)?.into_int_value();
+            let (in_array, in_copy) = (Strided::array(self, p, false), Strided::tile(self, copy, n, false));
+            let view = Strided::select(self, p.inside, in_array, in_copy)?;
             // T[p][q] with T = op(A).
             let t = |g: &Self, pp: usize, q: usize| -> Result<V<'ctx>, CodegenError> {
                 let (r, c) = if kind.trans { (q, pp) } else { (pp, q) };
-                let off = g.b.build_int_mul(g.i64c(r as i64), stride, "").map_err(be)?;
-                let off = g.b.build_int_add(base, off, "").map_err(be)?;
-                g.load_elem(ptr, s, g.add_off(off, c as u32)?)
+                g.load_elem(view.ptr, s, view.at(g, g.i64c(r as i64), g.i64c(c as i64))?)
             };
-            return self.trsm_unrolled(kind, s, &t, b, dst, n, (br, bc), vector);
+            return self.trsm_unrolled(&sv, &t);
         }
         let a = match &pending {
             Some(p) => self.copy_pending(p)?,
             None => self.tile(op.args[0])?,
         };
         if !unrolled {
-            return self.trsm_mem(kind, s, a, b, dst, n, (br, bc), vector);
+            return self.trsm_mem(&sv, a);
         }
-        self.trsm_tile(kind, s, a, b, dst, n, (br, bc), vector)
-    }
-
-    /// `trsm_unrolled` with the coefficients taken from the rows of the tile `a`.
-    #[allow(clippy::too_many_arguments)]
-    fn trsm_tile(
-        &mut self,
-        kind: Trsm,
-        s: Scalar,
-        a: PointerValue<'ctx>,
-        b: PointerValue<'ctx>,
-        dst: PointerValue<'ctx>,
-        n: u32,
-        shape: (u32, u32),
-        vector: bool,
-    ) -> Result<(), CodegenError> {
         let arows = self.rows_of(a, s, n, n)?;
-        // T[p][q] with T = op(A).
+        // T[p][q] with T = op(A), from the rows of `a`.
         let t = |g: &Self, p: usize, q: usize| {
             let (r, c) = if kind.trans { (q, p) } else { (p, q) };
             g.lane(arows[r], c as u32)
         };
-        self.trsm_unrolled(kind, s, &t, b, dst, n, shape, vector)
+        self.trsm_unrolled(&sv, &t)
     }
 
-    /// The unrolled solve of `b` (rows in registers) with the coefficients `t(p, q)` of
-    /// T = op(A), into `dst`.
-    #[allow(clippy::too_many_arguments)]
+    /// The unrolled solve (`b`'s rows in registers) with the coefficients `t(p, q)` of
+    /// T = op(A).
     fn trsm_unrolled(
         &mut self,
-        kind: Trsm,
-        s: Scalar,
+        sv: &Solve<'ctx>,
         t: &dyn Fn(&Self, usize, usize) -> Result<V<'ctx>, CodegenError>,
-        b: PointerValue<'ctx>,
-        dst: PointerValue<'ctx>,
-        n: u32,
-        (br, bc): (u32, u32),
-        vector: bool,
     ) -> Result<(), CodegenError> {
+        let Solve { kind, s, b, dst, n, br, bc, vector } = *sv;
         let t_lower = kind.lower != kind.trans;
         let forward = kind.left == t_lower;
         let order: Vec<usize> = if forward { (0..n as usize).collect() } else { (0..n as usize).rev().collect() };
@@ -336,20 +327,11 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    /// Triangular solves with tiles above [`MAX_N`]: the operations of `trsm`, in loops over
-    /// rows in memory (`order[step]` is `step` forward, `n - 1 - step` backward).
-    #[allow(clippy::too_many_arguments)]
-    fn trsm_mem(
-        &mut self,
-        kind: Trsm,
-        s: Scalar,
-        a: PointerValue<'ctx>,
-        b: PointerValue<'ctx>,
-        dst: PointerValue<'ctx>,
-        n: u32,
-        (br, bc): (u32, u32),
-        vector: bool,
-    ) -> Result<(), CodegenError> {
+    /// Triangular solves with tiles above [`MAX_N`] (with the tile `a`): the operations of
+    /// `trsm`, in loops over rows in memory (`order[step]` is `step` forward, `n - 1 - step`
+    /// backward).
+    fn trsm_mem(&mut self, sv: &Solve<'ctx>, a: PointerValue<'ctx>) -> Result<(), CodegenError> {
+        let Solve { kind, s, b, dst, n, br, bc, vector } = *sv;
         let t_lower = kind.lower != kind.trans;
         let forward = kind.left == t_lower;
         let ord = move |g: &Self, step: IntValue<'ctx>| -> Result<IntValue<'ctx>, CodegenError> {

@@ -8,6 +8,7 @@
 //! Geijn, ACM TOMS 2015), accumulating `fma(a[i][k], b[k], acc)` in increasing `k` from zero
 //! (or from `c`); the blocks run in a loop.
 
+use super::memory::Strided;
 use super::tile::{shape, width};
 use super::{be, err, Gen, V};
 use crate::CodegenError;
@@ -113,40 +114,6 @@ impl<'ctx> Gen<'ctx, '_> {
 /// tiles, as the factorizations' products use (potrs 512 x 92 f32 on one Zen 3 thread: see
 /// bench/README.md); larger ones (gemm's 64 x 64 blocks) are copied, which packs them.
 pub(crate) const DIRECT_MAX_ELEMS: u32 = 256;
-
-/// Where the micro-kernel reads an operand: element `[i, j]` at `ptr[base + i * row + j *
-/// col]` (`i64` element offsets and strides).
-#[derive(Clone, Copy)]
-struct Strided<'ctx> {
-    ptr: PointerValue<'ctx>,
-    base: IntValue<'ctx>,
-    row: IntValue<'ctx>,
-    col: IntValue<'ctx>,
-}
-
-impl<'ctx> Strided<'ctx> {
-    /// A row-major tile of `cols` columns, read transposed when `t`.
-    fn tile(g: &Gen<'ctx, '_>, ptr: PointerValue<'ctx>, cols: u32, t: bool) -> Self {
-        let (one, w) = (g.i64c(1), g.i64c(cols as i64));
-        let (row, col) = if t { (one, w) } else { (w, one) };
-        Strided { ptr, base: g.i64c(0), row, col }
-    }
-
-    /// A tile read in place from its array, transposed when `t`.
-    fn array(g: &Gen<'ctx, '_>, p: &super::memory::PendingLoad<'ctx>, t: bool) -> Self {
-        let one = g.i64c(1);
-        let (row, col) = if t { (one, p.row_stride) } else { (p.row_stride, one) };
-        Strided { ptr: p.ptr, base: p.base, row, col }
-    }
-
-    /// The element offset of `[i, 0]` plus `plus` columns.
-    fn at(&self, g: &Gen<'ctx, '_>, i: IntValue<'ctx>, plus: IntValue<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
-        let o = g.b.build_int_mul(i, self.row, "").map_err(be)?;
-        let o = g.b.build_int_add(self.base, o, "").map_err(be)?;
-        let c = g.b.build_int_mul(plus, self.col, "").map_err(be)?;
-        g.b.build_int_add(o, c, "").map_err(be)
-    }
-}
 
 /// One `m x k` by `k x n` product: `dst = c + (-)a @ b`, or `dst = sub_from - a @ b`.
 #[derive(Clone, Copy)]

@@ -68,6 +68,58 @@ pub(crate) struct PendingLoad<'ctx> {
     old: Option<Value>,
 }
 
+/// Where a product's micro-kernel or a solve reads a tile: element `[i, j]` at `ptr[base + i *
+/// row + j * col]` (`i64` element offsets and strides).
+#[derive(Clone, Copy)]
+pub(crate) struct Strided<'ctx> {
+    pub(crate) ptr: PointerValue<'ctx>,
+    base: IntValue<'ctx>,
+    row: IntValue<'ctx>,
+    pub(crate) col: IntValue<'ctx>,
+}
+
+impl<'ctx> Strided<'ctx> {
+    /// A row-major tile of `cols` columns, read transposed when `t`.
+    pub(crate) fn tile(g: &Gen<'ctx, '_>, ptr: PointerValue<'ctx>, cols: u32, t: bool) -> Self {
+        let (one, w) = (g.i64c(1), g.i64c(cols as i64));
+        let (row, col) = if t { (one, w) } else { (w, one) };
+        Strided { ptr, base: g.i64c(0), row, col }
+    }
+
+    /// A tile read in place from its array, transposed when `t`.
+    pub(crate) fn array(g: &Gen<'ctx, '_>, p: &PendingLoad<'ctx>, t: bool) -> Self {
+        let one = g.i64c(1);
+        let (row, col) = if t { (one, p.row_stride) } else { (p.row_stride, one) };
+        Strided { ptr: p.ptr, base: p.base, row, col }
+    }
+
+    /// The element offset of `[i, 0]` plus `plus` columns.
+    pub(crate) fn at(
+        &self,
+        g: &Gen<'ctx, '_>,
+        i: IntValue<'ctx>,
+        plus: IntValue<'ctx>,
+    ) -> Result<IntValue<'ctx>, CodegenError> {
+        let o = g.b.build_int_mul(i, self.row, "").map_err(be)?;
+        let o = g.b.build_int_add(self.base, o, "").map_err(be)?;
+        let c = g.b.build_int_mul(plus, self.col, "").map_err(be)?;
+        g.b.build_int_add(o, c, "").map_err(be)
+    }
+
+    /// `x` where `cond` (an `i1`) holds, else `y`.
+    pub(crate) fn select(g: &Gen<'ctx, '_>, cond: IntValue<'ctx>, x: Self, y: Self) -> Result<Self, CodegenError> {
+        let int = |a: IntValue<'ctx>, b: IntValue<'ctx>| -> Result<IntValue<'ctx>, CodegenError> {
+            Ok(g.b.build_select(cond, a, b, "").map_err(be)?.into_int_value())
+        };
+        Ok(Strided {
+            ptr: g.b.build_select(cond, x.ptr, y.ptr, "").map_err(be)?.into_pointer_value(),
+            base: int(x.base, y.base)?,
+            row: int(x.row, y.row)?,
+            col: int(x.col, y.col)?,
+        })
+    }
+}
+
 impl<'ctx> Gen<'ctx, '_> {
     /// The data pointer and extents of an array.
     pub(crate) fn array(&self, v: Value) -> Result<(PointerValue<'ctx>, Vec<IntValue<'ctx>>), CodegenError> {
@@ -594,9 +646,6 @@ impl<'ctx> Gen<'ctx, '_> {
                     Ok(())
                 },
                 |g| {
-                    if old == Some(dst) {
-                        return Ok(());
-                    }
                     for &(c0, len) in &segs {
                         let x = pass(g, c0, len)?;
                         g.store_vec(dst, s, g.add_off(row, c0)?, x)?;
@@ -621,17 +670,24 @@ impl<'ctx> Gen<'ctx, '_> {
         let (_, cd) = Self::tile_dims(a);
         let segs = super::tile::segments(cols, tc);
         let masked_moves = a.contiguous && s != Scalar::Bool && !s.is_half();
-        let put_row = |g: &mut Self, row: IntValue<'ctx>, masked: bool, dummy: Option<PointerValue<'ctx>>| {
+        // The columns inside, one mask per segment for every row of a masked path.
+        let col_masks = |g: &Self| -> Result<Vec<ColMask<'ctx>>, CodegenError> {
+            if !masked_moves {
+                return Ok(Vec::new());
+            }
+            segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, c0, len, s)).collect()
+        };
+        let put_row = |g: &mut Self,
+                       row: IntValue<'ctx>,
+                       masked: bool,
+                       dummy: Option<PointerValue<'ctx>>,
+                       masks: &[ColMask<'ctx>]| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
             let (off, row_ok) = g.row_at(a, r)?;
             if masked && masked_moves {
-                // A row outside the array's row range is skipped behind a branch; the columns
-                // inside are the same mask for every row (computed per row here, the same
-                // loads of constants, which LLVM merges).
-                let masks: Vec<_> =
-                    segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, c0, len, s)).collect::<Result<_, _>>()?;
+                // A row outside the array's row range is skipped behind a branch.
                 return g.guarded(row_ok, |g| {
-                    for (&(c0, len), m) in segs.iter().zip(&masks) {
+                    for (&(c0, len), m) in segs.iter().zip(masks) {
                         let t = g.add_off(row, c0)?;
                         let x = g.load_vec(src, tc, t, len)?;
                         let at = g.add_off(off, c0)?;
@@ -697,14 +753,16 @@ impl<'ctx> Gen<'ctx, '_> {
         if user_mask.is_some() {
             // Every element is checked: no unmasked path.
             let d = self.dummy(s)?;
-            return self.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d)));
+            let masks = col_masks(self)?;
+            return self.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d), &masks));
         }
         self.branches(
             inside,
-            |g| g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, false, None)),
+            |g| g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, false, None, &[])),
             |g| {
                 let d = g.dummy(s)?;
-                g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d)))
+                let masks = col_masks(g)?;
+                g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d), &masks))
             },
         )
     }
