@@ -108,7 +108,8 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
 /// the `transpose`/`neg` of `views`, from `left_operands`), or as the triangular tile of a
 /// `trsm`, in the same region as that reader, with no op with an effect between the two
 /// (`Op::has_effect`: stores, atomic adds, barriers, calls, loops, ifs), and with at most
-/// `max_elems` elements. The backend then reads the tile's elements from the array where the
+/// `max_elems` elements; or the operand of a `transpose` under the same conditions (which
+/// the backend transposes from the array by blocks). The backend then reads the tile's elements from the array where the
 /// whole tile lies inside it (a `load_into`'s old values then play no part), and falls back to
 /// the load's copy (with its bounds rules) where it does not: the same values, so the same
 /// bits. `max_elems` keeps large operands
@@ -154,7 +155,7 @@ pub fn direct_loads(
                 }
                 let read: Vec<Value> = match (product_operands(op), &op.kind) {
                     (Some((a, b)), _) => vec![self.views.get(&a).map_or(a, |v| v.source), b],
-                    (None, OpKind::Trsm(_)) => vec![op.args[0]],
+                    (None, OpKind::Trsm(_) | OpKind::Transpose) => vec![op.args[0]],
                     _ => vec![],
                 };
                 for v in read {

@@ -197,6 +197,11 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
+    /// `prefetch_next` for a pending load's tile (`Gen::direct`).
+    pub(crate) fn prefetch_pending(&self, p: &PendingLoad<'ctx>) -> Result<(), CodegenError> {
+        self.prefetch_next(&p.access, p.rows, p.cols)
+    }
+
     /// Whether every element of the slice lies inside the array.
     fn all_inside(&self, a: &Access<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
         let b = &self.b;

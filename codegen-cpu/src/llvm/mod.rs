@@ -22,7 +22,8 @@
 //! ms on one Zen 3 thread). A 16 x 16 tile loaded only for a product, with no store in
 //! between, is read by the product straight from its array where it lies inside it
 //! (`tilec_midend::fusion::direct_loads`; potrs 512 x 92 f32 on one Zen 3 thread, with the
-//! prefetch change below: 24.4 -> 23.7 ms). In a kernel with one grid axis, the other tile
+//! prefetch change below: 24.4 -> 23.7 ms), and so is one loaded only for a `transpose`
+//! (transposed by blocks, `tile.rs`, `transpose_blocks`). In a kernel with one grid axis, the other tile
 //! loads indexed by `program_id(0)` also prefetch the next program's tile (`memory.rs`,
 //! `prefetch_next`).
 

@@ -95,3 +95,69 @@ fn product_operands_read_in_place() {
         }
     }
 }
+
+/// Transposes of tiles loaded for the transpose alone (`tilec_midend::fusion::direct_loads`):
+/// the LLVM backend transposes them from the array by blocks where the tile lies inside it,
+/// and from the load's copy where it does not (zeros, or a `load_into`'s old values, outside).
+/// Tiles of 16 x 16, 16 x 8, 8 x 16, 32 x 16 (blocks of 8 `f32` or 4 `f64`) and 8 x 12 (blocks
+/// for `f64` only) over `M x N` matrices of 1 to 131 rows and columns, so that tiles are
+/// inside, partial or past the array: exact values against a plain transpose, and the same
+/// bits from Cranelift and LLVM.
+#[test]
+fn transposes_of_loaded_tiles() {
+    for elem in FLOATS {
+        for (tr, tc) in [(16usize, 16usize), (16, 8), (8, 16), (32, 16), (8, 12)] {
+            for (m, n) in [(1usize, 1usize), (17, 40), (77, 16), (131, 77)] {
+                let src = format!(
+                    "kernel k<T: float>(A: T[B, M, N], O: mut T[B, {tc}, {tr}], P: mut T[B, {tc}, {tr}]) grid(B) {{
+                        let b = program_id(0);
+                        let r0 = (b % 3) * {tr} - {tr} / 2;
+                        let c0 = (b / 3) * {tc};
+                        O[b, 0:{tc}, 0:{tr}] = transpose(A[b, r0:r0+{tr}, c0:c0+{tc}]);
+                        let d = tile<T, {tr}, {tc}>::full(7.0);
+                        d[:] = A[b, r0+{tr}/2:r0+{tr}/2+{tr}, c0:c0+{tc}];
+                        P[b, 0:{tc}, 0:{tr}] = transpose(d);
+                    }}"
+                );
+                let batch = 12;
+                let mut rng = Rng::new(31 + (m * n + tr) as u64);
+                let a = rng.vec(batch * m * n, -1.0, 1.0);
+                let args = || -> HashMap<String, ArgValue> {
+                    [
+                        ("A", arr(elem, &a, &[batch, m, n])),
+                        ("O", sentinel(elem, &[batch, tc, tr])),
+                        ("P", sentinel(elem, &[batch, tc, tr])),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect()
+                };
+                let ctx = format!("{elem:?} {tr}x{tc} tiles of {m}x{n}");
+                let set = SourceSet::with_stdlib("test.tile", &src);
+                let module = compiled(&set, "k", &args());
+                let body = &module.funcs[module.kernels[0].body];
+                let mut uses = HashMap::new();
+                body.body.count_uses(&mut uses);
+                let (views, _) = tilec_midend::fusion::left_operands(body, &uses);
+                assert_eq!(tilec_midend::fusion::direct_loads(body, &uses, &views, 512).len(), 2, "{ctx}");
+                let (mut want_o, mut want_p) = (Vec::new(), Vec::new());
+                for q in 0..batch {
+                    let mat = &a[q * m * n..(q + 1) * m * n];
+                    let (r0, c0) = ((q % 3) as i64 * tr as i64 - (tr / 2) as i64, (q / 3) as i64 * tc as i64);
+                    let rp = r0 + (tr / 2) as i64;
+                    for j in 0..tc {
+                        for i in 0..tr {
+                            want_o.push(padded(mat, m, n, r0, c0, i, j).unwrap_or(0.0));
+                            want_p.push(padded(mat, m, n, rp, c0, i, j).unwrap_or(7.0));
+                        }
+                    }
+                }
+                for (name, want) in [("O", &want_o), ("P", &want_p)] {
+                    for (be, o) in outputs_per_backend(&set, "k", args, name, &ctx) {
+                        assert_exact(&o, want, &format!("{ctx} {name} ({be})"));
+                    }
+                }
+            }
+        }
+    }
+}
