@@ -106,25 +106,28 @@ pub fn left_operands(f: &Function, uses: &HashMap<Value, usize>) -> (HashMap<Val
 /// contiguous rows (its last index a slice), used once, as the right operand `b` of a
 /// `matmul` or `matmul_acc`, or as the source of its left operand `a` (directly or through
 /// the `transpose`/`neg` of `views`, from `left_operands`), or as the triangular tile of a
-/// `trsm`, in the same region as that reader, with no op with an effect between the two
-/// (`Op::has_effect`: stores, atomic adds, barriers, calls, loops, ifs), and with at most
-/// `max_elems` elements; or the operand of a `transpose` under the same conditions (which
-/// the backend transposes from the array by blocks). The backend then reads the tile's elements from the array where the
-/// whole tile lies inside it (a `load_into`'s old values then play no part), and falls back to
-/// the load's copy (with its bounds rules) where it does not: the same values, so the same
-/// bits. `max_elems` keeps large operands
-/// copied (a copy is a packing: a 64 x 64 tile read in place from a wide matrix strides
-/// through few cache sets). `uses`: operand counts (`Region::count_uses`).
+/// `trsm`, or as the operand of a `transpose` that is formed (not in `unformed`, the second
+/// result of `left_operands`: an unformed one is read through its product), in the same
+/// region as that reader, with no op with an effect between the two (`Op::has_effect`:
+/// stores, atomic adds, barriers, calls, loops, ifs), and with at most `max_elems` elements.
+/// The backend then reads the tile's elements from the array where the whole tile lies
+/// inside it (a `load_into`'s old values then play no part), and falls back to the load's
+/// copy (with its bounds rules) where it does not: the same values, so the same bits.
+/// `max_elems` keeps large operands copied (a copy is a packing: a 64 x 64 tile read in
+/// place from a wide matrix strides through few cache sets). `uses`: operand counts
+/// (`Region::count_uses`).
 pub fn direct_loads(
     f: &Function,
     uses: &HashMap<Value, usize>,
     views: &HashMap<Value, LeftOperand>,
+    unformed: &HashSet<Value>,
     max_elems: u32,
 ) -> HashSet<Value> {
     struct Cx<'a> {
         f: &'a Function,
         uses: &'a HashMap<Value, usize>,
         views: &'a HashMap<Value, LeftOperand>,
+        unformed: &'a HashSet<Value>,
         max_elems: u32,
     }
     impl Cx<'_> {
@@ -155,7 +158,8 @@ pub fn direct_loads(
                 }
                 let read: Vec<Value> = match (product_operands(op), &op.kind) {
                     (Some((a, b)), _) => vec![self.views.get(&a).map_or(a, |v| v.source), b],
-                    (None, OpKind::Trsm(_) | OpKind::Transpose) => vec![op.args[0]],
+                    (None, OpKind::Trsm(_)) => vec![op.args[0]],
+                    (None, OpKind::Transpose) if !self.unformed.contains(&op.results[0]) => vec![op.args[0]],
                     _ => vec![],
                 };
                 for v in read {
@@ -174,6 +178,6 @@ pub fn direct_loads(
         }
     }
     let mut out = HashSet::new();
-    Cx { f, uses, views, max_elems }.walk(&f.body, &mut out);
+    Cx { f, uses, views, unformed, max_elems }.walk(&f.body, &mut out);
     out
 }

@@ -227,7 +227,7 @@ fn lower_function<'ctx>(
     };
     f.body.count_uses(&mut g.uses);
     (g.left_views, g.unformed) = tilec_midend::fusion::left_operands(f, &g.uses);
-    g.direct = tilec_midend::fusion::direct_loads(f, &g.uses, &g.left_views, matmul::DIRECT_MAX_ELEMS);
+    g.direct = tilec_midend::fusion::direct_loads(f, &g.uses, &g.left_views, &g.unformed, matmul::DIRECT_MAX_ELEMS);
     g.batch_ids = batch_ids(f);
     g.params(param(0))?;
     g.region(&f.body)?;

@@ -455,7 +455,9 @@ impl<'ctx> Gen<'ctx, '_> {
 
     fn transpose(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
         let (rows, cols) = shape(self.f.ty(op.args[0]));
-        let block = transpose_block(s, rows, cols);
+        // Up to 1024 elements unrolled (by blocks, or as row vectors); larger tiles in a loop.
+        let small = rows <= 64 && cols <= 64 && rows * cols <= 1024;
+        let block = transpose_block(s, rows, cols).filter(|_| small);
         if let Some(p) = self.pending_load(op.args[0])? {
             // A load for this transpose alone (`Gen::direct`): by blocks from the array where
             // the tile lies inside it, else from the load's copy; the next program's tile
@@ -474,19 +476,33 @@ impl<'ctx> Gen<'ctx, '_> {
                 ),
                 None => {
                     let copy = self.copy_pending(&p)?;
-                    let r = self.rows_of(copy, s, rows, cols)?;
-                    let t = self.transpose_rows(&r, s, cols)?;
-                    self.put_rows(dst, s, rows, &t)
+                    self.transpose_tile(copy, dst, (rows, cols), s, small)
                 }
             };
         }
         let src = self.tile(op.args[0])?;
         let dst = self.new_tile(op.results[0])?;
-        if let Some(b) = block {
-            let stride = self.i64c(cols as i64);
-            return self.transpose_blocks(src, self.i64c(0), stride, dst, (rows, cols), s, b);
+        match block {
+            Some(b) => {
+                let stride = self.i64c(cols as i64);
+                self.transpose_blocks(src, self.i64c(0), stride, dst, (rows, cols), s, b)
+            }
+            None => self.transpose_tile(src, dst, (rows, cols), s, small),
         }
-        if rows <= 64 && cols <= 64 && rows * cols <= 1024 {
+    }
+
+    /// `dst = src^T` for a `rows x cols` tile in storage (`dims`), without blocks: as row
+    /// vectors (`transpose_rows`) when `small`, else element by element in a loop.
+    fn transpose_tile(
+        &mut self,
+        src: PointerValue<'ctx>,
+        dst: PointerValue<'ctx>,
+        dims: (u32, u32),
+        s: Scalar,
+        small: bool,
+    ) -> Result<(), CodegenError> {
+        let (rows, cols) = dims;
+        if small {
             let r = self.rows_of(src, s, rows, cols)?;
             let t = self.transpose_rows(&r, s, cols)?;
             return self.put_rows(dst, s, rows, &t);
