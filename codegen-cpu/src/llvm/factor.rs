@@ -56,21 +56,9 @@ impl<'ctx> Gen<'ctx, '_> {
         if n > MAX_N {
             return self.cholesky_mem(src, dst, n, eps, s);
         }
-        // U = A^T, through memory by blocks where it can (`transpose_blocks`: a whole 16 x 16
-        // tile transposed in vectors spills; potrf 512 x 92 f32 on one Zen 3 thread, with the
-        // solves' transposes, 5.8 -> 5.4 ms).
-        let block = super::tile::transpose_block(s, n, n);
-        let mut u = match block {
-            Some(blk) => {
-                let tmp = self.alloca(s, n * n)?;
-                self.transpose_blocks(src, self.i64c(0), self.i64c(n as i64), tmp, (n, n), s, blk)?;
-                self.rows_of(tmp, s, n, n)?
-            }
-            None => {
-                let rows = self.rows_of(src, s, n, n)?;
-                self.transpose_rows(&rows, s, n)?
-            }
-        };
+        // U = A^T (by blocks through memory where it can: potrf 512 x 92 f32 on one Zen 3
+        // thread, with the solves' transposes, 5.8 -> 5.4 ms).
+        let mut u = self.transposed_rows_of(src, s, n, n)?;
         // Row j of U at a time (left-looking): the finished rows before it subtracted in
         // order, then its pivot. Row j meets the operations of the right-looking form above in
         // the same order (the same bits), and only the row being finished is written.
@@ -86,26 +74,14 @@ impl<'ctx> Gen<'ctx, '_> {
             row = self.splat_div(s, row, d, n)?;
             u[j] = self.with_lane(row, j as u32, d)?;
         }
+        // L = U^T with zeros above the diagonal: row j of U keeps its lanes from j on.
         let zero = self.splat(self.constant(s, 0.0), n)?;
         let bt = self.cx.bool_type();
-        if let Some(blk) = block {
-            // L = U^T with zeros above the diagonal: row j of U keeps its lanes from j on.
-            let tmp = self.alloca(s, n * n)?;
-            for (j, row) in u.iter().enumerate() {
-                let mask: Vec<_> = (0..n as usize).map(|c| bt.const_int((c >= j) as u64, false)).collect();
-                let row = self.b.build_select(VectorType::const_vector(&mask), *row, zero, "").map_err(be)?;
-                self.store_vec(tmp, s, self.i64c((j as u32 * n) as i64), row)?;
-            }
-            return self.transpose_blocks(tmp, self.i64c(0), self.i64c(n as i64), dst, (n, n), s, blk);
+        for (j, row) in u.iter_mut().enumerate() {
+            let mask: Vec<_> = (0..n as usize).map(|c| bt.const_int((c >= j) as u64, false)).collect();
+            *row = self.b.build_select(VectorType::const_vector(&mask), *row, zero, "").map_err(be)?;
         }
-        let l = self.transpose_rows(&u, s, n)?;
-        let mut out = Vec::new();
-        for (i, row) in l.iter().enumerate() {
-            let mask: Vec<_> = (0..n as usize).map(|c| bt.const_int((c <= i) as u64, false)).collect();
-            let mask = VectorType::const_vector(&mask);
-            out.push(self.b.build_select(mask, *row, zero, "").map_err(be)?);
-        }
-        self.put_rows(dst, s, n, &out)
+        self.put_rows_transposed(dst, s, n, &u)
     }
 
     /// A triangular solve. A triangular tile whose load is pending (`Gen::direct`: a tile
@@ -193,8 +169,8 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             return self.store_vec(dst, s, self.i64c(0), out);
         }
-        let mut x = self.rows_of(b, s, br, bc)?;
         if kind.left {
+            let mut x = self.rows_of(b, s, br, bc)?;
             // T X = B, row i of X at a time: the rows finished before it subtracted in the
             // order, then the division. Each row meets the operations of the right-looking
             // form (finish row i, subtract it from every later row) in the same order, so the
@@ -214,17 +190,7 @@ impl<'ctx> Gen<'ctx, '_> {
             return self.put_rows(dst, s, bc, &x);
         }
         // X T = B on the rows of X^T: x^T[i] = (b^T[i] - sum_k x^T[k] T[k][i]) / T[i][i].
-        let block = super::tile::transpose_block(s, br, bc);
-        let mut xt = match block {
-            // Through memory by blocks (`transpose_blocks`): a whole 16 x 16 tile transposed
-            // in vectors spills.
-            Some(blk) => {
-                let tmp = self.alloca(s, br * bc)?;
-                self.transpose_blocks(b, self.i64c(0), self.i64c(bc as i64), tmp, (br, bc), s, blk)?;
-                self.rows_of(tmp, s, bc, br)?
-            }
-            None => self.transpose_rows(&x, s, bc)?,
-        };
+        let mut xt = self.transposed_rows_of(b, s, br, bc)?;
         for (step, &i) in order.iter().enumerate() {
             let mut acc = xt[i];
             for &k in &order[..step] {
@@ -235,13 +201,7 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             xt[i] = acc;
         }
-        if let Some(blk) = block {
-            let tmp = self.alloca(s, br * bc)?;
-            self.put_rows(tmp, s, br, &xt)?;
-            return self.transpose_blocks(tmp, self.i64c(0), self.i64c(br as i64), dst, (bc, br), s, blk);
-        }
-        x = self.transpose_rows(&xt, s, br)?;
-        self.put_rows(dst, s, bc, &x)
+        self.put_rows_transposed(dst, s, br, &xt)
     }
     /// `row(d) = f(row(d), row(x))` over the segments of the rows of `n` elements at element
     /// offsets `d` and `x` of `t`.

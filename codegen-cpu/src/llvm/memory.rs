@@ -197,8 +197,12 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// `prefetch_next` for a pending load's tile (`Gen::direct`).
+    /// `prefetch_next` for a pending load's tile (`Gen::direct`), unless it is a `load_into`,
+    /// which `load_tile` prefetched where it was reached.
     pub(crate) fn prefetch_pending(&self, p: &PendingLoad<'ctx>) -> Result<(), CodegenError> {
+        if p.old.is_some() {
+            return Ok(());
+        }
         self.prefetch_next(&p.access, p.rows, p.cols)
     }
 

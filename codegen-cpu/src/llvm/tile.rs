@@ -24,13 +24,16 @@ pub(crate) fn width(s: Scalar) -> u32 {
     64 / s.bytes().max(1)
 }
 
-/// The block size of `Gen::transpose_blocks` for a `rows x cols` tile of `s`: 32 bytes of
-/// elements (an AVX2 register: 8 `f32`, 4 `f64`), when both extents are multiples of it and
-/// the tile has more than one block.
-pub(crate) fn transpose_block(s: Scalar, rows: u32, cols: u32) -> Option<u32> {
+/// The block size of `Gen::transpose_blocks` for a tile of `s` in storage (`dims`: rows,
+/// columns): 32 bytes of elements (an AVX2 register: 8 `f32`, 4 `f64`), when both extents are
+/// multiples of it, the tile has more than one block and at most 1024 elements and 64 per
+/// extent (larger tiles are transposed in a loop).
+pub(crate) fn stored_block(s: Scalar, dims: (u32, u32)) -> Option<u32> {
+    let (rows, cols) = dims;
     let b = 32 / s.bytes().max(1);
     let fits = matches!(s, Scalar::F32 | Scalar::F64) && rows.is_multiple_of(b) && cols.is_multiple_of(b);
-    (fits && rows * cols > b * b).then_some(b)
+    let small = rows <= 64 && cols <= 64 && rows * cols <= 1024;
+    (fits && small && rows * cols > b * b).then_some(b)
 }
 
 /// The segments `(start, len)` of a row of `cols` elements: the whole row up to 64 elements,
@@ -454,55 +457,47 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     fn transpose(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        let (rows, cols) = shape(self.f.ty(op.args[0]));
-        // Up to 1024 elements unrolled (by blocks, or as row vectors); larger tiles in a loop.
-        let small = rows <= 64 && cols <= 64 && rows * cols <= 1024;
-        let block = transpose_block(s, rows, cols).filter(|_| small);
-        if let Some(p) = self.pending_load(op.args[0])? {
-            // A load for this transpose alone (`Gen::direct`): by blocks from the array where
-            // the tile lies inside it, else from the load's copy; the next program's tile
-            // prefetched as a load's (`load_tile`; without it trsm 512 x 92 f32 was 8% slower).
-            self.prefetch_pending(&p)?;
-            let dst = self.new_tile(op.results[0])?;
-            let cols_c = self.i64c(cols as i64);
-            return match block {
-                Some(b) => self.branches(
-                    p.inside,
-                    |g| g.transpose_blocks(p.ptr, p.base, p.row_stride, dst, (rows, cols), s, b),
-                    |g| {
-                        let copy = g.copy_pending(&p)?;
-                        g.transpose_blocks(copy, g.i64c(0), cols_c, dst, (rows, cols), s, b)
-                    },
-                ),
-                None => {
-                    let copy = self.copy_pending(&p)?;
-                    self.transpose_tile(copy, dst, (rows, cols), s, small)
-                }
-            };
-        }
-        let src = self.tile(op.args[0])?;
+        let dims = shape(self.f.ty(op.args[0]));
         let dst = self.new_tile(op.results[0])?;
-        match block {
-            Some(b) => {
-                let stride = self.i64c(cols as i64);
-                self.transpose_blocks(src, self.i64c(0), stride, dst, (rows, cols), s, b)
+        let Some(p) = self.pending_load(op.args[0])? else {
+            let src = self.tile(op.args[0])?;
+            return self.transpose_stored(src, dst, dims, s);
+        };
+        // A load for this transpose alone (`Gen::direct`): by blocks from the array where the
+        // tile lies inside it, else from the load's copy; the next program's tile prefetched
+        // as a load's (`load_tile`; without it trsm 512 x 92 f32 was 8% slower).
+        self.prefetch_pending(&p)?;
+        match stored_block(s, dims) {
+            Some(b) => self.branches(
+                p.inside,
+                |g| g.transpose_blocks(p.ptr, p.base, p.row_stride, dst, dims, s, b),
+                |g| {
+                    let copy = g.copy_pending(&p)?;
+                    g.transpose_stored(copy, dst, dims, s)
+                },
+            ),
+            None => {
+                let copy = self.copy_pending(&p)?;
+                self.transpose_stored(copy, dst, dims, s)
             }
-            None => self.transpose_tile(src, dst, (rows, cols), s, small),
         }
     }
 
-    /// `dst = src^T` for a `rows x cols` tile in storage (`dims`), without blocks: as row
-    /// vectors (`transpose_rows`) when `small`, else element by element in a loop.
-    fn transpose_tile(
+    /// `dst = src^T` for a `rows x cols` tile in storage (`dims`): by blocks
+    /// (`transpose_blocks`, `stored_block`), else up to 1024 elements as row vectors
+    /// (`transpose_rows`), else element by element in a loop.
+    pub(crate) fn transpose_stored(
         &mut self,
         src: PointerValue<'ctx>,
         dst: PointerValue<'ctx>,
         dims: (u32, u32),
         s: Scalar,
-        small: bool,
     ) -> Result<(), CodegenError> {
         let (rows, cols) = dims;
-        if small {
+        if let Some(b) = stored_block(s, dims) {
+            return self.transpose_blocks(src, self.i64c(0), self.i64c(cols as i64), dst, dims, s, b);
+        }
+        if rows <= 64 && cols <= 64 && rows * cols <= 1024 {
             let r = self.rows_of(src, s, rows, cols)?;
             let t = self.transpose_rows(&r, s, cols)?;
             return self.put_rows(dst, s, rows, &t);
@@ -510,15 +505,53 @@ impl<'ctx> Gen<'ctx, '_> {
         self.transpose_mem(src, dst, rows, cols, s)
     }
 
+    /// The rows of `src^T` for a `rows x cols` tile in storage (`cols` vectors of `rows`
+    /// elements): through memory by blocks where `stored_block` allows (a whole 16 x 16 tile
+    /// transposed as vectors in registers spills), else by `transpose_rows`.
+    pub(crate) fn transposed_rows_of(
+        &mut self,
+        src: PointerValue<'ctx>,
+        s: Scalar,
+        rows: u32,
+        cols: u32,
+    ) -> Result<Vec<V<'ctx>>, CodegenError> {
+        if stored_block(s, (rows, cols)).is_some() {
+            let tmp = self.alloca(s, rows * cols)?;
+            self.transpose_stored(src, tmp, (rows, cols), s)?;
+            return self.rows_of(tmp, s, cols, rows);
+        }
+        let r = self.rows_of(src, s, rows, cols)?;
+        self.transpose_rows(&r, s, cols)
+    }
+
+    /// Stores the transpose of the row vectors `rows` (each of `cols` elements) into `dst`, a
+    /// `cols x rows.len()` tile: the counterpart of `transposed_rows_of`.
+    pub(crate) fn put_rows_transposed(
+        &mut self,
+        dst: PointerValue<'ctx>,
+        s: Scalar,
+        cols: u32,
+        rows: &[V<'ctx>],
+    ) -> Result<(), CodegenError> {
+        let n = rows.len() as u32;
+        if stored_block(s, (n, cols)).is_some() {
+            let tmp = self.alloca(s, n * cols)?;
+            self.put_rows(tmp, s, cols, rows)?;
+            return self.transpose_stored(tmp, dst, (n, cols), s);
+        }
+        let t = self.transpose_rows(rows, s, cols)?;
+        self.put_rows(dst, s, n, &t)
+    }
+
     /// `dst = src^T` for a `rows x cols` tile (`dims`) whose element `[i, j]` is at `src[base +
-    /// i * stride + j]` (tile storage, or an array), by `b x b` blocks (`transpose_block`):
+    /// i * stride + j]` (tile storage, or an array), by `b x b` blocks (`stored_block`):
     /// each block's rows loaded as vectors, transposed by the shuffle network of
     /// `transpose_rows` and stored as the rows of block `[j, i]` of `dst`. Only `b` vectors
     /// live at a time, where a whole 16 x 16 f32 tile in vectors spills (one pinned Zen 3
     /// thread, 512 x 92 f32, with the right solves' transposes by blocks too:
     /// trsm_right_lower_t_batched 11.25 -> 10.43 ms, potrf_batched 5.83 -> 5.38 ms).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn transpose_blocks(
+    fn transpose_blocks(
         &self,
         src: PointerValue<'ctx>,
         base: IntValue<'ctx>,
