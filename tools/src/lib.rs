@@ -23,7 +23,7 @@ mod header;
 pub mod lsp;
 mod ptx;
 pub use gpu::vulkan_launch;
-pub use ptx::{cuda_launch, find_ptxas, ptxas, PtxasReport};
+pub use ptx::{cuda_launch, find_ptxas, find_ptxas_13, ptxas, PtxasReport};
 mod render;
 mod report;
 mod run;

@@ -58,6 +58,18 @@ pub fn find_ptxas() -> Option<PathBuf> {
     p.is_file().then_some(p)
 }
 
+/// ptxas from CUDA 13.0, the release of the NVIDIA driver (580) on the GPU machines that run
+/// tilec's PTX and so of the JIT that compiles it there: `$TILEC_PTXAS_13`, or where
+/// `tools/install-deps.sh` installs the PyPI package `nvidia-cuda-nvcc` 13.0.x (`pip --target`,
+/// beside the 12.x of [`find_ptxas`]): `$HOME/.cache/tilec/cuda-13.0/nvidia/cu13/bin/ptxas`.
+pub fn find_ptxas_13() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TILEC_PTXAS_13") {
+        return Some(PathBuf::from(p));
+    }
+    let p = PathBuf::from(std::env::var_os("HOME")?).join(".cache/tilec/cuda-13.0/nvidia/cu13/bin/ptxas");
+    p.is_file().then_some(p)
+}
+
 /// What `ptxas -v` reports for one kernel.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PtxasReport {
@@ -69,7 +81,10 @@ pub struct PtxasReport {
 
 /// Assembles PTX for `arch` with ptxas and returns its resource report (or ptxas's errors).
 pub fn ptxas(ptxas: &Path, text: &str, arch: &str) -> Result<PtxasReport, String> {
-    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{}", std::process::id(), text.len()));
+    // One folder per call: threads (parallel tests) may assemble the same text at once.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tilec-ptxas-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let (src, obj) = (dir.join("k.ptx"), dir.join("k.cubin"));
     std::fs::write(&src, text).map_err(|e| e.to_string())?;
