@@ -1,16 +1,19 @@
 //! `tilec._tilec`, the extension module of the `tilec` Python package: programs compiled by
 //! the Rust API ([`tilec::Program`]) and launches on arrays described by the Python side
 //! (`python/tilec/__init__.py` reads NumPy's `__array_interface__`: address, shape, strides,
-//! dtype, read-only flag). Arrays are passed to kernels without copies and launches run with
-//! the GIL released. Errors are raised as `_tilec.RawError(code, rendered, codes)`, which the
-//! Python side turns into `tilec.TileError` subclasses.
+//! dtype, read-only flag; and hands over CUDA arrays' `__cuda_array_interface__` dicts and
+//! DLPack capsules, read here by [`tilec_runtime::interop`]). Arrays are passed to kernels
+//! without copies and launches run with the GIL released. Errors are raised as
+//! `_tilec.RawError(code, rendered, codes)`, which the Python side turns into
+//! `tilec.TileError` subclasses.
 
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList};
+use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyDict, PyList};
 use tilec::{Args, CpuBackend, Error, GenericArg, Program as RsProgram, Target};
 use tilec_midend::Scalar;
-use tilec_runtime::RunError;
+use tilec_runtime::interop::{self, CudaArrayInterface, DLDevice, Memory};
+use tilec_runtime::{DeviceArray, RunError};
 
 pyo3::create_exception!(_tilec, RawError, PyException, "A tilec error: (code, rendered text, every code).");
 
@@ -44,46 +47,76 @@ fn target(name: &str, device: Option<usize>, backend: &str) -> PyResult<Target> 
     })
 }
 
-/// The element type of NumPy's array-interface type string (`<f4`, `<f8`, `<i4`, ...).
-fn elem_of(name: &str, typestr: &str) -> Result<Scalar, RunError> {
-    match typestr {
-        "<f4" | "=f4" => Ok(Scalar::F32),
-        "<f8" | "=f8" => Ok(Scalar::F64),
-        "<i4" | "=i4" => Ok(Scalar::I32),
-        "<i8" | "=i8" => Ok(Scalar::I64),
-        "<u4" | "=u4" => Ok(Scalar::U32),
-        "|b1" => Ok(Scalar::Bool),
-        "<f2" | "=f2" => Ok(Scalar::F16),
-        // `ml_dtypes.bfloat16`, which NumPy sees as a 2-byte void.
-        "<V2" | "|V2" => Ok(Scalar::BF16),
-        _ => Err(RunError::NotContiguous {
-            name: name.to_string(),
-            detail: format!("has dtype `{typestr}`, which kernels cannot take (supported: float32, float64, int32, float16, ml_dtypes.bfloat16)"),
-        }),
-    }
+/// E0440 for argument `name`, whose CUDA array description (`__cuda_array_interface__` or
+/// DLPack capsule) cannot be read: `what` says why.
+fn unreadable(name: &str, what: &str) -> PyErr {
+    raise_run(RunError::NotContiguous {
+        name: name.to_string(),
+        detail: format!("describes its CUDA memory wrongly: {what}"),
+    })
 }
 
-/// Error E0440 unless `strides` (bytes, `None` meaning C order) are those of a C-contiguous
-/// array of `shape` with `itemsize`-byte elements (extents of 1 may have any stride).
-fn check_contiguous(name: &str, shape: &[u64], strides: Option<&[i64]>, itemsize: i64) -> Result<(), RunError> {
-    let Some(strides) = strides else { return Ok(()) };
-    if shape.contains(&0) {
-        return Ok(());
+/// The entries of `__cuda_array_interface__` dict `cai` of argument `name`; `stream` stands in
+/// for a missing `stream` entry (version 2, PyTorch's, has none: the Python side passes the
+/// tensor's current stream), while an entry of `None` means that no ordering is needed.
+fn cuda_array_interface(name: &str, cai: &Bound<'_, PyDict>, stream: Option<i64>) -> PyResult<CudaArrayInterface> {
+    let bad = |what: String| unreadable(name, &what);
+    let entry = |key: &str| cai.get_item(key).map(|v| v.filter(|v| !v.is_none()));
+    let required = |key: &str| entry(key)?.ok_or_else(|| bad(format!("__cuda_array_interface__ has no `{key}`")));
+    let typed = |key: &str, ty: &str| bad(format!("__cuda_array_interface__ `{key}` is not {ty}"));
+    let stream = match cai.get_item("stream")? {
+        None => stream,
+        Some(s) if s.is_none() => None,
+        Some(s) => Some(s.extract().map_err(|_| typed("stream", "an integer or None"))?),
+    };
+    let strides = match entry("strides")? {
+        None => None,
+        Some(s) => Some(s.extract().map_err(|_| typed("strides", "a tuple of integers or None"))?),
+    };
+    Ok(CudaArrayInterface {
+        version: required("version")?.extract().map_err(|_| typed("version", "an integer"))?,
+        data: required("data")?.extract().map_err(|_| typed("data", "a tuple (address, read-only flag)"))?,
+        shape: required("shape")?.extract().map_err(|_| typed("shape", "a tuple of integers"))?,
+        typestr: required("typestr")?.extract().map_err(|_| typed("typestr", "a string"))?,
+        strides,
+        masked: entry("mask")?.is_some(),
+        stream,
+    })
+}
+
+/// The device array of argument `name` from `desc`: a `__cuda_array_interface__` dict (on
+/// CUDA device `device` where the producer says so) or a DLPack capsule of a CUDA tensor
+/// (whose producer's `__dlpack__` was given `stream`). `stream` stands in for a missing
+/// `stream` entry of the dict. Errors: E0440 for a description that cannot be read, E0442 for
+/// a DLPack tensor of a device tilec does not run on, and those of
+/// [`DeviceArray::from_raw`].
+fn device_array(
+    name: &str,
+    desc: &Bound<'_, PyAny>,
+    device: Option<usize>,
+    stream: Option<i64>,
+) -> PyResult<DeviceArray> {
+    if let Ok(cai) = desc.cast::<PyDict>() {
+        let cai = cuda_array_interface(name, cai, stream)?;
+        // SAFETY: the producer describes memory it owns, which the Python side keeps alive
+        // (it holds the producer) until the launch returns; nothing on the host reads it.
+        return unsafe { cai.device_array(name, device) }.map_err(raise_run);
     }
-    let mut want = itemsize;
-    for (&d, &s) in shape.iter().zip(strides).rev() {
-        if d != 1 && s != want {
-            return Err(RunError::NotContiguous {
-                name: name.to_string(),
-                detail: format!(
-                    "is not C-contiguous (strides {strides:?} bytes for shape {shape:?}); \
-                     pass numpy.ascontiguousarray(...) of it"
-                ),
-            });
-        }
-        want *= d as i64;
-    }
-    Ok(())
+    let Ok(capsule) = desc.cast::<PyCapsule>() else {
+        return Err(unreadable(name, "neither a __cuda_array_interface__ dict nor a DLPack capsule"));
+    };
+    // SAFETY: the name is used at once, while the capsule lives and no Python code runs (that
+    // could rename it).
+    let kind = capsule.name().ok().flatten().map(|n| unsafe { n.as_cstr() });
+    let ptr = capsule.pointer_checked(kind).map_err(|_| unreadable(name, "an invalid capsule"))?;
+    // SAFETY: a valid capsule named `dltensor` or `dltensor_versioned` holds a live tensor of
+    // that kind (the DLPack protocol; other names are rejected), alive as long as the capsule,
+    // which the caller holds during the launch.
+    let (tensor, read_only) =
+        unsafe { interop::dlpack_tensor(name, kind.unwrap_or(c""), ptr.as_ptr()) }.map_err(raise_run)?;
+    // SAFETY: the tensor's shape and strides hold `ndim` values (DLPack); its memory is alive
+    // as long as the capsule, which the caller holds until the launch returns.
+    unsafe { interop::dlpack_device_array(name, tensor, read_only, stream) }.map_err(raise_run)
 }
 
 /// A scalar from Python: `bool`, then anything with `__index__` (int, numpy integers), then
@@ -156,9 +189,12 @@ impl Program {
 
     /// Launches `kernel` once. `arrays`: `(name, address, shape, strides or None, typestr,
     /// read_only)` from `__array_interface__`; `scalars`: `(name, value)`; `generics`:
-    /// `(name, value)` with a type name (`"f64"`) or an integer. The caller keeps the arrays
-    /// alive during the call. Returns the grid.
+    /// `(name, value)` with a type name (`"f64"`) or an integer; `devices`: CUDA arrays,
+    /// `(name, description, device or None, stream or None)` with a `__cuda_array_interface__`
+    /// dict or a DLPack capsule (see [`device_array`]). The caller keeps the arrays (and
+    /// capsules) alive during the call. Returns the grid.
     #[allow(clippy::type_complexity)]
+    #[pyo3(signature = (kernel, arrays, scalars, generics, devices=Vec::new()))]
     fn launch(
         &self,
         py: Python<'_>,
@@ -166,6 +202,7 @@ impl Program {
         arrays: Vec<(String, usize, Vec<u64>, Option<Vec<i64>>, String, bool)>,
         scalars: Vec<(String, Bound<'_, PyAny>)>,
         generics: Vec<(String, Bound<'_, PyAny>)>,
+        devices: Vec<(String, Bound<'_, PyAny>, Option<usize>, Option<i64>)>,
     ) -> PyResult<(i64, i64, i64)> {
         let mut fixed: Vec<(String, GenericArg)> = Vec::new();
         for (n, v) in &generics {
@@ -186,19 +223,34 @@ impl Program {
             args = args.scalar(n, scalar(n, v)?);
         }
         for (n, addr, shape, strides, typestr, read_only) in &arrays {
-            let elem = elem_of(n, typestr).map_err(raise_run)?;
-            check_contiguous(n, shape, strides.as_deref(), elem.bytes() as i64).map_err(raise_run)?;
+            let elem = interop::typestr_elem(n, typestr).map_err(raise_run)?;
+            interop::check_c_contiguous(n, shape, strides.as_deref(), elem.bytes() as i64, interop::HOST_COPY)
+                .map_err(raise_run)?;
             // SAFETY: the Python side passes the data address of a live array of this shape,
             // dtype and C order (checked above), which it keeps alive until this call returns;
             // `read_only` is its writeable flag negated; overlaps between arguments are
             // rejected by the binding (E0438).
             args = unsafe { args.raw(n, elem, shape, *addr as *mut u8, !read_only) };
         }
+        for (n, desc, device, stream) in &devices {
+            args = args.device(n, device_array(n, desc, *device, *stream)?);
+        }
         let generics: Vec<(&str, GenericArg)> = fixed.iter().map(|(n, g)| (n.as_str(), *g)).collect();
         let (inner, t) = (&self.inner, self.target);
         let r = py.detach(move || inner.launch(kernel, t, args, &generics).map(|l| l.values.grid));
         let g = r.map_err(raise)?;
         Ok((g[0], g[1], g[2]))
+    }
+}
+
+/// Where the memory of DLPack device `(device_type, device_id)` (`__dlpack_device__()`) of
+/// argument `name` is: `"host"` (CPU, pinned host memory: read through NumPy) or `"cuda"`.
+/// Raises E0442 for a device tilec does not run on.
+#[pyfunction]
+fn dlpack_memory(name: &str, device_type: i32, device_id: i32) -> PyResult<&'static str> {
+    match interop::dlpack_memory(name, DLDevice { device_type, device_id }).map_err(raise_run)? {
+        Memory::Host => Ok("host"),
+        Memory::Cuda(_) => Ok("cuda"),
     }
 }
 
@@ -212,6 +264,34 @@ fn stdlib_source() -> &'static str {
 fn _tilec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
     m.add_function(wrap_pyfunction!(stdlib_source, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack_memory, m)?)?;
     m.add("RawError", m.py().get_type::<RawError>())?;
     Ok(())
+}
+
+/// glibc's `arc4random` (a random 32-bit number), for LLVM, which the `ptx` feature links in
+/// statically and which calls it for its random seeds. glibc has it only since 2.36; defined
+/// here, the module imports nothing newer than glibc 2.34 and loads on older distributions
+/// (Ubuntu 22.04 has 2.35). The bytes come from the kernel (`getrandom`, glibc 2.25), as
+/// glibc's own `arc4random` takes them; where that system call fails, from the standard
+/// library's per-process random hash keys.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[no_mangle]
+pub extern "C" fn arc4random() -> u32 {
+    extern "C" {
+        fn getrandom(buf: *mut std::ffi::c_void, len: usize, flags: u32) -> isize;
+    }
+    let mut value = 0u32;
+    loop {
+        // SAFETY: writes at most 4 bytes into `value`.
+        let n = unsafe { getrandom((&mut value as *mut u32).cast(), 4, 0) };
+        if n == 4 {
+            return value;
+        }
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish() as u32
 }

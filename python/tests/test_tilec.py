@@ -3,11 +3,13 @@ f64, in-place semantics without copies, coded errors for bad arguments and progr
 threads, the GPU targets (Vulkan on lavapipe; CUDA skipped without a driver), and the Dask
 example on a local cluster."""
 
+import ctypes
 import os
 import pathlib
 import subprocess
 import sys
 import threading
+import types
 
 import numpy as np
 import pytest
@@ -299,3 +301,213 @@ def test_storage_types_f16_and_bf16():
     y = np.zeros(3, np.float16)
     m.copy(np.array([1 + 2**-11, 1 + 3 * 2**-11, 7e4], np.float32), y)
     assert y.tolist() == [1.0, 1 + 2**-9, np.inf]
+
+
+# CUDA arrays from fake producers: their descriptions are read and checked without a GPU, and
+# every call with one must fail before anything could read its (fake) device memory.
+
+FAKE_ADDRESS = 0x7F0000000000
+
+
+class FakeCudaArray:
+    """A CUDA array as CuPy describes its own: ``__cuda_array_interface__`` version 3 (entries
+    replaced by keywords, removed by ``without``) and ``__dlpack_device__``, at a fake address."""
+
+    def __init__(self, shape, typestr="<f4", device=0, without=(), **entries):
+        self._cai = {"version": 3, "data": (FAKE_ADDRESS, False), "shape": tuple(shape), "typestr": typestr,
+                     "strides": None, "stream": 1}
+        self._cai.update(entries)
+        for k in without:
+            del self._cai[k]
+        self.device = device
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._cai
+
+    def __dlpack_device__(self):
+        return (2, self.device)
+
+
+class FakeNumbaArray(FakeCudaArray):
+    """A CUDA array that does not say its device (``__cuda_array_interface__`` only)."""
+
+    __dlpack_device__ = None
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32), ("dtype", DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+class FakeDlpackCuda:
+    """A CUDA array that exposes DLPack only (as PyTorch's bfloat16 tensors must), its
+    ``dltensor`` capsule made with ctypes (no deleter: the fake owns the tensor)."""
+
+    def __init__(self, shape, code=2, bits=32, device_type=2, device=0, strides=None, name=b"dltensor"):
+        def longs(xs):
+            return ctypes.cast((ctypes.c_int64 * len(xs))(*xs), ctypes.POINTER(ctypes.c_int64)) if xs else None
+
+        self._shape, self._strides = longs(shape), (None if strides is None else longs(strides))
+        t = DLTensor(FAKE_ADDRESS, DLDevice(device_type, device), len(shape), DLDataType(code, bits, 1),
+                     self._shape, self._strides, 0)
+        self._managed = DLManagedTensor(t, None, None)
+        self._name = name
+        self.streams = []
+
+    def __dlpack_device__(self):
+        return (self._managed.dl_tensor.device.device_type, self._managed.dl_tensor.device.device_id)
+
+    def __dlpack__(self, stream=None, max_version=None):
+        self.streams.append(stream)
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self._managed), self._name, None)
+
+
+def raises(cls, code, call, *texts):
+    with pytest.raises(cls) as e:
+        call()
+    assert code is None or e.value.code == code, (code, str(e.value))
+    for t in texts:
+        assert t in str(e.value), (t, str(e.value))
+    return e.value
+
+
+def test_cuda_arrays_for_cpu_and_vulkan_kernels_raise_instead_of_being_read():
+    for fake in (FakeCudaArray((2, 16, 16)), FakeNumbaArray((2, 16, 16)), FakeDlpackCuda((2, 16, 16))):
+        e = raises(tilec.TileTypeError, "E0442", lambda: tilec.linalg.potrf_batched(fake, eps=1e-6),
+                   "argument `A` is in CUDA device memory", "which the cpu target cannot read", "`.cpu()`")
+        assert isinstance(e, TypeError)
+    vk = tilec.linalg.on("vulkan")
+    raises(tilec.TileTypeError, "E0442", lambda: vk.potrf_batched(FakeCudaArray((2, 16, 16)), eps=1e-6),
+           "which the vulkan target cannot read")
+    # A host array with a device array: the device one is named.
+    raises(tilec.TileTypeError, "E0442",
+           lambda: tilec.linalg.potrs_batched(spd(2, 8, np.float32), FakeCudaArray((2, 8, 3))), "argument `X`")
+    # DLPack memory of a device tilec does not run on, for any target.
+    raises(tilec.TileTypeError, "E0442",
+           lambda: tilec.linalg.potrf_batched(FakeDlpackCuda((2, 4, 4), device_type=10), eps=0.0),
+           "the memory of a ROCm device (DLPack device type 10), which tilec cannot use")
+
+
+def test_cuda_array_descriptions_are_checked_before_the_driver():
+    cu = tilec.linalg.on("cuda")
+    shape = (2, 16, 16)
+    cases = [
+        (FakeCudaArray(shape, typestr="<c8"), tilec.TileValueError, "E0440", "has dtype `<c8`"),
+        (FakeCudaArray(shape, strides=(1024, 4, 64)), tilec.TileValueError, "E0440", "is not C-contiguous",
+         ".contiguous()"),
+        (FakeCudaArray(shape, version=1), tilec.TileValueError, "E0440", "of version 1; tilec reads versions 2 and 3"),
+        (FakeCudaArray(shape, without=["shape"]), tilec.TileValueError, "E0440",
+         "__cuda_array_interface__ has no `shape`"),
+        (FakeCudaArray(shape, without=["data"]), tilec.TileValueError, "E0440", "has no `data`"),
+        (FakeCudaArray(shape, data=FAKE_ADDRESS), tilec.TileValueError, "E0440", "`data` is not a tuple"),
+        (FakeCudaArray(shape, mask=object()), tilec.TileValueError, "E0440", "with a mask"),
+        (FakeCudaArray(shape, stream=0), tilec.TileValueError, "E0440", "names CUDA stream 0"),
+        (FakeCudaArray(shape, data=(FAKE_ADDRESS + 2, False)), tilec.TileValueError, "E0439", "not aligned"),
+        (FakeCudaArray(shape, data=(FAKE_ADDRESS, True)), tilec.TileValueError, "E0437", "argument `A` is read-only"),
+        (FakeCudaArray(shape, typestr="<i8"), tilec.TileTypeError, "E0406", "i64"),
+        (FakeDlpackCuda(shape, code=5, bits=64), tilec.TileValueError, "E0440", "has dtype `complex64`"),
+        (FakeDlpackCuda(shape, strides=(256, 1, 16)), tilec.TileValueError, "E0440", "is not C-contiguous"),
+        (FakeDlpackCuda(shape, name=b"used_dltensor"), tilec.TileValueError, "E0440", "capsule named `used_dltensor`"),
+    ]
+    for fake, cls, code, *texts in cases:
+        e = raises(cls, code, lambda: cu.potrf_batched(fake, eps=1e-6), *texts)
+        if code not in ("E0406", "E0439"):
+            assert "argument `A`" in str(e), str(e)
+    # int32 fits no instance of potrf_batched<T: float>, as for host arrays.
+    raises(tilec.TileTypeError, None, lambda: cu.potrf_batched(FakeCudaArray(shape, typestr="<i4"), eps=1e-6))
+    # Devices that disagree, with each other or with the module's.
+    raises(tilec.TileValueError, "E0443",
+           lambda: cu.potrs_batched(FakeCudaArray((2, 8, 8)), FakeCudaArray((2, 8, 3), device=1)),
+           "argument `X` is on CUDA device 1, but argument `L` is on CUDA device 0")
+    cu1 = tilec.linalg.on("cuda", device=1)
+    raises(tilec.TileValueError, "E0443", lambda: cu1.potrf_batched(FakeCudaArray(shape), eps=1e-6),
+           "argument `A` is on CUDA device 0, but the kernel runs on CUDA device 1", "device=0")
+
+
+def test_valid_cuda_arrays_get_to_the_driver():
+    """Without a driver: DeviceError E0430 (E0432/E0433/E0505 without a device, a device 1 or
+    the PTX backend); on a GPU machine the fake address is no device memory: E0443."""
+    cu = tilec.linalg.on("cuda")
+    dl = FakeDlpackCuda((2, 16, 16))
+    v2 = FakeCudaArray((2, 16, 16), version=2, without=["stream", "strides"])
+    for call in (
+        lambda: cu.potrf_batched(FakeCudaArray((2, 16, 16), device=1), eps=1e-6),
+        lambda: cu.potrf_batched(FakeNumbaArray((2, 16, 16)), eps=1e-6),
+        lambda: cu.potrf_batched(v2, eps=1e-6),
+        lambda: cu.potrf_batched(dl, eps=1e-6),
+        lambda: cu.potrs_batched(spd(2, 8, np.float32), FakeCudaArray((2, 8, 3))),  # host with device
+    ):
+        with pytest.raises(tilec.TileError) as e:
+            call()
+        assert e.value.code in ("E0430", "E0432", "E0433", "E0505", "E0443"), str(e.value)
+        assert isinstance(e.value, tilec.DeviceError) == (e.value.code != "E0443")
+    assert dl.streams == [1]  # asked for the legacy default stream, which the launch uses
+
+
+def test_pytorch_tensors_use_their_current_stream(monkeypatch):
+    """PyTorch's interface (version 2) names no stream: the tensor's current stream stands in
+    (1, the legacy default stream, for PyTorch's default stream 0)."""
+    streams = {"cuda:0": 0, "cuda:1": 0x5555AA00}
+
+    class Tensor(FakeCudaArray):
+        dtype = "float32"
+
+        def __dlpack_device__(self):
+            return (2, int(self.device[-1]))
+
+    fake = types.ModuleType("torch")
+    fake.Tensor = Tensor
+    fake.bfloat16 = "bfloat16"
+    fake.cuda = types.SimpleNamespace(current_stream=lambda d: types.SimpleNamespace(cuda_stream=streams[d]))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    t = Tensor((3,), version=2, without=["stream"])
+    t.device = "cuda:0"
+    assert tilec._torch_stream(t) == 1
+    t.device = "cuda:1"
+    assert tilec._torch_stream(t) == 0x5555AA00
+    assert tilec._torch_stream(FakeCudaArray((3,))) is None
+    _, (name, cai, device, stream) = tilec._interface("A", t, [])
+    assert (name, cai["version"], stream) == ("A", 2, 0x5555AA00)
+
+
+def test_pytorch_bfloat16_tensors_go_through_dlpack(monkeypatch):
+    """PyTorch 2.5 and 2.6 describe bfloat16 CUDA tensors in their interface as '<f2' (float16's
+    type string): tilec must not read that description, but the tensor's DLPack capsule."""
+
+    class Tensor(FakeDlpackCuda):
+        device = "cuda:0"
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"version": 2, "data": (0x7F0000000000, False), "shape": (2, 16, 16), "typestr": "<f2",
+                    "strides": None}
+
+    fake = types.ModuleType("torch")
+    fake.Tensor = Tensor
+    fake.bfloat16, fake.float16 = object(), object()
+    fake.cuda = types.SimpleNamespace(current_stream=lambda d: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    t = Tensor((2, 16, 16))
+    t.dtype = fake.bfloat16
+    keep = []
+    on_device, (name, desc, device, stream) = tilec._interface("A", t, keep)
+    assert on_device and not isinstance(desc, dict) and stream == 1 and keep == [desc], desc
+    t.dtype = fake.float16
+    on_device, (name, desc, device, stream) = tilec._interface("A", t, [])
+    assert on_device and desc["typestr"] == "<f2"

@@ -1,5 +1,5 @@
 """tilec: compile ``.tile`` kernels and run them on NumPy arrays, on the CPU, a Vulkan device
-or a CUDA device.
+or a CUDA device (also on PyTorch and CuPy CUDA tensors, in place).
 
 >>> import numpy as np, tilec
 >>> A = np.eye(16, dtype=np.float32)[None].repeat(8, axis=0) * 4.0   # 8 SPD 16x16 matrices
@@ -12,21 +12,27 @@ callables: positional arguments follow the kernel's parameters, keywords name th
 keywords that name a const parameter (``BM=64``) or an element type (``T="f64"``) choose the
 instance. Arrays are passed without copies (NumPy arrays, and anything with
 ``__array_interface__`` or CPU DLPack); ``mut`` arrays are updated in place and returned
-(one array, a tuple of several, or ``None``). Each kernel is compiled on first use for the
-arrays' dtypes and cached; programs are cached by source hash and target. Launches release
+(one array, a tuple of several, or ``None``). Kernels compiled with ``target="cuda"`` also
+take CUDA arrays (``__cuda_array_interface__`` or CUDA DLPack: PyTorch and CuPy tensors),
+used in place on the device, on the producer's stream, with no copy to the host
+(``docs/python.md``, "CUDA tensors"). Each kernel is compiled on first use for the arrays'
+dtypes and cached; programs are cached by source hash and target. Launches release
 the GIL, so several Python threads may launch at once.
 
 Errors are :class:`TileError` subclasses carrying ``code`` (``"E0410"``), ``rendered`` (the
 diagnostics as ``tilec`` prints them) and ``codes`` (every diagnostic's code):
 :class:`CompileError` (a ``ValueError``) for errors in the program, :class:`TileTypeError`
-(a ``TypeError``) for missing, unknown or wrongly typed arguments, :class:`TileValueError`
-(a ``ValueError``) for shapes, read-only, overlapping or non-contiguous arrays and bad scalar
-values, :class:`DeviceError` (a ``RuntimeError``) when a device or driver is missing or fails.
+(a ``TypeError``) for missing, unknown or wrongly typed arguments (a CUDA tensor for a CPU
+or Vulkan kernel included), :class:`TileValueError` (a ``ValueError``) for shapes,
+read-only, overlapping or non-contiguous arrays, arrays on the wrong CUDA device and bad
+scalar values, :class:`DeviceError` (a ``RuntimeError``) when a device or driver is missing
+or fails.
 ``docs/errors.md`` explains every code.
 """
 
 import hashlib
 import os
+import sys
 import threading
 
 import numpy as np
@@ -61,20 +67,22 @@ class CompileError(TileError, ValueError):
 
 
 class TileTypeError(TileError, TypeError):
-    """A missing or unknown argument, an array where a scalar belongs (or the reverse), or a
-    dtype that does not match the kernel's element type."""
+    """A missing or unknown argument, an array where a scalar belongs (or the reverse), a
+    dtype that does not match the kernel's element type, or an array in memory the kernel's
+    target cannot use (a CUDA tensor for a CPU or Vulkan kernel: E0442)."""
 
 
 class TileValueError(TileError, ValueError):
-    """A wrong shape, a read-only, overlapping, misaligned or non-contiguous array, or a
-    scalar out of its parameter's range."""
+    """A wrong shape, a read-only, overlapping, misaligned or non-contiguous array, an array
+    whose memory description cannot be used (E0440), a CUDA array on another device than the
+    kernel's (E0443), or a scalar out of its parameter's range."""
 
 
 class DeviceError(TileError, RuntimeError):
     """No Vulkan or CUDA device or driver, or the device failed."""
 
 
-_TYPE_CODES = {"E0216", "E0407", "E0408", "E0409", "E0410", "E0406"}
+_TYPE_CODES = {"E0216", "E0407", "E0408", "E0409", "E0410", "E0406", "E0442"}
 _DEVICE_CODES = {f"E04{n}" for n in range(20, 37) if n != 29} | {"E0505"}
 
 
@@ -95,9 +103,84 @@ def _convert(raw):
     return _error(*raw.args)
 
 
+def _raw(call, *args):
+    """``call(*args)`` of the extension, its errors raised as :class:`TileError`."""
+    try:
+        return call(*args)
+    except _tilec.RawError as e:
+        raise _convert(e) from None
+
+
+def _dlpack_device(name, x):
+    """Where ``x``'s memory is by its ``__dlpack_device__()``: ``("host", None)``, ``("cuda",
+    device index)``, or ``(None, None)`` when it does not say. Raises E0442 for a device tilec
+    does not run on."""
+    f = getattr(x, "__dlpack_device__", None)
+    if f is None:
+        return None, None
+    try:
+        kind, index = (int(v) for v in f())
+    except (TypeError, ValueError) as e:
+        text = f"argument `{name}`: __dlpack_device__() is not (device type, index): {e}"
+        raise _error("E0440", f"error[E0440]: {text}\n") from None
+    where = _raw(_tilec.dlpack_memory, name, kind, index)
+    return where, (index if where == "cuda" else None)
+
+
+def _cuda_interface(x):
+    """``x.__cuda_array_interface__``, or None where it has none, or where it may misname the
+    dtype: PyTorch's bfloat16 tensors go through DLPack (PyTorch 2.5 and 2.6 wrote bfloat16 as
+    ``<f2``, float16's type string; earlier ones raise)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor) and x.dtype == torch.bfloat16:
+        return None
+    try:
+        return getattr(x, "__cuda_array_interface__", None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _torch_stream(x):
+    """The stream that a PyTorch CUDA tensor ``x`` is used on, which its interface (version 2)
+    does not name: the current stream of its device, as the interface writes streams (1 for
+    the legacy default stream). None for other producers."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor):
+        return None
+    return torch.cuda.current_stream(x.device).cuda_stream or 1
+
+
+def _dlpack_capsule(name, x):
+    """The DLPack capsule of CUDA array ``x``, made ready on the legacy default stream (the
+    stream tilec then launches on): ``__dlpack__(stream=1)``, versioned where the producer
+    can."""
+    errors = []
+    for kwargs in ({"stream": 1, "max_version": (1, 0)}, {"stream": 1}):
+        try:
+            return x.__dlpack__(**kwargs)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            errors.append(e)
+    text = f"argument `{name}` cannot be read through DLPack on its CUDA device: {errors[-1]}"
+    raise _error("E0440", f"error[E0440]: {text}\n")
+
+
 def _interface(name, x, keep):
-    """``(name, address, shape, strides, typestr, read_only)`` of array argument ``x``."""
+    """How array argument ``x`` is passed: ``(False, (name, address, shape, strides, typestr,
+    read_only))`` for host memory (``__array_interface__``, CPU DLPack through NumPy), or
+    ``(True, (name, description, device, stream))`` for CUDA memory, with its
+    ``__cuda_array_interface__`` dict or DLPack capsule (read by the extension), its device
+    index where the producer says it, and its stream where the description lacks one."""
     ai = getattr(x, "__array_interface__", None)
+    if ai is None:
+        where, device = _dlpack_device(name, x)
+        cai = _cuda_interface(x) if where != "host" else None
+        if cai is not None:
+            stream = None if isinstance(cai, dict) and "stream" in cai else _torch_stream(x)
+            return True, (name, cai, device, stream)
+        if where == "cuda":
+            capsule = _dlpack_capsule(name, x)
+            keep.append(capsule)
+            return True, (name, capsule, device, 1)
     if ai is None and hasattr(x, "__dlpack__"):
         try:
             x = np.from_dlpack(x)
@@ -119,7 +202,7 @@ def _interface(name, x, keep):
     shape = tuple(int(d) for d in ai["shape"])
     strides = ai.get("strides")
     strides = None if strides is None else [int(s) for s in strides]
-    return (name, int(data[0]), list(shape), strides, ai["typestr"], bool(data[1]))
+    return False, (name, int(data[0]), list(shape), strides, ai["typestr"], bool(data[1]))
 
 
 class Kernel:
@@ -156,16 +239,17 @@ class Kernel:
             else:
                 values[k] = v
         keep = []
-        arrays, scalars = [], []
+        arrays, devices, scalars = [], [], []
         for k, v in values.items():
             if k in self._arrays:
-                arrays.append(_interface(k, v, keep))
+                on_device, desc = _interface(k, v, keep)
+                (devices if on_device else arrays).append(desc)
             elif isinstance(v, np.ndarray) and v.ndim > 0:
                 raise _error("E0409", f"error[E0409]: argument `{k}` is a scalar parameter, but an array was given\n")
             else:
                 scalars.append((k, v))
         try:
-            self._module._program.launch(self.name, arrays, scalars, generics)
+            self._module._program.launch(self.name, arrays, scalars, generics, devices)
         except _tilec.RawError as e:
             raise _convert(e) from None
         out = tuple(values[m] for m in self._mut if m in values)
@@ -200,7 +284,8 @@ _lock = threading.Lock()
 
 def compile(source, *, target="cpu", device=None, backend="cranelift", name=None):
     """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
-    ``device`` picks a GPU by index; ``backend="llvm"`` picks the CPU's LLVM code generator
+    ``device`` picks a GPU by index: by default the first, or for CUDA the device of the CUDA
+    tensors passed, whose launches run on their device; ``backend="llvm"`` picks the CPU's LLVM code generator
     where tilec was built with it). ``source`` is a path (``str`` ending in ``.tile`` or
     ``os.PathLike``) or the source text. Raises :class:`CompileError` with every diagnostic.
     Modules are cached by source hash, name and target."""

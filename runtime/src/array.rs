@@ -335,6 +335,140 @@ impl HostArray {
     }
 }
 
+/// A dense row-major (C order) array in the memory of a CUDA device, owned by the caller (a
+/// PyTorch or CuPy tensor, memory of the caller's own CUDA code).
+///
+/// Only the CUDA launcher uses it: kernels get its address as it is, with no copy, and write
+/// `mut` parameters in place, in order with the work of the array's stream. Nothing on the
+/// host reads or writes its elements (the CPU and Vulkan launchers reject it with E0442). A
+/// clone describes the same memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceArray {
+    elem: Scalar,
+    shape: Vec<u64>,
+    len: usize,
+    ptr: u64,
+    device: Option<usize>,
+    stream: Option<u64>,
+    writable: bool,
+}
+
+impl DeviceArray {
+    /// An array over `shape` elements of `elem` at device address `ptr` on CUDA device
+    /// `device` (`None`: the producer does not say; the launcher asks the driver).
+    ///
+    /// `stream` orders the launch after the producer's work: `None` when that work is
+    /// complete (no ordering needed), else a `CUstream` handle value: 0 (the NULL stream) or 1
+    /// (`CU_STREAM_LEGACY`) for the legacy default stream, 2 (`CU_STREAM_PER_THREAD`) for the
+    /// per-thread default stream, any other value a stream the producer created. Kernels run
+    /// on that stream.
+    ///
+    /// Errors: `elem` is not f32, f64, i32, f16 or bf16 (E0406); the shape has more elements
+    /// than 64-bit addresses reach (E0405); `ptr` is null while the array has elements, or is
+    /// not aligned to the element size (E0439).
+    ///
+    /// # Safety
+    ///
+    /// For as long as the array (or a clone) is passed to launches: `ptr` must point to
+    /// `shape`'s element count times `elem`'s size bytes of memory that kernels on `device`
+    /// can read, holding the elements in row-major order, and writable when `writable`; while
+    /// a launch runs, nothing else may write them, and when `writable` nothing else may read
+    /// them; `stream`, when given, must be a valid stream of that device's primary context
+    /// (or one of the special handles above).
+    pub unsafe fn from_raw(
+        elem: Scalar,
+        shape: &[u64],
+        ptr: u64,
+        device: Option<usize>,
+        stream: Option<u64>,
+        writable: bool,
+    ) -> Result<DeviceArray, RunError> {
+        check_elem(elem)?;
+        let esize = elem.bytes() as usize;
+        let len = element_count(shape, esize).ok_or_else(|| RunError::DataLength {
+            shape: shape.to_vec(),
+            expected: None,
+            actual: 0,
+        })?;
+        // Empty tensors may have a null address (PyTorch's); kernels never index them.
+        if (ptr == 0 && len > 0) || !ptr.is_multiple_of(esize as u64) {
+            return Err(RunError::Misaligned { address: ptr, align: esize as u32 });
+        }
+        Ok(DeviceArray { elem, shape: shape.to_vec(), len, ptr, device, stream, writable })
+    }
+
+    /// The element type.
+    pub fn elem(&self) -> Scalar {
+        self.elem
+    }
+
+    /// The extents, outermost first.
+    pub fn shape(&self) -> &[u64] {
+        &self.shape
+    }
+
+    /// Number of elements (the product of the shape).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size of the data in bytes.
+    pub fn byte_len(&self) -> usize {
+        self.len * self.elem.bytes() as usize
+    }
+
+    /// The device address of the first element (0 only for an empty array).
+    pub fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The device address range of the elements, `start..end`.
+    pub fn address_range(&self) -> std::ops::Range<u64> {
+        self.ptr..self.ptr + self.byte_len() as u64
+    }
+
+    /// The CUDA device the producer says the memory is on, if it says.
+    pub fn device(&self) -> Option<usize> {
+        self.device
+    }
+
+    /// The stream that orders the launch after the producer's work (`None`: none needed);
+    /// see [`DeviceArray::from_raw`].
+    pub fn stream(&self) -> Option<u64> {
+        self.stream
+    }
+
+    /// Whether kernels may write the elements (a `mut` parameter needs it: E0437).
+    pub fn is_writable(&self) -> bool {
+        self.writable
+    }
+
+    /// Error E0443: argument `name`, on CUDA device `device`, is passed to a kernel that runs
+    /// on CUDA device `kernel_device`.
+    pub fn on_other_device(name: &str, device: usize, kernel_device: usize) -> RunError {
+        RunError::CudaMemory {
+            name: name.to_string(),
+            detail: format!(
+                "is on CUDA device {device}, but the kernel runs on CUDA device {kernel_device}; run it \
+                 on device {device} (tilec.compile(..., target=\"cuda\", device={device}))"
+            ),
+        }
+    }
+
+    /// The memory as error messages name it: `CUDA device memory (device 1)`.
+    pub fn memory_text(&self) -> String {
+        match self.device {
+            Some(d) => format!("CUDA device memory (device {d})"),
+            None => "CUDA device memory".to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,5 +499,24 @@ mod tests {
         assert_eq!(e.code(), "E0405");
         let e = HostArray::zeros(Scalar::Bool, &[1]).unwrap_err();
         assert_eq!(e.code(), "E0406");
+    }
+
+    #[test]
+    fn device_arrays_are_described_not_read() {
+        // SAFETY: nothing is launched with these arrays; the addresses are never dereferenced.
+        let raw = |elem, shape: &[u64], ptr| unsafe { DeviceArray::from_raw(elem, shape, ptr, Some(1), Some(7), true) };
+        let a = raw(Scalar::F32, &[2, 3], 0x7f00_0000_0100).unwrap();
+        assert_eq!((a.len(), a.byte_len(), a.shape()), (6, 24, &[2u64, 3][..]));
+        assert_eq!(a.address_range(), 0x7f00_0000_0100..0x7f00_0000_0118);
+        assert_eq!((a.device(), a.stream(), a.is_writable()), (Some(1), Some(7), true));
+        assert_eq!(a.memory_text(), "CUDA device memory (device 1)");
+        // An empty tensor may have a null address; a non-empty one may not.
+        assert!(raw(Scalar::F64, &[0, 4], 0).unwrap().is_empty());
+        let e = raw(Scalar::F64, &[1], 0).unwrap_err();
+        assert_eq!(e.code(), "E0439");
+        let e = raw(Scalar::F64, &[1], 0x1004).unwrap_err();
+        assert_eq!(e.to_string(), "array memory at address 0x1004 is not aligned to its element size (8 bytes)");
+        assert_eq!(raw(Scalar::I64, &[1], 0x1000).unwrap_err().code(), "E0406");
+        assert_eq!(raw(Scalar::F32, &[u64::MAX, 4], 0x1000).unwrap_err().code(), "E0405");
     }
 }

@@ -6,17 +6,41 @@ use std::collections::HashMap;
 use tilec_midend::dims::DimExpr;
 use tilec_midend::{Const, Dim, Kernel, ParamKind, Scalar};
 
-use crate::array::HostArray;
+use crate::array::{DeviceArray, HostArray};
 use crate::error::RunError;
 
 /// The value of one launch argument.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
-    /// An array, for an array parameter.
+    /// An array in host memory, for an array parameter.
     Array(HostArray),
+    /// An array in CUDA device memory, for an array parameter of a kernel that runs on CUDA
+    /// (the CPU and Vulkan launchers reject it: E0442).
+    Device(DeviceArray),
     /// A scalar, for a scalar parameter; its type must be the parameter's type (see
     /// [`parse_scalar`]).
     Scalar(Const),
+}
+
+impl ArgValue {
+    /// The element type and extents of an array (in host or device memory); `None` for a
+    /// scalar.
+    pub fn array_type(&self) -> Option<(Scalar, &[u64])> {
+        match self {
+            ArgValue::Array(a) => Some((a.elem(), a.shape())),
+            ArgValue::Device(d) => Some((d.elem(), d.shape())),
+            ArgValue::Scalar(_) => None,
+        }
+    }
+
+    /// Whether kernels may write the argument: a writable array (host or device).
+    pub fn is_writable(&self) -> bool {
+        match self {
+            ArgValue::Array(a) => a.is_writable(),
+            ArgValue::Device(d) => d.is_writable(),
+            ArgValue::Scalar(_) => false,
+        }
+    }
 }
 
 /// Launch arguments checked against a kernel's parameters: one value per parameter, in
@@ -49,12 +73,28 @@ impl Bound {
         self.args.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
 
-    /// The array bound to parameter `name`, if it is an array parameter.
+    /// The host array bound to parameter `name`, if it is an array parameter given a host
+    /// array.
     pub fn array(&self, name: &str) -> Option<&HostArray> {
         match self.get(name)? {
             ArgValue::Array(a) => Some(a),
-            ArgValue::Scalar(_) => None,
+            ArgValue::Device(_) | ArgValue::Scalar(_) => None,
         }
+    }
+
+    /// Error E0442 when an array argument is in CUDA device memory, which the launcher of
+    /// `target` (`"cpu"`, `"vulkan"`) cannot read.
+    pub fn check_host_memory(&self, target: &'static str) -> Result<(), RunError> {
+        for (name, v) in &self.args {
+            if let ArgValue::Device(d) = v {
+                return Err(RunError::ArrayMemory {
+                    name: name.clone(),
+                    memory: d.memory_text(),
+                    target: Some(target),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The shape variables as `(name, value)`, in the order they were first bound.
@@ -204,17 +244,19 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
                     return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *s, actual: c.ty() });
                 }
             }
-            (ParamKind::Array { elem, dims, mutable }, ArgValue::Array(a)) => {
-                if a.elem() != *elem {
-                    return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *elem, actual: a.elem() });
+            (ParamKind::Scalar(_), _) => return Err(kind_error(true)),
+            (ParamKind::Array { elem, dims, mutable }, _) => {
+                let Some((actual, shape)) = value.array_type() else {
+                    return Err(kind_error(false));
+                };
+                if actual != *elem {
+                    return Err(RunError::DtypeMismatch { name: p.name.clone(), expected: *elem, actual });
                 }
-                bind_shape(&p.name, dims, a.shape(), &mut bound.vars)?;
-                if *mutable && !a.is_writable() {
+                bind_shape(&p.name, dims, shape, &mut bound.vars)?;
+                if *mutable && !value.is_writable() {
                     return Err(RunError::ReadOnlyArg { name: p.name.clone(), ty: param_type_text(&p.kind) });
                 }
             }
-            (ParamKind::Scalar(_), ArgValue::Array(_)) => return Err(kind_error(true)),
-            (ParamKind::Array { .. }, ArgValue::Scalar(_)) => return Err(kind_error(false)),
         }
         bound.args.push((p.name.clone(), value));
     }
@@ -289,8 +331,8 @@ pub fn output_shape(
         _ => None,
     };
     let arrays = || {
-        kernel.params.iter().filter_map(|p| match (&p.kind, args.get(&p.name)) {
-            (ParamKind::Array { dims, .. }, Some(ArgValue::Array(a))) => Some((dims, a.shape())),
+        kernel.params.iter().filter_map(|p| match (&p.kind, args.get(&p.name).and_then(ArgValue::array_type)) {
+            (ParamKind::Array { dims, .. }, Some((_, shape))) => Some((dims, shape)),
             _ => None,
         })
     };
@@ -335,19 +377,19 @@ fn check_extent_exprs(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
         _ => None,
     };
     for (p, (_, v)) in kernel.params.iter().zip(&bound.args) {
-        let (ParamKind::Array { dims, .. }, ArgValue::Array(a)) = (&p.kind, v) else {
+        let (ParamKind::Array { dims, .. }, Some((_, shape))) = (&p.kind, v.array_type()) else {
             continue;
         };
         if !dims.iter().any(|d| matches!(d, Dim::Expr(_))) {
             continue;
         }
         let expected = declared_shape(&p.name, dims, &bound.vars, &scalars)?;
-        if expected != a.shape() {
+        if expected != shape {
             return Err(RunError::ShapeMismatch {
                 name: p.name.clone(),
                 expected: dims_text(dims),
                 expected_values: expected,
-                actual: a.shape().to_vec(),
+                actual: shape.to_vec(),
             });
         }
     }
@@ -355,23 +397,29 @@ fn check_extent_exprs(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
 }
 
 /// Error E0438 when the memory of a `mut` array argument overlaps that of another array
-/// argument (only borrowed arrays can: owned ones never share memory).
+/// argument in the same memory, host or device (only borrowed host arrays can: owned ones
+/// never share memory).
 fn check_overlap(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
-    let arrays: Vec<(&str, bool, &HostArray)> = kernel
+    // (name, mutable, in device memory, address range)
+    let arrays: Vec<(&str, bool, bool, std::ops::Range<u64>)> = kernel
         .params
         .iter()
         .zip(&bound.args)
-        .filter_map(|(p, (n, v))| match (&p.kind, v) {
-            (ParamKind::Array { mutable, .. }, ArgValue::Array(a)) if a.is_borrowed() => {
-                Some((n.as_str(), *mutable, a))
+        .filter_map(|(p, (n, v))| {
+            let ParamKind::Array { mutable, .. } = p.kind else { return None };
+            match v {
+                ArgValue::Array(a) if a.is_borrowed() => {
+                    let r = a.address_range();
+                    Some((n.as_str(), mutable, false, r.start as u64..r.end as u64))
+                }
+                ArgValue::Device(d) => Some((n.as_str(), mutable, true, d.address_range())),
+                _ => None,
             }
-            _ => None,
         })
         .collect();
-    for (i, &(name, mutable, a)) in arrays.iter().enumerate() {
-        for &(other, other_mut, b) in &arrays[i + 1..] {
-            let (x, y) = (a.address_range(), b.address_range());
-            if (mutable || other_mut) && x.start < y.end && y.start < x.end {
+    for (i, &(name, mutable, device, ref x)) in arrays.iter().enumerate() {
+        for &(other, other_mut, other_device, ref y) in &arrays[i + 1..] {
+            if device == other_device && (mutable || other_mut) && x.start < y.end && y.start < x.end {
                 let (name, other) = if mutable { (name, other) } else { (other, name) };
                 return Err(RunError::Overlap { name: name.to_string(), other: other.to_string() });
             }
@@ -517,6 +565,44 @@ mod tests {
         // Misaligned memory.
         let e = unsafe { HostArray::from_raw(Scalar::F32, &[2], pa.wrapping_add(2), true) }.unwrap_err();
         assert_eq!(e.code(), "E0439");
+    }
+
+    #[test]
+    fn device_arrays_bind_like_host_arrays() {
+        let k = kernel();
+        // SAFETY (all `from_raw` below): nothing is launched; the addresses are never read.
+        let dev = |elem, shape: &[u64], ptr, w| unsafe {
+            ArgValue::Device(DeviceArray::from_raw(elem, shape, ptr, Some(0), None, w).unwrap())
+        };
+        let bind_with = |a: ArgValue, idx: ArgValue| {
+            let mut m = args(&[1, 1, 1], &[1, 2]);
+            m.insert("A".into(), a);
+            m.insert("idx".into(), idx);
+            bind(&k, m)
+        };
+        let b =
+            bind_with(dev(Scalar::F32, &[4, 3, 3], 0x10000, true), dev(Scalar::I32, &[4, 2], 0x20000, false)).unwrap();
+        assert_eq!(b.shape_vars(), &[("B".to_string(), 4), ("N".to_string(), 3)]);
+        assert!(b.array("A").is_none(), "no host array to read");
+        let e = b.check_host_memory("vulkan").unwrap_err();
+        assert_eq!(e.code(), "E0442");
+        assert!(e.to_string().starts_with("argument `A` is in CUDA device memory (device 0), which the vulkan target"));
+        // Dtype, shape, read-only and overlap checks, as for host arrays.
+        let e = bind_with(dev(Scalar::F64, &[4, 3, 3], 0x10000, true), dev(Scalar::I32, &[4, 2], 0x20000, false));
+        assert_eq!(e.unwrap_err().code(), "E0410");
+        let e = bind_with(dev(Scalar::F32, &[4, 3, 3], 0x10000, true), dev(Scalar::I32, &[5, 2], 0x20000, false));
+        assert_eq!(e.unwrap_err().code(), "E0412");
+        let e = bind_with(dev(Scalar::F32, &[4, 3, 3], 0x10000, false), dev(Scalar::I32, &[4, 2], 0x20000, false));
+        assert_eq!(e.unwrap_err().code(), "E0437");
+        let e = bind_with(dev(Scalar::F32, &[4, 3, 3], 0x10000, true), dev(Scalar::I32, &[4, 2], 0x10040, false));
+        assert_eq!(e.unwrap_err().code(), "E0438");
+        // Host memory is never compared with device memory.
+        let host = ArgValue::Array(HostArray::zeros(Scalar::I32, &[4, 2]).unwrap());
+        assert!(bind_with(dev(Scalar::F32, &[4, 3, 3], 0x10000, true), host).is_ok());
+        // A device array for a scalar parameter.
+        let mut m = args(&[4, 3, 3], &[4, 2]);
+        m.insert("eps".into(), dev(Scalar::F32, &[1], 0x30000, false));
+        assert_eq!(bind(&k, m).unwrap_err().code(), "E0409");
     }
 
     #[test]

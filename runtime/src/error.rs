@@ -11,8 +11,8 @@ pub(crate) const SUPPORTED_DTYPES: &str =
     "<f4 (f32), <f8 (f64), <i4 (i32), <f2 (f16), <V2 (bf16, as ml_dtypes saves it)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
-/// code ([`RunError::code`]) in `E0400..=E0436` (`E0420..=E0428` are the Vulkan launcher's, `E0430..`
-/// the CUDA launcher's).
+/// code ([`RunError::code`]) in `E0400..=E0443` (`E0420..=E0428` are the Vulkan launcher's,
+/// `E0430..=E0436` the CUDA launcher's, `E0437..` those of arrays in the caller's memory).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunError {
     /// E0400: a file could not be opened, read, written or renamed.
@@ -87,8 +87,9 @@ pub enum RunError {
     /// (``array `A` ``, `the params buffer`).
     BufferTooLarge { device: String, name: String, bytes: u64, limit: u64 },
     /// E0430: the CUDA driver library (`libcuda.so.1`, `nvcuda.dll` on Windows) could not be
-    /// loaded: the machine has no NVIDIA driver.
-    CudaDriverMissing { library: &'static str },
+    /// loaded: the machine has no NVIDIA driver, or it lies outside the places tried. `tried`
+    /// says where it was looked for, each with the loader's answer (`dlerror`), in order.
+    CudaDriverMissing { library: &'static str, tried: Vec<String> },
     /// E0431: a CUDA driver call failed (`detail`: the `CUresult` name and its description),
     /// or the driver lacks a function the launcher needs (too old), or the driver bindings
     /// panicked.
@@ -120,10 +121,19 @@ pub enum RunError {
     /// E0441: the extent expression `expr` of array `name` cannot be evaluated with the
     /// arguments given (`reason`); `unbound` when a variable of it has no value.
     ExtentExpr { name: String, expr: String, reason: String, unbound: bool },
+    /// E0442: array `name` is in memory that the launch cannot use, described by `memory`:
+    /// CUDA device memory (a PyTorch or CuPy CUDA tensor) for a kernel that runs on `target`
+    /// (`cpu` or `vulkan`), whose launcher cannot read it; or, with `target` `None`, the
+    /// memory of a device tilec does not run on (a DLPack device other than CPU and CUDA).
+    ArrayMemory { name: String, memory: String, target: Option<&'static str> },
+    /// E0443: CUDA device array `name` is not where the launch needs it (`detail`): on another
+    /// device than another argument or than the kernel's device, or at an address that the
+    /// CUDA driver does not know as device memory, or beyond the end of its allocation.
+    CudaMemory { name: String, detail: String },
 }
 
 impl RunError {
-    /// The stable error code, `E0400` to `E0441`.
+    /// The stable error code, `E0400` to `E0443`.
     pub fn code(&self) -> &'static str {
         match self {
             RunError::Io { .. } => "E0400",
@@ -168,6 +178,8 @@ impl RunError {
             RunError::Misaligned { .. } => "E0439",
             RunError::NotContiguous { .. } => "E0440",
             RunError::ExtentExpr { .. } => "E0441",
+            RunError::ArrayMemory { .. } => "E0442",
+            RunError::CudaMemory { .. } => "E0443",
         }
     }
 
@@ -319,10 +331,12 @@ impl fmt::Display for RunError {
                 "{name} needs a buffer of {bytes} bytes, Vulkan device `{device}` allows at \
                  most {limit} bytes"
             ),
-            RunError::CudaDriverMissing { library } => write!(
+            RunError::CudaDriverMissing { library, tried } => write!(
                 f,
-                "CUDA driver ({library}) not found: this machine has no NVIDIA driver; use \
-                 --target cpu or --target vulkan, or install the NVIDIA driver"
+                "CUDA driver ({library}) not found: this machine has no NVIDIA driver, or it lies \
+                 outside the places tried ({}); use --target cpu or --target vulkan, install the \
+                 NVIDIA driver, or put the folder that holds {library} on LD_LIBRARY_PATH",
+                tried.join("; ")
             ),
             RunError::CudaCall { call, detail } => write!(f, "CUDA driver call {call} failed: {detail}"),
             RunError::NoCudaDevice => write!(
@@ -377,6 +391,18 @@ impl fmt::Display for RunError {
             RunError::ExtentExpr { name, expr, reason, .. } => {
                 write!(f, "the extent `{expr}` of `{name}` cannot be computed: {reason}")
             }
+            RunError::ArrayMemory { name, memory, target: Some(target) } => write!(
+                f,
+                "argument `{name}` is in {memory}, which the {target} target cannot read; pass a \
+                 host copy (`.cpu()` or `.numpy()` of a PyTorch tensor, `.get()` of a CuPy array) \
+                 or run the kernel on target cuda"
+            ),
+            RunError::ArrayMemory { name, memory, target: None } => write!(
+                f,
+                "argument `{name}` is in {memory}, which tilec cannot use; pass an array in host \
+                 memory or in CUDA device memory"
+            ),
+            RunError::CudaMemory { name, detail } => write!(f, "argument `{name}` {detail}"),
         }
     }
 }

@@ -43,9 +43,11 @@ fn check_bound(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
 
 /// Packs the bound arguments into the slots of [`CpuKernelFn`]. The data pointers point into
 /// `bound`'s arrays: they stay valid while `bound` is alive and its arrays are not replaced.
-/// Error E0417 if `bound` was not bound for `kernel`.
+/// Errors: `bound` was not bound for `kernel` (E0417); an array is in CUDA device memory
+/// (E0442).
 pub fn pack_args(kernel: &Kernel, bound: &mut Bound) -> Result<Vec<u64>, RunError> {
     check_bound(kernel, bound)?;
+    bound.check_host_memory("cpu")?;
     let mut slots = Vec::new();
     for (p, (_, value)) in kernel.params.iter().zip(bound.args_mut()) {
         match value {
@@ -59,6 +61,8 @@ pub fn pack_args(kernel: &Kernel, bound: &mut Bound) -> Result<Vec<u64>, RunErro
                 slots.extend(a.shape().iter().map(|&d| d as i64 as u64));
             }
             ArgValue::Scalar(c) => slots.push(scalar_slot(*c)),
+            // Rejected by `check_host_memory` above.
+            ArgValue::Device(_) => {}
         }
     }
     Ok(slots)
@@ -96,8 +100,8 @@ pub fn launch_values(module: &Module, kernel: &Kernel, bound: &Bound) -> Result<
         .args()
         .iter()
         .map(|(_, v)| match v {
-            ArgValue::Array(a) => LaunchArg::Array { dims: a.shape().to_vec() },
             ArgValue::Scalar(c) => LaunchArg::Scalar(*c),
+            _ => LaunchArg::Array { dims: v.array_type().map_or_else(Vec::new, |(_, s)| s.to_vec()) },
         })
         .collect();
     let values = eval_launch(f, &args).map_err(|error| RunError::Eval { kernel: kernel.name.clone(), error })?;

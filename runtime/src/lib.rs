@@ -2,8 +2,9 @@
 //! [`write_npy_atomic`]), host arrays ([`HostArray`]), binding arguments to a kernel's
 //! parameters with shape checks ([`bind`]), evaluating the launch grid ([`launch_values`]) and
 //! the parallel CPU launcher ([`launch_cpu`], [`run_cpu`]), the Vulkan launcher
-//! ([`VulkanDevice`]), the CUDA launcher ([`CudaDevice`]), plus deterministic test inputs
-//! ([`random_spd`], [`random_uniform`]).
+//! ([`VulkanDevice`]), the CUDA launcher ([`CudaDevice`]) with arrays in the caller's CUDA
+//! memory ([`DeviceArray`], described by the exchange protocols of [`interop`]), plus
+//! deterministic test inputs ([`random_spd`], [`random_uniform`]).
 //!
 //! A CPU run is: read the arrays, [`parse_scalar`] the scalars, [`bind`] them to the kernel,
 //! then [`run_cpu`] with the compiled kernel's function pointer (or [`launch_values`],
@@ -16,12 +17,13 @@ mod bind;
 mod cuda;
 mod error;
 mod gen;
+pub mod interop;
 mod launch;
 mod npy;
 mod params;
 mod vulkan;
 
-pub use array::HostArray;
+pub use array::{DeviceArray, HostArray};
 pub use bind::{bind, convert_scalar, declared_shape, output_shape, param_type_text, parse_scalar, ArgValue, Bound};
 pub use cuda::CudaDevice;
 pub use error::RunError;

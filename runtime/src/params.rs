@@ -39,11 +39,11 @@ pub(crate) fn check_bound(kernel: &Kernel, layout: &ParamsLayout, bound: &Bound)
         return Err(mismatch(format!("the compiled kernel's params layout is not that of kernel `{}`", kernel.symbol)));
     }
     for (p, (name, arg)) in kernel.params.iter().zip(bound.args()) {
-        let fits = match (&p.kind, arg) {
-            (ParamKind::Array { elem, dims, .. }, ArgValue::Array(a)) => {
-                a.elem() == *elem && a.shape().len() == dims.len()
+        let fits = match (&p.kind, arg, arg.array_type()) {
+            (ParamKind::Array { elem, dims, .. }, _, Some((actual, shape))) => {
+                actual == *elem && shape.len() == dims.len()
             }
-            (ParamKind::Scalar(s), ArgValue::Scalar(c)) => c.ty() == *s,
+            (ParamKind::Scalar(s), ArgValue::Scalar(c), _) => c.ty() == *s,
             _ => false,
         };
         if !fits || *name != p.name {
@@ -52,8 +52,8 @@ pub(crate) fn check_bound(kernel: &Kernel, layout: &ParamsLayout, bound: &Bound)
                 p.name, kernel.symbol
             )));
         }
-        if let ArgValue::Array(a) = arg {
-            gpu_indexable(name, a.shape())?;
+        if let Some((_, shape)) = arg.array_type() {
+            gpu_indexable(name, shape)?;
         }
     }
     Ok(())
@@ -78,19 +78,16 @@ pub(crate) fn params_words(layout: &ParamsLayout, bound: &Bound, grid: [u32; 3])
     w[..3].copy_from_slice(&grid);
     for ((_, arg), &off) in bound.args().iter().zip(&layout.offsets) {
         let off = off as usize;
-        match arg {
-            ArgValue::Array(a) => {
-                for (j, &d) in a.shape().iter().enumerate() {
-                    // Extents are at most `i32::MAX` (checked by `bind`).
-                    w[off + j] = d as u32;
-                }
+        if let ArgValue::Scalar(c) = arg {
+            let bits = scalar_bits(*c);
+            w[off] = bits as u32;
+            if c.ty().bytes() == 8 {
+                w[off + 1] = (bits >> 32) as u32;
             }
-            ArgValue::Scalar(c) => {
-                let bits = scalar_bits(*c);
-                w[off] = bits as u32;
-                if c.ty().bytes() == 8 {
-                    w[off + 1] = (bits >> 32) as u32;
-                }
+        } else if let Some((_, shape)) = arg.array_type() {
+            for (j, &d) in shape.iter().enumerate() {
+                // Extents are at most `i32::MAX` (checked by `bind`).
+                w[off + j] = d as u32;
             }
         }
     }

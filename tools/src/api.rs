@@ -17,7 +17,8 @@
 //! (inferred from the arrays' dtypes), const parameters and target, and cached in the
 //! [`Program`]: later launches bind and run only. Arrays are never copied on the CPU: kernels
 //! read your slices and write `mut` parameters in place (GPU targets copy to and from device
-//! memory). Every failure is an [`Error`] holding coded diagnostics, as the command line
+//! memory; on CUDA, arrays already in device memory, [`Args::device`], are used in place).
+//! Every failure is an [`Error`] holding coded diagnostics, as the command line
 //! prints them; nothing panics on bad input. A `Program` is `Send + Sync`: several threads may
 //! launch its kernels at once.
 
@@ -31,7 +32,7 @@ use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::ast;
 use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::{Const, Kernel, Module, ParamKind, Scalar};
-use tilec_runtime::{bind, convert_scalar, ArgValue, Bound, HostArray, LaunchValues, RunError};
+use tilec_runtime::{bind, convert_scalar, ArgValue, Bound, DeviceArray, HostArray, LaunchValues, RunError};
 
 /// Where a kernel instance runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -41,7 +42,8 @@ pub enum Target {
     Cpu(CpuBackend),
     /// A Vulkan device (`None`: the first one), through SPIR-V.
     Vulkan { device: Option<usize> },
-    /// A CUDA device (`None`: device 0), through PTX (needs the `ptx` feature and a driver).
+    /// A CUDA device (`None`: the device of the launch's device arrays, [`Args::device`], else
+    /// device 0), through PTX (needs the `ptx` feature and a driver).
     Cuda { device: Option<usize> },
 }
 
@@ -164,7 +166,8 @@ impl From<bool> for ScalarArg {
 /// (a slice whose length is not the shape's element count) is reported by the launch.
 #[derive(Default)]
 pub struct Args<'a> {
-    arrays: Vec<(String, HostArray)>,
+    /// Host and device arrays ([`ArgValue::Array`], [`ArgValue::Device`]).
+    arrays: Vec<(String, ArgValue)>,
     scalars: Vec<(String, Const)>,
     error: Option<RunError>,
     _borrow: PhantomData<&'a mut [u8]>,
@@ -176,7 +179,11 @@ impl<'a> Args<'a> {
         Args::default()
     }
 
-    fn push(mut self, name: &str, array: Result<HostArray, RunError>) -> Args<'a> {
+    fn push(self, name: &str, array: Result<HostArray, RunError>) -> Args<'a> {
+        self.push_value(name, array.map(ArgValue::Array))
+    }
+
+    fn push_value(mut self, name: &str, array: Result<ArgValue, RunError>) -> Args<'a> {
         match array {
             Ok(a) => self.arrays.push((name.to_string(), a)),
             Err(e) => {
@@ -249,6 +256,17 @@ impl<'a> Args<'a> {
         self.push(name, a)
     }
 
+    /// An array in CUDA device memory (a PyTorch or CuPy tensor's, described by
+    /// [`tilec_runtime::interop`], or memory of your own CUDA code), for a launch on
+    /// [`Target::Cuda`]: kernels use it in place, with no copy, on its stream (see
+    /// [`tilec_runtime::CudaDevice::launch`]), and the launch returns once that stream has
+    /// finished the kernel. With `device: None` the target takes the device arrays' device.
+    /// Errors at launch: any other target (E0442); device arrays on different devices, or on
+    /// another device than the target's, or memory the driver does not know (E0443).
+    pub fn device(self, name: &str, array: DeviceArray) -> Args<'a> {
+        self.push_value(name, Ok(ArgValue::Device(array)))
+    }
+
     /// A scalar argument (`f32`, `f64`, `i32`, `i64` or `bool`), converted to the parameter's
     /// type at launch.
     pub fn scalar(mut self, name: &str, value: impl Into<ScalarArg>) -> Args<'a> {
@@ -258,7 +276,8 @@ impl<'a> Args<'a> {
 
     /// The element types of the array arguments, sorted by name (they choose the instance).
     fn dtypes(&self) -> Vec<(String, Scalar)> {
-        let mut d: Vec<(String, Scalar)> = self.arrays.iter().map(|(n, a)| (n.clone(), a.elem())).collect();
+        let mut d: Vec<(String, Scalar)> =
+            self.arrays.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?.0))).collect();
         d.sort();
         d
     }
@@ -365,6 +384,8 @@ impl Instance {
 pub struct Program {
     src: SourceSet,
     sigs: Vec<KernelSig>,
+    /// `(kernel, parameter, declared type)` of every `mut` array parameter (`mut T[B, N, N]`).
+    writes: Vec<(String, String, String)>,
     cache: Mutex<HashMap<InstanceKey, Arc<Instance>>>,
 }
 
@@ -379,9 +400,19 @@ impl Program {
             return Err(Error::new(diags, &src));
         }
         let (parsed, _) = src.parse();
-        let sigs =
-            parsed.main.items.iter().filter_map(|i| if let ast::Item::Kernel(k) = i { Some(sig(k)) } else { None });
-        Ok(Program { sigs: sigs.collect(), src, cache: Mutex::new(HashMap::new()) })
+        let kernels =
+            || parsed.main.items.iter().filter_map(|i| if let ast::Item::Kernel(k) = i { Some(k) } else { None });
+        let writes = kernels().flat_map(|k| {
+            k.params.iter().filter_map(|p| match &p.ty {
+                ast::TypeExpr::Array { mutable: true, span, .. } => {
+                    let ty = text.get(span.start as usize..span.end as usize)?;
+                    Some((k.name.name.clone(), p.name.name.clone(), ty.to_string()))
+                }
+                _ => None,
+            })
+        });
+        let writes = writes.collect();
+        Ok(Program { sigs: kernels().map(sig).collect(), writes, src, cache: Mutex::new(HashMap::new()) })
     }
 
     /// Reads and checks the program in file `path`. Errors: E0400 when it cannot be read,
@@ -416,7 +447,8 @@ impl Program {
     /// const parameters in `generics` (`("BM", GenericArg::Const(64))`; element types may be
     /// fixed there too), compiled on first use and cached. Errors: no such kernel (E0107),
     /// element types that do not fit the kernel, code generation (E0901 on the CPU, E0504 for
-    /// GPUs), no device (E0420/E0422 for Vulkan, E0430/E0432 for CUDA).
+    /// GPUs), no device (E0420/E0422 for Vulkan, E0430/E0432 for CUDA), device arrays for
+    /// another target than CUDA (E0442) or on other devices (E0443).
     pub fn instance(
         &self,
         kernel: &str,
@@ -424,9 +456,30 @@ impl Program {
         args: &Args<'_>,
         generics: &[(&str, GenericArg)],
     ) -> Result<Arc<Instance>, Error> {
+        self.instance_for(kernel, target, args, generics, false)
+    }
+
+    /// [`Program::instance`]; for a launch of `args` (`launch`), a read-only array for a `mut`
+    /// parameter (E0437) is also reported before anything is compiled or a device opened
+    /// (`bind` checks it again).
+    fn instance_for(
+        &self,
+        kernel: &str,
+        target: Target,
+        args: &Args<'_>,
+        generics: &[(&str, GenericArg)],
+        launch: bool,
+    ) -> Result<Arc<Instance>, Error> {
         // A malformed array argument is reported as such, not as a type it failed to give.
         if let Some(e) = &args.error {
             return Err(Error::run(e.clone(), &self.src));
+        }
+        let target = launch_target(target, args).map_err(|e| Error::run(e, &self.src))?;
+        for (_, param, ty) in self.writes.iter().filter(|(k, ..)| launch && k == kernel) {
+            if args.arrays.iter().any(|(n, a)| n == param && !a.is_writable()) {
+                let e = RunError::ReadOnlyArg { name: param.clone(), ty: ty.clone() };
+                return Err(Error::run(e, &self.src));
+            }
         }
         let mut fixed: Vec<(String, GenericArg)> = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
         if let Some(sig) = self.sigs.iter().find(|k| k.name == kernel) {
@@ -434,7 +487,8 @@ impl Program {
                 if fixed.iter().any(|(n, _)| n == g) {
                     continue;
                 }
-                let extent = args.arrays.iter().find(|(n, _)| n == param).and_then(|(_, a)| a.shape().get(*axis));
+                let extent =
+                    args.arrays.iter().find(|(n, _)| n == param).and_then(|(_, a)| a.array_type()?.1.get(*axis));
                 if let Some(&x) = extent {
                     fixed.push((g.clone(), GenericArg::Const(x as i64)));
                 }
@@ -491,7 +545,9 @@ impl Program {
         Ok(Instance { module, kernel, exec })
     }
 
-    /// Launches `kernel` once on `args` ([`Program::instance`], then [`Program::run`]).
+    /// Launches `kernel` once on `args` ([`Program::instance`], then [`Program::run`]; their
+    /// errors, with a read-only array for a `mut` parameter, E0437, reported before anything
+    /// is compiled or a device opened).
     pub fn launch(
         &self,
         kernel: &str,
@@ -499,14 +555,15 @@ impl Program {
         args: Args<'_>,
         generics: &[(&str, GenericArg)],
     ) -> Result<Launched, Error> {
-        let inst = self.instance(kernel, target, &args, generics)?;
+        let inst = self.instance_for(kernel, target, &args, generics, true)?;
         self.run(&inst, args)
     }
 
     /// Binds `args` to the instance's parameters (dtypes, ranks, shapes, `mut` arrays writable
     /// and not overlapping other arguments, scalars converted to the parameters' types) and
     /// launches it once. On the CPU `mut` arrays are written in place; on a GPU they are
-    /// copied to the device and back. Errors: the E04xx codes of `tilec run`.
+    /// copied to the device and back, except device arrays on CUDA ([`Args::device`]), which
+    /// are used and written in place. Errors: the E04xx codes of `tilec run`.
     pub fn run(&self, inst: &Instance, args: Args<'_>) -> Result<Launched, Error> {
         let fail = |e| Error::run(e, &self.src);
         if let Some(e) = args.error {
@@ -514,7 +571,7 @@ impl Program {
         }
         let mut values: HashMap<String, ArgValue> = HashMap::with_capacity(args.arrays.len() + args.scalars.len());
         for (n, a) in args.arrays {
-            if values.insert(n.clone(), ArgValue::Array(a)).is_some() {
+            if values.insert(n.clone(), a).is_some() {
                 return Err(fail(RunError::Mismatch { detail: format!("argument `{n}` is given twice") }));
             }
         }
@@ -543,6 +600,47 @@ impl Program {
             }
         };
         Ok(Launched { values, bound })
+    }
+}
+
+/// The target that a launch of `args` on `target` runs on: `target`, where a CUDA target that
+/// names no device takes the device of the device arrays that say theirs. Errors: a device
+/// array for a CPU or Vulkan target (E0442); device arrays on different CUDA devices, or on
+/// another device than the one `target` names (E0443). (The launcher checks each device
+/// array's memory with the driver too.)
+fn launch_target(target: Target, args: &Args<'_>) -> Result<Target, RunError> {
+    let mut first: Option<(&str, usize)> = None;
+    for (name, v) in &args.arrays {
+        let ArgValue::Device(d) = v else { continue };
+        let host = match target {
+            Target::Cpu(_) => Some("cpu"),
+            Target::Vulkan { .. } => Some("vulkan"),
+            Target::Cuda { .. } => None,
+        };
+        if host.is_some() {
+            return Err(RunError::ArrayMemory { name: name.clone(), memory: d.memory_text(), target: host });
+        }
+        let Some(device) = d.device() else { continue };
+        match first {
+            Some((other, at)) if at != device => {
+                return Err(RunError::CudaMemory {
+                    name: name.clone(),
+                    detail: format!(
+                        "is on CUDA device {device}, but argument `{other}` is on CUDA device {at}; pass \
+                         arrays of one device"
+                    ),
+                })
+            }
+            Some(_) => {}
+            None => first = Some((name, device)),
+        }
+    }
+    match (target, first) {
+        (Target::Cuda { device: Some(t) }, Some((name, device))) if t != device => {
+            Err(DeviceArray::on_other_device(name, device, t))
+        }
+        (Target::Cuda { device: None }, Some((_, device))) => Ok(Target::Cuda { device: Some(device) }),
+        _ => Ok(target),
     }
 }
 

@@ -21,22 +21,12 @@ pub type RunOutcome = LaunchValues;
 
 /// The shapes of the array arguments, for [`infer_generics`].
 pub fn shapes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Vec<u64>> {
-    args.iter()
-        .filter_map(|(n, a)| match a {
-            ArgValue::Array(h) => Some((n.clone(), h.shape().to_vec())),
-            ArgValue::Scalar(_) => None,
-        })
-        .collect()
+    args.iter().filter_map(|(n, a)| a.array_type().map(|(_, shape)| (n.clone(), shape.to_vec()))).collect()
 }
 
 /// The dtypes of the array arguments, for [`infer_generics`].
 pub fn dtypes_of(args: &HashMap<String, ArgValue>) -> HashMap<String, Scalar> {
-    args.iter()
-        .filter_map(|(n, a)| match a {
-            ArgValue::Array(h) => Some((n.clone(), h.elem())),
-            ArgValue::Scalar(_) => None,
-        })
-        .collect()
+    args.iter().filter_map(|(n, a)| a.array_type().map(|(elem, _)| (n.clone(), elem))).collect()
 }
 
 impl CpuRunner {

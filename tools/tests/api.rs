@@ -1,8 +1,9 @@
 //! The Rust embedding API (`tilec::Program`): results on the caller's memory against f64
 //! references, in-place semantics, the coded errors of bad arguments (as `tilec run` gives
 //! them), compile errors with their rendering, instance caching, launches from several
-//! threads, the Vulkan target on lavapipe, a clean error without a CUDA driver, and the
-//! example program `examples/embed.rs` built and run.
+//! threads, the Vulkan target on lavapipe, a clean error without a CUDA driver, arrays in CUDA
+//! device memory checked before any device is needed, and the example program
+//! `examples/embed.rs` built and run.
 
 use std::process::Command;
 use tilec::{Args, Error, GenericArg, Program, Target};
@@ -230,6 +231,44 @@ fn cuda_target_without_a_driver_is_a_coded_error() {
         // No driver, no device, or no PTX backend in this build.
         Err(e) => assert!(["E0430", "E0432", "E0505"].contains(&e.code()), "{e}"),
     }
+}
+
+/// Arrays in CUDA device memory (`Args::device`, as PyTorch and CuPy tensors come from Python)
+/// are checked before anything could read them: E0442 for CPU and Vulkan targets, E0443 for
+/// devices that disagree, E0437 for a read-only one that the kernel writes; a valid one gets
+/// the CUDA target's own error here (no driver), or E0443 where there is a GPU (the address is
+/// no memory of the driver's).
+#[test]
+fn device_arrays_are_checked_before_any_device() {
+    let p = program();
+    // SAFETY: nothing reads or writes this address: every launch below fails before a kernel
+    // runs (the CUDA launcher asks the driver about it first).
+    let dev = |device, writable| unsafe {
+        tilec_runtime::DeviceArray::from_raw(Scalar::F32, &[3], 0x7f00_0000_0000, device, Some(1), writable).unwrap()
+    };
+    let a = vec![1.0f32; 3];
+    let e = p.launch("twice", Target::CPU, Args::new().device("A", dev(Some(0), true)), &[]).err().unwrap();
+    assert_eq!(e.code(), "E0442");
+    assert!(e
+        .to_string()
+        .contains("argument `A` is in CUDA device memory (device 0), which the cpu target cannot read"));
+    assert!(e.to_string().contains("`.cpu()`"), "{e}");
+    let vulkan = Target::Vulkan { device: None };
+    assert_eq!(code(p.launch("twice", vulkan, Args::new().device("A", dev(None, true)), &[])), "E0442");
+    let cuda = |device| Target::Cuda { device };
+    let two = Args::new().device("A", dev(Some(0), false)).device("C", dev(Some(1), true)).scalar("s", 1.0);
+    let e = p.launch("scale", cuda(None), two, &[]).err().unwrap();
+    assert_eq!(e.code(), "E0443");
+    assert!(e.to_string().contains("argument `C` is on CUDA device 1, but argument `A` is on CUDA device 0"), "{e}");
+    let e = p.launch("twice", cuda(Some(1)), Args::new().device("A", dev(Some(0), true)), &[]).err().unwrap();
+    assert!(e.to_string().contains("the kernel runs on CUDA device 1; run it on device 0"), "{e}");
+    let e = p.launch("twice", cuda(None), Args::new().device("A", dev(None, false)), &[]).err().unwrap();
+    assert_eq!(e.code(), "E0437");
+    assert!(e.to_string().contains("the parameter is `A: mut T[M]`"), "{e}");
+    // Host arrays mix with device arrays; a valid launch needs the driver.
+    let mixed = Args::new().array("A", &a, &[3]).device("C", dev(Some(0), true)).scalar("s", 1.0);
+    let c = code(p.launch("scale", cuda(None), mixed, &[]));
+    assert!(["E0430", "E0432", "E0505", "E0443"].contains(&c.as_str()), "{c}");
 }
 
 /// `examples/embed.rs`, built by `cargo test` with the tests, run on the CPU and on Vulkan.

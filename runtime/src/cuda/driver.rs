@@ -35,6 +35,11 @@ pub(super) const SYMBOLS: &[&str] = &[
     "cuMemcpyHtoD_v2",
     "cuMemcpyDtoH_v2",
     "cuMemcpyDtoD_v2",
+    "cuMemcpyHtoDAsync_v2",
+    "cuMemcpyDtoHAsync_v2",
+    "cuMemcpyDtoDAsync_v2",
+    "cuStreamSynchronize",
+    "cuPointerGetAttribute",
     "cuModuleLoadDataEx",
     "cuModuleGetFunction",
     "cuModuleUnload",
@@ -54,11 +59,92 @@ pub(super) fn check_driver() -> Result<(), RunError> {
     }
 }
 
+/// Where the NVIDIA driver usually lies when the loader's search path does not reach it: the
+/// folder that container runtimes mount (`/usr/local/nvidia/lib64`, reached through an
+/// `LD_LIBRARY_PATH` that a wrapper or a `sudo` may have dropped), the GPU operator's driver
+/// root, the distributions' library folders and WSL's. Only folders of installed drivers: never
+/// the CUDA toolkit's stub (`lib64/stubs`) or its forward-compatibility folder.
+#[cfg(not(windows))]
+const DRIVER_FOLDERS: &[&str] = &[
+    "/usr/local/nvidia/lib64",
+    "/usr/local/nvidia/lib",
+    "/run/nvidia/driver/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib/wsl/lib",
+];
+#[cfg(windows)]
+const DRIVER_FOLDERS: &[&str] = &[];
+
+/// The driver's JIT compiler, which `libcuda.so.1` loads by name when it first compiles PTX.
+#[cfg(not(windows))]
+const PTX_JIT_LIBRARY: &str = "libnvidia-ptxjitcompiler.so.1";
+
+/// Loads the driver library: by name on the loader's search path, then from each of
+/// [`DRIVER_FOLDERS`]. A driver found in a folder is loaded by its path, with its JIT compiler
+/// from the same folder, so that later loads by name (cudarc's, the driver's own) find them
+/// already loaded. Error E0430 lists every place tried with the loader's answer.
+fn open_driver_library() -> Result<libloading::Library, RunError> {
+    // SAFETY (every load here): loading the NVIDIA driver runs its initialisers, trusted like
+    // any system library's.
+    let first = match unsafe { libloading::Library::new(DRIVER_LIBRARY) } {
+        Ok(lib) => return Ok(lib),
+        Err(e) => e,
+    };
+    let search = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(p) if !p.is_empty() => format!("LD_LIBRARY_PATH={p}, then"),
+        _ => "LD_LIBRARY_PATH unset, so".to_string(),
+    };
+    let first = loader_text(&first);
+    let mut tried =
+        vec![format!("{DRIVER_LIBRARY} by name ({search} the loader's cache and default folders): {first}")];
+    let mut absent = Vec::new();
+    for folder in DRIVER_FOLDERS {
+        let path = std::path::Path::new(folder).join(DRIVER_LIBRARY);
+        if !path.exists() {
+            absent.push(*folder);
+            continue;
+        }
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => {
+                preload_jit_compiler(folder);
+                return Ok(lib);
+            }
+            Err(e) => tried.push(format!("{}: {}", path.display(), loader_text(&e))),
+        }
+    }
+    if !absent.is_empty() {
+        tried.push(format!("not in {}", absent.join(", ")));
+    }
+    Err(RunError::CudaDriverMissing { library: DRIVER_LIBRARY, tried })
+}
+
+/// The loader's answer (`dlerror`): libloading keeps it as the error's source.
+fn loader_text(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(why) => why.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// Loads the driver's JIT compiler from `folder` where it is there, and keeps it loaded.
+#[cfg(not(windows))]
+fn preload_jit_compiler(folder: &str) {
+    let path = std::path::Path::new(folder).join(PTX_JIT_LIBRARY);
+    if path.exists() {
+        // SAFETY: as for the driver. Without it, the driver's own load by name may miss it,
+        // and the first PTX compile then fails with a CUDA error that names the JIT.
+        if let Ok(lib) = unsafe { libloading::Library::new(&path) } {
+            std::mem::forget(lib);
+        }
+    }
+}
+#[cfg(windows)]
+fn preload_jit_compiler(_folder: &str) {}
+
 fn load_driver() -> Result<libloading::Library, RunError> {
-    // SAFETY: loading the NVIDIA driver runs its initialisers, trusted like any system
-    // library's.
-    let lib = unsafe { libloading::Library::new(DRIVER_LIBRARY) }
-        .map_err(|_| RunError::CudaDriverMissing { library: DRIVER_LIBRARY })?;
+    let lib = open_driver_library()?;
     for &name in SYMBOLS {
         // SAFETY: only the address is looked up; nothing is called through it.
         let found = unsafe { lib.get::<*const std::ffi::c_void>(name) }.is_ok();

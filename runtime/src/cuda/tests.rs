@@ -54,12 +54,26 @@ fn without_a_driver_open_says_so() {
     }
     let e = opened.unwrap_err();
     assert_eq!(e.code(), "E0430");
-    assert_eq!(
-        e.to_string(),
-        format!(
-            "CUDA driver ({DRIVER_LIBRARY}) not found: this machine has no NVIDIA driver; use --target cpu \
-             or --target vulkan, or install the NVIDIA driver"
-        )
+    let text = e.to_string();
+    // It says what was tried, with the loader's answer, and how to fix it.
+    assert!(
+        text.starts_with(&format!(
+            "CUDA driver ({DRIVER_LIBRARY}) not found: this machine has no NVIDIA driver, or it lies outside the \
+             places tried ({DRIVER_LIBRARY} by name ("
+        )),
+        "{text}"
+    );
+    assert!(text.contains("the loader's cache and default folders): "), "{text}");
+    #[cfg(not(windows))]
+    assert!(text.contains("cannot open shared object file"), "{text}");
+    #[cfg(not(windows))]
+    assert!(text.contains("not in /usr/local/nvidia/lib64, /usr/local/nvidia/lib,"), "{text}");
+    assert!(
+        text.ends_with(&format!(
+            "use --target cpu or --target vulkan, install the NVIDIA driver, or put the folder that holds \
+             {DRIVER_LIBRARY} on LD_LIBRARY_PATH"
+        )),
+        "{text}"
     );
     // Again (the check is cached), and with an index.
     assert_eq!(CudaDevice::open(Some(3)).unwrap_err(), e);

@@ -94,7 +94,8 @@ impl VulkanDevice {
             .enumerate()
             .filter_map(|(i, (name, arg))| match arg {
                 ArgValue::Array(a) => Some((i, name.as_str(), a)),
-                ArgValue::Scalar(_) => None,
+                // Device arrays are rejected before (`check_host_memory`).
+                ArgValue::Device(_) | ArgValue::Scalar(_) => None,
             })
             .collect();
         if !k.chunks.is_empty() && k.chunks.len() != arrays.len() {

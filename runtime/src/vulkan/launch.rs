@@ -46,7 +46,8 @@ impl VulkanDevice {
     /// device does not support them (E0427), or chunks and the device lacks descriptor
     /// indexing, or it needs more storage buffers (arrays and chunks) than a shader may bind
     /// (E0424); an extent of the grid is above `i32::MAX` (E0416); the params buffer is too
-    /// large (E0428); a Vulkan call fails (E0421). These checks come before the grid's: a
+    /// large (E0428); a Vulkan call fails (E0421); an array is in CUDA device memory (E0442).
+    /// These checks come before the grid's: a
     /// launch over an empty grid runs nothing but fails like any other. Every object of the
     /// launch is destroyed before it returns, also on errors.
     pub fn launch(
@@ -167,6 +168,7 @@ impl VulkanDevice {
     /// The checks of a launch that do not depend on the grid.
     fn check(&self, k: &SpirvKernel, kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
         check_bound(kernel, &k.params, bound)?;
+        bound.check_host_memory("vulkan")?;
         let arrays = kernel.params.iter().filter(|p| matches!(p.kind, ParamKind::Array { .. })).count();
         if k.arrays as usize != arrays {
             return Err(RunError::Mismatch {
