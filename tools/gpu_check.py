@@ -1,31 +1,50 @@
 #!/usr/bin/env python3
 """The GPU check: tilec's kernels on an NVIDIA GPU (CUDA) and on Vulkan, against the CPU target
-and float64 references, then the GPU benchmark against PyTorch (cuSOLVER, cuBLAS) and Triton.
+and float64 references, and the GPU benchmark against PyTorch (cuSOLVER, cuBLAS) and Triton.
 
-Run through tools/gpu-check.sh (which finds the tilec binary). Every result is one JSON line on
-stdout (and in $OUT/gpu-check.jsonl when OUT is set); a summary table goes to stderr and to
-$OUT/summary.md. Exit status 1 if any comparison failed or a required target was missing.
+Run through tools/gpu-check.sh (which records the device facts first and finds the tilec
+binary). Every result is one JSON line with a timestamp, flushed as it is made, on stdout and in
+$OUT/gpu-check.jsonl when OUT is set; $OUT/summary.md is rewritten after each part, so that a
+call cut short keeps what it did. Exit status 1 if any comparison failed, a required target was
+missing, or the deadline left a part unfinished.
 
-Parts (select with --parts, default all):
-  correctness  every stdlib kernel and every example, f32 and f64, extents 1, 17, 77, 92 and 131,
-               on each --targets target (default cuda,vulkan) against the CPU target and against
-               a float64 NumPy reference (max|x - ref| / max(max|ref|, 1) per case).
-  ptxas        registers and spills of every stdlib and example instance (tilec build --report).
+Parts, in this order (the most important first; select with --parts, default all):
+  smoke        potrf_batched 4096x92x92 f32 on the --bench-target against a float64 reference
+               (every matrix), and torch.linalg.cholesky_ex on the same input.
+  python       CUDA tensors from Python: tools/gpu_torch_check.py in its own process
+               (potrf_batched on torch and CuPy CUDA tensors, in place, no host round trip).
   bench        potrf_batched 4096x92x92 f32 and f64, 4096x16x16, 1024x64x64; trsm and potrs
-               4096x92x92; gemm 4096^3 f32 and f64. tilec: `tilec run --target cuda --repeat N`
+               4096x92x92; gemm 4096^3 f32 and f64. tilec: `tilec run --target T --repeat N`
                (its printed median of N timed launches after one untimed one). Peers, where they
                import: torch.linalg.cholesky (cuSOLVER batched), torch.linalg.solve_triangular,
                torch.cholesky_solve, torch.matmul with TF32 off, and Triton's tutorial matmul;
                CUDA-event medians of N runs after warm-up. Each result is checked against float64
-               NumPy on the first 32 matrices (gemm: on 64 sampled rows).
+               NumPy on the first 32 matrices (gemm: on 64 sampled rows). Without a CUDA device
+               (--peer-device cpu, the default then), the peers run on CPU tensors and Triton
+               in its interpreter (TRITON_INTERPRET=1), so that their code is exercised anywhere.
+  correctness  every stdlib kernel and every example, f32 and f64, extents 1, 17, 77, 92 and 131,
+               on each --targets target (default cuda,vulkan) against the CPU target and against
+               a float64 NumPy reference (max|x - ref| / max(max|ref|, 1) per case), --jobs cases
+               at a time. A kernel without a case fails the part.
+  ptxas        registers and spills of every stdlib and example instance (tilec build --report).
+  profile      `ncu --clock-control none` of potrf_batched 4096x92x92 f32 and `compute-sanitizer
+               --tool racecheck` of a small potrf_batched, each to a text file in $OUT.
+
+Every subprocess runs under a timeout (--timeout, and never past the deadline by more than it);
+once --deadline seconds have passed since --started (default: this script's start), no new
+work starts: what is left is recorded as skipped.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -37,15 +56,56 @@ STDLIB = os.path.join(ROOT, "stdlib", "linalg.tile")
 EXAMPLES = os.path.join(ROOT, "examples")
 OUT = os.environ.get("OUT")
 RECORDS = []
+LOCK = threading.Lock()
+STARTED = time.time()
 
 
 def emit(rec):
-    RECORDS.append(rec)
+    """Records `rec` with its time (ISO and seconds since the start), flushed at once."""
+    rec = dict(rec, time=time.strftime("%Y-%m-%dT%H:%M:%S"), t=round(time.time() - STARTED, 2))
     line = json.dumps(rec)
-    print(line, flush=True)
-    if OUT:
-        with open(os.path.join(OUT, "gpu-check.jsonl"), "a") as f:
-            f.write(line + "\n")
+    with LOCK:
+        RECORDS.append(rec)
+        print(line, flush=True)
+        if OUT:
+            with open(os.path.join(OUT, "gpu-check.jsonl"), "a") as f:
+                f.write(line + "\n")
+
+
+class Deadline:
+    """When new work stops starting, and how long a subprocess may run."""
+
+    def __init__(self, started, seconds, timeout):
+        self.end = started + seconds
+        self.timeout = timeout
+
+    def passed(self):
+        return time.time() >= self.end
+
+    def limit(self):
+        """A subprocess's timeout (s): --timeout, cut to the time left plus a grace of 10 s."""
+        return max(1.0, min(self.timeout, self.end - time.time() + 10.0))
+
+
+DEADLINE = Deadline(time.time(), 1e9, 600.0)
+
+
+def run_cmd(cmd, **kw):
+    """subprocess.run under the deadline's timeout, in a process group of its own: a timeout
+    kills the whole group (a profiler and the tilec it started) and raises RuntimeError."""
+    limit = DEADLINE.limit()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          **kw) as p:
+        try:
+            out, err = p.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.communicate()
+            raise RuntimeError(f"timed out after {limit:.0f} s: {' '.join(map(str, cmd))[:300]}")
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
 class Tilec:
@@ -56,7 +116,7 @@ class Tilec:
 
     def run(self, src, kernel, arrays, scalars, outs, target="cpu", repeat=1, generics=()):
         """Returns (outputs by name, the timing line, median ms); raises RuntimeError with
-        tilec's message on failure."""
+        tilec's message on failure or timeout."""
         with tempfile.TemporaryDirectory() as tmp:
             cmd = [self.path, "run", src, "--kernel", kernel, "--target", target, "--repeat", str(repeat)]
             for name, a in arrays.items():
@@ -69,7 +129,7 @@ class Tilec:
                 cmd += ["--out", f"{name}={os.path.join(tmp, 'out_' + name + '.npy')}"]
             for g in generics:
                 cmd += ["--generic", g]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            p = run_cmd(cmd)
             if p.returncode != 0:
                 raise RuntimeError((p.stderr or p.stdout).strip()[-1500:])
             line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
@@ -212,6 +272,52 @@ def case_ex_whiten16(rng, dt, n):
                 out="X", ref=ref)
 
 
+def case_ex_attention(rng, dt, n):
+    n = min(n, 32)
+    q, k, v = (rng.uniform(-1, 1, (3, n, 16)).astype(dt) for _ in range(3))
+    q64, k64, v64 = (x.astype(np.float64) for x in (q, k, v))
+    s = q64 @ k64.transpose(0, 2, 1) * 0.25
+    s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    e = np.exp(s - s.max(2, keepdims=True))
+    ref = e / e.sum(2, keepdims=True) @ v64
+    return dict(src=example("attention.tile"), kernel="attention",
+                arrays={"Q": q, "K": k, "V": v, "O": np.zeros_like(q)}, scalars={"scale": "0.25", "causal": "1"},
+                out="O", ref=ref)
+
+
+def case_ex_causal_softmax(rng, dt, n):
+    n = min(n, 32)
+    s = rng.uniform(-4, 4, (3, n, n)).astype(dt)
+    x = np.where(np.tril(np.ones((n, n), bool)), s.astype(np.float64), -np.inf)
+    e = np.exp(x - x.max(2, keepdims=True))
+    return dict(src=example("causal_softmax.tile"), kernel="causal_softmax", arrays={"S": s, "P": np.zeros_like(s)},
+                scalars={}, out="P", ref=e / e.sum(2, keepdims=True))
+
+
+def case_ex_layer_norm64(rng, dt, n):
+    x = rng.uniform(-1, 1, (n, 64)).astype(dt)
+    g, bt = rng.uniform(-1, 1, 64).astype(dt), rng.uniform(-1, 1, 64).astype(dt)
+    x64 = x.astype(np.float64)
+    d = x64 - x64.mean(1, keepdims=True)
+    ref = d / np.sqrt((d * d).mean(1, keepdims=True) + 1e-5) * g.astype(np.float64) + bt.astype(np.float64)
+    return dict(src=example("layer_norm.tile"), kernel="layer_norm64",
+                arrays={"X": x, "G": g, "Bt": bt, "Y": np.zeros_like(x)}, scalars={"eps": "1e-5"}, out="Y", ref=ref)
+
+
+def case_ex_lu_batched(rng, dt, n):
+    n = min(n, 32)
+    a = spd(rng, 3, n).astype(dt)
+    a64 = a.astype(np.float64)
+    ref = np.empty_like(a64)
+    for i, m in enumerate(a64):  # Doolittle LU without pivoting, L's unit diagonal not stored
+        u = m.copy()
+        for k in range(n):
+            u[k + 1:, k] /= u[k, k]
+            u[k + 1:, k + 1:] -= np.outer(u[k + 1:, k], u[k, k + 1:])
+        ref[i] = u
+    return dict(src=example("lu.tile"), kernel="lu_batched", arrays={"A": a}, scalars={}, out="A", ref=ref)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -222,7 +328,9 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/colsum", case_ex_colsum),
           ("examples/matmul16", case_ex_matmul16), ("examples/matmul16_batched", case_ex_matmul16_batched),
           ("examples/spd_solve16", case_ex_spd_solve16), ("examples/softmax64", case_ex_softmax64),
-          ("examples/whiten16", case_ex_whiten16)]
+          ("examples/whiten16", case_ex_whiten16), ("examples/attention", case_ex_attention),
+          ("examples/causal_softmax", case_ex_causal_softmax), ("examples/layer_norm64", case_ex_layer_norm64),
+          ("examples/lu_batched", case_ex_lu_batched)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 
@@ -235,49 +343,96 @@ def rel(x, ref, mask=None):
     return float(d / max(np.abs(ref).max() if ref.size else 0.0, 1.0))
 
 
+
+
+def kernels_in(path):
+    """The kernel names a .tile file declares."""
+    with open(path) as f:
+        return re.findall(r"^\s*kernel\s+(\w+)", f.read(), re.M)
+
+
+def uncovered():
+    """Kernels of the stdlib and the examples that have no correctness case."""
+    have = {name for name, _ in CASES}
+    want = list(kernels_in(STDLIB))
+    for f in sorted(os.listdir(EXAMPLES)):
+        if f.endswith(".tile"):
+            want += [f"examples/{k}" for k in kernels_in(os.path.join(EXAMPLES, f))]
+    return [k for k in want if k not in have]
+
+
 def correctness(tilec, args):
     ok = True
-    for dtn, dt in (("f32", np.float32), ("f64", np.float64)):
-        for name, make in CASES:
-            for n in args.extents:
-                rng = np.random.default_rng(zlib.crc32(f"{name} {dtn} {n}".encode()))
-                c = make(rng, dt, n)
-                base = dict(part="correctness", case=name, dtype=dtn, n=n)
-                try:
-                    cpu, _, _ = tilec.run(c["src"], c["kernel"], c["arrays"], c["scalars"], [c["out"]], "cpu")
-                    cpu = cpu[c["out"]]
-                except RuntimeError as e:
-                    emit(dict(base, target="cpu", ok=False, error=str(e)))
-                    ok = False
-                    continue
-                err = rel(cpu, c["ref"], c.get("mask"))
-                good = err <= TOL[dtn]
-                ok &= good
-                emit(dict(base, target="cpu", ok=good, err_vs_ref=err))
-                for target in args.targets:
-                    try:
-                        got, line, _ = tilec.run(c["src"], c["kernel"], c["arrays"], c["scalars"], [c["out"]], target)
-                    except RuntimeError as e:
-                        emit(dict(base, target=target, ok=False, error=str(e)))
-                        ok = False
-                        continue
-                    got = got[c["out"]]
-                    e_ref = rel(got, c["ref"], c.get("mask"))
-                    e_cpu = rel(got, np.asarray(cpu, np.float64), c.get("mask"))
-                    good = e_ref <= TOL[dtn] and e_cpu <= TOL[dtn]
-                    ok &= good
-                    emit(dict(base, target=target, ok=good, err_vs_ref=e_ref, err_vs_cpu=e_cpu, device=line))
-    return ok
+    missing = uncovered()
+    if missing:
+        emit(dict(part="correctness", case="coverage", ok=False, error=f"kernels without a case: {', '.join(missing)}"))
+        ok = False
+    jobs = [(dtn, dt, name, make, n) for dtn, dt in (("f32", np.float32), ("f64", np.float64))
+            for name, make in CASES for n in args.extents]
+
+    def one(job):
+        dtn, dt, name, make, n = job
+        if DEADLINE.passed():
+            return None
+        rng = np.random.default_rng(zlib.crc32(f"{name} {dtn} {n}".encode()))
+        c = make(rng, dt, n)
+        base = dict(part="correctness", case=name, dtype=dtn, n=n)
+        try:
+            cpu, _, _ = tilec.run(c["src"], c["kernel"], c["arrays"], c["scalars"], [c["out"]], "cpu")
+            cpu = cpu[c["out"]]
+        except RuntimeError as e:
+            emit(dict(base, target="cpu", ok=False, error=str(e)))
+            return False
+        err = rel(cpu, c["ref"], c.get("mask"))
+        good = err <= TOL[dtn]
+        emit(dict(base, target="cpu", ok=good, err_vs_ref=err))
+        for target in args.targets:
+            try:
+                got, line, _ = tilec.run(c["src"], c["kernel"], c["arrays"], c["scalars"], [c["out"]], target)
+            except RuntimeError as e:
+                emit(dict(base, target=target, ok=False, error=str(e)))
+                good = False
+                continue
+            got = got[c["out"]]
+            e_ref = rel(got, c["ref"], c.get("mask"))
+            e_cpu = rel(got, np.asarray(cpu, np.float64), c.get("mask"))
+            g = e_ref <= TOL[dtn] and e_cpu <= TOL[dtn]
+            good &= g
+            emit(dict(base, target=target, ok=g, err_vs_ref=e_ref, err_vs_cpu=e_cpu, device=line))
+        return good
+
+    def guarded(job):
+        try:
+            return one(job)
+        except Exception as e:  # a broken case is that case's failure, not the part's end
+            emit(dict(part="correctness", case=job[2], dtype=job[0], n=job[4], target="cpu", ok=False,
+                      error=f"{type(e).__name__}: {e}"[:800]))
+            return False
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(guarded, jobs))
+    skipped = sum(r is None for r in results)
+    if skipped:
+        emit(dict(part="correctness", case="deadline", ok=False, error=f"{skipped} of {len(jobs)} cases not started"))
+    return ok and all(r is not False for r in results) and not skipped
 
 
 def ptxas(tilec, args):
     ok = True
     for src in [STDLIB] + sorted(os.path.join(EXAMPLES, f) for f in os.listdir(EXAMPLES) if f.endswith(".tile")):
         for arch in args.arch:
-            p = subprocess.run([tilec.path, "build", src, "--target", "ptx", "--arch", arch, "--report"],
-                               capture_output=True, text=True)
+            what = dict(part="ptxas", file=os.path.relpath(src, ROOT), arch=arch)
+            if DEADLINE.passed():
+                emit(dict(what, ok=False, error="not started: deadline"))
+                return False
+            try:
+                p = run_cmd([tilec.path, "build", src, "--target", "ptx", "--arch", arch, "--report"])
+            except RuntimeError as e:
+                emit(dict(what, ok=False, error=str(e)))
+                ok = False
+                continue
             if p.returncode != 0:
-                emit(dict(part="ptxas", file=os.path.relpath(src, ROOT), arch=arch, ok=False, error=p.stderr.strip()[-800:]))
+                emit(dict(what, ok=False, error=p.stderr.strip()[-800:]))
                 ok = False
                 continue
             for line in p.stdout.splitlines():
@@ -290,26 +445,80 @@ def ptxas(tilec, args):
 
 
 # ---------------------------------------------------------------------------------------------
-# Benchmark.
+# Peers.
 # ---------------------------------------------------------------------------------------------
 
 
-def torch_time(f, reps):
-    """Median CUDA-event time (ms) of `reps` calls after 3 warm-up calls; and the last result."""
-    import torch
+class Peers:
+    """PyTorch (and Triton) on the peer device: CUDA-event medians on a GPU; on the CPU (no CUDA
+    device, or --peer-device cpu) wall-clock medians, and Triton in its interpreter, so that the
+    peers' code runs wherever torch imports. `error` says why there are none."""
 
-    for _ in range(3):
-        r = f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        r = f()
-        e.record()
-        torch.cuda.synchronize()
-        ts.append(s.elapsed_time(e))
-    return float(np.median(ts)), r
+    def __init__(self, device):
+        self.torch, self.device, self.error = None, None, None
+        try:
+            import torch
+        except Exception as e:
+            self.error = f"torch does not import: {type(e).__name__}: {e}"[:300]
+            return
+        cuda = torch.cuda.is_available()
+        if device == "cuda" and not cuda:
+            self.error = "torch has no CUDA device"
+            return
+        self.device = "cuda" if device in ("cuda", "auto") and cuda else "cpu"
+        if self.device == "cpu":
+            # Read when Triton is imported (lazily, by triton_matmul): its interpreter runs
+            # the kernels on CPU tensors.
+            os.environ["TRITON_INTERPRET"] = "1"
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        self.torch = torch
+
+    def tensor(self, a):
+        return self.torch.from_numpy(np.ascontiguousarray(a)).to(self.device)
+
+    def time(self, f, reps):
+        """Median time (ms) of `reps` calls after 3 warm-up calls; and the last result."""
+        torch = self.torch
+        for _ in range(3):
+            r = f()
+        ts = []
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+            for _ in range(reps):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                r = f()
+                e.record()
+                torch.cuda.synchronize()
+                ts.append(s.elapsed_time(e))
+        else:
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                r = f()
+                ts.append((time.perf_counter() - t0) * 1e3)
+        return float(np.median(ts)), r
+
+    def run(self, workload, shape, dtn, impl, f, check, reps, part="bench"):
+        """Times `f` and records its median and its error (`check` of its result as a float64
+        NumPy array). False when its result is wrong; a peer that fails or is missing is
+        recorded with ok None and does not fail the check."""
+        base = dict(part=part, workload=workload, shape=shape, dtype=dtn, impl=impl, device=self.device)
+        if self.torch is None:
+            emit(dict(base, ok=None, error=self.error))
+            return True
+        if DEADLINE.passed():
+            emit(dict(base, ok=False, error="not started: deadline"))
+            return False
+        try:
+            ms, r = self.time(f, reps)
+            err = check(r)
+        except Exception as e:
+            emit(dict(base, ok=None, error=f"{type(e).__name__}: {e}"[:800]))
+            return True
+        good = err <= TOL[dtn] * 10
+        emit(dict(base, median_ms=ms, max_rel_err=err, ok=good))
+        return good
 
 
 TRITON_MATMUL = None
@@ -366,63 +575,125 @@ def triton_matmul():
     return run
 
 
-def bench(tilec, args):
+
+
+def spd_batch(rng, b, n, dt):
+    """`b` SPD n x n matrices of type `dt`, made 512 at a time."""
+    a = np.empty((b, n, n), dt)
+    for s in range(0, b, 512):
+        a[s:s + 512] = spd(rng, min(512, b - s), n)
+    return a
+
+
+def tril_err(ref):
+    """The check of a peer's Cholesky factor against `ref` (lower triangles)."""
+    return lambda r: rel(r.double().cpu().numpy()[: len(ref)], ref, "tril")
+
+
+def smoke(tilec, args, peers):
+    """potrf_batched 4096x92x92 f32 on the bench target against float64 NumPy on every matrix,
+    then torch.linalg.cholesky_ex on the same input."""
+    rng = np.random.default_rng(1)
+    b, n = (4096 if not args.quick else 64), 92
+    a = spd_batch(rng, b, n, np.float32)
+    ref = np.linalg.cholesky(a.astype(np.float64))
+    shape = f"{b}x{n}x{n}"
+    base = dict(part="smoke", workload="potrf", shape=shape, dtype="f32")
+    ok = True
+    try:
+        res, line, ms = tilec.run(STDLIB, "potrf_batched", {"A": a}, {"eps": "1e-9"}, ["A"], args.bench_target, 10)
+        err = rel(res["A"], ref, "tril")
+        ok = err <= TOL["f32"] * 10
+        emit(dict(base, impl="tilec", target=args.bench_target, median_ms=ms, max_rel_err=err, ok=ok, line=line))
+    except RuntimeError as e:
+        emit(dict(base, impl="tilec", target=args.bench_target, ok=False, error=str(e)))
+        ok = False
+
+    def cholesky_ex():
+        ta = peers.tensor(a)
+        return lambda: peers.torch.linalg.cholesky_ex(ta)
+
+    def check(r):
+        l, info = r
+        if int(info.abs().sum()) != 0:
+            raise RuntimeError(f"cholesky_ex reports info != 0 for {int((info != 0).sum())} matrices")
+        return tril_err(ref)(l)
+
+    f = cholesky_ex() if peers.torch is not None else None
+    good = peers.run("potrf", shape, "f32", "torch.linalg.cholesky_ex", f, check, 10, part="smoke")
+    return ok and good
+
+
+def python_part(args):
+    """CUDA tensors from Python: tools/gpu_torch_check.py in a process of its own (under the
+    timeout, and so that a crash or a CUDA fault there cannot take this process, or the peers'
+    CUDA context, with it); its records are emitted again here."""
+    cmd = [sys.executable, os.path.join(HERE, "gpu_torch_check.py"), "--tol", str(TOL["f32"])]
+    try:
+        p = run_cmd(cmd)
+    except RuntimeError as e:
+        emit(dict(part="python", ok=False, error=str(e)))
+        return False
+    ok = True
+    seen = 0
+    for line in p.stdout.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        seen += 1
+        ok &= rec.get("ok") is not False
+        emit(rec)
+    if p.returncode != 0 and (ok or not seen):
+        emit(dict(part="python", ok=False, error=f"exit {p.returncode}: {(p.stderr or p.stdout).strip()[-800:]}"))
+        return False
+    return ok
+
+
+def bench(tilec, args, peers):
     ok = True
     rng = np.random.default_rng(7)
     big = 4096 if not args.quick else 64
     gemm_n = 4096 if not args.quick else 256
-    try:
-        import torch
-
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-        have_torch = torch.cuda.is_available()
-    except Exception:
-        have_torch = False
     target = args.bench_target
-
-    def check(x, ref, dtn, mask=None):
-        return rel(np.asarray(x)[: len(ref)], ref, mask)
+    torch = peers.torch
 
     def record(workload, shape, dtn, impl, ms, err, **extra):
         good = err is not None and err <= TOL[dtn] * 10
-        emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, median_ms=ms, max_rel_err=err,
-                  ok=good, **extra))
+        emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, target=target, median_ms=ms,
+                  max_rel_err=err, ok=good, **extra))
         return good
 
-    def tilec_case(workload, shape, dtn, kernel, arrays, scalars, out, ref, mask=None, generics=()):
+    def tilec_case(workload, shape, dtn, kernel, arrays, scalars, out, err_of, impl="tilec", generics=()):
         nonlocal ok
-        try:
-            res, line, ms = tilec.run(STDLIB, kernel, arrays, scalars, [out], target, args.reps, generics)
-            ok &= record(workload, shape, dtn, "tilec", ms, check(res[out], ref, dtn, mask), line=line)
-        except RuntimeError as e:
+        if DEADLINE.passed():
+            emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, ok=False,
+                      error="not started: deadline"))
             ok = False
-            emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl="tilec", ok=False, error=str(e)))
-
-    def peer(workload, shape, dtn, impl, f, ref, mask=None):
-        nonlocal ok
-        if not have_torch:
-            emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, ok=None,
-                      error="torch with CUDA is not available"))
             return
         try:
-            ms, r = torch_time(f, args.reps)
-            ok &= record(workload, shape, dtn, impl, ms, check(r.double().cpu().numpy(), ref, dtn, mask))
-        except Exception as e:  # a peer that fails is reported, not fatal to the run
-            emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, ok=None,
-                      error=f"{type(e).__name__}: {e}"[:800]))
+            res, line, ms = tilec.run(STDLIB, kernel, arrays, scalars, [out], target, args.reps, generics)
+            ok &= record(workload, shape, dtn, impl, ms, err_of(res[out]), line=line)
+        except RuntimeError as e:
+            ok = False
+            emit(dict(part="bench", workload=workload, shape=shape, dtype=dtn, impl=impl, ok=False, error=str(e)))
+
+    def first(ref, mask=None):
+        return lambda x: rel(np.asarray(x)[: len(ref)], ref, mask)
+
+    def peer_first(ref, mask=None):
+        return lambda r: rel(r.double().cpu().numpy()[: len(ref)], ref, mask)
 
     for b, n, dtn in [(big, 92, "f32"), (big, 92, "f64"), (big, 16, "f32"), (big // 4 or 1, 64, "f32")]:
         dt = np.float32 if dtn == "f32" else np.float64
-        a = np.empty((b, n, n), dt)
-        for s in range(0, b, 512):
-            a[s:s + 512] = spd(rng, min(512, b - s), n)
+        a = spd_batch(rng, b, n, dt)
         ref = np.linalg.cholesky(a[:32].astype(np.float64))
         shape = f"{b}x{n}x{n}"
-        tilec_case("potrf", shape, dtn, "potrf_batched", {"A": a}, {"eps": "1e-9"}, "A", ref, mask="tril")
-        if have_torch:
-            ta = torch.from_numpy(a).cuda()
-        peer("potrf", shape, dtn, "torch.linalg.cholesky", lambda: torch.linalg.cholesky(ta), ref, mask="tril")
+        tilec_case("potrf", shape, dtn, "potrf_batched", {"A": a}, {"eps": "1e-9"}, "A", first(ref, "tril"))
+        if torch is not None:
+            ta = peers.tensor(a)
+        ok &= peers.run("potrf", shape, dtn, "torch.linalg.cholesky", lambda: torch.linalg.cholesky(ta), tril_err(ref),
+                        args.reps)
 
     b, n = big, 92
     l64 = np.linalg.cholesky(spd(rng, min(b, 512), n))
@@ -432,13 +703,15 @@ def bench(tilec, args):
     ref_trsm = np.linalg.solve(lf, xf.transpose(0, 2, 1)).transpose(0, 2, 1)  # X L^-T
     ref_potrs = np.linalg.solve(lf @ lf.transpose(0, 2, 1), xf)
     shape = f"{b}x{n}x{n}"
-    tilec_case("trsm", shape, "f32", "trsm_right_lower_t_batched", {"A": l, "X": x}, {}, "X", ref_trsm)
-    tilec_case("potrs", shape, "f32", "potrs_batched", {"L": l, "X": x}, {}, "X", ref_potrs)
-    if have_torch:
-        tl_, tx = torch.from_numpy(l).cuda(), torch.from_numpy(x).cuda()
-    peer("trsm", shape, "f32", "torch.linalg.solve_triangular",
-         lambda: torch.linalg.solve_triangular(tl_.transpose(1, 2), tx, upper=True, left=False), ref_trsm)
-    peer("potrs", shape, "f32", "torch.cholesky_solve", lambda: torch.cholesky_solve(tx, tl_), ref_potrs)
+    tilec_case("trsm", shape, "f32", "trsm_right_lower_t_batched", {"A": l, "X": x}, {}, "X", first(ref_trsm))
+    tilec_case("potrs", shape, "f32", "potrs_batched", {"L": l, "X": x}, {}, "X", first(ref_potrs))
+    if torch is not None:
+        tl_, tx = peers.tensor(l), peers.tensor(x)
+    ok &= peers.run("trsm", shape, "f32", "torch.linalg.solve_triangular",
+                    lambda: torch.linalg.solve_triangular(tl_.transpose(1, 2), tx, upper=True, left=False),
+                    peer_first(ref_trsm), args.reps)
+    ok &= peers.run("potrs", shape, "f32", "torch.cholesky_solve", lambda: torch.cholesky_solve(tx, tl_),
+                    peer_first(ref_potrs), args.reps)
 
     for dtn in ("f32", "f64"):
         dt = np.float32 if dtn == "f32" else np.float64
@@ -448,85 +721,196 @@ def bench(tilec, args):
         rows = np.arange(0, n, max(1, n // 64))
         ref = a[rows].astype(np.float64) @ bm.astype(np.float64)
         shape = f"{n}^3"
+        # The default 32 x 32 x 32 tiles: 64 x 64 x 32 spills 728 bytes per lane at sm_80 and
+        # takes minutes to compile on lavapipe.
+        tilec_case("gemm", shape, dtn, "gemm", {"A": a, "B": bm, "C": np.zeros((n, n), dt)}, {"alpha": "1", "beta": "0"},
+                   "C", lambda c: rel(np.asarray(c)[rows], ref), "tilec (32x32x32)")
+        if torch is not None:
+            ta, tb = peers.tensor(a), peers.tensor(bm)
+            trows = torch.from_numpy(rows).to(peers.device)
 
-        def sample(c):
-            return np.asarray(c)[rows]
+        def sampled(r):
+            return rel(r[trows].double().cpu().numpy(), ref)
 
-        try:
-            res, line, ms = tilec.run(STDLIB, "gemm", {"A": a, "B": bm, "C": np.zeros((n, n), dt)},
-                                      {"alpha": "1", "beta": "0"}, ["C"], target, args.reps, ("BM=64", "BN=64", "BK=32"))
-            ok &= record("gemm", shape, dtn, "tilec (64x64x32)", ms, rel(sample(res["C"]), ref), line=line)
-        except RuntimeError as e:
-            ok = False
-            emit(dict(part="bench", workload="gemm", shape=shape, dtype=dtn, impl="tilec", ok=False, error=str(e)))
-        if have_torch:
-            ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(bm).cuda()
-        for impl, f in [("torch.matmul (TF32 off)", lambda: torch.matmul(ta, tb)),
-                        ("triton tutorial matmul", lambda: triton_matmul()(ta, tb))]:
-            if impl.startswith("triton") and dtn == "f64":
-                continue
-            if not have_torch:
-                emit(dict(part="bench", workload="gemm", shape=shape, dtype=dtn, impl=impl, ok=None,
-                          error="torch with CUDA is not available"))
-                continue
-            try:
-                ms, r = torch_time(f, args.reps)
-                ok &= record("gemm", shape, dtn, impl, ms, rel(r[torch.from_numpy(rows).cuda()].double().cpu().numpy(), ref))
-            except Exception as e:
-                emit(dict(part="bench", workload="gemm", shape=shape, dtype=dtn, impl=impl, ok=None,
-                          error=f"{type(e).__name__}: {e}"[:800]))
+        ok &= peers.run("gemm", shape, dtn, "torch.matmul (TF32 off)", lambda: torch.matmul(ta, tb), sampled, args.reps)
+        if dtn == "f32":
+            ok &= peers.run("gemm", shape, dtn, "triton tutorial matmul", lambda: triton_matmul()(ta, tb), sampled,
+                            args.reps)
     return ok
 
 
-def summary():
+def find_tool(name):
+    return shutil.which(name) or next((p for p in (f"/usr/local/cuda/bin/{name}",) if os.path.exists(p)), None)
+
+
+# What a profiler prints when the machine, not the program, refuses it.
+ENV_REFUSALS = r"LibraryNotLoaded|Device not supported|ERR_NVGPUCTRPERM|profiling is not supported"
+
+
+def profile(tilec, args):
+    """ncu of potrf_batched 4096x92x92 f32 and racecheck of a small one, each to $OUT."""
+    ok = True
+    rng = np.random.default_rng(3)
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [
+            ("ncu", "ncu-potrf.txt", 4096 if not args.quick else 64,
+             # Every PTX kernel's entry point is `tilec_main`; the run launches one kernel.
+             ["--clock-control", "none", "--target-processes", "all", "-k", "regex:tilec_main", "--launch-skip", "1",
+              "--launch-count", "1", "--section", "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy",
+              "--section", "WarpStateStats", "--section", "SchedulerStats", "--section", "MemoryWorkloadAnalysis",
+              "--section", "ComputeWorkloadAnalysis"], 2),
+            ("compute-sanitizer", "racecheck-potrf.txt", 8, ["--tool", "racecheck", "--target-processes", "all"], 1),
+        ]
+        for tool, fname, b, flags, repeat in runs:
+            what = dict(part="profile", tool=tool, shape=f"{b}x92x92", dtype="f32")
+            path = find_tool(tool)
+            if path is None:
+                emit(dict(what, ok=None, error=f"{tool} not found"))
+                continue
+            if DEADLINE.passed():
+                emit(dict(what, ok=False, error="not started: deadline"))
+                ok = False
+                continue
+            a = os.path.join(tmp, f"a{b}.npy")
+            np.save(a, spd_batch(rng, b, 92, np.float32))
+            cmd = [path, *flags, tilec.path, "run", STDLIB, "--kernel", "potrf_batched", "--arg", f"A={a}",
+                   "--arg", "eps=1e-9", "--out", f"A={os.path.join(tmp, 'l.npy')}", "--target", args.bench_target,
+                   "--repeat", str(repeat)]
+            try:
+                p = run_cmd(cmd)
+            except RuntimeError as e:
+                emit(dict(what, ok=False, error=str(e)))
+                ok = False
+                continue
+            text = f"$ {' '.join(cmd)}\n(exit {p.returncode})\n{p.stdout}\n{p.stderr}"
+            if OUT:
+                with open(os.path.join(OUT, fname), "w") as f:
+                    f.write(text)
+            good = p.returncode == 0
+            if tool == "compute-sanitizer":
+                good &= bool(re.search(r"RACECHECK SUMMARY: 0 hazards", text))
+            else:
+                good &= "No kernels were profiled" not in text
+            if not good and re.search(ENV_REFUSALS, text):
+                good = None  # the machine refuses the tool (seen under gVisor): not tilec's failure
+            tail = [ln for ln in text.splitlines() if "SUMMARY" in ln or "Duration" in ln or "Throughput" in ln]
+            emit(dict(what, ok=good, file=fname if OUT else None, lines=tail[:12]))
+            ok &= good is not False
+    return ok
+
+
+def summary(final=False):
+    """The table of every record so far: to $OUT/summary.md (after each part), and to stderr at
+    the end. Correctness is one line per case, dtype and target (the largest error over the
+    extents, or the failures)."""
     lines = ["| part | what | target / impl | dtype | n / shape | result |", "|---|---|---|---|---|---|"]
-    for r in RECORDS:
-        if r.get("part") == "correctness":
-            res = "ok" if r.get("ok") else "FAIL " + str(r.get("error", ""))[:80]
-            if "err_vs_ref" in r:
-                res += f" (err {r['err_vs_ref']:.1e})"
-            lines.append(f"| correctness | {r['case']} | {r['target']} | {r['dtype']} | {r['n']} | {res} |")
-        elif r.get("part") == "bench":
+    with LOCK:
+        records = list(RECORDS)
+    groups = {}
+    for r in records:
+        part = r.get("part")
+        if part == "correctness" and "target" in r:
+            groups.setdefault((r["case"], r["target"], r["dtype"]), []).append(r)
+        elif part == "correctness":
+            lines.append(f"| correctness | {r['case']} | | | | FAIL {r.get('error', '')} |")
+        elif part in ("smoke", "bench"):
+            who = r.get("impl", "") + (f" on {r['device']}" if r.get("device") else "")
             if r.get("median_ms") is not None:
                 res = f"{r['median_ms']:.3f} ms, err {r.get('max_rel_err', float('nan')):.1e}"
+                res += "" if r.get("ok") else " FAIL"
             else:
-                res = "no result: " + str(r.get("error", ""))[:80]
-            lines.append(f"| bench | {r['workload']} | {r['impl']} | {r['dtype']} | {r['shape']} | {res} |")
-        elif r.get("part") == "ptxas" and r.get("registers") is not None:
+                res = ("FAIL " if r.get("ok") is False else "no result: ") + str(r.get("error", ""))[:100]
+            lines.append(f"| {part} | {r['workload']} | {who} | {r['dtype']} | {r['shape']} | {res} |")
+        elif part == "ptxas" and r.get("registers") is not None:
             lines.append(f"| ptxas | {r['kernel']} | {r['arch']} | | | {r['registers']} registers, "
                          f"{r['spill_stores']} B spill stores |")
+        elif part not in ("info", "part-done", "done"):
+            res = {True: "ok", False: "FAIL", None: "not run"}[r.get("ok")]
+            detail = r.get("error") or r.get("reason") or r.get("message") or "; ".join(r.get("lines") or []) or ""
+            if r.get("max_rel_err") is not None:
+                detail = f"err {r['max_rel_err']:.1e} {detail}"
+            what = r.get("tool") or r.get("file") or r.get("check") or r.get("workload") or r.get("name") or ""
+            lines.append(f"| {part} | {what} | {r.get('impl', '')} | {r.get('dtype', '')} | {r.get('shape', '')} | {res} "
+                         f"{str(detail)[:160]} |")
+    for (case, target, dtn), rs in sorted(groups.items()):
+        bad = [r for r in rs if not r.get("ok")]
+        if bad:
+            res = "FAIL " + "; ".join(f"n={r['n']}: " + (r.get("error") or f"err {r.get('err_vs_ref', 0):.1e}")[:80]
+                                      for r in bad[:3])
+        else:
+            res = f"ok (err {max(r.get('err_vs_ref', 0.0) for r in rs):.1e})"
+        ns = ",".join(str(r["n"]) for r in sorted(rs, key=lambda r: r["n"]))
+        lines.append(f"| correctness | {case} | {target} | {dtn} | {ns} | {res} |")
     text = "\n".join(lines) + "\n"
-    sys.stderr.write(text)
     if OUT:
-        with open(os.path.join(OUT, "summary.md"), "w") as f:
+        with open(os.path.join(OUT, "summary.md.tmp"), "w") as f:
             f.write(text)
+        os.replace(os.path.join(OUT, "summary.md.tmp"), os.path.join(OUT, "summary.md"))
+    if final:
+        sys.stderr.write(text)
+
+
+PARTS = ["smoke", "python", "bench", "correctness", "ptxas", "profile"]
 
 
 def main():
+    global DEADLINE, STARTED
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tilec", required=True)
     ap.add_argument("--targets", default="cuda,vulkan", help="device targets compared with the CPU")
-    ap.add_argument("--parts", default="correctness,ptxas,bench")
+    ap.add_argument("--parts", default=",".join(PARTS), help="a comma list, run in the order above")
     ap.add_argument("--bench-target", default="cuda")
+    ap.add_argument("--peer-device", default="auto", choices=["auto", "cuda", "cpu"],
+                    help="where torch and Triton run (auto: CUDA when torch sees a device, else the CPU)")
     ap.add_argument("--arch", default="sm_90", help="comma list for the ptxas part")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--quick", action="store_true", help="small benchmark shapes (to test this script)")
     ap.add_argument("--extents", default=",".join(map(str, EXTENTS)), help="correctness: matrix extents")
+    ap.add_argument("--jobs", type=int, default=min(8, os.cpu_count() or 1), help="correctness cases at a time")
+    ap.add_argument("--started", type=float, default=None, help="epoch seconds the deadline counts from")
+    ap.add_argument("--deadline", type=float, default=None, help="seconds after --started when no new work starts")
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds any one subprocess may run")
     args = ap.parse_args()
+    if OUT:
+        os.makedirs(OUT, exist_ok=True)
     args.targets = [t for t in args.targets.split(",") if t]
     args.arch = args.arch.split(",")
     args.extents = [int(n) for n in args.extents.split(",")]
+    parts = [p for p in args.parts.split(",") if p]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        ap.error(f"unknown parts {unknown} (known: {', '.join(PARTS)})")
+    started = args.started if args.started is not None else STARTED
+    DEADLINE = Deadline(started, args.deadline if args.deadline is not None else 1e9, args.timeout)
     tilec = Tilec(args.tilec)
-    emit(dict(part="info", tilec=args.tilec, targets=args.targets, parts=args.parts, time=time.strftime("%Y-%m-%dT%H:%M:%S")))
+    emit(dict(part="info", tilec=args.tilec, targets=args.targets, parts=parts, deadline=args.deadline,
+              started=time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started))))
+    peers = Peers(args.peer_device) if any(p in parts for p in ("smoke", "bench")) else None
     ok = True
-    parts = args.parts.split(",")
-    if "correctness" in parts:
-        ok &= correctness(tilec, args)
-    if "ptxas" in parts:
-        ok &= ptxas(tilec, args)
-    if "bench" in parts:
-        ok &= bench(tilec, args)
-    summary()
+    for part in PARTS:
+        if part not in parts:
+            continue
+        if DEADLINE.passed():
+            emit(dict(part=part, ok=False, error="not started: deadline"))
+            ok = False
+            continue
+        t0 = time.time()
+        if part == "smoke":
+            good = smoke(tilec, args, peers)
+        elif part == "python":
+            good = python_part(args)
+        elif part == "bench":
+            good = bench(tilec, args, peers)
+        elif part == "correctness":
+            good = correctness(tilec, args)
+        elif part == "ptxas":
+            good = ptxas(tilec, args)
+        else:
+            good = profile(tilec, args)
+        emit(dict(part="part-done", name=part, ok=bool(good), seconds=round(time.time() - t0, 1)))
+        ok &= good
+        summary()
+    summary(final=True)
     emit(dict(part="done", ok=bool(ok)))
     sys.exit(0 if ok else 1)
 
