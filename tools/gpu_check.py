@@ -575,8 +575,6 @@ def triton_matmul():
     return run
 
 
-
-
 def spd_batch(rng, b, n, dt):
     """`b` SPD n x n matrices of type `dt`, made 512 at a time."""
     a = np.empty((b, n, n), dt)
@@ -895,18 +893,14 @@ def main():
             ok = False
             continue
         t0 = time.time()
-        if part == "smoke":
-            good = smoke(tilec, args, peers)
-        elif part == "python":
-            good = python_part(args)
-        elif part == "bench":
-            good = bench(tilec, args, peers)
-        elif part == "correctness":
-            good = correctness(tilec, args)
-        elif part == "ptxas":
-            good = ptxas(tilec, args)
-        else:
-            good = profile(tilec, args)
+        run = {"smoke": lambda: smoke(tilec, args, peers), "python": lambda: python_part(args),
+               "bench": lambda: bench(tilec, args, peers), "correctness": lambda: correctness(tilec, args),
+               "ptxas": lambda: ptxas(tilec, args), "profile": lambda: profile(tilec, args)}[part]
+        try:
+            good = run()
+        except Exception as e:  # a broken part is recorded, and the next one still runs
+            emit(dict(part=part, ok=False, error=f"{type(e).__name__}: {e}"[:800]))
+            good = False
         emit(dict(part="part-done", name=part, ok=bool(good), seconds=round(time.time() - t0, 1)))
         ok &= good
         summary()
