@@ -91,15 +91,25 @@ fn check_elem(elem: Scalar) -> Result<(), RunError> {
     }
 }
 
+/// The element count of an array of `elem` over `shape`. Errors: `elem` is not a type kernels
+/// take in arrays (E0406); the shape has more elements than memory can address (E0405).
+fn checked_len(elem: Scalar, shape: &[u64]) -> Result<usize, RunError> {
+    check_elem(elem)?;
+    element_count(shape, elem.bytes() as usize).ok_or_else(|| RunError::DataLength {
+        shape: shape.to_vec(),
+        expected: None,
+        actual: 0,
+    })
+}
+
 impl HostArray {
     /// A zero-filled array. Errors: `elem` is not f32, f64, i32, f16 or bf16 (E0406); the shape has more
     /// elements than memory can address, or the allocation fails (E0405): this never aborts
     /// the process on a shape too large for the machine.
     pub fn zeros(elem: Scalar, shape: &[u64]) -> Result<HostArray, RunError> {
-        check_elem(elem)?;
+        let len = checked_len(elem, shape)?;
         let esize = elem.bytes() as usize;
         let too_large = || RunError::DataLength { shape: shape.to_vec(), expected: None, actual: 0 };
-        let len = element_count(shape, esize).ok_or_else(too_large)?;
         let words = zeroed_words((len * esize).div_ceil(8)).ok_or_else(too_large)?;
         Ok(HostArray { elem, shape: shape.to_vec(), len, storage: Storage::Owned(words) })
     }
@@ -117,13 +127,8 @@ impl HostArray {
     /// array lives nothing else may write them, and when `writable` nothing else may read or
     /// write them (kernels write a `writable` array in place).
     pub unsafe fn from_raw(elem: Scalar, shape: &[u64], ptr: *mut u8, writable: bool) -> Result<HostArray, RunError> {
-        check_elem(elem)?;
+        let len = checked_len(elem, shape)?;
         let esize = elem.bytes() as usize;
-        let len = element_count(shape, esize).ok_or_else(|| RunError::DataLength {
-            shape: shape.to_vec(),
-            expected: None,
-            actual: 0,
-        })?;
         let ptr = std::ptr::NonNull::new(ptr)
             .filter(|p| (p.as_ptr() as usize).is_multiple_of(esize))
             .ok_or(RunError::Misaligned { address: ptr as usize as u64, align: esize as u32 })?;
@@ -383,13 +388,8 @@ impl DeviceArray {
         stream: Option<u64>,
         writable: bool,
     ) -> Result<DeviceArray, RunError> {
-        check_elem(elem)?;
+        let len = checked_len(elem, shape)?;
         let esize = elem.bytes() as usize;
-        let len = element_count(shape, esize).ok_or_else(|| RunError::DataLength {
-            shape: shape.to_vec(),
-            expected: None,
-            actual: 0,
-        })?;
         // Empty tensors may have a null address (PyTorch's); kernels never index them.
         if (ptr == 0 && len > 0) || !ptr.is_multiple_of(esize as u64) {
             return Err(RunError::Misaligned { address: ptr, align: esize as u32 });
@@ -458,6 +458,12 @@ impl DeviceArray {
                  on device {device} (tilec.compile(..., target=\"cuda\", device={device}))"
             ),
         }
+    }
+
+    /// Error E0442: this array, argument `name`, is passed to a kernel that runs on `target`
+    /// (`"cpu"`, `"vulkan"`), whose launcher cannot read CUDA device memory.
+    pub fn unreadable_on(&self, name: &str, target: &'static str) -> RunError {
+        RunError::ArrayMemory { name: name.to_string(), memory: self.memory_text(), target: Some(target) }
     }
 
     /// The memory as error messages name it: `CUDA device memory (device 1)`.

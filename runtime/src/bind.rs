@@ -87,11 +87,7 @@ impl Bound {
     pub fn check_host_memory(&self, target: &'static str) -> Result<(), RunError> {
         for (name, v) in &self.args {
             if let ArgValue::Device(d) = v {
-                return Err(RunError::ArrayMemory {
-                    name: name.clone(),
-                    memory: d.memory_text(),
-                    target: Some(target),
-                });
+                return Err(d.unreadable_on(name, target));
             }
         }
         Ok(())

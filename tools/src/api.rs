@@ -337,6 +337,8 @@ pub struct ParamSig {
     /// Whether it is an array (`T[B, N, N]`), and one the kernel writes (`mut`).
     pub array: bool,
     pub mutable: bool,
+    /// The type as written in the source (`mut T[B, N, N]`, `T`).
+    pub ty: String,
 }
 
 /// A generic parameter of a kernel as declared.
@@ -384,8 +386,6 @@ impl Instance {
 pub struct Program {
     src: SourceSet,
     sigs: Vec<KernelSig>,
-    /// `(kernel, parameter, declared type)` of every `mut` array parameter (`mut T[B, N, N]`).
-    writes: Vec<(String, String, String)>,
     cache: Mutex<HashMap<InstanceKey, Arc<Instance>>>,
 }
 
@@ -400,19 +400,13 @@ impl Program {
             return Err(Error::new(diags, &src));
         }
         let (parsed, _) = src.parse();
-        let kernels =
-            || parsed.main.items.iter().filter_map(|i| if let ast::Item::Kernel(k) = i { Some(k) } else { None });
-        let writes = kernels().flat_map(|k| {
-            k.params.iter().filter_map(|p| match &p.ty {
-                ast::TypeExpr::Array { mutable: true, span, .. } => {
-                    let ty = text.get(span.start as usize..span.end as usize)?;
-                    Some((k.name.name.clone(), p.name.name.clone(), ty.to_string()))
-                }
-                _ => None,
-            })
-        });
-        let writes = writes.collect();
-        Ok(Program { sigs: kernels().map(sig).collect(), writes, src, cache: Mutex::new(HashMap::new()) })
+        let sigs =
+            parsed
+                .main
+                .items
+                .iter()
+                .filter_map(|i| if let ast::Item::Kernel(k) = i { Some(sig(k, text)) } else { None });
+        Ok(Program { sigs: sigs.collect(), src, cache: Mutex::new(HashMap::new()) })
     }
 
     /// Reads and checks the program in file `path`. Errors: E0400 when it cannot be read,
@@ -475,14 +469,15 @@ impl Program {
             return Err(Error::run(e.clone(), &self.src));
         }
         let target = launch_target(target, args).map_err(|e| Error::run(e, &self.src))?;
-        for (_, param, ty) in self.writes.iter().filter(|(k, ..)| launch && k == kernel) {
-            if args.arrays.iter().any(|(n, a)| n == param && !a.is_writable()) {
-                let e = RunError::ReadOnlyArg { name: param.clone(), ty: ty.clone() };
+        let sig = self.sigs.iter().find(|k| k.name == kernel);
+        for p in sig.iter().flat_map(|k| &k.params).filter(|p| launch && p.mutable) {
+            if args.arrays.iter().any(|(n, a)| *n == p.name && !a.is_writable()) {
+                let e = RunError::ReadOnlyArg { name: p.name.clone(), ty: p.ty.clone() };
                 return Err(Error::run(e, &self.src));
             }
         }
         let mut fixed: Vec<(String, GenericArg)> = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
-        if let Some(sig) = self.sigs.iter().find(|k| k.name == kernel) {
+        if let Some(sig) = sig {
             for (g, param, axis) in &sig.extent_generics {
                 if fixed.iter().any(|(n, _)| n == g) {
                     continue;
@@ -612,13 +607,10 @@ fn launch_target(target: Target, args: &Args<'_>) -> Result<Target, RunError> {
     let mut first: Option<(&str, usize)> = None;
     for (name, v) in &args.arrays {
         let ArgValue::Device(d) = v else { continue };
-        let host = match target {
-            Target::Cpu(_) => Some("cpu"),
-            Target::Vulkan { .. } => Some("vulkan"),
-            Target::Cuda { .. } => None,
-        };
-        if host.is_some() {
-            return Err(RunError::ArrayMemory { name: name.clone(), memory: d.memory_text(), target: host });
+        match target {
+            Target::Cpu(_) => return Err(d.unreadable_on(name, "cpu")),
+            Target::Vulkan { .. } => return Err(d.unreadable_on(name, "vulkan")),
+            Target::Cuda { .. } => {}
         }
         let Some(device) = d.device() else { continue };
         match first {
@@ -662,8 +654,8 @@ fn open_cached<D>(
     Ok(d)
 }
 
-/// The signature of a kernel item.
-fn sig(k: &ast::KernelItem) -> KernelSig {
+/// The signature of kernel `k`, whose source is `text`.
+fn sig(k: &ast::KernelItem, text: &str) -> KernelSig {
     KernelSig {
         name: k.name.name.clone(),
         doc: k.doc.clone(),
@@ -675,7 +667,9 @@ fn sig(k: &ast::KernelItem) -> KernelSig {
                     ast::TypeExpr::Array { mutable, .. } => (true, *mutable),
                     _ => (false, false),
                 };
-                ParamSig { name: p.name.name.clone(), array, mutable }
+                let span = p.ty.span();
+                let ty = text.get(span.start as usize..span.end as usize).unwrap_or_default().to_string();
+                ParamSig { name: p.name.name.clone(), array, mutable, ty }
             })
             .collect(),
         generics: k
