@@ -318,6 +318,21 @@ def case_ex_lu_batched(rng, dt, n):
     return dict(src=example("lu.tile"), kernel="lu_batched", arrays={"A": a}, scalars={}, out="A", ref=ref)
 
 
+def case_ex_getrf_batched(rng, dt, n):
+    n = min(n, 32)
+    a = rng.uniform(-1, 1, (3, n, n)).astype(dt)
+    ref = a.astype(np.float64)
+    for u in ref:  # getf2: partial pivoting (the first largest |u[i, k]|), division by the pivot
+        for k in range(n):
+            p = k + int(np.argmax(np.abs(u[k:, k])))
+            u[[k, p]] = u[[p, k]]
+            if u[k, k] != 0:
+                u[k + 1:, k] /= u[k, k]
+                u[k + 1:, k + 1:] -= np.outer(u[k + 1:, k], u[k, k + 1:])
+    return dict(src=example("getrf.tile"), kernel="getrf_batched",
+                arrays={"A": a, "P": np.full((3, n), -1, np.int32)}, scalars={}, out="A", ref=ref)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -330,7 +345,7 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/spd_solve16", case_ex_spd_solve16), ("examples/softmax64", case_ex_softmax64),
           ("examples/whiten16", case_ex_whiten16), ("examples/attention", case_ex_attention),
           ("examples/causal_softmax", case_ex_causal_softmax), ("examples/layer_norm64", case_ex_layer_norm64),
-          ("examples/lu_batched", case_ex_lu_batched)]
+          ("examples/lu_batched", case_ex_lu_batched), ("examples/getrf_batched", case_ex_getrf_batched)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

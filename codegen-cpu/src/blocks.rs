@@ -1,12 +1,15 @@
-//! Blocks of tiles and broadcasts on the CPU (`ExtractBlock`, `InsertBlock`, `Broadcast`): a
-//! tile is row-major, so a block is `rows` runs of `cols` contiguous elements, and a broadcast
-//! repeats a row run (or, for a column, splats each row's element across the row); both are
-//! copied run by run (Cranelift here, LLVM in `llvm/tile.rs`, both from the same [`plan`]).
+//! Blocks of tiles, broadcasts and lines on the CPU (`ExtractBlock`, `InsertBlock`,
+//! `Broadcast`, `ExtractLine`, `InsertLine`): a tile is row-major, so a block is `rows` runs of
+//! `cols` contiguous elements, a broadcast repeats a row run (or, for a column, splats each
+//! row's element across the row), and a line at a run-time index is one contiguous run (a row)
+//! or one element per row (a column); all are copied run by run (Cranelift here, LLVM in
+//! `llvm/tile.rs`, both from the same [`plan`] and [`line`]).
 
 use crate::lower::{cl_type, Lower};
 use crate::memory::flags;
+use crate::tile::Operand;
 use crate::CodegenError;
-use cranelift_codegen::ir::{self, types, InstBuilder};
+use cranelift_codegen::ir::{self, condcodes::IntCC, types, InstBuilder};
 use cranelift_module::Module as ClModule;
 use tilec_midend::{Function, Op, OpKind, Scalar, Type, Value};
 
@@ -33,6 +36,26 @@ pub(crate) struct Plan {
     pub(crate) prefill: Option<Value>,
     pub(crate) src: Value,
     pub(crate) copies: Vec<BlockCopy>,
+}
+
+/// Where the lines of a matrix tile are: line `k` (of `lines`) is `len` elements, `stride`
+/// apart, from element `k * step` of the tile.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Line {
+    pub(crate) lines: u32,
+    pub(crate) len: u32,
+    pub(crate) stride: u32,
+    pub(crate) step: u32,
+}
+
+/// The lines of a `rows x cols` tile along dimension `d` of `ExtractLine(d)`/`InsertLine(d)`
+/// (0: rows, 1: columns).
+pub(crate) fn line(rows: u32, cols: u32, d: u8) -> Line {
+    if d == 0 {
+        Line { lines: rows, len: cols, stride: 1, step: cols }
+    } else {
+        Line { lines: cols, len: rows, stride: cols, step: 1 }
+    }
 }
 
 /// `(rows, cols)` of a tile, a 1-D tile being one row.
@@ -92,6 +115,45 @@ impl<M: ClModule> Lower<'_, '_, M> {
         for k in p.copies {
             self.copy_runs(src, dst, k, elem);
         }
+        Ok(())
+    }
+
+    /// `ExtractLine(d)` (zeros when the index is out of range) and `InsertLine(d)` (the tile,
+    /// then the line written where the index is in range): one run of the line copied.
+    pub(crate) fn line_op(&mut self, op: &Op, d: u8) -> Result<(), CodegenError> {
+        let insert = matches!(op.kind, OpKind::InsertLine(_));
+        let ty = self.f.ty(op.args[0]).clone();
+        let (s, (rows, cols)) = (ty.elem(), ty.rows_cols());
+        let l = line(rows, cols, d);
+        if insert {
+            self.copy_tile_to_result(op.args[0], op.results[0]);
+        }
+        let (tile, vals) = if insert {
+            (self.tile_addr(op.results[0]), self.tile_addr(op.args[2]))
+        } else {
+            (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]))
+        };
+        let k = self.val(op.args[1]);
+        let k = self.b.ins().sextend(types::I64, k);
+        let ok = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, l.lines as i64);
+        let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(ok, yes, &[], no, &[]);
+        self.b.switch_to_block(yes);
+        let off = self.b.ins().imul_imm_s(k, (l.step * s.bytes()) as i64);
+        let at = self.b.ins().iadd(tile, off);
+        let (src, dst) = if insert { (vals, at) } else { (at, vals) };
+        let (src_stride, dst_stride) = if insert { (1, l.stride) } else { (l.stride, 1) };
+        let run = BlockCopy { rows: l.len, cols: 1, src_off: 0, src_stride, dst_off: 0, dst_stride, splat: false };
+        let run = if l.stride == 1 { BlockCopy { rows: 1, cols: l.len, ..run } } else { run };
+        self.copy_runs(src, dst, run, s);
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(no);
+        if !insert {
+            let z = self.zero(s);
+            self.elementwise(l.len, s, &[Operand::Scalar(z)], vals, true, &mut |_, a| Ok(a[0]))?;
+        }
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(done);
         Ok(())
     }
 

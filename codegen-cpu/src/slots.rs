@@ -97,7 +97,8 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
         | OpKind::Lu
         | OpKind::LoadInto(_)
         | OpKind::Insert
-        | OpKind::InsertBlock(_) => Some(op.args[0]),
+        | OpKind::InsertBlock(_)
+        | OpKind::InsertLine(_) => Some(op.args[0]),
         OpKind::Trsm(_) if op.args[0] != op.args[1] => Some(op.args[1]),
         OpKind::MatmulAcc if op.args[0] != op.args[1] && op.args[0] != op.args[2] => Some(op.args[0]),
         OpKind::Map => Some(op.args[0]),

@@ -272,6 +272,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Trsm(kind) => self.trsm(op, *kind, s)?,
             OpKind::MatmulAcc => self.matmul(op, s, true)?,
             OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op)?,
+            OpKind::ExtractLine(d) | OpKind::InsertLine(d) => self.line_op(op, *d)?,
             other => return Err(err(format!("unsupported tile op {other:?}"))),
         }
         Ok(())

@@ -218,6 +218,13 @@ pub enum OpKind {
     Extract,
     /// `(t, i[, j], x) -> tile`: the tile with one element replaced.
     Insert,
+    /// `(t: tile<R, C>, k: i32) -> tile<C>` (`d` = 0: row `k`, `t[k, :]`) or `tile<R>` (`d` = 1:
+    /// column `k`, `t[:, k]`): one line of a matrix tile at a run-time index, its elements
+    /// exactly; zeros when `k` is out of range.
+    ExtractLine(u8),
+    /// `(t: tile<R, C>, k: i32, v) -> tile<R, C>`: `t` with row (`d` = 0) or column (`d` = 1)
+    /// `k` replaced by `v` (a tile of the line's type); `t` when `k` is out of range.
+    InsertLine(u8),
     /// `(t) -> tile`: `t` repeated to the result's shape by NumPy's rule: `t`'s dimensions,
     /// aligned to the result's last ones, each equal to the result's or 1 (repeated): a
     /// `tile<N>` or `tile<1, N>` becomes every row of a `tile<M, N>`, a `tile<M, 1>` every

@@ -238,6 +238,8 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             };
             OpKind::Reduce(reduce(k).ok_or_else(|| format!("unknown reduction `{k}`"))?, ax)
         }
+        ("extract_line", Some(d)) => OpKind::ExtractLine(axis(d)?),
+        ("insert_line", Some(d)) => OpKind::InsertLine(axis(d)?),
         ("scan", Some(r)) => {
             let (k, ax) = r.split_once('.').ok_or_else(|| format!("`scan.{r}` needs an axis"))?;
             OpKind::Scan(reduce(k).ok_or_else(|| format!("unknown scan `{k}`"))?, axis(ax)?)
@@ -517,6 +519,24 @@ kernel @k(%0: mut f32[?, ?], %1: f32) {
             let m = parse_module(&block_kernel(at, shape)).expect("parses");
             let e = crate::verify::verify(&m).expect_err("a block outside the tile is rejected");
             assert!(e[0].message.contains("inside it"), "{at} {shape}: {}", e[0]);
+        }
+    }
+
+    #[test]
+    fn lines_parse_back_and_are_verified_against_the_tile() {
+        let k = |d: u8, line: &str| {
+            format!(
+                "kernel @k() {{\n  %0 = fill.zeros : tile<f32, 3, 4>\n  %1 = const 1 : i32\n  %2 = extract_line.{d} %0, %1 : tile<f32, {line}>\n  %3 = insert_line.{d} %0, %1, %2 : tile<f32, 3, 4>\n  return\n}}\n"
+            )
+        };
+        for (d, line) in [(0, "4"), (1, "3")] {
+            let m = parse_module(&k(d, line)).expect("parses");
+            assert_eq!(crate::print::print_module(&m), format!("// @0\n{}\n", k(d, line)));
+            assert_eq!(crate::verify::verify(&m), Ok(()), "{d}");
+        }
+        for (d, line) in [(0, "3"), (1, "4"), (2, "4"), (0, "2, 2")] {
+            let e = crate::verify::verify(&parse_module(&k(d, line)).expect("parses")).expect_err("rejected");
+            assert!(e[0].message.contains("line of the tile"), "{d} {line}: {}", e[0]);
         }
     }
 

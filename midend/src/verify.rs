@@ -187,6 +187,16 @@ impl V<'_> {
                     &mut errs,
                 );
             }
+            OpKind::ExtractLine(d) | OpKind::InsertLine(d) => {
+                let insert = matches!(op.kind, OpKind::InsertLine(_));
+                let line = if insert { t(2) } else { r(0) };
+                let ok = matches!((t(0), line), (Some(Type::Tile { elem: e, shape: s }), Some(Type::Tile { elem: le, shape: l }))
+                    if e == le && s.len() == 2 && *d < 2 && l == vec![s[1 - *d as usize]])
+                    && t(1) == Some(Type::Scalar(Scalar::I32))
+                    && (!insert || r(0) == t(0))
+                    && op.args.len() == 2 + usize::from(insert);
+                bad(ok, "a matrix tile, an i32 index and a line of the tile's element type and length", &mut errs);
+            }
             OpKind::Broadcast => {
                 let ok = matches!((t(0), r(0)), (Some(Type::Tile { elem: e, shape: s }), Some(Type::Tile { elem: re, shape: rs }))
                     if e == re && s.len() <= rs.len() && op.args.len() == 1

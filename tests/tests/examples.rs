@@ -13,6 +13,7 @@ const RUN: &[&str] = &[
     "cholesky.tile",
     "colsum.tile",
     "gemm.tile",
+    "getrf.tile",
     "layer_norm.tile",
     "lu.tile",
     "potrs.tile",
@@ -336,6 +337,67 @@ fn lu_example_factors_without_pivoting() {
                         (g - want).abs() <= tol(elem) * want.abs().max(1.0),
                         "{elem:?} n={n} [{m}] element {e}: {g} vs {want}"
                     );
+                }
+            }
+        }
+    }
+}
+
+/// LU with partial pivoting of one row-major `n x n` matrix in f64 (LAPACK's getf2 with a
+/// division by the pivot): the factors over `a`, and the 0-based pivot rows.
+fn getf2_f64(a: &mut [f64], n: usize) -> Vec<usize> {
+    let mut piv = Vec::new();
+    for k in 0..n {
+        let p = (k..n).fold(k, |p, i| if a[i * n + k].abs() > a[p * n + k].abs() { i } else { p });
+        piv.push(p);
+        for j in 0..n {
+            a.swap(k * n + j, p * n + j);
+        }
+        let d = a[k * n + k];
+        if d != 0.0 {
+            for i in k + 1..n {
+                a[i * n + k] /= d;
+                for j in k + 1..n {
+                    a[i * n + j] -= a[i * n + k] * a[k * n + j];
+                }
+            }
+        }
+    }
+    piv
+}
+
+/// Batched LU with partial pivoting on random 29x29, 32x32 and 1x1 matrices and a singular
+/// one (a zero column, rows that tie), against the f64 getf2: the same pivots, the factors
+/// within the element type's accuracy.
+#[test]
+fn getrf_example_factors_with_partial_pivoting() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        for n in [29usize, 32, 1] {
+            let b = 4usize;
+            let mut a = random_uniform(b * n * n, 64);
+            if n > 3 {
+                // Matrix 3: column 2 zero, rows 0 and 1 equal.
+                for i in 0..n {
+                    a[(3 * n + i) * n + 2] = 0.0;
+                    a[(3 * n + 1) * n + i] = a[3 * n * n + i];
+                }
+            }
+            let a = rounded(elem, &a);
+            let shape = [b as u64, n as u64, n as u64];
+            let args = |a: &[f64]| {
+                let p = HostArray::from_i32(&vec![-1; b * n], &[b as u64, n as u64]).unwrap();
+                vec![("A", arr(elem, a, &shape)), ("P", ArgValue::Array(p))]
+            };
+            let got = run("getrf.tile", "getrf_batched", args(&a), "A");
+            let piv = run("getrf.tile", "getrf_batched", args(&a), "P");
+            for m in 0..b {
+                let mut w: Vec<f64> = a[m * n * n..(m + 1) * n * n].to_vec();
+                let want_piv = getf2_f64(&mut w, n);
+                let got_piv: Vec<usize> = piv[m * n..(m + 1) * n].iter().map(|p| *p as usize).collect();
+                assert_eq!(got_piv, want_piv, "{elem:?} n={n} [{m}] pivots");
+                let scale = w.iter().fold(1f64, |s, x| s.max(x.abs()));
+                for (e, (g, want)) in got[m * n * n..(m + 1) * n * n].iter().zip(&w).enumerate() {
+                    assert!((g - want).abs() <= tol(elem) * scale, "{elem:?} n={n} [{m}] element {e}: {g} vs {want}");
                 }
             }
         }

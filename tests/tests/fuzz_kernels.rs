@@ -307,6 +307,16 @@ fn case(seed: u64) -> Case {
             c0 + w
         ));
     }
+    let mut more2 = Rng::new(seed ^ 0x11e5_c01d);
+    if more2.int(0, 100) < 30 {
+        // A column and a row at run-time indices (out of range for some `s`: reads give
+        // zeros, writes change nothing).
+        let (j, o) = (more2.int(0, c as i64), more2.int(-1, 2));
+        let l = lit(&mut more2, g.float);
+        body.push_str(&format!(
+            "    let q2 = (s as i32) % {c} + {o};\n    acc[:, q2] = acc[:, q2] * {l} - b[:, {j}];\n    acc[q2 - {o}, :] = acc[q2, :] + a[q2 - 1, :];\n"
+        ));
+    }
     let long = *[0, 0, 65, 97, 128, 200].get(more.int(0, 6) as usize).unwrap_or(&0);
     if long > 0 {
         // A vector longer than 64 elements (distributed over the lanes on GPUs): a masked
@@ -587,6 +597,7 @@ fn the_generator_covers_its_constructs() {
         "tile<f32, 200>",
         "tile<i32, 65>",
         "v[(s as i32) + ",
+        "acc[:, q2] = ",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

@@ -117,6 +117,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::masks(),
         cases::long_vectors(),
         cases::dyn_ranges(),
+        cases::lines(),
         cases::transposes(),
         cases::math(),
         cases::fn_results(),

@@ -131,6 +131,14 @@ fn transposes() {
 }
 
 #[test]
+fn rows_and_columns_at_run_time_indices() {
+    cases::lines().into_iter().for_each(both);
+    for c in cases::lines() {
+        check_at(&c, Scalar::F32, 0.0, &[1, 3, 12, 24]);
+    }
+}
+
+#[test]
 fn ranges_with_run_time_starts() {
     cases::dyn_ranges().into_iter().for_each(both);
 }

@@ -70,6 +70,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::masks(),
         cases::long_vectors(),
         cases::dyn_ranges(),
+        cases::lines(),
         cases::transposes(),
         cases::fn_results(),
         cases::shapes(),

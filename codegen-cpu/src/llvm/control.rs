@@ -122,10 +122,12 @@ impl<'ctx> Gen<'ctx, '_> {
 
     /// Lets the tiles that the body `r` yields be computed in their carried storage, so that
     /// the yield copies nothing: a value yielded at position `k` and used nowhere else, made by
-    /// an op of `r` that reads the carried tile `params[k]` (which nothing else reads) and
-    /// writes each element of its result only after reading that element: `matmul_acc` and
-    /// `rank1` into their accumulator, and an elementwise binary op of two same-shaped tiles
-    /// (a fused `t - a @ b` too). The loop-carried products of potrf and the trsm kernels.
+    /// an op of `r` that reads the carried tile `params[k]` (which nothing else reads, but for
+    /// element, line and block reads before it) and writes each element of its result only
+    /// after reading that element: `matmul_acc` and `rank1` into their accumulator, an
+    /// elementwise binary op of two same-shaped tiles (a fused `t - a @ b` too), and element and
+    /// line inserts. The loop-carried products of potrf and the trsm kernels, and loops that
+    /// rewrite a tile row by row (`for i in 0..32 { t[i, :] = t[i, :] * 2.0; }`).
     ///
     /// Sound because no other value of the body names the carried storage: tile storage is
     /// only handed out by `new_tile` (fresh, or this map) and `bind_carried`. An op that made
@@ -134,12 +136,27 @@ impl<'ctx> Gen<'ctx, '_> {
         let Some(y) = r.ops.last().filter(|o| o.kind == OpKind::Yield) else { return };
         for ((&v, &param), c) in y.args.iter().zip(params).zip(carried) {
             let Carried::Tile(ptr, _) = c else { continue };
-            if v == param || self.uses.get(&v) != Some(&1) || self.uses.get(&param) != Some(&1) {
+            if v == param || self.uses.get(&v) != Some(&1) {
                 continue;
             }
-            let Some(op) = r.ops.iter().find(|o| o.results.first() == Some(&v)) else { continue };
+            let Some(at) = r.ops.iter().position(|o| o.results.first() == Some(&v)) else { continue };
+            let op = &r.ops[at];
+            // Other reads of the carried tile: only element, line and block reads before `op`,
+            // whose results are copies (`t[i, :] = t[i, :] * 2.0`).
+            let copies = r.ops[..at]
+                .iter()
+                .filter(|o| o.args.contains(&param))
+                .map(|o| {
+                    let copy = matches!(o.kind, OpKind::Extract | OpKind::ExtractLine(_) | OpKind::ExtractBlock(_));
+                    copy.then(|| o.args.iter().filter(|a| **a == param).count())
+                })
+                .sum::<Option<usize>>();
+            let once = op.args.iter().filter(|a| **a == param).count() == 1;
+            if copies.map(|n| n + 1) != self.uses.get(&param).copied() || !(once || matches!(op.kind, OpKind::Bin(_))) {
+                continue;
+            }
             let in_place = match op.kind {
-                OpKind::MatmulAcc | OpKind::Rank1(_) => op.args[0] == param,
+                OpKind::MatmulAcc | OpKind::Rank1(_) | OpKind::Insert | OpKind::InsertLine(_) => op.args[0] == param,
                 OpKind::Bin(_) => op.args.contains(&param) && op.args.iter().all(|a| self.f.ty(*a) == self.f.ty(v)),
                 _ => false,
             };

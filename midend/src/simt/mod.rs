@@ -38,6 +38,7 @@ mod blocks;
 mod dist;
 pub mod interp;
 mod linalg;
+mod lines;
 mod lower;
 mod math;
 mod numerics;

@@ -62,6 +62,8 @@ impl Lower<'_> {
                 | OpKind::Reduce(_, None)
                 | OpKind::Extract
                 | OpKind::Insert
+                | OpKind::ExtractLine(_)
+                | OpKind::InsertLine(_)
                 | OpKind::Map
         );
         let lv = if native {
@@ -127,6 +129,7 @@ impl Lower<'_> {
             OpKind::Scan(k, axis) => Some(self.scan(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Extract => Some(self.extract(op)?),
             OpKind::Insert => Some(self.insert(op)?),
+            OpKind::ExtractLine(d) | OpKind::InsertLine(d) => Some(self.line_op(op, *d)?),
             OpKind::ExtractBlock(at) => {
                 let Some(Type::Tile { shape, .. }) = &res_ty else {
                     return Err(err("a block that is not a tile"));

@@ -23,6 +23,8 @@ pub(crate) struct Case {
     pub(crate) scalars: Vec<(&'static str, f64)>,
     /// `i32` scalar arguments.
     pub(crate) ints: Vec<(&'static str, i64)>,
+    /// `i32` arrays.
+    pub(crate) int_arrays: Vec<(&'static str, Vec<i32>, Vec<u64>)>,
     pub(crate) outs: Vec<&'static str>,
     /// How outputs are compared with the CPU's.
     pub(crate) compare: Compare,
@@ -53,6 +55,9 @@ impl Case {
         for (n, v) in &self.ints {
             m.insert(n.to_string(), ArgValue::Scalar(Const::Int(*v, Scalar::I32)));
         }
+        for (n, d, s) in &self.int_arrays {
+            m.insert(n.to_string(), ArgValue::Array(HostArray::from_i32(d, s).unwrap()));
+        }
         m
     }
 }
@@ -64,7 +69,7 @@ fn case(
     scalars: Vec<(&'static str, f64)>,
     outs: Vec<&'static str>,
 ) -> Case {
-    Case { src, kernel, arrays, scalars, ints: vec![], outs, compare: Compare::Normwise }
+    Case { src, kernel, arrays, scalars, ints: vec![], int_arrays: vec![], outs, compare: Compare::Normwise }
 }
 
 /// potrf_batched and potrs_batched.
@@ -212,6 +217,16 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["Y"],
         ),
         case(example("lu.tile"), "lu_batched", vec![("A", lu_input(3, 29), vec![3, 29, 29])], vec![], vec!["A"]),
+        Case {
+            int_arrays: vec![("P", vec![-1; 3 * 29], vec![3, 29])],
+            ..case(
+                example("getrf.tile"),
+                "getrf_batched",
+                vec![("A", random_uniform(3 * 29 * 29, 63), vec![3, 29, 29])],
+                vec![],
+                vec!["A", "P"],
+            )
+        },
         case(
             example("layer_norm.tile"),
             "layer_norm64",
@@ -752,6 +767,62 @@ pub(crate) fn long_vectors() -> Vec<Case> {
     ];
     let outs = vec!["O", "Z", "S", "P", "Q"];
     vec![case(src, "longv", arrays, vec![], outs)]
+}
+
+/// Rows and columns at run-time and constant indices (`ExtractLine`, `InsertLine`), read and
+/// written, inside and out of range (negative, past the end): a partial 37x7 tile (more rows
+/// than 4 to 32 lanes, not a multiple of them), a 5x100 tile (rows longer than 64: distributed
+/// vectors on the GPU targets) and a 100x3 tile (columns longer than 64).
+const LINES_SRC: &str = "
+kernel lines<T: float>(A: T[M, N], W: T[5, 100], H: T[100, 3], B: mut T[M, N], R: mut T[8, 7], C: mut T[8, 37], L: mut T[3, 100], K: mut T[100, 3], i: i32, j: i32) grid(1) {
+    let a = A[0:37, 0:7];
+    R[0, 0:7] = a[i, :];
+    R[1, 0:7] = a[i + 29, :];
+    R[2, 0:7] = a[i - 3, :];
+    R[3, 0:7] = a[i + 40, :];
+    R[4, 0:7] = a[33, :];
+    C[0, 0:37] = a[:, j];
+    C[1, 0:37] = a[:, j + 2];
+    C[2, 0:37] = a[:, j - 5];
+    C[3, 0:37] = a[:, 6];
+    let t = a;
+    for r in 0..37 {
+        t[r, :] = t[r, :] * 2.0 + t[36 - r, :];
+    }
+    t[:, j] = t[:, j + 1] - 1.0;
+    t[i + 31, :] += a[i, :];
+    t[i - 9, :] = a[0, :];
+    t[:, j + 7] = a[:, 0];
+    t[:, 5] = a[:, 0] * 3.0;
+    B[0:37, 0:7] = t;
+    let w = W[0:5, 0:100];
+    L[0, 0:100] = w[i, :];
+    w[i + 1, :] = w[0, :] * 0.5 + w[i, :];
+    L[1, 0:100] = w[i + 1, :];
+    L[2, 0:100] = w[4, :] - w[i + 1, :];
+    let h = H[0:100, 0:3];
+    h[:, j] = h[:, j - 1] + h[:, 0];
+    K[0:100, 0:3] = h;
+}
+";
+
+/// The [`LINES_SRC`] kernel on a 35x6 array (a partial 37x7 tile), with `i = 2`, `j = 1`.
+pub(crate) fn lines() -> Vec<Case> {
+    let (m, n) = (35u64, 6u64);
+    let src = SourceSet::with_stdlib("lines.tile", LINES_SRC);
+    let arrays = vec![
+        ("A", random_uniform((m * n) as usize, 47), vec![m, n]),
+        ("W", random_uniform(500, 48), vec![5, 100]),
+        ("H", random_uniform(300, 49), vec![100, 3]),
+        ("B", vec![7.0; (m * n) as usize], vec![m, n]),
+        ("R", vec![7.0; 56], vec![8, 7]),
+        ("C", vec![7.0; 8 * 37], vec![8, 37]),
+        ("L", vec![7.0; 300], vec![3, 100]),
+        ("K", vec![7.0; 300], vec![100, 3]),
+    ];
+    let outs = vec!["B", "R", "C", "L", "K"];
+    let ints = vec![("i", 2), ("j", 1)];
+    vec![Case { compare: Compare::Relative, ints, ..case(src, "lines", arrays, vec![], outs) }]
 }
 
 /// Ranges of tiles starting at run-time positions (inside, and past either end), read and

@@ -416,6 +416,71 @@ fn tile_rows_and_columns_read_and_write() {
     }
 }
 
+/// Rows and columns at run-time indices on tiles whose lines are long (a 20x70 tile: rows of
+/// more than 64 elements) or many (a 70x20 tile), against an f64 reference: a loop that
+/// rewrites every row from two rows (`t[r, :] = t[r, :] * 2.0 + t[19 - r, :]`), a loop over
+/// the columns, and reads and writes out of range on either side (zeros, no change).
+#[test]
+fn long_and_many_tile_lines_at_run_time_indices() {
+    for elem in FLOATS {
+        let src = "kernel k<T: float>(A: T[20, 70], B: T[70, 20], O: mut T[20, 70], P: mut T[70, 20], Z: mut T[4, 70], i: i32) grid(1) {
+                let t = A[0:20, 0:70];
+                for r in 0..20 {
+                    t[r, :] = t[r, :] * 2.0 + t[19 - r, :];
+                }
+                t[i - 20, :] = tile<T, 70>::full(5.0);
+                t[i + 20, :] = tile<T, 70>::full(5.0);
+                O[0:20, 0:70] = t;
+                let u = B[0:70, 0:20];
+                for c in 1..20 {
+                    u[:, c] = u[:, c - 1] * 0.5 + u[:, c];
+                }
+                u[:, i - 21] = tile<T, 70>::full(5.0);
+                P[0:70, 0:20] = u;
+                Z[0, 0:70] = t[i - 1000, :];
+                Z[1, 0:70] = t[i + 20, :];
+                Z[2, 0:70] = u[:, i + 20];
+                Z[3, 0:70] = u[:, i];
+            }";
+        let (r, c) = (20usize, 70usize);
+        let a: Vec<f64> = (0..r * c).map(|k| ((k * 37 % 101) as f64 - 50.0) / 8.0).collect();
+        let bm: Vec<f64> = (0..r * c).map(|k| ((k * 53 % 97) as f64 - 48.0) / 16.0).collect();
+        let i = 3i64;
+        let zero = |shape: &[usize]| sentinel(elem, shape);
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[r, c])),
+                ("B", arr(elem, &bm, &[c, r])),
+                ("O", zero(&[r, c])),
+                ("P", zero(&[c, r])),
+                ("Z", zero(&[4, c])),
+                ("i", int(i)),
+            ],
+        );
+        let mut t = a.clone();
+        for p in 0..r {
+            for q in 0..c {
+                t[p * c + q] = t[p * c + q] * 2.0 + t[(r - 1 - p) * c + q];
+            }
+        }
+        let mut u = bm.clone();
+        for q in 1..r {
+            for p in 0..c {
+                u[p * r + q] += u[p * r + q - 1] * 0.5;
+            }
+        }
+        let ctx = format!("{elem:?}");
+        let tol = tol(elem);
+        assert_close(&out(&b, "O"), &t, tol, &format!("{ctx} rows"));
+        assert_close(&out(&b, "P"), &u, tol, &format!("{ctx} columns"));
+        let col: Vec<f64> = (0..c).map(|p| u[p * r + i as usize]).collect();
+        let z: Vec<f64> = [vec![0.0; 2 * c], vec![0.0; c], col].concat();
+        assert_close(&out(&b, "Z"), &z, tol, &format!("{ctx} reads"));
+    }
+}
+
 /// A causal-style mask and two `where`s over a `map` of a `fn` (what the `fuse-maps` pass
 /// merges into two loops, with the fills' scalars used in place), on partial tiles of odd
 /// shapes, with a run-time bound and flag, against an f64 reference.

@@ -388,3 +388,72 @@ fn stores_of_every_partial_row_length() {
         }
     }
 }
+
+/// Strided accesses with rows longer than the unrolled copies take (a plane of a rank-3
+/// array, `G[r0:r0+R, c0:c0+C, 1]`, elements two apart; and the contiguous partial rows of
+/// `f16`, which has no masked moves): value and masked loads, stores and masked stores of
+/// 5x40 and 3x70 tiles, inside the array and cut by each edge, against plain references.
+#[test]
+fn long_strided_rows_load_and_store_at_the_edges() {
+    let mut rng = Rng::new(9);
+    for elem in [Scalar::F32, Scalar::F64, Scalar::F16] {
+        for (r, c, m, n) in [(5, 40, 7, 45), (3, 70, 3, 70), (5, 40, 4, 33)] {
+            let src = format!(
+                "kernel k<T: float>(G: mut T[M, N, 2], H: mut T[M, N], O: mut T[{r}, {c}], P: mut T[{r}, {c}], r0: i32, c0: i32) grid(1) {{
+                    let t = G[r0:r0+{r}, c0:c0+{c}, 1];
+                    O[0:{r}, 0:{c}] = t;
+                    let u = tile<T, {r}, {c}>::full(7.0);
+                    u[:, :] = H[r0:r0+{r}, c0:c0+{c}];
+                    P[0:{r}, 0:{c}] = u;
+                    G[r0:r0+{r}, c0:c0+{c}, 0] = t * 2.0;
+                    masked_store(H[r0:r0+{r}, c0:c0+{c}], t, tile<i32, {r}, {c}>::iota(1) % 3 == 0);
+                }}"
+            );
+            // Values that every storage type holds exactly.
+            let g: Vec<f64> = (0..m * n * 2).map(|_| (rng.vec(1, -64.0, 64.0)[0]).round() / 4.0).collect();
+            let h: Vec<f64> = (0..m * n).map(|_| (rng.vec(1, -64.0, 64.0)[0]).round() / 4.0).collect();
+            for (r0, c0) in [(0, 0), (-2, 3), (1, -7), (m as i64 - 2, n as i64 - 30), (m as i64, 0)] {
+                let b = run(
+                    &src,
+                    "k",
+                    vec![
+                        ("G", arr(elem, &g, &[m, n, 2])),
+                        ("H", arr(elem, &h, &[m, n])),
+                        ("O", sentinel(elem, &[r, c])),
+                        ("P", sentinel(elem, &[r, c])),
+                        ("r0", int(r0)),
+                        ("c0", int(c0)),
+                    ],
+                );
+                let ctx = format!("{elem:?} {r}x{c} in {m}x{n} at ({r0}, {c0})");
+                let plane = |k: usize| -> Vec<f64> { (0..m * n).map(|e| g[e * 2 + k]).collect() };
+                let (g0, g1) = (plane(0), plane(1));
+                let t = |i, j| padded(&g1, m, n, r0, c0, i, j).unwrap_or(0.0);
+                let want_o: Vec<f64> = (0..r * c).map(|e| t(e / c, e % c)).collect();
+                assert_exact(&out(&b, "O"), &want_o, &format!("{ctx}: strided load"));
+                let want_p: Vec<f64> =
+                    (0..r * c).map(|e| padded(&h, m, n, r0, c0, e / c, e % c).unwrap_or(7.0)).collect();
+                assert_exact(&out(&b, "P"), &want_p, &format!("{ctx}: masked load"));
+                let mut want_g0 = g0.clone();
+                let mut want_h = h.clone();
+                for i in 0..r {
+                    for j in 0..c {
+                        let (gi, gj) = (r0 + i as i64, c0 + j as i64);
+                        if gi >= 0 && gj >= 0 && (gi as usize) < m && (gj as usize) < n {
+                            want_g0[gi as usize * n + gj as usize] = t(i, j) * 2.0;
+                            if j % 3 == 0 {
+                                want_h[gi as usize * n + gj as usize] = t(i, j);
+                            }
+                        }
+                    }
+                }
+                let got_g = out(&b, "G");
+                let got_g0: Vec<f64> = (0..m * n).map(|e| got_g[e * 2]).collect();
+                let got_g1: Vec<f64> = (0..m * n).map(|e| got_g[e * 2 + 1]).collect();
+                assert_exact(&got_g0, &want_g0, &format!("{ctx}: strided store"));
+                assert_exact(&got_g1, &g1, &format!("{ctx}: the other plane"));
+                assert_exact(&out(&b, "H"), &want_h, &format!("{ctx}: masked store"));
+            }
+        }
+    }
+}

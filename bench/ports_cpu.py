@@ -1,0 +1,151 @@
+"""Benchmark (not a test): kernels ported to .tile from other tile languages and libraries,
+run by `tilec run` on the CPU target against NumPy/SciPy doing the same computation on the
+same data, in one run. Every tilec result is checked against a float64 reference first.
+
+    python3 bench/ports_cpu.py --tilec target/release/tilec [--before OLD_TILEC] [--repeat N]
+
+Prints one line per measurement and a markdown table of medians and ratios (peer / tilec:
+above 1, tilec is faster). `bench/ports_cpu.sh` builds tilec and installs NumPy and SciPy.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.linalg as sl
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
+    """Runs `tilec run` on the arrays; returns (outputs, median ms over `repeat` launches)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [tilec, "run", os.path.join(ROOT, src), "--kernel", kernel, "--backend", backend,
+               "--repeat", str(repeat)]
+        for name, a in arrays.items():
+            p = os.path.join(tmp, f"in_{name}.npy")
+            np.save(p, a)
+            cmd += ["--arg", f"{name}={p}"]
+        for name in outs:
+            cmd += ["--out", f"{name}={os.path.join(tmp, 'out_' + name + '.npy')}"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}\n{r.stderr}")
+        m = re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr)
+        got = {n: np.load(os.path.join(tmp, f"out_{n}.npy")) for n in outs}
+        return got, float(m.group(1))
+
+
+def peer_ms(f, reps):
+    """Median wall time of `f()` in ms over `reps` calls, after one warm-up call."""
+    f()
+    ts = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        f()
+        ts.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(ts)
+
+
+def rel(x, ref):
+    x = np.asarray(x, np.float64)
+    return float(np.abs(x - ref).max() / max(np.abs(ref).max(), 1.0))
+
+
+def getf2(a):
+    """LU with partial pivoting of one matrix in float64 (LAPACK's getf2, dividing by the
+    pivot): the factors and the 0-based pivot rows."""
+    u = a.astype(np.float64)
+    n = len(u)
+    piv = np.arange(n)
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(u[k:, k])))
+        piv[k] = p
+        u[[k, p]] = u[[p, k]]
+        if u[k, k] != 0:
+            u[k + 1:, k] /= u[k, k]
+            u[k + 1:, k + 1:] -= np.outer(u[k + 1:, k], u[k, k + 1:])
+    return u, piv
+
+
+def workloads(rng):
+    """(name, .tile file, kernel, inputs, outputs, reference check, peers by name)."""
+    a = rng.uniform(-1, 1, (1000, 32, 32)).astype(np.float32)
+    a64 = a.astype(np.float64)
+    cols_ref = a64.copy()
+    for j in range(32):
+        cols_ref[:, :, j] = cols_ref[:, :, j] * 2 + cols_ref[:, :, 31 - j]
+
+    def cols_np():
+        t = a.copy()
+        for j in range(32):
+            t[:, :, j] = t[:, :, j] * 2 + t[:, :, 31 - j]
+        return t
+
+    yield ("rows: t[i, :] = t[i, :] * 2, 1000 x 32 x 32 f32", "bench/ports/lines.tile", "rows",
+           {"A": a}, ["A"], lambda o: rel(o["A"], a64 * 2), {"NumPy a * 2": lambda: a * 2})
+    yield ("cols: t[:, j] = t[:, j] * 2 + t[:, 31 - j], 1000 x 32 x 32 f32", "bench/ports/lines.tile", "cols",
+           {"A": a}, ["A"], lambda o: rel(o["A"], cols_ref), {"NumPy column loop": cols_np})
+
+    g = rng.uniform(-1, 1, (2000, 32, 32)).astype(np.float32)
+    refs = [getf2(m) for m in g[:100]]
+
+    def getrf_check(o):
+        if any((o["P"][i] != p).any() for i, (_, p) in enumerate(refs)):
+            return float("inf")
+        return max(rel(o["A"][i], u) for i, (u, _) in enumerate(refs))
+
+    peers = {"SciPy lu_factor loop": lambda: [sl.lu_factor(m, check_finite=False) for m in g]}
+    try:
+        sl.lu_factor(g[:2], check_finite=False)
+        peers["SciPy lu_factor batched"] = lambda: sl.lu_factor(g, check_finite=False)
+    except ValueError:
+        pass  # SciPy before 1.15 factors one matrix per call
+    yield ("getrf (LU, partial pivoting), 2000 x 32 x 32 f32", "examples/getrf.tile", "getrf_batched",
+           {"A": g, "P": np.zeros((2000, 32), np.int32)}, ["A", "P"], getrf_check, peers)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tilec", required=True)
+    ap.add_argument("--before", help="an earlier tilec build, timed beside it")
+    ap.add_argument("--backends", default="cranelift,llvm")
+    ap.add_argument("--repeat", type=int, default=10)
+    args = ap.parse_args()
+    rng = np.random.default_rng(7)
+    rows = []
+    builds = [("tilec", args.tilec)] + ([("before", args.before)] if args.before else [])
+    for name, src, kernel, arrays, outs, check, peers in workloads(rng):
+        times = {}
+        for label, exe in builds:
+            for be in args.backends.split(","):
+                got, ms = tilec_run(exe, src, kernel, arrays, outs, be, args.repeat)
+                err = check(got)
+                ok = err <= 1e-5
+                print(f"{name}: {label} {be}: {ms:.3f} ms, error {err:.1e} {'ok' if ok else 'WRONG'}", flush=True)
+                if not ok:
+                    sys.exit(f"{label} {be} gives a wrong result on {name}")
+                times[f"{label} {be}"] = ms
+        for peer, f in peers.items():
+            ms = peer_ms(f, max(3, args.repeat // 2))
+            print(f"{name}: {peer}: {ms:.3f} ms", flush=True)
+            times[peer] = ms
+        rows.append((name, times, list(peers)))
+    print()
+    for name, times, peers in rows:
+        print(f"### {name}\n")
+        print("| | median ms | " + " | ".join(f"{p} / this" for p in peers) + " |")
+        print("|---|---|" + "---|" * len(peers))
+        for k, ms in times.items():
+            ratios = " | ".join(f"{times[p] / ms:.2f}" for p in peers)
+            print(f"| {k} | {ms:.3f} | {ratios} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): kernels ported to .tile (examples/, bench/ports/) against NumPy and
+# SciPy on the same data, in one run, each result checked against a float64 reference first
+# (bench/ports_cpu.py). Builds target/release/tilec with the LLVM CPU backend (LLVM 16:
+# install-deps.sh) unless TILEC=/path/to/tilec is given, and installs NumPy and SciPy in a
+# virtual environment (PORTS_VENV, default ~/.cache/tilec-ports-venv). Extra arguments go to
+# bench/ports_cpu.py (`--before OLD_TILEC`, `--backends cranelift`, `--repeat N`). About a
+# minute on a 2-core VM; run it on an otherwise idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
+if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet numpy scipy
+fi
+if [ -n "${TILEC:-}" ]; then
+    tilec=$TILEC built="(given by TILEC)"
+else
+    . tools/fix-dev-null.sh
+    fix_dev_null
+    export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
+    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec --features ptx
+    tilec=target/release/tilec
+    built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
+fi
+echo "date:   $(date -u +%Y-%m-%d)"
+echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+echo "tilec:  $tilec $built"
+echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+"$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
+"$venv/bin/python" bench/ports_cpu.py --tilec "$tilec" "$@"
