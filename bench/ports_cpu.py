@@ -28,6 +28,9 @@ def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
         cmd = [tilec, "run", os.path.join(ROOT, src), "--kernel", kernel, "--backend", backend,
                "--repeat", str(repeat)]
         for name, a in arrays.items():
+            if isinstance(a, str):  # a scalar argument
+                cmd += ["--arg", f"{name}={a}"]
+                continue
             p = os.path.join(tmp, f"in_{name}.npy")
             np.save(p, a)
             cmd += ["--arg", f"{name}={p}"]
@@ -108,6 +111,63 @@ def workloads(rng):
         pass  # SciPy before 1.15 factors one matrix per call
     yield ("getrf (LU, partial pivoting), 2000 x 32 x 32 f32", "examples/getrf.tile", "getrf_batched",
            {"A": g, "P": np.zeros((2000, 32), np.int32)}, ["A", "P"], getrf_check, peers)
+
+    q = rng.uniform(-1, 1, (2000, 32, 32)).astype(np.float32)
+    qref = [sl.qr(m.astype(np.float64), mode="raw")[0] for m in q[:100]]
+
+    def geqrf_check(o):
+        return max(max(rel(o["A"][i], qr), rel(o["Tau"][i], tau)) for i, (qr, tau) in enumerate(qref))
+
+    yield ("geqrf (Householder QR), 2000 x 32 x 32 f32", "examples/geqrf.tile", "geqrf_batched",
+           {"A": q, "Tau": np.zeros((2000, 32), np.float32)}, ["A", "Tau"], geqrf_check,
+           {"NumPy linalg.qr(mode='raw') batched": lambda: np.linalg.qr(q, mode="raw"),
+            "SciPy qr(mode='raw') loop": lambda: [sl.qr(m, mode="raw", check_finite=False) for m in q]})
+
+    m, n = 16384, 256
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32)
+    dy = rng.standard_normal((m, n)).astype(np.float32)
+    x64, w64, dy64 = x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64)
+    rstd = 1 / np.sqrt((x64 * x64).mean(1) + 1e-6)
+    eps = np.float32(1e-6)
+
+    def rms_np():
+        r = 1 / np.sqrt((x * x).mean(1) + eps)
+        return x * r[:, None] * w, r
+
+    yield ("RMSNorm forward (Liger), 16384 x 256 f32", "examples/rms_norm.tile", "rms_norm_fwd",
+           {"X": x, "W": w, "eps": "1e-6"}, ["Y", "Rstd"],
+           lambda o: max(rel(o["Y"], x64 * rstd[:, None] * w64), rel(o["Rstd"], rstd)), {"NumPy": rms_np})
+    rs32 = rstd.astype(np.float32)
+    g64 = dy64 * w64
+    dx_ref = rstd[:, None] * g64 - x64 * (rstd ** 3 / n * (g64 * x64).sum(1))[:, None]
+
+    def rms_bwd_np():
+        g = dy * w
+        return rs32[:, None] * g - x * (rs32 ** 3 / n * (g * x).sum(1))[:, None], (dy * x * rs32[:, None]).sum(0)
+
+    yield ("RMSNorm backward (Liger), 16384 x 256 f32", "examples/rms_norm.tile", "rms_norm_bwd",
+           {"X": x, "DY": dy, "W": w, "Rstd": rs32, "DW": np.zeros(n, np.float32)}, ["DX"],
+           lambda o: rel(o["DX"], dx_ref), {"NumPy": rms_bwd_np})
+    a, b = x, dy
+    s64 = 1 / (1 + np.exp(-x64))
+    yield ("SwiGLU forward (Liger), 16384 x 256 f32", "examples/swiglu.tile", "swiglu_fwd",
+           {"A": a, "B": b}, ["C"], lambda o: rel(o["C"], x64 * s64 * dy64),
+           {"NumPy": lambda: a / (1 + np.exp(-a)) * b})
+    dc = rng.standard_normal((m, n)).astype(np.float32)
+
+    def swiglu_bwd_np():
+        s = 1 / (1 + np.exp(-a))
+        return dc * b * s * (1 + a * (1 - s)), dc * a * s
+
+    yield ("SwiGLU backward (Liger), 16384 x 256 f32", "examples/swiglu.tile", "swiglu_bwd",
+           {"DC": dc, "A": a, "B": b}, ["A", "B"],
+           lambda o: rel(o["A"], dc.astype(np.float64) * dy64 * s64 * (1 + x64 * (1 - s64))), {"NumPy": swiglu_bwd_np})
+    nd = 1 << 24
+    xd, r = rng.standard_normal(nd).astype(np.float32), rng.random(nd, dtype=np.float32)
+    yield ("dropout (Triton tutorial 04, random numbers given), 2^24 f32", "examples/dropout.tile", "dropout",
+           {"X": xd, "R": r, "p": "0.5"}, ["Y"], lambda o: rel(o["Y"], np.where(r > 0.5, xd.astype(np.float64) * 2, 0)),
+           {"NumPy": lambda: np.where(r > np.float32(0.5), xd * np.float32(2), np.float32(0))})
 
 
 def main():

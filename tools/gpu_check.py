@@ -333,6 +333,65 @@ def case_ex_getrf_batched(rng, dt, n):
                 arrays={"A": a, "P": np.full((3, n), -1, np.int32)}, scalars={}, out="A", ref=ref)
 
 
+def case_ex_geqrf_batched(rng, dt, n):
+    m, k = min(n, 32), min(n, 23)
+    a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
+    ref = a.astype(np.float64)
+    for u in ref:  # geqr2: larfg's reflector, beta = -sign(alpha) ||x||
+        for j in range(min(m, k)):
+            alpha, sigma = u[j, j], float(np.sum(u[j + 1:, j] ** 2))
+            if sigma == 0:
+                continue
+            beta = -np.copysign(np.sqrt(alpha * alpha + sigma), alpha)
+            v = np.concatenate([[1.0], u[j + 1:, j] / (alpha - beta)])
+            u[j:, j:] -= (beta - alpha) / beta * np.outer(v, v @ u[j:, j:])
+            u[j + 1:, j] = v[1:]
+    return dict(src=example("geqrf.tile"), kernel="geqrf_batched",
+                arrays={"A": a, "Tau": np.zeros((3, min(m, k)), dt)}, scalars={}, out="A", ref=ref)
+
+
+def case_ex_rms_norm_fwd(rng, dt, n):
+    x, w = rng.uniform(-1, 1, (n, 200)).astype(dt), rng.uniform(-1, 1, 200).astype(dt)
+    x64 = x.astype(np.float64)
+    ref = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-6) * w.astype(np.float64)
+    return dict(src=example("rms_norm.tile"), kernel="rms_norm_fwd",
+                arrays={"X": x, "W": w, "Y": np.zeros_like(x), "Rstd": np.zeros(n, dt)},
+                scalars={"eps": "1e-6"}, out="Y", ref=ref)
+
+
+def case_ex_rms_norm_bwd(rng, dt, n):
+    x, dy = rng.uniform(-1, 1, (n, 200)).astype(dt), rng.uniform(-1, 1, (n, 200)).astype(dt)
+    w, rs = rng.uniform(-1, 1, 200).astype(dt), rng.uniform(1, 3, n).astype(dt)
+    x64, g, r = x.astype(np.float64), dy.astype(np.float64) * w.astype(np.float64), rs.astype(np.float64)[:, None]
+    ref = r * g - x64 * (r ** 3 / 200 * (g * x64).sum(1, keepdims=True))
+    return dict(src=example("rms_norm.tile"), kernel="rms_norm_bwd",
+                arrays={"X": x, "DY": dy, "W": w, "Rstd": rs, "DX": np.zeros_like(x), "DW": np.zeros(200, dt)},
+                scalars={}, out="DX", ref=ref)
+
+
+def case_ex_swiglu_fwd(rng, dt, n):
+    a, b = rng.uniform(-4, 4, (n, 200)).astype(dt), rng.uniform(-1, 1, (n, 200)).astype(dt)
+    a64 = a.astype(np.float64)
+    ref = a64 / (1 + np.exp(-a64)) * b.astype(np.float64)
+    return dict(src=example("swiglu.tile"), kernel="swiglu_fwd",
+                arrays={"A": a, "B": b, "C": np.zeros_like(a)}, scalars={}, out="C", ref=ref)
+
+
+def case_ex_swiglu_bwd(rng, dt, n):
+    dc, a, b = (rng.uniform(-4, 4, (n, 200)).astype(dt) for _ in range(3))
+    a64, s = a.astype(np.float64), 1 / (1 + np.exp(-a.astype(np.float64)))
+    ref = dc.astype(np.float64) * b.astype(np.float64) * s * (1 + a64 * (1 - s))
+    return dict(src=example("swiglu.tile"), kernel="swiglu_bwd",
+                arrays={"DC": dc, "A": a, "B": b}, scalars={}, out="A", ref=ref)
+
+
+def case_ex_dropout(rng, dt, n):
+    x, r = rng.uniform(-1, 1, n * 40).astype(dt), rng.uniform(0, 1, n * 40).astype(dt)
+    ref = np.where(r > dt(0.25), x.astype(np.float64) / 0.75, 0.0)
+    return dict(src=example("dropout.tile"), kernel="dropout",
+                arrays={"X": x, "R": r, "Y": np.zeros_like(x)}, scalars={"p": "0.25"}, out="Y", ref=ref)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -345,7 +404,10 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/spd_solve16", case_ex_spd_solve16), ("examples/softmax64", case_ex_softmax64),
           ("examples/whiten16", case_ex_whiten16), ("examples/attention", case_ex_attention),
           ("examples/causal_softmax", case_ex_causal_softmax), ("examples/layer_norm64", case_ex_layer_norm64),
-          ("examples/lu_batched", case_ex_lu_batched), ("examples/getrf_batched", case_ex_getrf_batched)]
+          ("examples/lu_batched", case_ex_lu_batched), ("examples/getrf_batched", case_ex_getrf_batched),
+          ("examples/geqrf_batched", case_ex_geqrf_batched), ("examples/rms_norm_fwd", case_ex_rms_norm_fwd),
+          ("examples/rms_norm_bwd", case_ex_rms_norm_bwd), ("examples/swiglu_fwd", case_ex_swiglu_fwd),
+          ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

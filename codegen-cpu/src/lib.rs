@@ -38,6 +38,7 @@ mod memory;
 mod scalar;
 mod slots;
 mod tile;
+mod vmap;
 
 use cranelift_codegen::ir::{AbiParam, Signature};
 use cranelift_codegen::isa::OwnedTargetIsa;

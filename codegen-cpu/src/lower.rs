@@ -195,7 +195,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let srcs: Vec<(ir::Value, Scalar)> =
             op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
         let dst = self.tile_addr(op.results[0]);
-        let lo = self.b.ins().iconst(types::I64, 0);
+        // Whole vectors first (`vmap.rs`), then the elements left one by one.
+        let done = match crate::vmap::lane_bytes(self.f, op) {
+            Some(bytes) => self.map_vectors(op, bytes)?,
+            None => 0,
+        };
+        if done == t.tile_len() {
+            return Ok(());
+        }
+        let lo = self.b.ins().iconst(types::I64, done as i64);
         let hi = self.b.ins().iconst(types::I64, t.tile_len() as i64);
         let r = &op.regions[0];
         let mut res = Ok(());
@@ -224,6 +232,15 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     pub(crate) fn bind(&mut self, v: Value, x: ir::Value) {
         self.held.insert(v, Held::Val(x));
+    }
+
+    /// How `v` is held now (to be put back with [`Self::rebind`]).
+    pub(crate) fn held_of(&self, v: Value) -> Held {
+        self.held[&v].clone()
+    }
+
+    pub(crate) fn rebind(&mut self, v: Value, h: Held) {
+        self.held.insert(v, h);
     }
 
     fn bind_tile(&mut self, v: Value) {

@@ -225,9 +225,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Reduce(k, Some(axis)) => {
                 let (r, c) = self.f.ty(op.args[0]).rows_cols();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
-                // Axis 0: down each column (stride c); axis 1: along each row (stride 1).
+                // Axis 0: down each column (stride c), whole vectors of columns first; axis 1:
+                // along each row (stride 1).
                 let (outer, inner, step, stride) = if *axis == 0 { (c, r, 1, c) } else { (r, c, c, 1) };
-                let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, outer as i64));
+                let done = if *axis == 0 { self.reduce_columns(*k, s, src, dst, (r, c)) } else { 0 };
+                let (lo, hi) =
+                    (self.b.ins().iconst(types::I64, done as i64), self.b.ins().iconst(types::I64, outer as i64));
                 let k = *k;
                 self.dyn_loop(lo, hi, |l, o| {
                     let first = l.b.ins().imul_imm_s(o, step as i64);
@@ -285,6 +288,49 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Reduce::Min => self.bin(BinOp::Min, s, a, v),
             Reduce::Prod => self.bin(BinOp::Mul, s, a, v),
         }
+    }
+
+    /// Reduces the columns of the `rows x cols` tile at `src` into `dst`, a vector of
+    /// columns at a time, each column down its rows in order (the bits of the scalar loop);
+    /// returns how many columns it did (0 where the element type and reduction have no vector
+    /// form, else the whole vectors of columns).
+    fn reduce_columns(
+        &mut self,
+        k: Reduce,
+        s: Scalar,
+        src: ir::Value,
+        dst: ir::Value,
+        (rows, cols): (u32, u32),
+    ) -> u32 {
+        let vector = s.is_float() || matches!(k, Reduce::Sum | Reduce::Prod) || s.bytes() == 4;
+        let (Some(vt), true) = (vec_ty(s), vector) else { return 0 };
+        let lanes = 16 / s.bytes();
+        let chunks = cols / lanes;
+        if chunks == 0 || rows < 2 {
+            return 0;
+        }
+        let row_bytes = (cols * s.bytes()) as i64;
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, chunks as i64));
+        self.dyn_loop(lo, hi, |l, ch| {
+            let off = l.b.ins().imul_imm_s(ch, 16);
+            let first = l.b.ins().iadd(src, off);
+            let init = l.b.ins().load(vt, flags(), first, 0);
+            let var = l.b.declare_var(vt);
+            l.b.def_var(var, init);
+            let (lo, hi) = (l.b.ins().iconst(types::I64, 1), l.b.ins().iconst(types::I64, rows as i64));
+            l.dyn_loop(lo, hi, |l, i| {
+                let ro = l.b.ins().imul_imm_s(i, row_bytes);
+                let a = l.b.ins().iadd(first, ro);
+                let v = l.b.ins().load(vt, flags(), a, 0);
+                let acc = l.b.use_var(var);
+                let n = l.reduce_step(k, s, acc, v);
+                l.b.def_var(var, n);
+            });
+            let acc = l.b.use_var(var);
+            let d = l.b.ins().iadd(dst, off);
+            l.b.ins().store(flags(), acc, d, 0);
+        });
+        chunks * lanes
     }
 
     /// A whole-tile reduction to a scalar.

@@ -12,12 +12,16 @@ const RUN: &[&str] = &[
     "causal_softmax.tile",
     "cholesky.tile",
     "colsum.tile",
+    "dropout.tile",
     "gemm.tile",
+    "geqrf.tile",
     "getrf.tile",
     "layer_norm.tile",
     "lu.tile",
     "potrs.tile",
+    "rms_norm.tile",
     "softmax.tile",
+    "swiglu.tile",
     "trsm.tile",
 ];
 
@@ -32,10 +36,21 @@ fn arr(elem: Scalar, data: &[f64], shape: &[u64]) -> ArgValue {
 
 /// Runs `kernel` of `file` and returns the named output array as f64.
 fn run(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, out: &str) -> Vec<f64> {
+    run_outs(file, kernel, args, &[out]).remove(0)
+}
+
+/// Runs `kernel` of `file` once and returns the named output arrays as f64.
+fn run_outs(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, outs: &[&str]) -> Vec<Vec<f64>> {
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     let runner = tilec_tests::cpu_runner(&source(file), kernel, &args, &HashMap::new()).expect("compiles");
     let (bound, _) = runner.run(args).expect("runs");
-    bound.array(out).unwrap().to_f64_vec()
+    outs.iter().map(|o| bound.array(o).unwrap().to_f64_vec()).collect()
+}
+
+/// `max |got - want| / max(max |want|, 1)`.
+fn normwise(got: &[f64], want: &[f64]) -> f64 {
+    let scale = want.iter().fold(1f64, |s, x| s.max(x.abs()));
+    got.iter().zip(want).map(|(g, w)| (g - w).abs()).fold(0.0, f64::max) / scale
 }
 
 /// The values an f32 or f64 array holds (inputs are rounded to the dtype before the
@@ -400,6 +415,186 @@ fn getrf_example_factors_with_partial_pivoting() {
                     assert!((g - want).abs() <= tol(elem) * scale, "{elem:?} n={n} [{m}] element {e}: {g} vs {want}");
                 }
             }
+        }
+    }
+}
+
+/// Householder QR of one row-major `m x n` matrix in f64 (LAPACK's geqr2 with larfg's
+/// reflector): R and the vectors over `a`, and the `min(m, n)` taus.
+fn geqr2_f64(a: &mut [f64], m: usize, n: usize) -> Vec<f64> {
+    let mut taus = Vec::new();
+    for k in 0..m.min(n) {
+        let alpha = a[k * n + k];
+        let sigma: f64 = (k + 1..m).map(|i| a[i * n + k] * a[i * n + k]).sum();
+        if sigma == 0.0 {
+            taus.push(0.0);
+            continue;
+        }
+        let norm = (alpha * alpha + sigma).sqrt();
+        let beta = if alpha >= 0.0 { -norm } else { norm };
+        let tau = (beta - alpha) / beta;
+        let mut v = vec![0.0; m];
+        v[k] = 1.0;
+        for i in k + 1..m {
+            v[i] = a[i * n + k] / (alpha - beta);
+        }
+        for j in k..n {
+            let w: f64 = (k..m).map(|i| v[i] * a[i * n + j]).sum::<f64>() * tau;
+            for i in k..m {
+                a[i * n + j] -= v[i] * w;
+            }
+        }
+        for i in k + 1..m {
+            a[i * n + k] = v[i];
+        }
+        taus.push(tau);
+    }
+    taus
+}
+
+/// Batched Householder QR on tall (29x23), wide (23x29), square (32x32) and 1x1 matrices and
+/// one with a zero column below the diagonal (its tau 0), against the f64 geqr2.
+#[test]
+fn geqrf_example_factors_with_householder_reflectors() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        for (m, n) in [(29usize, 23usize), (23, 29), (32, 32), (1, 1)] {
+            let (b, k) = (3usize, m.min(n));
+            let mut a = random_uniform(b * m * n, 65);
+            if n > 2 {
+                for i in 1..m {
+                    a[(2 * m + i) * n + 1] = 0.0; // matrix 2: column 1 zero below row 0
+                }
+            }
+            let a = rounded(elem, &a);
+            let args = vec![
+                ("A", arr(elem, &a, &[b as u64, m as u64, n as u64])),
+                ("Tau", arr(elem, &vec![7.0; b * k], &[b as u64, k as u64])),
+            ];
+            let got = run_outs("geqrf.tile", "geqrf_batched", args, &["A", "Tau"]);
+            for q in 0..b {
+                let mut w: Vec<f64> = a[q * m * n..(q + 1) * m * n].to_vec();
+                let taus = geqr2_f64(&mut w, m, n);
+                let ctx = format!("{elem:?} {m}x{n} [{q}]");
+                assert!(normwise(&got[0][q * m * n..(q + 1) * m * n], &w) <= tol(elem), "{ctx}: factors");
+                assert!(normwise(&got[1][q * k..(q + 1) * k], &taus) <= tol(elem), "{ctx}: taus");
+            }
+        }
+    }
+}
+
+/// RMSNorm forward and backward on 37 rows of 200 (partial tiles of 8 x 256), against f64:
+/// Y and Rstd, then dX and dW (accumulated with `atomic_add` across programs).
+#[test]
+fn rms_norm_example_matches_reference() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (m, n) = (37usize, 200usize);
+        let x = rounded(elem, &random_uniform(m * n, 66));
+        let w = rounded(elem, &random_uniform(n, 67));
+        let dy = rounded(elem, &random_uniform(m * n, 68));
+        let eps = 1e-6;
+        let (mu, nu) = (m as u64, n as u64);
+        let fwd = run_outs(
+            "rms_norm.tile",
+            "rms_norm_fwd",
+            vec![
+                ("X", arr(elem, &x, &[mu, nu])),
+                ("W", arr(elem, &w, &[nu])),
+                ("Y", arr(elem, &vec![0.0; m * n], &[mu, nu])),
+                ("Rstd", arr(elem, &vec![0.0; m], &[mu])),
+                ("eps", ArgValue::Scalar(Const::Float(eps, elem))),
+            ],
+            &["Y", "Rstd"],
+        );
+        let rstd: Vec<f64> =
+            (0..m).map(|r| 1.0 / ((0..n).map(|c| x[r * n + c].powi(2)).sum::<f64>() / n as f64 + eps).sqrt()).collect();
+        let y: Vec<f64> = (0..m * n).map(|e| x[e] * rstd[e / n] * w[e % n]).collect();
+        assert!(normwise(&fwd[0], &y) <= tol(elem), "{elem:?} Y");
+        assert!(normwise(&fwd[1], &rstd) <= tol(elem), "{elem:?} Rstd");
+        let rs = rounded(elem, &fwd[1]);
+        let bwd = run_outs(
+            "rms_norm.tile",
+            "rms_norm_bwd",
+            vec![
+                ("X", arr(elem, &x, &[mu, nu])),
+                ("DY", arr(elem, &dy, &[mu, nu])),
+                ("W", arr(elem, &w, &[nu])),
+                ("Rstd", arr(elem, &rs, &[mu])),
+                ("DX", arr(elem, &vec![0.0; m * n], &[mu, nu])),
+                ("DW", arr(elem, &vec![0.0; n], &[nu])),
+            ],
+            &["DX", "DW"],
+        );
+        let mut dx = vec![0.0; m * n];
+        let mut dw = vec![0.0; n];
+        for r in 0..m {
+            let gx: f64 = (0..n).map(|c| dy[r * n + c] * w[c] * x[r * n + c]).sum();
+            for c in 0..n {
+                let e = r * n + c;
+                dx[e] = rs[r] * dy[e] * w[c] - rs[r].powi(3) / n as f64 * gx * x[e];
+                dw[c] += dy[e] * x[e] * rs[r];
+            }
+        }
+        assert!(normwise(&bwd[0], &dx) <= tol(elem), "{elem:?} dX");
+        assert!(normwise(&bwd[1], &dw) <= tol(elem), "{elem:?} dW");
+    }
+}
+
+/// SwiGLU forward and backward on 37 rows of 200, against f64.
+#[test]
+fn swiglu_example_matches_reference() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (m, n) = (37usize, 200usize);
+        let sh = [m as u64, n as u64];
+        let a: Vec<f64> = rounded(elem, &random_uniform(m * n, 69)).iter().map(|v| v * 6.0).collect();
+        let (a, b, dc) =
+            (rounded(elem, &a), rounded(elem, &random_uniform(m * n, 70)), rounded(elem, &random_uniform(m * n, 71)));
+        let sig = |x: f64| 1.0 / (1.0 + (-x).exp());
+        let c = run(
+            "swiglu.tile",
+            "swiglu_fwd",
+            vec![("A", arr(elem, &a, &sh)), ("B", arr(elem, &b, &sh)), ("C", arr(elem, &vec![0.0; m * n], &sh))],
+            "C",
+        );
+        let want: Vec<f64> = (0..m * n).map(|e| a[e] * sig(a[e]) * b[e]).collect();
+        assert!(normwise(&c, &want) <= tol(elem), "{elem:?} C");
+        let g = run_outs(
+            "swiglu.tile",
+            "swiglu_bwd",
+            vec![("DC", arr(elem, &dc, &sh)), ("A", arr(elem, &a, &sh)), ("B", arr(elem, &b, &sh))],
+            &["A", "B"],
+        );
+        let da: Vec<f64> = (0..m * n).map(|e| dc[e] * b[e] * sig(a[e]) * (1.0 + a[e] * (1.0 - sig(a[e])))).collect();
+        let db: Vec<f64> = (0..m * n).map(|e| dc[e] * a[e] * sig(a[e])).collect();
+        assert!(normwise(&g[0], &da) <= tol(elem), "{elem:?} dA");
+        assert!(normwise(&g[1], &db) <= tol(elem), "{elem:?} dB");
+    }
+}
+
+/// Dropout on 5000 elements (a partial last program) with p = 0.3: kept elements scaled by
+/// 1 / (1 - p), the others zero, exactly where R > p.
+#[test]
+fn dropout_example_keeps_where_the_random_numbers_say() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let n = 5000usize;
+        let x = rounded(elem, &random_uniform(n, 72));
+        let r: Vec<f64> = rounded(elem, &random_uniform(n, 73)).iter().map(|v| (v + 1.0) / 2.0).collect();
+        let r = rounded(elem, &r);
+        let p = 0.3;
+        let y = run(
+            "dropout.tile",
+            "dropout",
+            vec![
+                ("X", arr(elem, &x, &[n as u64])),
+                ("R", arr(elem, &r, &[n as u64])),
+                ("Y", arr(elem, &vec![7.0; n], &[n as u64])),
+                ("p", ArgValue::Scalar(Const::Float(p, elem))),
+            ],
+            "Y",
+        );
+        let scale = elem.round(1.0 / elem.round(1.0 - p));
+        for e in 0..n {
+            let want = if r[e] > elem.round(p) { x[e] * scale } else { 0.0 };
+            assert!((y[e] - want).abs() <= tol(elem) * want.abs(), "{elem:?} element {e}: {} vs {want}", y[e]);
         }
     }
 }

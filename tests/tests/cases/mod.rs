@@ -217,6 +217,72 @@ pub(crate) fn examples() -> Vec<Case> {
             vec!["Y"],
         ),
         case(example("lu.tile"), "lu_batched", vec![("A", lu_input(3, 29), vec![3, 29, 29])], vec![], vec!["A"]),
+        case(
+            example("geqrf.tile"),
+            "geqrf_batched",
+            vec![("A", random_uniform(3 * 29 * 23, 74), vec![3, 29, 23]), ("Tau", vec![7.0; 3 * 23], vec![3, 23])],
+            vec![],
+            vec!["A", "Tau"],
+        ),
+        case(
+            example("rms_norm.tile"),
+            "rms_norm_fwd",
+            vec![
+                ("X", random_uniform(21 * 200, 75), vec![21, 200]),
+                ("W", random_uniform(200, 76), vec![200]),
+                ("Y", vec![0.0; 21 * 200], vec![21, 200]),
+                ("Rstd", vec![0.0; 21], vec![21]),
+            ],
+            vec![("eps", 1e-6)],
+            vec!["Y", "Rstd"],
+        ),
+        case(
+            example("rms_norm.tile"),
+            "rms_norm_bwd",
+            vec![
+                ("X", random_uniform(21 * 200, 77), vec![21, 200]),
+                ("DY", random_uniform(21 * 200, 78), vec![21, 200]),
+                ("W", random_uniform(200, 79), vec![200]),
+                ("Rstd", random_uniform(21, 80).iter().map(|v| v + 2.0).collect(), vec![21]),
+                ("DX", vec![0.0; 21 * 200], vec![21, 200]),
+                ("DW", vec![0.0; 200], vec![200]),
+            ],
+            vec![],
+            vec!["DX", "DW"],
+        ),
+        case(
+            example("swiglu.tile"),
+            "swiglu_fwd",
+            vec![
+                ("A", random_uniform(21 * 200, 81), vec![21, 200]),
+                ("B", random_uniform(21 * 200, 82), vec![21, 200]),
+                ("C", vec![0.0; 21 * 200], vec![21, 200]),
+            ],
+            vec![],
+            vec!["C"],
+        ),
+        case(
+            example("swiglu.tile"),
+            "swiglu_bwd",
+            vec![
+                ("DC", random_uniform(21 * 200, 83), vec![21, 200]),
+                ("A", random_uniform(21 * 200, 84), vec![21, 200]),
+                ("B", random_uniform(21 * 200, 85), vec![21, 200]),
+            ],
+            vec![],
+            vec!["A", "B"],
+        ),
+        case(
+            example("dropout.tile"),
+            "dropout",
+            vec![
+                ("X", random_uniform(3000, 86), vec![3000]),
+                ("R", random_uniform(3000, 87), vec![3000]),
+                ("Y", vec![7.0; 3000], vec![3000]),
+            ],
+            vec![("p", 0.25)],
+            vec!["Y"],
+        ),
         Case {
             int_arrays: vec![("P", vec![-1; 3 * 29], vec![3, 29])],
             ..case(

@@ -1,0 +1,353 @@
+//! `map` on 128-bit vectors with Cranelift: the region (after `fuse-maps`, the body of a chain
+//! of `where`s, comparisons, casts and arithmetic) is lowered once per vector of 4 (`f32`,
+//! `i32`, `u32`) or 2 (`f64`, `i64`) elements, and the elements that do not fill a vector
+//! take the scalar loop of `lower.rs`.
+//!
+//! Inside the region a `bool` is a lane mask of the region's width (all ones or zero).
+//! Arithmetic, comparisons, selects, `fma`, logic on masks and the `f32`/`i32` casts are vector
+//! instructions with the scalar semantics of `tilec_midend::scalar` (they are the same
+//! instructions as the scalar code's, per lane); every other op (the C library's `exp` and the
+//! other functions, integer division, the other casts) is computed lane by lane by the scalar
+//! lowering itself, so no result changes. A region whose values are not all of one width, a
+//! `bool` operand or result tile, and a region with nested regions (`guard-select`'s `if`s)
+//! keep the scalar loop.
+
+use crate::lower::{Held, Lower};
+use crate::memory::flags;
+use crate::CodegenError;
+use cranelift_codegen::ir::{self, condcodes::IntCC, types, Endianness, InstBuilder, MemFlagsData};
+use cranelift_module::Module as ClModule;
+use std::collections::HashSet;
+use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Region, Scalar, UnOp, Value};
+
+/// The byte width of a region's lanes, if every value of `map` op `op`'s region (and the
+/// tiles it reads and writes) has one: 4 or 8. `None` keeps the scalar loop.
+pub(crate) fn lane_bytes(f: &tilec_midend::Function, op: &Op) -> Option<u32> {
+    let r = &op.regions[0];
+    let mut width = None;
+    let mut same = |s: Scalar| -> bool {
+        if s == Scalar::Bool {
+            return true;
+        }
+        let b = s.bytes();
+        (b == 4 || b == 8) && !s.is_half() && *width.get_or_insert(b) == b
+    };
+    let io = op.args.iter().chain(&op.results).map(|v| f.ty(*v).elem());
+    if io.clone().any(|s| s == Scalar::Bool) {
+        return None;
+    }
+    for s in io {
+        if !same(s) {
+            return None;
+        }
+    }
+    for o in &r.ops {
+        if !o.regions.is_empty() || o.results.len() > 1 {
+            return None;
+        }
+        if o.kind == OpKind::Yield {
+            continue;
+        }
+        let tys = o.args.iter().chain(&o.results).map(|v| f.ty(*v));
+        for t in tys {
+            if t.is_tile() || matches!(t, tilec_midend::Type::Array { .. }) || !same(t.elem()) {
+                return None;
+            }
+        }
+    }
+    // A region of library calls alone (softmax's `exp`) gains nothing from vectors.
+    let bytes = width?;
+    r.ops.iter().any(|o| o.kind != OpKind::Yield && vector_form(f, o, bytes)).then_some(bytes)
+}
+
+/// Whether op `o` of a region of `bytes`-wide lanes has a vector instruction
+/// ([`Lower::vector_op`]); the others are computed lane by lane.
+fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
+    let rt = f.ty(o.results[0]).elem();
+    let arg = |k: usize| f.ty(o.args[k]).elem();
+    match &o.kind {
+        OpKind::Const(_) | OpKind::Select | OpKind::Un(UnOp::Not) => true,
+        OpKind::Bin(k) if rt == Scalar::Bool => matches!(k, BinOp::And | BinOp::Or),
+        OpKind::Bin(k) => vector_bin(*k, rt),
+        OpKind::Un(k) => vector_un(*k, rt),
+        OpKind::Fma => rt.is_float(),
+        OpKind::Cmp(_) => arg(0).is_float() || bytes == 4,
+        OpKind::Cast(to) => vector_cast(arg(0), *to),
+        _ => false,
+    }
+}
+
+/// The values region `r`'s ops read that are defined outside it (scalars of the kernel).
+fn captured(r: &Region) -> Vec<Value> {
+    let mut inside: HashSet<Value> = r.params.iter().copied().collect();
+    let mut out = Vec::new();
+    for o in &r.ops {
+        for a in &o.args {
+            if !inside.contains(a) && !out.contains(a) {
+                out.push(*a);
+            }
+        }
+        inside.extend(o.results.iter().copied());
+    }
+    out
+}
+
+fn little() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+impl<M: ClModule> Lower<'_, '_, M> {
+    /// The vector type of `s` in a region of `bytes`-wide lanes (`bool`: the mask).
+    fn lane_ty(s: Scalar, bytes: u32) -> ir::Type {
+        match (s, bytes) {
+            (Scalar::Bool, 4) => types::I32X4,
+            (Scalar::Bool, _) => types::I64X2,
+            _ => crate::tile::vec_ty(s).expect("a 32- or 64-bit type"),
+        }
+    }
+
+    /// The elements `0 .. n - n % lanes` of `map` op `op` (region lanes `bytes` wide), one
+    /// vector at a time; returns how many elements it did.
+    pub(crate) fn map_vectors(&mut self, op: &Op, bytes: u32) -> Result<u32, CodegenError> {
+        let n = self.f.ty(op.args[0]).tile_len();
+        let lanes = 16 / bytes;
+        let chunks = n / lanes;
+        if chunks == 0 {
+            return Ok(0);
+        }
+        let r = &op.regions[0];
+        // Captured scalars as splats (saved, restored after the loop).
+        let caps = captured(r);
+        let saved: Vec<(Value, Held)> = caps.iter().map(|v| (*v, self.held_of(*v))).collect();
+        for v in &caps {
+            let s = self.f.ty(*v).elem();
+            let x = self.val(*v);
+            let x = if s == Scalar::Bool { self.mask_of(x, bytes) } else { x };
+            let vt = Self::lane_ty(s, bytes);
+            let sp = self.b.ins().splat(vt, x);
+            self.bind(*v, sp);
+        }
+        let srcs: Vec<(ir::Value, Scalar)> =
+            op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
+        let dst = self.tile_addr(op.results[0]);
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, chunks as i64));
+        let mut res = Ok(());
+        self.dyn_loop(lo, hi, |l, c| {
+            let off = l.b.ins().imul_imm_s(c, 16);
+            for ((src, s), p) in srcs.iter().zip(&r.params) {
+                let a = l.b.ins().iadd(*src, off);
+                let x = l.b.ins().load(Self::lane_ty(*s, bytes), flags(), a, 0);
+                l.bind(*p, x);
+            }
+            for o in &r.ops {
+                if o.kind == OpKind::Yield {
+                    let y = l.val(o.args[0]);
+                    let d = l.b.ins().iadd(dst, off);
+                    l.b.ins().store(flags(), y, d, 0);
+                    continue;
+                }
+                if let Err(e) = l.vector_op(o, bytes) {
+                    res = Err(e);
+                    return;
+                }
+            }
+        });
+        for (v, h) in saved {
+            self.rebind(v, h);
+        }
+        res.map(|()| chunks * lanes)
+    }
+
+    /// A `bool` scalar as a mask lane of `bytes` width (all ones or zero).
+    fn mask_of(&mut self, b: ir::Value, bytes: u32) -> ir::Value {
+        let t = if bytes == 4 { types::I32 } else { types::I64 };
+        let (yes, no) = (self.b.ins().iconst(t, -1), self.b.ins().iconst(t, 0));
+        self.b.ins().select(b, yes, no)
+    }
+
+    /// One op of a vectorized `map` region: a vector instruction, or the scalar lowering lane
+    /// by lane.
+    fn vector_op(&mut self, o: &Op, bytes: u32) -> Result<(), CodegenError> {
+        if !vector_form(self.f, o, bytes) {
+            return self.lanewise(o, bytes);
+        }
+        let rt = self.f.ty(o.results[0]).elem();
+        let arg = |l: &mut Self, k: usize| l.val(o.args[k]);
+        let v = match &o.kind {
+            OpKind::Const(c) => {
+                let x = match (rt, c) {
+                    (Scalar::Bool, Const::Bool(b)) => self.b.ins().iconst(cl_type_w(bytes), -i64::from(*b)),
+                    _ => self.const_val(*c, rt),
+                };
+                self.b.ins().splat(Self::lane_ty(rt, bytes), x)
+            }
+            OpKind::Bin(k) if rt == Scalar::Bool && matches!(k, BinOp::And | BinOp::Or) => {
+                let (a, b) = (arg(self, 0), arg(self, 1));
+                if *k == BinOp::And {
+                    self.b.ins().band(a, b)
+                } else {
+                    self.b.ins().bor(a, b)
+                }
+            }
+            OpKind::Bin(k) => {
+                let (a, b) = (arg(self, 0), arg(self, 1));
+                self.bin(*k, rt, a, b)
+            }
+            OpKind::Un(UnOp::Not) => {
+                let a = arg(self, 0);
+                self.b.ins().bnot(a)
+            }
+            OpKind::Un(k) => {
+                let a = arg(self, 0);
+                self.unary(*k, rt, a)?
+            }
+            OpKind::Fma => {
+                let (a, b, c) = (arg(self, 0), arg(self, 1), arg(self, 2));
+                self.fma(a, b, c)
+            }
+            OpKind::Cmp(k) => {
+                let s = self.f.ty(o.args[0]).elem();
+                let (a, b) = (arg(self, 0), arg(self, 1));
+                self.compare(*k, s, a, b)
+            }
+            OpKind::Select => {
+                let (c, a, b) = (arg(self, 0), arg(self, 1), arg(self, 2));
+                let vt = Self::lane_ty(rt, bytes);
+                let c = if rt.is_float() { self.b.ins().bitcast(vt, little(), c) } else { c };
+                self.b.ins().bitselect(c, a, b)
+            }
+            OpKind::Cast(to) => {
+                let from = self.f.ty(o.args[0]).elem();
+                let a = arg(self, 0);
+                self.vector_cast(from, *to, a, bytes)
+            }
+            _ => return Err(crate::err(format!("no vector form of {:?}", o.kind))),
+        };
+        self.bind(o.results[0], v);
+        Ok(())
+    }
+
+    /// `a k b` on vectors: the mask of the lanes where it holds.
+    fn compare(&mut self, k: CmpOp, s: Scalar, a: ir::Value, b: ir::Value) -> ir::Value {
+        use cranelift_codegen::ir::condcodes::FloatCC;
+        if s.is_float() {
+            let cc = match k {
+                CmpOp::Eq => FloatCC::Equal,
+                CmpOp::Ne => FloatCC::NotEqual,
+                CmpOp::Lt => FloatCC::LessThan,
+                CmpOp::Le => FloatCC::LessThanOrEqual,
+                CmpOp::Gt => FloatCC::GreaterThan,
+                CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            return self.b.ins().fcmp(cc, a, b);
+        }
+        let u = s == Scalar::U32 || s == Scalar::Bool;
+        let cc = match (k, u) {
+            (CmpOp::Eq, _) => IntCC::Equal,
+            (CmpOp::Ne, _) => IntCC::NotEqual,
+            (CmpOp::Lt, false) => IntCC::SignedLessThan,
+            (CmpOp::Le, false) => IntCC::SignedLessThanOrEqual,
+            (CmpOp::Gt, false) => IntCC::SignedGreaterThan,
+            (CmpOp::Ge, false) => IntCC::SignedGreaterThanOrEqual,
+            (CmpOp::Lt, true) => IntCC::UnsignedLessThan,
+            (CmpOp::Le, true) => IntCC::UnsignedLessThanOrEqual,
+            (CmpOp::Gt, true) => IntCC::UnsignedGreaterThan,
+            (CmpOp::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
+        };
+        self.b.ins().icmp(cc, a, b)
+    }
+
+    /// The casts [`vector_cast`] admits, on vectors.
+    fn vector_cast(&mut self, from: Scalar, to: Scalar, a: ir::Value, bytes: u32) -> ir::Value {
+        let tt = Self::lane_ty(to, bytes);
+        match (from, to) {
+            (Scalar::Bool, _) => {
+                let (one, zero) = (self.const_val(Const::Int(1, to), to), self.const_val(Const::Int(0, to), to));
+                let (one, zero) = (self.b.ins().splat(tt, one), self.b.ins().splat(tt, zero));
+                let m = if to.is_float() { self.b.ins().bitcast(tt, little(), a) } else { a };
+                self.b.ins().bitselect(m, one, zero)
+            }
+            (_, Scalar::Bool) => {
+                let ft = Self::lane_ty(from, bytes);
+                let z = self.const_val(Const::Int(0, from), from);
+                let z = self.b.ins().splat(ft, z);
+                self.compare(CmpOp::Ne, from, a, z)
+            }
+            _ if from == to => a,
+            (Scalar::F32, Scalar::I32) => self.b.ins().fcvt_to_sint_sat(tt, a),
+            _ => self.b.ins().fcvt_from_sint(tt, a),
+        }
+    }
+
+    /// `o` computed lane by lane by the scalar lowering (`scalar_op`), its operands' lanes
+    /// extracted (a mask lane as a `bool`) and the results put back into a vector.
+    fn lanewise(&mut self, o: &Op, bytes: u32) -> Result<(), CodegenError> {
+        let lanes = 16 / bytes;
+        let saved: Vec<(Value, Held)> = o.args.iter().map(|a| (*a, self.held_of(*a))).collect();
+        let vecs: Vec<(Value, ir::Value, bool)> =
+            o.args.iter().map(|a| (*a, self.val(*a), self.f.ty(*a).elem() == Scalar::Bool)).collect();
+        let rt = self.f.ty(o.results[0]).elem();
+        let vt = Self::lane_ty(rt, bytes);
+        let zero = self.b.ins().iconst(cl_type_w(bytes), 0);
+        let mt = Self::lane_ty(Scalar::Bool, bytes);
+        let mut out = self.b.ins().splat(mt, zero);
+        if vt != mt {
+            out = self.b.ins().bitcast(vt, little(), out);
+        }
+        for j in 0..lanes {
+            for (a, v, mask) in &vecs {
+                let x = self.b.ins().extractlane(*v, j as u8);
+                let x = if *mask { self.b.ins().icmp_imm_s(IntCC::NotEqual, x, 0) } else { x };
+                self.bind(*a, x);
+            }
+            self.scalar_op(o)?;
+            let y = self.val(o.results[0]);
+            let y = if rt == Scalar::Bool { self.mask_of(y, bytes) } else { y };
+            out = self.b.ins().insertlane(out, y, j as u8);
+        }
+        for (v, h) in saved {
+            self.rebind(v, h);
+        }
+        self.bind(o.results[0], out);
+        Ok(())
+    }
+}
+
+/// The integer type of a lane of `bytes`.
+fn cl_type_w(bytes: u32) -> ir::Type {
+    if bytes == 4 {
+        types::I32
+    } else {
+        types::I64
+    }
+}
+
+/// Binary ops with a vector instruction of the scalar semantics (as `tile.rs`'s element-wise
+/// code): float arithmetic but `%`, integer `+ - *`, and 32-bit integer `min`/`max`.
+fn vector_bin(k: BinOp, s: Scalar) -> bool {
+    if s.is_float() {
+        return k != BinOp::Rem;
+    }
+    match k {
+        BinOp::Add | BinOp::Sub | BinOp::Mul => true,
+        BinOp::Min | BinOp::Max => s.bytes() == 4,
+        _ => false,
+    }
+}
+
+/// Unary ops with a vector instruction: float `-`, `abs`, `sqrt`; integer negation.
+fn vector_un(k: UnOp, s: Scalar) -> bool {
+    if s.is_float() {
+        matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
+    } else {
+        k == UnOp::Neg && s != Scalar::Bool
+    }
+}
+
+/// Casts with a vector form: between `f32` and `i32` (saturating, NaN to 0, as the scalar
+/// `fcvt_to_sint_sat`), from and to `bool`, and to the same type.
+fn vector_cast(from: Scalar, to: Scalar) -> bool {
+    from == to
+        || matches!((from, to), (Scalar::F32, Scalar::I32) | (Scalar::I32, Scalar::F32))
+        || (from == Scalar::Bool) != (to == Scalar::Bool)
+}
