@@ -26,6 +26,7 @@
 //! case) defined as the number of slots.
 
 mod blocks;
+mod expf;
 mod factor;
 mod half;
 mod isa;

@@ -99,13 +99,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
             UnOp::Sqrt => return Ok(self.b.ins().sqrt(a)),
             UnOp::Trunc if s.is_float() => return Ok(self.b.ins().trunc(a)),
             UnOp::Trunc => return Ok(a),
-            UnOp::Exp => {
-                if f32 {
-                    "expf"
-                } else {
-                    "exp"
-                }
-            }
+            UnOp::Exp if f32 => return crate::expf::expf(self, a),
+            UnOp::Exp => "exp",
             UnOp::Log => {
                 if f32 {
                     "logf"

@@ -207,8 +207,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let ops = [self.operand(op.args[0])];
                 let dst = self.tile_addr(op.results[0]);
                 let k = *k;
-                let vector =
-                    if s.is_float() { matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt) } else { k == UnOp::Neg };
+                let vector = if s.is_float() { crate::vmap::vector_un(k, s) } else { k == UnOp::Neg };
                 self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
             }
             OpKind::Outer => self.outer(op, s, None)?,

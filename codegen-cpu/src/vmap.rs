@@ -335,10 +335,11 @@ fn vector_bin(k: BinOp, s: Scalar) -> bool {
     }
 }
 
-/// Unary ops with a vector instruction: float `-`, `abs`, `sqrt`; integer negation.
-fn vector_un(k: UnOp, s: Scalar) -> bool {
+/// Unary ops with a vector form: float `-`, `abs`, `sqrt`, `f32` `exp` (`expf.rs`); integer
+/// negation.
+pub(crate) fn vector_un(k: UnOp, s: Scalar) -> bool {
     if s.is_float() {
-        matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
+        matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt) || (k == UnOp::Exp && s == Scalar::F32)
     } else {
         k == UnOp::Neg && s != Scalar::Bool
     }

@@ -1,7 +1,8 @@
 //! Pass `guard-select` (run by both CPU backends on their own copy of a module): a scalar
 //! `select %c, %a, %b` whose operand `%a` (or `%b`) is the result of a libm-backed function
-//! (`exp`, `log`, `sin`, `cos`, `tanh`, `exp2`, `log2`) of the same region used by nothing
-//! else becomes an `if` that computes it only when it is chosen:
+//! (`exp` but of `f32`, which is computed inline, `log`, `sin`, `cos`, `tanh`, `exp2`, `log2`)
+//! of the same region used by nothing else becomes an `if` that computes it only when it is
+//! chosen:
 //!
 //! ```text
 //! %e = exp %t : f32                    %y = if %c : f32 {
@@ -13,8 +14,8 @@
 //! ```
 //!
 //! In a `map` body this is `where(keep, map(expo, x), 0.0)` after `fuse-maps`: the masked
-//! softmax of `examples/attention.tile` (causal, 29 of 32 keys) calls `expf` for 435 of the
-//! 1024 elements of a tile instead of all of them. The chosen value is the same, so no result
+//! softmax of `examples/attention.tile` in `f64` (causal, 29 of 32 keys) calls `exp` for 435
+//! of the 1024 elements of a tile instead of all of them. The chosen value is the same, so no result
 //! changes. On the CPU each of these functions is a call per element; GPUs evaluate them with
 //! a few instructions on every lane, where a branch would cost more, so the SIMT lowering does
 //! not see this pass.
@@ -22,10 +23,17 @@
 use crate::ir::*;
 use std::collections::HashMap;
 
-/// Whether `op` is a scalar function that the CPU backends call the C library for.
-fn costly(op: &Op) -> bool {
+/// Whether `op` is a scalar function that the CPU backends call the C library for (not the
+/// `f32` `exp`, which they compute inline, on vectors in a `map`: `codegen-cpu/src/expf.rs`).
+fn costly(op: &Op, values: &[ValueData]) -> bool {
+    let f32_exp = op.kind == OpKind::Un(UnOp::Exp)
+        && op
+            .results
+            .first()
+            .is_some_and(|r| values[r.0 as usize].ty == crate::types::Type::Scalar(crate::types::Scalar::F32));
     matches!(op.kind, OpKind::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tanh | UnOp::Exp2 | UnOp::Log2))
         && op.results.len() == 1
+        && !f32_exp
 }
 
 /// Runs the pass over every function of a module.
@@ -33,14 +41,15 @@ pub fn run(m: &mut Module) {
     for f in &mut m.funcs {
         let mut uses = HashMap::new();
         f.body.count_uses(&mut uses);
-        guard(&mut f.body, &uses);
+        let Function { body, values, .. } = f;
+        guard(body, &uses, values);
     }
 }
 
-fn guard(r: &mut Region, uses: &HashMap<Value, usize>) {
+fn guard(r: &mut Region, uses: &HashMap<Value, usize>, values: &[ValueData]) {
     for op in &mut r.ops {
         for reg in &mut op.regions {
-            guard(reg, uses);
+            guard(reg, uses, values);
         }
     }
     // Where each result of this region's ops is defined.
@@ -51,7 +60,9 @@ fn guard(r: &mut Region, uses: &HashMap<Value, usize>) {
             let [c, a, b] = r.ops[i].args[..] else { continue };
             // The arms' costly producers, defined earlier in this region and used only here.
             let arm = |v: Value| {
-                def.get(&v).copied().filter(|&j| v != c && a != b && uses.get(&v) == Some(&1) && costly(&r.ops[j]))
+                def.get(&v)
+                    .copied()
+                    .filter(|&j| v != c && a != b && uses.get(&v) == Some(&1) && costly(&r.ops[j], values))
             };
             let (ja, jb) = (arm(a), arm(b));
             if ja.is_some() || jb.is_some() {

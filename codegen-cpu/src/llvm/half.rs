@@ -13,7 +13,7 @@ use tilec_midend::Scalar;
 
 impl<'ctx> Gen<'ctx, '_> {
     /// `x`'s type with the element type `elem` (scalar or vector of the same length).
-    fn like(&self, x: V<'ctx>, elem: BasicTypeEnum<'ctx>) -> BasicTypeEnum<'ctx> {
+    pub(crate) fn like(&self, x: V<'ctx>, elem: BasicTypeEnum<'ctx>) -> BasicTypeEnum<'ctx> {
         match x {
             V::VectorValue(v) => {
                 let n = v.get_type().get_size();
@@ -27,7 +27,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// An integer constant of `x`'s shape (splatted for vectors).
-    fn int_like(&self, x: V<'ctx>, v: u64) -> Result<V<'ctx>, CodegenError> {
+    pub(crate) fn int_like(&self, x: V<'ctx>, v: u64) -> Result<V<'ctx>, CodegenError> {
         let c: V<'ctx> = self.cx.i32_type().const_int(v, false).into();
         match x {
             V::VectorValue(t) => self.splat(c, t.get_type().get_size()),

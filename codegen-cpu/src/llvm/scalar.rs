@@ -247,7 +247,8 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
             UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
             UnOp::Trunc => return Ok(a),
-            UnOp::Exp => ["exp", "expf"][f32 as usize],
+            UnOp::Exp if f32 => return crate::expf::expf(&mut ExpOn(self), a),
+            UnOp::Exp => "exp",
             UnOp::Log => ["log", "logf"][f32 as usize],
             UnOp::Sin => ["sin", "sinf"][f32 as usize],
             UnOp::Cos => ["cos", "cosf"][f32 as usize],
@@ -376,5 +377,63 @@ fn bits(s: Scalar) -> u32 {
         Scalar::Bool => 1,
         Scalar::I64 | Scalar::F64 => 64,
         _ => 32,
+    }
+}
+
+/// [`Gen`] for `crate::expf` (whose operations take `&mut self`; these need only `&self`).
+struct ExpOn<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
+
+impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
+    type V = V<'ctx>;
+    type E = CodegenError;
+
+    fn f32c(&mut self, c: f32, like: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.const_like(Scalar::F32, c as f64, like)
+    }
+
+    fn fadd(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Add, Scalar::F32, a, b)
+    }
+
+    fn fsub(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Sub, Scalar::F32, a, b)
+    }
+
+    fn fmul(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Mul, Scalar::F32, a, b)
+    }
+
+    fn fmin(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Min, Scalar::F32, a, b)
+    }
+
+    fn fmax(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Max, Scalar::F32, a, b)
+    }
+
+    fn nearest(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.call(&format!("llvm.roundeven.{}", suffix(a)), a.get_type(), &[a])
+    }
+
+    fn to_i32(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let i = self.0.int_like(a, 0)?;
+        self.0.call(&format!("llvm.fptosi.sat.{}.{}", suffix(i), suffix(a)), i.get_type(), &[a])
+    }
+
+    fn halve(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let one = self.0.int_like(a, 1)?;
+        self.0.op2(inkwell::values::InstructionOpcode::AShr, a, one)
+    }
+
+    fn isub(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.op2(inkwell::values::InstructionOpcode::Sub, a, b)
+    }
+
+    fn pow2(&mut self, n: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        let e = self.0.op2(I::Add, n, self.0.int_like(n, 127)?)?;
+        let bits = self.0.op2(I::Shl, e, self.0.int_like(n, 23)?)?;
+        let f = self.0.like(bits, self.0.cx.f32_type().into());
+        self.0.b.build_bit_cast(bits, f, "").map_err(be)
     }
 }

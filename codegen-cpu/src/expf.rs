@@ -1,0 +1,146 @@
+//! `exp` of `f32` on the CPU, tilec's own instead of the C library's `expf` (a call per
+//! element that no vector code can make): written once over [`ExpOps`] and emitted by
+//! Cranelift (`scalar.rs`, this file) and LLVM (`llvm/scalar.rs`) on scalars and on vectors
+//! alike, so that both backends, scalars and tiles give the same bits.
+//!
+//! Algorithm: Cody & Waite, *Software Manual for the Elementary Functions* (1980), with the
+//! polynomial of Cephes' `expf` (S. Moshier): `x` clamped to `[-104, 89]` (beyond, the result
+//! is 0 or infinity anyway; NaN stays NaN), `n = round(x log2 e)` (ties to even), `r = x - n
+//! ln 2` with `ln 2` in two parts (`n * C1` is exact), `e^r = 1 + r + r^2 P(r)` on `|r| <= ln 2 /
+//! 2` (Horner, degree 5), and `2^n` applied as two exact powers of two, `2^(n >> 1)` and
+//! `2^(n - (n >> 1))`, so that subnormal results are rounded once. Only `f32` multiplies and
+//! adds (no fused multiply-add, whose availability differs between hosts): the same bits on
+//! every x86-64 and AArch64 host. Accuracy, measured against the `f64` exp on 20 million
+//! points evenly spaced over `[-104, 89]` and at the edges: at most 0.99 ulp for normal
+//! results (the C library's `expf` as NumPy calls it: 2.5), within one unit of the smallest
+//! subnormal below them (`tests/tests/tile_ops/elementwise.rs`).
+
+/// `log2(e)`.
+const LOG2E: f32 = std::f32::consts::LOG2_E;
+/// `ln 2 = C1 + C2`, `C1` with 9 significant bits so that `n * C1` is exact for `|n| <= 150`.
+const C1: f32 = 0.693_359_4;
+const C2: f32 = -2.121_944_4e-4;
+/// Cephes' `expf` polynomial, highest power first: `e^r = 1 + r + r^2 P(r)`.
+const P: [f32; 6] = [1.987_569_2e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
+/// The arguments are clamped to `[LO, HI]`: `e^LO` rounds to 0, `e^HI` overflows.
+const LO: f32 = -104.0;
+const HI: f32 = 89.0;
+
+/// The operations the algorithm needs, on a scalar `f32` or a vector of them (and the `i32`
+/// values of the same shape).
+pub(crate) trait ExpOps {
+    type V: Copy;
+    type E;
+    /// `c` shaped like `like` (splatted for a vector).
+    fn f32c(&mut self, c: f32, like: Self::V) -> Result<Self::V, Self::E>;
+    fn fadd(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    fn fsub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    fn fmul(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    /// IEEE 754-2019 `minimum` and `maximum` (NaN if either operand is).
+    fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    fn fmax(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    /// Rounded to an integer, ties to even.
+    fn nearest(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
+    /// An integral `f32` in the `i32` range to `i32` (NaN to 0).
+    fn to_i32(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
+    /// `a >> 1` on `i32`, arithmetic.
+    fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
+    /// `a - b` on `i32`.
+    fn isub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    /// `2^n` as an `f32` for an `i32` `n` in `-126..=127`: the bits `(n + 127) << 23`.
+    fn pow2(&mut self, n: Self::V) -> Result<Self::V, Self::E>;
+}
+
+/// `e^x` for the `f32` scalar or vector `x` (the module docs).
+pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
+    let (lo, hi) = (b.f32c(LO, x)?, b.f32c(HI, x)?);
+    let x = b.fmax(x, lo)?;
+    let x = b.fmin(x, hi)?;
+    let l2e = b.f32c(LOG2E, x)?;
+    let t = b.fmul(x, l2e)?;
+    let n = b.nearest(t)?;
+    let (c1, c2) = (b.f32c(C1, x)?, b.f32c(C2, x)?);
+    let p = b.fmul(n, c1)?;
+    let r = b.fsub(x, p)?;
+    let p = b.fmul(n, c2)?;
+    let r = b.fsub(r, p)?;
+    let z = b.fmul(r, r)?;
+    let mut y = b.f32c(P[0], x)?;
+    for &c in &P[1..] {
+        y = b.fmul(y, r)?;
+        let c = b.f32c(c, x)?;
+        y = b.fadd(y, c)?;
+    }
+    y = b.fmul(y, z)?;
+    y = b.fadd(y, r)?;
+    let one = b.f32c(1.0, x)?;
+    y = b.fadd(y, one)?;
+    let ni = b.to_i32(n)?;
+    let n1 = b.halve(ni)?;
+    let n2 = b.isub(ni, n1)?;
+    let (s1, s2) = (b.pow2(n1)?, b.pow2(n2)?);
+    let y = b.fmul(y, s1)?;
+    b.fmul(y, s2)
+}
+
+use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData};
+
+impl<M: cranelift_module::Module> ExpOps for crate::lower::Lower<'_, '_, M> {
+    type V = cranelift_codegen::ir::Value;
+    type E = crate::CodegenError;
+
+    fn f32c(&mut self, c: f32, like: Self::V) -> Result<Self::V, Self::E> {
+        let k = self.b.ins().f32const(c);
+        let ty = self.b.func.dfg.value_type(like);
+        Ok(if ty.is_vector() { self.b.ins().splat(ty, k) } else { k })
+    }
+
+    fn fadd(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fadd(a, b))
+    }
+
+    fn fsub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fsub(a, b))
+    }
+
+    fn fmul(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fmul(a, b))
+    }
+
+    fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fmin(a, b))
+    }
+
+    fn fmax(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fmax(a, b))
+    }
+
+    fn nearest(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().nearest(a))
+    }
+
+    fn to_i32(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
+        let ty = self.b.func.dfg.value_type(a);
+        let it = if ty.is_vector() { types::I32X4 } else { types::I32 };
+        Ok(self.b.ins().fcvt_to_sint_sat(it, a))
+    }
+
+    fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().sshr_imm_s(a, 1))
+    }
+
+    fn isub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().isub(a, b))
+    }
+
+    fn pow2(&mut self, n: Self::V) -> Result<Self::V, Self::E> {
+        let ty = self.b.func.dfg.value_type(n);
+        let bias = self.b.ins().iconst(types::I32, 127);
+        let bias = if ty.is_vector() { self.b.ins().splat(ty, bias) } else { bias };
+        let e = self.b.ins().iadd(n, bias);
+        let bits = self.b.ins().ishl_imm_s(e, 23);
+        let ft = if ty.is_vector() { types::F32X4 } else { types::F32 };
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        Ok(self.b.ins().bitcast(ft, flags, bits))
+    }
+}
