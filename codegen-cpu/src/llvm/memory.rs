@@ -29,6 +29,10 @@ struct ColMask<'ctx> {
     hi: IntValue<'ctx>,
 }
 
+/// Most segments of a row whose partial stores take plain stores for a whole segment or a
+/// prefix of it (a branch per segment and per power of two); longer rows take masked stores.
+const PREFIX_STORE_SEGMENTS: usize = 16;
+
 /// Longest row of a strided access (or of a partial access of a type without masked moves)
 /// moved by unrolled code; longer rows are moved in a loop over their elements.
 const STRIDED_UNROLL: u32 = 16;
@@ -713,6 +717,12 @@ impl<'ctx> Gen<'ctx, '_> {
                         let p = g.raw_ptr(a, at)?;
                         let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
                         let Some(um) = um_ptr else {
+                            if segs.len() > PREFIX_STORE_SEGMENTS {
+                                // A long row: one masked store per segment (the branches
+                                // below, per segment, took seconds to compile for 4096).
+                                g.call_void(&name, &[x, p.into(), g.align(s), g.lane_mask(m.lanes)?])?;
+                                continue;
+                            }
                             // Plain stores where the columns inside are the whole segment or
                             // a prefix of it: masked stores are microcoded on AMD before Zen 4
                             // (about 12 cycles each on Zen 3, against 1; potrs 512 x 92 f32 on

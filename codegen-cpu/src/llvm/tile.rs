@@ -8,10 +8,12 @@ use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, IntValue, PointerValue};
-use tilec_midend::{BinOp, Fill, Op, OpKind, Reduce, Scalar, Type, Value};
+use tilec_midend::{BinOp, Fill, Op, OpKind, Reduce, Scalar, Type, UnOp, Value};
 
 /// Most row segments an operation unrolls; larger tiles loop over their rows.
 const UNROLL_SEGMENTS: u32 = 256;
+/// Most vectors of an `f32` `exp` (`crate::expf`) unrolled.
+const EXP_UNROLL_SEGMENTS: u32 = 16;
 /// An operand of an element-wise operation.
 #[derive(Clone, Copy)]
 pub(crate) enum Operand<'ctx> {
@@ -188,10 +190,23 @@ impl<'ctx> Gen<'ctx, '_> {
         rows: u32,
         cols: u32,
         s: Scalar,
+        body: impl FnMut(&mut Self, IntValue<'ctx>) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        self.each_row_unrolled(from, rows, cols, s, UNROLL_SEGMENTS, body)
+    }
+
+    /// [`Self::each_row`], unrolled up to `unroll` row segments.
+    pub(crate) fn each_row_unrolled(
+        &mut self,
+        from: u32,
+        rows: u32,
+        cols: u32,
+        s: Scalar,
+        unroll: u32,
         mut body: impl FnMut(&mut Self, IntValue<'ctx>) -> Result<(), CodegenError>,
     ) -> Result<(), CodegenError> {
         let segs = segments(cols, s).len() as u32;
-        if rows.saturating_sub(from) * segs <= UNROLL_SEGMENTS {
+        if rows.saturating_sub(from) * segs <= unroll {
             for r in from..rows {
                 let off = self.i64c((r * cols) as i64);
                 body(self, off)?;
@@ -216,7 +231,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(crate) fn elementwise<F>(
         &mut self,
         dst: PointerValue<'ctx>,
-        (rows, cols): (u32, u32),
+        shape: (u32, u32),
         s: Scalar,
         ops: &[Operand<'ctx>],
         f: F,
@@ -224,8 +239,29 @@ impl<'ctx> Gen<'ctx, '_> {
     where
         F: Fn(&Self, &[V<'ctx>]) -> Result<V<'ctx>, CodegenError>,
     {
+        self.elementwise_unrolled(dst, shape, s, ops, UNROLL_SEGMENTS, f)
+    }
+
+    /// [`Self::elementwise`], unrolled up to `unroll` row segments (a loop over the rows
+    /// beyond).
+    pub(crate) fn elementwise_unrolled<F>(
+        &mut self,
+        dst: PointerValue<'ctx>,
+        (rows, cols): (u32, u32),
+        s: Scalar,
+        ops: &[Operand<'ctx>],
+        unroll: u32,
+        f: F,
+    ) -> Result<(), CodegenError>
+    where
+        F: Fn(&Self, &[V<'ctx>]) -> Result<V<'ctx>, CodegenError>,
+    {
+        // A long vector as rows of one 64-byte vector (the storage is contiguous and every
+        // operand tile has `dst`'s shape), so that beyond `unroll` vectors it is a loop.
+        let w = width(s);
+        let (rows, cols) = if rows == 1 && cols > 64 && cols % w == 0 { (cols / w, w) } else { (rows, cols) };
         let segs = segments(cols, s);
-        self.each_row(0, rows, cols, s, |g, row| {
+        self.each_row_unrolled(0, rows, cols, s, unroll, |g, row| {
             for &(c0, len) in &segs {
                 let off = g.add_off(row, c0)?;
                 let args = ops
@@ -300,7 +336,16 @@ impl<'ctx> Gen<'ctx, '_> {
                 let ops = [self.operand(op.args[0])?];
                 let dst = self.new_tile(op.results[0])?;
                 let k = *k;
-                self.elementwise(dst, sh, s, &ops, |g, a| g.unary(k, s, a[0]))?;
+                if k == UnOp::Exp && s == Scalar::F32 {
+                    // The inline `exp` is about 30 instructions a vector: the tile as rows of
+                    // one 64-byte vector, in a loop beyond 16 of them (a 4096-element tile's
+                    // 256 unrolled `exp`s took 4 s to compile).
+                    let (n, w) = (rt.tile_len(), width(s));
+                    let flat = if n % w == 0 { (n / w, w) } else { sh };
+                    self.elementwise_unrolled(dst, flat, s, &ops, EXP_UNROLL_SEGMENTS, |g, a| g.unary(k, s, a[0]))?;
+                } else {
+                    self.elementwise(dst, sh, s, &ops, |g, a| g.unary(k, s, a[0]))?;
+                }
             }
             OpKind::Outer => self.outer(op, s, None)?,
             OpKind::Rank1(alpha) => self.outer(op, s, Some(*alpha))?,

@@ -457,3 +457,27 @@ fn long_strided_rows_load_and_store_at_the_edges() {
         }
     }
 }
+
+/// Stores of long rows (1-D tiles of 1000 and 4096 elements, more segments than the LLVM
+/// backend stores with plain stores per prefix) cut by either end of the array: exactly the
+/// elements inside are written.
+#[test]
+fn long_rows_store_only_their_elements_inside() {
+    for elem in FLOATS {
+        for (len, n) in [(1000usize, 1500usize), (4096, 5000)] {
+            let src = format!(
+                "kernel k<T: float>(A: T[N], O: mut T[N], s: i32) grid(1) {{
+                    O[s:s+{len}] = A[s:s+{len}] * 2.0;
+                }}"
+            );
+            let a: Vec<f64> = (0..n).map(|k| k as f64 * 0.25 - 100.0).collect();
+            for s in [-300i64, 0, 250, n as i64 - 700] {
+                let b = run(&src, "k", vec![("A", arr(elem, &a, &[n])), ("O", sentinel(elem, &[n])), ("s", int(s))]);
+                let want: Vec<f64> = (0..n as i64)
+                    .map(|k| if k >= s && k < s + len as i64 { a[k as usize] * 2.0 } else { SENTINEL })
+                    .collect();
+                assert_exact(&out(&b, "O"), &want, &format!("{elem:?} {len} at {s} in {n}"));
+            }
+        }
+    }
+}
