@@ -123,7 +123,7 @@ def workloads(rng):
            {"NumPy linalg.qr(mode='raw') batched": lambda: np.linalg.qr(q, mode="raw"),
             "SciPy qr(mode='raw') loop": lambda: [sl.qr(m, mode="raw", check_finite=False) for m in q]})
 
-    m, n = 16384, 256
+    m, n = 8192, 512
     x = rng.standard_normal((m, n)).astype(np.float32)
     w = rng.standard_normal(n).astype(np.float32)
     dy = rng.standard_normal((m, n)).astype(np.float32)
@@ -135,7 +135,7 @@ def workloads(rng):
         r = 1 / np.sqrt((x * x).mean(1) + eps)
         return x * r[:, None] * w, r
 
-    yield ("RMSNorm forward (Liger), 16384 x 256 f32", "examples/rms_norm.tile", "rms_norm_fwd",
+    yield ("RMSNorm forward (Liger), 8192 x 512 f32", "examples/rms_norm.tile", "rms_norm_fwd",
            {"X": x, "W": w, "eps": "1e-6"}, ["Y", "Rstd"],
            lambda o: max(rel(o["Y"], x64 * rstd[:, None] * w64), rel(o["Rstd"], rstd)), {"NumPy": rms_np})
     rs32 = rstd.astype(np.float32)
@@ -146,12 +146,12 @@ def workloads(rng):
         g = dy * w
         return rs32[:, None] * g - x * (rs32 ** 3 / n * (g * x).sum(1))[:, None], (dy * x * rs32[:, None]).sum(0)
 
-    yield ("RMSNorm backward (Liger), 16384 x 256 f32", "examples/rms_norm.tile", "rms_norm_bwd",
+    yield ("RMSNorm backward (Liger), 8192 x 512 f32", "examples/rms_norm.tile", "rms_norm_bwd",
            {"X": x, "DY": dy, "W": w, "Rstd": rs32, "DW": np.zeros(n, np.float32)}, ["DX"],
            lambda o: rel(o["DX"], dx_ref), {"NumPy": rms_bwd_np})
     a, b = x, dy
     s64 = 1 / (1 + np.exp(-x64))
-    yield ("SwiGLU forward (Liger), 16384 x 256 f32", "examples/swiglu.tile", "swiglu_fwd",
+    yield ("SwiGLU forward (Liger), 8192 x 512 f32", "examples/swiglu.tile", "swiglu_fwd",
            {"A": a, "B": b}, ["C"], lambda o: rel(o["C"], x64 * s64 * dy64),
            {"NumPy": lambda: a / (1 + np.exp(-a)) * b})
     dc = rng.standard_normal((m, n)).astype(np.float32)
@@ -160,7 +160,7 @@ def workloads(rng):
         s = 1 / (1 + np.exp(-a))
         return dc * b * s * (1 + a * (1 - s)), dc * a * s
 
-    yield ("SwiGLU backward (Liger), 16384 x 256 f32", "examples/swiglu.tile", "swiglu_bwd",
+    yield ("SwiGLU backward (Liger), 8192 x 512 f32", "examples/swiglu.tile", "swiglu_bwd",
            {"DC": dc, "A": a, "B": b}, ["A", "B"],
            lambda o: rel(o["A"], dc.astype(np.float64) * dy64 * s64 * (1 + x64 * (1 - s64))), {"NumPy": swiglu_bwd_np})
     nd = 1 << 24
