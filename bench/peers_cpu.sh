@@ -23,19 +23,7 @@ mkdir -p "$data"
 if [ ! -f "$data/manifest.json" ]; then
     "$venv/bin/python" bench/peers/gen_inputs.py --out "$data"
 fi
-if [ -n "${TILEC:-}" ]; then
-    tilec=$TILEC built="(given by TILEC)"
-else
-    . tools/fix-dev-null.sh
-    fix_dev_null
-    export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
-    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec --features ptx
-    tilec=target/release/tilec
-    built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
-fi
-echo "date:   $(date -u +%Y-%m-%d)"
-echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
-echo "tilec:  $tilec $built"
-echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+. bench/tilec-build.sh
+bench_tilec
 PEERS_DATA=$data "$venv/bin/python" bench/peers/anchors.py info
 "$venv/bin/python" bench/peers_cpu.py --tilec "$tilec" --data "$data" "$@"

@@ -13,19 +13,7 @@ if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet numpy scipy
 fi
-if [ -n "${TILEC:-}" ]; then
-    tilec=$TILEC built="(given by TILEC)"
-else
-    . tools/fix-dev-null.sh
-    fix_dev_null
-    export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
-    cargo build --release -j"${TILEC_JOBS:-2}" -p tilec --features ptx
-    tilec=target/release/tilec
-    built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
-fi
-echo "date:   $(date -u +%Y-%m-%d)"
-echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
-echo "tilec:  $tilec $built"
-echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+. bench/tilec-build.sh
+bench_tilec
 "$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
 "$venv/bin/python" bench/ports_cpu.py --tilec "$tilec" "$@"

@@ -187,32 +187,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             OpKind::Cmp(k) => {
                 let s = self.f.ty(op.args[0]).elem();
                 let (a, b) = (self.val(op.args[0]), self.val(op.args[1]));
-                if s.is_float() {
-                    let cc = match k {
-                        CmpOp::Eq => FloatCC::Equal,
-                        CmpOp::Ne => FloatCC::NotEqual,
-                        CmpOp::Lt => FloatCC::LessThan,
-                        CmpOp::Le => FloatCC::LessThanOrEqual,
-                        CmpOp::Gt => FloatCC::GreaterThan,
-                        CmpOp::Ge => FloatCC::GreaterThanOrEqual,
-                    };
-                    self.b.ins().fcmp(cc, a, b)
-                } else {
-                    let u = s == Scalar::U32 || s == Scalar::Bool;
-                    let cc = match (k, u) {
-                        (CmpOp::Eq, _) => IntCC::Equal,
-                        (CmpOp::Ne, _) => IntCC::NotEqual,
-                        (CmpOp::Lt, false) => IntCC::SignedLessThan,
-                        (CmpOp::Le, false) => IntCC::SignedLessThanOrEqual,
-                        (CmpOp::Gt, false) => IntCC::SignedGreaterThan,
-                        (CmpOp::Ge, false) => IntCC::SignedGreaterThanOrEqual,
-                        (CmpOp::Lt, true) => IntCC::UnsignedLessThan,
-                        (CmpOp::Le, true) => IntCC::UnsignedLessThanOrEqual,
-                        (CmpOp::Gt, true) => IntCC::UnsignedGreaterThan,
-                        (CmpOp::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
-                    };
-                    self.b.ins().icmp(cc, a, b)
-                }
+                self.compare(*k, s, a, b)
             }
             OpKind::Un(k) => {
                 let a = self.val(op.args[0]);
@@ -252,6 +227,36 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         self.bind(op.results[0], v);
         Ok(())
+    }
+
+    /// `a k b` for operands of element type `s`: a `bool` for scalars, the mask of the lanes
+    /// where it holds for vectors (`vmap.rs`).
+    pub(crate) fn compare(&mut self, k: CmpOp, s: Scalar, a: ir::Value, b: ir::Value) -> ir::Value {
+        if s.is_float() {
+            let cc = match k {
+                CmpOp::Eq => FloatCC::Equal,
+                CmpOp::Ne => FloatCC::NotEqual,
+                CmpOp::Lt => FloatCC::LessThan,
+                CmpOp::Le => FloatCC::LessThanOrEqual,
+                CmpOp::Gt => FloatCC::GreaterThan,
+                CmpOp::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            return self.b.ins().fcmp(cc, a, b);
+        }
+        let u = s == Scalar::U32 || s == Scalar::Bool;
+        let cc = match (k, u) {
+            (CmpOp::Eq, _) => IntCC::Equal,
+            (CmpOp::Ne, _) => IntCC::NotEqual,
+            (CmpOp::Lt, false) => IntCC::SignedLessThan,
+            (CmpOp::Le, false) => IntCC::SignedLessThanOrEqual,
+            (CmpOp::Gt, false) => IntCC::SignedGreaterThan,
+            (CmpOp::Ge, false) => IntCC::SignedGreaterThanOrEqual,
+            (CmpOp::Lt, true) => IntCC::UnsignedLessThan,
+            (CmpOp::Le, true) => IntCC::UnsignedLessThanOrEqual,
+            (CmpOp::Gt, true) => IntCC::UnsignedGreaterThan,
+            (CmpOp::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
+        };
+        self.b.ins().icmp(cc, a, b)
     }
 
     /// `a * b + c`, fused where the host has FMA (as on the GPU targets).

@@ -227,36 +227,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(())
     }
 
-    /// `a k b` on vectors: the mask of the lanes where it holds.
-    fn compare(&mut self, k: CmpOp, s: Scalar, a: ir::Value, b: ir::Value) -> ir::Value {
-        use cranelift_codegen::ir::condcodes::FloatCC;
-        if s.is_float() {
-            let cc = match k {
-                CmpOp::Eq => FloatCC::Equal,
-                CmpOp::Ne => FloatCC::NotEqual,
-                CmpOp::Lt => FloatCC::LessThan,
-                CmpOp::Le => FloatCC::LessThanOrEqual,
-                CmpOp::Gt => FloatCC::GreaterThan,
-                CmpOp::Ge => FloatCC::GreaterThanOrEqual,
-            };
-            return self.b.ins().fcmp(cc, a, b);
-        }
-        let u = s == Scalar::U32 || s == Scalar::Bool;
-        let cc = match (k, u) {
-            (CmpOp::Eq, _) => IntCC::Equal,
-            (CmpOp::Ne, _) => IntCC::NotEqual,
-            (CmpOp::Lt, false) => IntCC::SignedLessThan,
-            (CmpOp::Le, false) => IntCC::SignedLessThanOrEqual,
-            (CmpOp::Gt, false) => IntCC::SignedGreaterThan,
-            (CmpOp::Ge, false) => IntCC::SignedGreaterThanOrEqual,
-            (CmpOp::Lt, true) => IntCC::UnsignedLessThan,
-            (CmpOp::Le, true) => IntCC::UnsignedLessThanOrEqual,
-            (CmpOp::Gt, true) => IntCC::UnsignedGreaterThan,
-            (CmpOp::Ge, true) => IntCC::UnsignedGreaterThanOrEqual,
-        };
-        self.b.ins().icmp(cc, a, b)
-    }
-
     /// The casts [`vector_cast`] admits, on vectors.
     fn vector_cast(&mut self, from: Scalar, to: Scalar, a: ir::Value, bytes: u32) -> ir::Value {
         let tt = Self::lane_ty(to, bytes);

@@ -1,0 +1,20 @@
+# Sourced by the CPU benchmark scripts (bench/peers_cpu.sh, bench/ports_cpu.sh):
+# `bench_tilec` sets `tilec` to $TILEC, or builds target/release/tilec with the LLVM CPU
+# backend (LLVM 16: tools/install-deps.sh) and sets `tilec` to it, then prints the machine
+# and build lines every result table starts with.
+bench_tilec() {
+    if [ -n "${TILEC:-}" ]; then
+        tilec=$TILEC built="(given by TILEC)"
+    else
+        . tools/fix-dev-null.sh
+        fix_dev_null
+        export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
+        cargo build --release -j"${TILEC_JOBS:-2}" -p tilec --features ptx
+        tilec=target/release/tilec
+        built="(built from $(git describe --always --dirty 2>/dev/null || echo 'this tree'))"
+    fi
+    echo "date:   $(date -u +%Y-%m-%d)"
+    echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+    echo "tilec:  $tilec $built"
+    echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+}
