@@ -4,11 +4,10 @@
 //! take the scalar loop of `lower.rs`.
 //!
 //! Inside the region a `bool` is a lane mask of the region's width (all ones or zero).
-//! Arithmetic, comparisons, selects, `fma`, logic on masks and the `f32`/`i32` casts are vector
-//! instructions with the scalar semantics of `tilec_midend::scalar` (they are the same
-//! instructions as the scalar code's, per lane); every other op (the C library's `exp` and the
-//! other functions, integer division, the other casts) is computed lane by lane by the scalar
-//! lowering itself, so no result changes. A region whose values are not all of one width, a
+//! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts and the `f32`
+//! `exp` (`expf.rs`) are vector instructions with the scalar code's semantics (the same
+//! instructions, per lane); every other op (the C library's functions, integer division, the
+//! other casts) is computed lane by lane by the scalar lowering itself, so no result changes. A region whose values are not all of one width, a
 //! `bool` operand or result tile, and a region with nested regions (`guard-select`'s `if`s)
 //! keep the scalar loop.
 
