@@ -185,6 +185,15 @@ fn missing_arg() {
     insta::assert_snapshot!(snap);
 }
 
+/// A missing output array: the help names `--out`, which creates it.
+#[test]
+fn missing_output_arg() {
+    let t = Tmp::new("missing-output-arg");
+    let a = t.write("a.npy", &eye_f32(2, 4));
+    let snap = t.fail(&["run", &t.path("k.tile"), "--kernel", "scale", "--arg", &format!("A={a}"), "--arg", "s=2"]);
+    insta::assert_snapshot!(snap);
+}
+
 #[test]
 fn unknown_arg_name() {
     let t = Tmp::new("unknown-arg");

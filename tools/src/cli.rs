@@ -253,7 +253,19 @@ pub(crate) fn codegen_fail(
 }
 
 pub(crate) fn run_error(e: RunError) -> Fail {
-    Fail { diags: vec![Diagnostic::error(e.code(), e.to_string())], code: 2 }
+    let mut d = Diagnostic::error(e.code(), e.to_string());
+    if let RunError::MissingArg { name, ty, .. } = &e {
+        // How to give it on this command line (the message itself serves the Rust and Python
+        // APIs too).
+        d.help = Some(if ty.starts_with("mut ") {
+            format!("pass it with `--arg {name}=FILE.npy`, or name it with `--out {name}=FILE.npy` to start from zeros")
+        } else if ty.contains('[') {
+            format!("pass it with `--arg {name}=FILE.npy`")
+        } else {
+            format!("pass it with `--arg {name}=VALUE`")
+        });
+    }
+    Fail { diags: vec![d], code: 2 }
 }
 
 pub(crate) fn program(diags: Vec<Diagnostic>) -> Fail {
