@@ -33,24 +33,20 @@ struct ColMask<'ctx> {
 /// prefix of it (a branch per segment and per power of two); longer rows take masked stores.
 const PREFIX_STORE_SEGMENTS: usize = 16;
 
-/// Longest row of a strided access (or of a partial access of a type without masked moves)
-/// moved by unrolled code; longer rows are moved in a loop over their elements.
-const STRIDED_UNROLL: u32 = 16;
-
 /// One slice dimension of an access.
 #[derive(Clone, Copy)]
-struct SliceDim<'ctx> {
+pub(super) struct SliceDim<'ctx> {
     extent: u32,
-    start: IntValue<'ctx>,
-    dim: IntValue<'ctx>,
-    stride: IntValue<'ctx>,
+    pub(super) start: IntValue<'ctx>,
+    pub(super) dim: IntValue<'ctx>,
+    pub(super) stride: IntValue<'ctx>,
 }
 
 /// A checked array access: the element offset of the first element, whether the single
 /// (`At`) indices are in bounds, and the slice dimensions (rows, then columns).
-struct Access<'ctx> {
+pub(super) struct Access<'ctx> {
     ptr: PointerValue<'ctx>,
-    elem: Scalar,
+    pub(super) elem: Scalar,
     base: IntValue<'ctx>,
     at_ok: IntValue<'ctx>,
     slices: Vec<SliceDim<'ctx>>,
@@ -229,7 +225,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// `(rows, cols)` of the accessed tile and the (row, column) slice dimensions.
-    fn tile_dims(a: &Access<'ctx>) -> (Option<SliceDim<'ctx>>, SliceDim<'ctx>) {
+    pub(super) fn tile_dims(a: &Access<'ctx>) -> (Option<SliceDim<'ctx>>, SliceDim<'ctx>) {
         match a.slices.as_slice() {
             [r, c] => (Some(*r), *c),
             [c] => (None, *c),
@@ -251,7 +247,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// An address in the array that may lie outside it (no `inbounds`).
-    fn raw_ptr(&self, a: &Access<'ctx>, off: IntValue<'ctx>) -> Result<PointerValue<'ctx>, CodegenError> {
+    pub(super) fn raw_ptr(&self, a: &Access<'ctx>, off: IntValue<'ctx>) -> Result<PointerValue<'ctx>, CodegenError> {
         // SAFETY (LLVM semantics): a plain GEP is defined for any offset; it is dereferenced
         // only where the bounds check passed (masked-off lanes are not accessed).
         unsafe { self.b.build_gep(self.mem_ty(a.elem), a.ptr, &[off], "") }.map_err(be)
@@ -455,7 +451,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// A store, or an atomic add, of one element.
-    fn put(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>, atomic: bool) -> Result<(), CodegenError> {
+    pub(super) fn put(&self, p: PointerValue<'ctx>, s: Scalar, x: V<'ctx>, atomic: bool) -> Result<(), CodegenError> {
         if !atomic {
             return self.store_at(p, s, x);
         }
@@ -567,7 +563,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.each_row(0, rows, cols, tc, |g, row| {
                     let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
                     let (off, _) = g.row_at(a, r)?;
-                    if !a.contiguous && cols > STRIDED_UNROLL {
+                    if !a.contiguous && cols > super::strided::STRIDED_UNROLL {
                         return g.strided_load_row(a, (off, row, cols), dst, None, old);
                     }
                     for &(c0, len) in &segs {
@@ -598,7 +594,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.each_row(0, rows, cols, tc, |g, row| {
                     let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
                     let (off, row_ok) = g.row_at(a, r)?;
-                    if cols > STRIDED_UNROLL {
+                    if cols > super::strided::STRIDED_UNROLL {
                         return g.strided_load_row(a, (off, row, cols), dst, Some((row_ok, dummy)), old);
                     }
                     for &(c0, len) in &segs {
@@ -748,7 +744,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     Ok(())
                 });
             }
-            if (masked || !a.contiguous) && cols > STRIDED_UNROLL {
+            if (masked || !a.contiguous) && cols > super::strided::STRIDED_UNROLL {
                 let guard = masked.then_some(row_ok).zip(dummy);
                 return g.strided_store_row(a, (off, row, cols), src, guard, um_ptr);
             }
@@ -798,95 +794,6 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.each_row(0, rows, cols, tc, |g, row| put_row(g, row, true, Some(d), &masks))
             },
         )
-    }
-
-    /// Loads the `cols` elements of one row of an access element by element, in a loop over
-    /// the columns (`at`: the row's first element in the array, its first element in the tile,
-    /// `cols`) into the tile `dst`: for strided rows and the partial rows of types without
-    /// masked loads, whose code would otherwise grow with the row (a 64x64 strided copy took
-    /// 68 s to compile unrolled). With `guard` (the row's bound check and a harmless address),
-    /// an element outside the array is not read and takes `old`'s element, or zero.
-    fn strided_load_row(
-        &mut self,
-        a: &Access<'ctx>,
-        (off, row, cols): (IntValue<'ctx>, IntValue<'ctx>, u32),
-        dst: PointerValue<'ctx>,
-        guard: Option<(IntValue<'ctx>, PointerValue<'ctx>)>,
-        old: Option<PointerValue<'ctx>>,
-    ) -> Result<(), CodegenError> {
-        let (s, tc) = (a.elem, a.elem.compute());
-        let (_, cd) = Self::tile_dims(a);
-        let (lo, hi) = (self.i64c(0), self.i64c(cols as i64));
-        self.dyn_loop(lo, hi, |g, j| {
-            let (p, t, ok) = g.strided_elem(a, &cd, off, row, j, guard)?;
-            let x = g.load_at(p, s, 0)?;
-            let x = match ok {
-                Some(ok) => {
-                    let keep = match old {
-                        Some(o) => g.load_elem(o, tc, t)?,
-                        None => g.constant(tc, 0.0),
-                    };
-                    g.b.build_select(ok, x, keep, "").map_err(be)?
-                }
-                None => x,
-            };
-            g.store_elem(dst, tc, t, x)
-        })
-    }
-
-    /// Stores one row of the tile `src` to an access element by element, in a loop over the
-    /// columns (as [`Self::strided_load_row`]); with `guard`, elements outside the array, or
-    /// where the user's mask `um` is false, are not written.
-    fn strided_store_row(
-        &mut self,
-        a: &Access<'ctx>,
-        (off, row, cols): (IntValue<'ctx>, IntValue<'ctx>, u32),
-        src: PointerValue<'ctx>,
-        guard: Option<(IntValue<'ctx>, PointerValue<'ctx>)>,
-        um: Option<PointerValue<'ctx>>,
-    ) -> Result<(), CodegenError> {
-        let (s, tc) = (a.elem, a.elem.compute());
-        let (_, cd) = Self::tile_dims(a);
-        let (lo, hi) = (self.i64c(0), self.i64c(cols as i64));
-        self.dyn_loop(lo, hi, |g, j| {
-            let guard = match (guard, um) {
-                (Some((row_ok, d)), Some(m)) => {
-                    let t = g.b.build_int_add(row, j, "").map_err(be)?;
-                    let u = g.load_elem(m, Scalar::Bool, t)?.into_int_value();
-                    Some((g.b.build_and(row_ok, u, "").map_err(be)?, d))
-                }
-                (g, _) => g,
-            };
-            let (p, t, _) = g.strided_elem(a, &cd, off, row, j, guard)?;
-            let x = g.load_elem(src, tc, t)?;
-            g.put(p, s, x, false)
-        })
-    }
-
-    /// Element `j` of a row moved by [`Self::strided_load_row`] or [`Self::strided_store_row`]:
-    /// its address in the array (the harmless one where `guard` says it is outside), its
-    /// offset in the tile, and whether it is inside (with `guard`).
-    #[allow(clippy::type_complexity)]
-    fn strided_elem(
-        &self,
-        a: &Access<'ctx>,
-        cd: &SliceDim<'ctx>,
-        off: IntValue<'ctx>,
-        row: IntValue<'ctx>,
-        j: IntValue<'ctx>,
-        guard: Option<(IntValue<'ctx>, PointerValue<'ctx>)>,
-    ) -> Result<(PointerValue<'ctx>, IntValue<'ctx>, Option<IntValue<'ctx>>), CodegenError> {
-        let b = &self.b;
-        let o = b.build_int_mul(j, cd.stride, "").map_err(be)?;
-        let o = b.build_int_add(off, o, "").map_err(be)?;
-        let t = b.build_int_add(row, j, "").map_err(be)?;
-        let p = self.raw_ptr(a, o)?;
-        let Some((row_ok, dummy)) = guard else { return Ok((p, t, None)) };
-        let ci = b.build_int_add(cd.start, j, "").map_err(be)?;
-        let col_ok = b.build_int_compare(IntPredicate::ULT, ci, cd.dim, "").map_err(be)?;
-        let ok = b.build_and(row_ok, col_ok, "").map_err(be)?;
-        let p = b.build_select(ok, p, dummy, "").map_err(be)?.into_pointer_value();
-        Ok((p, t, Some(ok)))
     }
 
     /// Adds a tile to the array atomically, element by element, where in bounds.

@@ -27,12 +27,14 @@
 //! loads indexed by `program_id(0)` also prefetch the next program's tile (`memory.rs`,
 //! `prefetch_next`).
 
+mod blocks;
 mod control;
 mod factor;
 mod half;
 mod matmul;
 mod memory;
 mod scalar;
+mod strided;
 mod tile;
 
 use crate::{CodegenError, KernelFn};

@@ -55,6 +55,17 @@ pub(crate) fn segments(cols: u32, s: Scalar) -> Vec<(u32, u32)> {
     out
 }
 
+/// A `rows x cols` tile of `s` seen as rows of one 64-byte vector, when its elements fill whole
+/// vectors (element-wise operations on contiguous storage may loop over these); else unchanged.
+fn vector_rows((rows, cols): (u32, u32), s: Scalar) -> (u32, u32) {
+    let (n, w) = (rows * cols, width(s));
+    if n % w == 0 {
+        (n / w, w)
+    } else {
+        (rows, cols)
+    }
+}
+
 /// `(rows, cols)` of a tile type, a 1-D tile being one row.
 pub(crate) fn shape(t: &Type) -> (u32, u32) {
     match t {
@@ -258,8 +269,7 @@ impl<'ctx> Gen<'ctx, '_> {
     {
         // A long vector as rows of one 64-byte vector (the storage is contiguous and every
         // operand tile has `dst`'s shape), so that beyond `unroll` vectors it is a loop.
-        let w = width(s);
-        let (rows, cols) = if rows == 1 && cols > 64 && cols % w == 0 { (cols / w, w) } else { (rows, cols) };
+        let (rows, cols) = if rows == 1 && cols > 64 { vector_rows((rows, cols), s) } else { (rows, cols) };
         let segs = segments(cols, s);
         self.each_row_unrolled(0, rows, cols, s, unroll, |g, row| {
             for &(c0, len) in &segs {
@@ -340,8 +350,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     // The inline `exp` is about 30 instructions a vector: the tile as rows of
                     // one 64-byte vector, in a loop beyond 16 of them (a 4096-element tile's
                     // 256 unrolled `exp`s took 4 s to compile).
-                    let (n, w) = (rt.tile_len(), width(s));
-                    let flat = if n % w == 0 { (n / w, w) } else { sh };
+                    let flat = vector_rows(sh, s);
                     self.elementwise_unrolled(dst, flat, s, &ops, EXP_UNROLL_SEGMENTS, |g, a| g.unary(k, s, a[0]))?;
                 } else {
                     self.elementwise(dst, sh, s, &ops, |g, a| g.unary(k, s, a[0]))?;
@@ -873,74 +882,5 @@ impl<'ctx> Gen<'ctx, '_> {
             return self.store_elem(dst, s, idx, x);
         }
         self.guarded(ok, |g| g.store_elem(dst, s, idx, x))
-    }
-
-    /// `ExtractBlock`, `InsertBlock` and `Broadcast`: the runs of `crate::blocks::plan` (after
-    /// the tile an insert starts from), each one `memcpy`.
-    fn block_op(&mut self, op: &Op, s: Scalar) -> Result<(), CodegenError> {
-        let p = crate::blocks::plan(self.f, op).ok_or_else(|| err("a block or broadcast of a non-tile"))?;
-        let dst = self.new_tile(op.results[0])?;
-        if let Some(t) = p.prefill {
-            self.copy(dst, self.tile(t)?, self.f.ty(t).tile_len() * s.bytes())?;
-        }
-        let src = self.tile(p.src)?;
-        let es = s.bytes();
-        for k in p.copies {
-            let run = self.i64c((k.cols * es) as i64);
-            self.each_row(0, k.rows, 1, s, |g, r| {
-                let so = g.b.build_int_mul(r, g.i64c(k.src_stride as i64), "").map_err(be)?;
-                let so = g.add_off(so, k.src_off)?;
-                let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;
-                let dof = g.add_off(dof, k.dst_off)?;
-                if k.splat {
-                    // A column broadcast: the row's element repeated across the run.
-                    let x = g.load_elem(src, s, so)?;
-                    let v = g.splat(x, k.cols)?;
-                    return g.store_vec(dst, s, dof, v);
-                }
-                let (sp, dp) = (g.elem_ptr(src, s, so)?, g.elem_ptr(dst, s, dof)?);
-                g.b.build_memcpy(dp, es, sp, es, run).map_err(be)?;
-                Ok(())
-            })?;
-        }
-        Ok(())
-    }
-
-    /// `ExtractLine(d)` (zeros when the index is out of range) and `InsertLine(d)` (the tile,
-    /// then the line written where the index is in range): a row is one vector copy, a column
-    /// one element per row (`crate::blocks::line`).
-    fn line_op(&mut self, op: &Op, d: u8, s: Scalar) -> Result<(), CodegenError> {
-        let insert = matches!(op.kind, OpKind::InsertLine(_));
-        let t = self.f.ty(op.args[0]);
-        let (bytes, (rows, cols)) = (t.tile_len() * s.bytes(), shape(t));
-        let l = crate::blocks::line(rows, cols, d);
-        let src = self.tile(op.args[0])?;
-        let line = if insert { self.tile(op.args[2])? } else { self.new_tile(op.results[0])? };
-        let tile = if insert { self.new_tile(op.results[0])? } else { src };
-        if insert && tile != src {
-            self.copy(tile, src, bytes)?;
-        }
-        if !insert {
-            let zero = self.constant(s, 0.0);
-            self.elementwise(line, (1, l.len), s, &[Operand::Scalar(zero)], |_, a| Ok(a[0]))?;
-        }
-        let k = self.wide(self.val(op.args[1])?)?;
-        let ok = self.b.build_int_compare(inkwell::IntPredicate::ULT, k, self.i64c(l.lines as i64), "").map_err(be)?;
-        self.guarded(ok, |g| {
-            let first = g.b.build_int_mul(k, g.i64c(l.step as i64), "").map_err(be)?;
-            if l.stride == 1 {
-                let (at, run) = (g.elem_ptr(tile, s, first)?, g.i64c((l.len * s.bytes()) as i64));
-                let (dp, sp) = if insert { (at, line) } else { (line, at) };
-                g.b.build_memcpy(dp, s.bytes(), sp, s.bytes(), run).map_err(be)?;
-                return Ok(());
-            }
-            g.each_row(0, l.len, 1, s, |g, i| {
-                let ti = g.b.build_int_mul(i, g.i64c(l.stride as i64), "").map_err(be)?;
-                let ti = g.b.build_int_add(ti, first, "").map_err(be)?;
-                let (dp, di, sp, si) = if insert { (tile, ti, line, i) } else { (line, i, tile, ti) };
-                let x = g.load_elem(sp, s, si)?;
-                g.store_elem(dp, s, di, x)
-            })
-        })
     }
 }

@@ -1,0 +1,174 @@
+//! The examples' cases: every kernel of `examples/` on small inputs with partial tiles.
+
+use super::{case, example, lu_input, Case};
+use tilec_runtime::{random_spd, random_uniform};
+
+/// Every example.
+pub(crate) fn all() -> Vec<Case> {
+    let n = 20usize;
+    vec![
+        case(
+            example("cholesky.tile"),
+            "cholesky",
+            vec![
+                ("A", random_spd(2, n, 13), vec![2, n as u64, n as u64]),
+                ("L", vec![0.0; 2 * n * n], vec![2, n as u64, n as u64]),
+            ],
+            vec![("eps", 1e-9)],
+            vec!["L"],
+        ),
+        case(
+            example("trsm.tile"),
+            "whiten16",
+            vec![
+                ("A", random_spd(2, 16, 14), vec![2, 16, 16]),
+                ("X", random_uniform(2 * 20 * 16, 15), vec![2, 20, 16]),
+            ],
+            vec![("eps", 1e-9)],
+            vec!["X"],
+        ),
+        case(
+            example("potrs.tile"),
+            "spd_solve16",
+            vec![("A", random_spd(3, 16, 16), vec![3, 16, 16]), ("Y", random_uniform(3 * 16, 17), vec![3, 16])],
+            vec![("eps", 1e-9)],
+            vec!["Y"],
+        ),
+        case(
+            example("gemm.tile"),
+            "matmul16",
+            vec![
+                ("A", random_uniform(20 * 18, 18), vec![20, 18]),
+                ("B", random_uniform(18 * 19, 19), vec![18, 19]),
+                ("C", vec![0.0; 20 * 19], vec![20, 19]),
+            ],
+            vec![],
+            vec!["C"],
+        ),
+        case(
+            example("softmax.tile"),
+            "softmax64",
+            vec![("X", random_uniform(20 * 64, 20), vec![20, 64]), ("Y", vec![0.0; 20 * 64], vec![20, 64])],
+            vec![],
+            vec!["Y"],
+        ),
+        case(example("lu.tile"), "lu_batched", vec![("A", lu_input(3, 29), vec![3, 29, 29])], vec![], vec!["A"]),
+        case(
+            example("geqrf.tile"),
+            "geqrf_batched",
+            vec![("A", random_uniform(3 * 29 * 23, 74), vec![3, 29, 23]), ("Tau", vec![7.0; 3 * 23], vec![3, 23])],
+            vec![],
+            vec!["A", "Tau"],
+        ),
+        case(
+            example("rms_norm.tile"),
+            "rms_norm_fwd",
+            vec![
+                ("X", random_uniform(21 * 200, 75), vec![21, 200]),
+                ("W", random_uniform(200, 76), vec![200]),
+                ("Y", vec![0.0; 21 * 200], vec![21, 200]),
+                ("Rstd", vec![0.0; 21], vec![21]),
+            ],
+            vec![("eps", 1e-6)],
+            vec!["Y", "Rstd"],
+        ),
+        case(
+            example("rms_norm.tile"),
+            "rms_norm_bwd",
+            vec![
+                ("X", random_uniform(21 * 200, 77), vec![21, 200]),
+                ("DY", random_uniform(21 * 200, 78), vec![21, 200]),
+                ("W", random_uniform(200, 79), vec![200]),
+                ("Rstd", random_uniform(21, 80).iter().map(|v| v + 2.0).collect(), vec![21]),
+                ("DX", vec![0.0; 21 * 200], vec![21, 200]),
+                ("DW", vec![0.0; 200], vec![200]),
+            ],
+            vec![],
+            vec!["DX", "DW"],
+        ),
+        case(
+            example("swiglu.tile"),
+            "swiglu_fwd",
+            vec![
+                ("A", random_uniform(21 * 200, 81), vec![21, 200]),
+                ("B", random_uniform(21 * 200, 82), vec![21, 200]),
+                ("C", vec![0.0; 21 * 200], vec![21, 200]),
+            ],
+            vec![],
+            vec!["C"],
+        ),
+        case(
+            example("swiglu.tile"),
+            "swiglu_bwd",
+            vec![
+                ("DC", random_uniform(21 * 200, 83), vec![21, 200]),
+                ("A", random_uniform(21 * 200, 84), vec![21, 200]),
+                ("B", random_uniform(21 * 200, 85), vec![21, 200]),
+            ],
+            vec![],
+            vec!["A", "B"],
+        ),
+        case(
+            example("dropout.tile"),
+            "dropout",
+            vec![
+                ("X", random_uniform(3000, 86), vec![3000]),
+                ("R", random_uniform(3000, 87), vec![3000]),
+                ("Y", vec![7.0; 3000], vec![3000]),
+            ],
+            vec![("p", 0.25)],
+            vec!["Y"],
+        ),
+        Case {
+            int_arrays: vec![("P", vec![-1; 3 * 29], vec![3, 29])],
+            ..case(
+                example("getrf.tile"),
+                "getrf_batched",
+                vec![("A", random_uniform(3 * 29 * 29, 63), vec![3, 29, 29])],
+                vec![],
+                vec!["A", "P"],
+            )
+        },
+        case(
+            example("layer_norm.tile"),
+            "layer_norm64",
+            vec![
+                ("X", random_uniform(20 * 64, 23), vec![20, 64]),
+                ("G", random_uniform(64, 24), vec![64]),
+                ("Bt", random_uniform(64, 25), vec![64]),
+                ("Y", vec![0.0; 20 * 64], vec![20, 64]),
+            ],
+            vec![("eps", 1e-5)],
+            vec!["Y"],
+        ),
+        case(
+            example("attention.tile"),
+            "attention",
+            vec![
+                ("Q", random_uniform(2 * 29 * 16, 26), vec![2, 29, 16]),
+                ("K", random_uniform(2 * 29 * 16, 27), vec![2, 29, 16]),
+                ("V", random_uniform(2 * 29 * 16, 28), vec![2, 29, 16]),
+                ("O", vec![0.0; 2 * 29 * 16], vec![2, 29, 16]),
+            ],
+            vec![("scale", 0.25), ("causal", 1.0)],
+            vec!["O"],
+        ),
+        case(
+            example("causal_softmax.tile"),
+            "causal_softmax",
+            vec![
+                ("S", random_uniform(3 * 29 * 29, 22), vec![3, 29, 29]),
+                ("P", vec![0.0; 3 * 29 * 29], vec![3, 29, 29]),
+            ],
+            vec![],
+            vec!["P"],
+        ),
+        case(
+            example("colsum.tile"),
+            "colsum",
+            vec![("X", random_uniform(100 * 48, 21), vec![100, 48]), ("S", vec![0.0; 48], vec![48])],
+            vec![],
+            vec!["S"],
+        ),
+    ]
+}
