@@ -7,9 +7,11 @@
 //! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts and the `f32`
 //! `exp` (`expf.rs`) are vector instructions with the scalar code's semantics (the same
 //! instructions, per lane); every other op (the C library's functions, integer division, the
-//! other casts) is computed lane by lane by the scalar lowering itself, so no result changes. A region whose values are not all of one width, a
-//! `bool` operand or result tile, and a region with nested regions (`guard-select`'s `if`s)
-//! keep the scalar loop.
+//! other casts) is computed lane by lane by the scalar lowering itself, so no result changes.
+//! A `bool` operand tile (one byte per element, 0 or 1) is widened into mask lanes as it is
+//! loaded, and a `bool` result is stored back one byte per lane. A region whose values are not
+//! all of one width and a region with nested regions (`guard-select`'s `if`s) keep the scalar
+//! loop.
 
 use crate::lower::{Held, Lower};
 use crate::memory::flags;
@@ -31,11 +33,7 @@ pub(crate) fn lane_bytes(f: &tilec_midend::Function, op: &Op) -> Option<u32> {
         let b = s.bytes();
         (b == 4 || b == 8) && !s.is_half() && *width.get_or_insert(b) == b
     };
-    let io = op.args.iter().chain(&op.results).map(|v| f.ty(*v).elem());
-    if io.clone().any(|s| s == Scalar::Bool) {
-        return None;
-    }
-    for s in io {
+    for s in op.args.iter().chain(&op.results).map(|v| f.ty(*v).elem()) {
         if !same(s) {
             return None;
         }
@@ -128,21 +126,33 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         let srcs: Vec<(ir::Value, Scalar)> =
             op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
+        let rt = self.f.ty(op.results[0]).elem();
         let dst = self.tile_addr(op.results[0]);
         let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, chunks as i64));
         let mut res = Ok(());
         self.dyn_loop(lo, hi, |l, c| {
             let off = l.b.ins().imul_imm_s(c, 16);
+            let bool_off = l.b.ins().imul_imm_s(c, i64::from(lanes));
             for ((src, s), p) in srcs.iter().zip(&r.params) {
-                let a = l.b.ins().iadd(*src, off);
-                let x = l.b.ins().load(Self::lane_ty(*s, bytes), flags(), a, 0);
+                let x = if *s == Scalar::Bool {
+                    let a = l.b.ins().iadd(*src, bool_off);
+                    l.load_masks(a, bytes)
+                } else {
+                    let a = l.b.ins().iadd(*src, off);
+                    l.b.ins().load(Self::lane_ty(*s, bytes), flags(), a, 0)
+                };
                 l.bind(*p, x);
             }
             for o in &r.ops {
                 if o.kind == OpKind::Yield {
                     let y = l.val(o.args[0]);
-                    let d = l.b.ins().iadd(dst, off);
-                    l.b.ins().store(flags(), y, d, 0);
+                    if rt == Scalar::Bool {
+                        let d = l.b.ins().iadd(dst, bool_off);
+                        l.store_masks(y, d, bytes);
+                    } else {
+                        let d = l.b.ins().iadd(dst, off);
+                        l.b.ins().store(flags(), y, d, 0);
+                    }
                     continue;
                 }
                 if let Err(e) = l.vector_op(o, bytes) {
@@ -155,6 +165,30 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.rebind(v, h);
         }
         res.map(|()| chunks * lanes)
+    }
+
+    /// `16 / bytes` `bool` elements (bytes of 0 or 1) at `a` as one mask vector of
+    /// `bytes`-wide lanes: the bytes are loaded as one integer, zero-extended lane by lane and
+    /// negated (1 becomes all ones).
+    fn load_masks(&mut self, a: ir::Value, bytes: u32) -> ir::Value {
+        let (it, vt) = if bytes == 4 { (types::I32, types::I32X4) } else { (types::I16, types::I16X8) };
+        let x = self.b.ins().load(it, flags(), a, 0);
+        let x = self.b.ins().scalar_to_vector(vt, x);
+        let mut x = self.b.ins().bitcast(types::I8X16, little(), x);
+        let mask = Self::lane_ty(Scalar::Bool, bytes);
+        while self.b.func.dfg.value_type(x) != mask {
+            x = self.b.ins().uwiden_low(x);
+        }
+        self.b.ins().ineg(x)
+    }
+
+    /// Mask vector `m` (`bytes`-wide lanes) stored as `16 / bytes` `bool` bytes at `d`.
+    fn store_masks(&mut self, m: ir::Value, d: ir::Value, bytes: u32) {
+        for j in 0..16 / bytes {
+            let x = self.b.ins().extractlane(m, j as u8);
+            let x = self.b.ins().band_imm_u(x, 1);
+            self.b.ins().istore8(flags(), x, d, j as i32);
+        }
     }
 
     /// A `bool` scalar as a mask lane of `bytes` width (all ones or zero).

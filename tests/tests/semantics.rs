@@ -474,3 +474,74 @@ fn constant_operands_give_the_run_time_results() {
     assert_eq!(f[6], 0.0, "an f32 constant holds the f32 value, as the run-time division gives");
     assert_eq!((f[2].to_bits(), f[3].to_bits()), (0.0f64.to_bits(), (-0.0f64).to_bits()), "{f:?}");
 }
+
+/// Comparison masks kept as `bool` tiles and read by two element-wise ops (the CPU code
+/// generators load them as vector lane masks and store them back as bytes) give the scalar
+/// comparison's results: `A = where(x OP y, x, y)` and `B = where(x OP y, 1, 0)` against
+/// `tilec_midend::scalar::cmp` on every pair of edge values, both CPU backends and the SIMT
+/// form.
+#[test]
+fn shared_masks_follow_the_scalar_semantics() {
+    let ops = [
+        (CmpOp::Eq, "=="),
+        (CmpOp::Ne, "!="),
+        (CmpOp::Lt, "<"),
+        (CmpOp::Le, "<="),
+        (CmpOp::Gt, ">"),
+        (CmpOp::Ge, ">="),
+    ];
+    let mut backends = vec![CpuBackend::Cranelift];
+    if CpuBackend::Llvm.available() {
+        backends.push(CpuBackend::Llvm);
+    }
+    for s in [Scalar::F32, Scalar::F64, Scalar::I32] {
+        let (e, xs, ys) = inputs(s);
+        let mut params = vec![decl("X", s, e, false), decl("Y", s, e, false)];
+        let mut body = format!("    let x = X[0:{e}, 0:{e}];\n    let y = Y[0:{e}, 0:{e}];\n");
+        let mut args: HashMap<String, ArgValue> = HashMap::new();
+        args.extend(encode("X", s, &xs, e));
+        args.extend(encode("Y", s, &ys, e));
+        for (i, (_, text)) in ops.iter().enumerate() {
+            params.push(decl(&format!("A{i}"), s, e, true));
+            params.push(decl(&format!("B{i}"), Scalar::I32, e, true));
+            body.push_str(&format!(
+                "    let m{i} = x {text} y;\n    A{i}[0:{e}, 0:{e}] = where(m{i}, x, y);\n    B{i}[0:{e}, 0:{e}] = where(m{i}, 1, 0);\n"
+            ));
+            args.extend(encode(&format!("A{i}"), s, &vec![Const::Int(7, s); e * e], e));
+            args.extend(encode(&format!("B{i}"), Scalar::I32, &vec![Const::Int(7, Scalar::I32); e * e], e));
+        }
+        let text = format!("kernel masks({}) grid(1) {{\n{body}}}\n", params.join(", "));
+        let src = SourceSet::with_stdlib("masks.tile", text);
+        let check = |target: &str, get: &dyn Fn(&str) -> Vec<Const>| {
+            for (i, (op, text)) in ops.iter().enumerate() {
+                let (a, b) = (get(&format!("A{i}")), get(&format!("B{i}")));
+                for k in 0..e * e {
+                    let m = scalar::cmp(*op, xs[k], ys[k]);
+                    let want = if m { xs[k] } else { ys[k] };
+                    assert!(
+                        same(a[k], want, 0) && b[k].as_i64() == m as i64,
+                        "{target}, {}: x {text} y at x = {:?}, y = {:?}: got {:?} and {:?}, want {want:?} and {}",
+                        s.name(),
+                        xs[k],
+                        ys[k],
+                        a[k],
+                        b[k],
+                        m as i32
+                    );
+                }
+            }
+        };
+        for &be in &backends {
+            let runner = CpuRunner::with_backend(&src, "masks", &args, &HashMap::new(), be)
+                .unwrap_or_else(|d| panic!("does not compile: {d:?}"));
+            let (b, _) = runner.run(args.clone()).expect("runs");
+            check(&format!("CPU ({be:?})"), &|n| read(b.array(n).expect("output")));
+        }
+        let inst = Instances::One { kernel: "masks".into(), generics: HashMap::new() };
+        let m = compile(&src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module;
+        for lanes in [4, 32] {
+            let arrays = tilec_tests::run_simt(&m, &m.kernels[0], &args, lanes, [1, 1, 1]).expect("runs");
+            check(&format!("SIMT form at {lanes} lanes"), &|n| read(&arrays[n]));
+        }
+    }
+}
