@@ -252,6 +252,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(slow_b);
                 }
+                if same && matches!(mode, Xfer::Load | Xfer::Store) {
+                    // Contiguous in the array (a row, typically): the in-bounds run with
+                    // vector moves, then single elements.
+                    let unit = self.b.ins().icmp_imm_s(IntCC::Equal, stride, 1);
+                    let (run_b, elem_b) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(unit, run_b, &[], elem_b, &[]);
+                    self.b.switch_to_block(run_b);
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let ga = self.elem_addr(acc, zero);
+                    let (src, dst) = if mode == Xfer::Store { (tile, ga) } else { (ga, tile) };
+                    self.copy_run(dst, src, lo, hi, elem);
+                    self.b.ins().jump(done, &[]);
+                    self.b.switch_to_block(elem_b);
+                }
                 self.dyn_loop(lo, hi, |l, r| {
                     let off = l.b.ins().imul(r, stride);
                     let ga = l.elem_addr(acc, off);
