@@ -169,6 +169,51 @@ def workloads(rng):
            {"X": xd, "R": r, "p": "0.5"}, ["Y"], lambda o: rel(o["Y"], np.where(r > 0.5, xd.astype(np.float64) * 2, 0)),
            {"NumPy": lambda: np.where(r > np.float32(0.5), xd * np.float32(2), np.float32(0))})
 
+    # NPBench (Ziogas et al., SC'21): softmax at its paper's SM = 512 (N = 8, H = 16, as
+    # 65536 rows), gemver at its "L" size, syrk at its paper size. Their NumPy code as
+    # published, except syrk, whose published form is a Python loop over rows and columns
+    # (minutes): there the peer is NumPy's `A @ A.T` (BLAS syrk/gemm), the strongest form.
+    xs = rng.standard_normal((8 * 16 * 512, 512)).astype(np.float32)
+    xs64 = xs.astype(np.float64)
+    es = np.exp(xs64 - xs64.max(-1, keepdims=True))
+
+    def softmax_np():
+        tmp_max = np.max(xs, axis=-1, keepdims=True)
+        tmp_out = np.exp(xs - tmp_max)
+        return tmp_out / np.sum(tmp_out, axis=-1, keepdims=True)
+
+    yield ("softmax (NPBench), 65536 x 512 f32", "examples/softmax_rows.tile", "softmax_rows",
+           {"X": xs}, ["Y"], lambda o: rel(o["Y"], es / es.sum(-1, keepdims=True)), {"NumPy (NPBench)": softmax_np})
+
+    nv = 4000
+    ga = rng.uniform(0, 1, (nv, nv)).astype(np.float32)
+    u1, v1, u2, v2, xv, yv, zv, wv = (rng.uniform(0, 1, nv).astype(np.float32) for _ in range(8))
+    alpha, beta = np.float32(1.5), np.float32(1.2)
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    ga2 = ga + np.outer(u1, v1) + np.outer(u2, v2)  # the f32 inputs of the later steps
+    ga2_64 = f(ga) + np.outer(f(u1), f(v1)) + np.outer(f(u2), f(v2))
+    xv2 = (xv + beta * yv @ ga2 + zv).astype(np.float32)
+    yield ("gemver 1: A += u1 v1^T + u2 v2^T (NPBench), 4000 x 4000 f32", "examples/gemver.tile", "gemver_rank2",
+           {"A": ga, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, ["A"], lambda o: rel(o["A"], ga2_64),
+           {"NumPy (NPBench)": lambda: ga.copy().__iadd__(np.outer(u1, v1) + np.outer(u2, v2))})
+    yield ("gemver 2: x += beta A^T y + z (NPBench)", "examples/gemver.tile", "gemver_atx",
+           {"A": ga2, "X": xv, "Y": yv, "Z": zv, "beta": "1.2"}, ["X"],
+           lambda o: rel(o["X"], f(xv) + 1.2 * f(yv) @ f(ga2) + f(zv)),
+           {"NumPy (NPBench)": lambda: xv + beta * yv @ ga2 + zv})
+    yield ("gemver 3: w += alpha A x (NPBench)", "examples/gemver.tile", "gemver_ax",
+           {"A": ga2, "X": xv2, "W": wv, "alpha": "1.5"}, ["W"],
+           lambda o: rel(o["W"], f(wv) + 1.5 * f(ga2) @ f(xv2)),
+           {"NumPy (NPBench)": lambda: wv + alpha * ga2 @ xv2, "NumPy, A @ x first": lambda: wv + alpha * (ga2 @ xv2)})
+
+    ns, ks = 1200, 1000
+    sc = rng.uniform(0, 1, (ns, ns)).astype(np.float32)
+    sa = rng.uniform(0, 1, (ns, ks)).astype(np.float32)
+    low = np.tril(np.ones((ns, ns), bool))
+    syrk_ref = np.where(low, 1.5 * f(sa) @ f(sa).T + 1.2 * f(sc), f(sc))
+    yield ("syrk (NPBench), C 1200 x 1200, A 1200 x 1000 f32", "examples/syrk.tile", "syrk",
+           {"C": sc, "A": sa, "alpha": "1.5", "beta": "1.2"}, ["C"], lambda o: rel(o["C"], syrk_ref),
+           {"NumPy A @ A.T, lower": lambda: np.where(low, alpha * (sa @ sa.T) + beta * sc, sc)})
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,11 +221,14 @@ def main():
     ap.add_argument("--before", help="an earlier tilec build, timed beside it")
     ap.add_argument("--backends", default="cranelift,llvm")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--only", help="run only the workloads whose names contain one of these comma-separated words")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
     rows = []
     builds = [("tilec", args.tilec)] + ([("before", args.before)] if args.before else [])
     for name, src, kernel, arrays, outs, check, peers in workloads(rng):
+        if args.only and not any(w in name for w in args.only.split(",")):
+            continue
         times = {}
         for label, exe in builds:
             for be in args.backends.split(","):

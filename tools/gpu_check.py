@@ -392,6 +392,44 @@ def case_ex_dropout(rng, dt, n):
                 arrays={"X": x, "R": r, "Y": np.zeros_like(x)}, scalars={"p": "0.25"}, out="Y", ref=ref)
 
 
+def case_ex_softmax_rows(rng, dt, n):
+    x = (rng.standard_normal((n, 200)) * 5 - 100 * (np.arange(n) % 3)[:, None]).astype(dt)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(1, keepdims=True))
+    return dict(src=example("softmax_rows.tile"), kernel="softmax_rows",
+                arrays={"X": x, "Y": np.zeros_like(x)}, scalars={}, out="Y", ref=e / e.sum(1, keepdims=True))
+
+
+def case_ex_gemver_rank2(rng, dt, n):
+    a, u1, v1, u2, v2 = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(4))
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    ref = f(a) + np.outer(f(u1), f(v1)) + np.outer(f(u2), f(v2))
+    return dict(src=example("gemver.tile"), kernel="gemver_rank2",
+                arrays={"A": a, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, scalars={}, out="A", ref=ref)
+
+
+def case_ex_gemver_atx(rng, dt, n):
+    a, x, y, z = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(3))
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    return dict(src=example("gemver.tile"), kernel="gemver_atx", arrays={"A": a, "X": x, "Y": y, "Z": z},
+                scalars={"beta": "1.25"}, out="X", ref=f(x) + 1.25 * f(y) @ f(a) + f(z))
+
+
+def case_ex_gemver_ax(rng, dt, n):
+    a, x, w = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(2))
+    f = lambda t: t.astype(np.float64)  # noqa: E731
+    return dict(src=example("gemver.tile"), kernel="gemver_ax", arrays={"A": a, "X": x, "W": w},
+                scalars={"alpha": "1.5"}, out="W", ref=f(w) + 1.5 * f(a) @ f(x))
+
+
+def case_ex_syrk(rng, dt, n):
+    c, a = rng.uniform(0, 1, (n, n)).astype(dt), rng.uniform(0, 1, (n, 37)).astype(dt)
+    c64, a64 = c.astype(np.float64), a.astype(np.float64)
+    ref = np.where(np.tril(np.ones((n, n), bool)), 1.5 * a64 @ a64.T - 0.75 * c64, c64)
+    return dict(src=example("syrk.tile"), kernel="syrk", arrays={"C": c, "A": a},
+                scalars={"alpha": "1.5", "beta": "-0.75"}, out="C", ref=ref)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -407,7 +445,10 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/lu_batched", case_ex_lu_batched), ("examples/getrf_batched", case_ex_getrf_batched),
           ("examples/geqrf_batched", case_ex_geqrf_batched), ("examples/rms_norm_fwd", case_ex_rms_norm_fwd),
           ("examples/rms_norm_bwd", case_ex_rms_norm_bwd), ("examples/swiglu_fwd", case_ex_swiglu_fwd),
-          ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout)]
+          ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout),
+          ("examples/softmax_rows", case_ex_softmax_rows), ("examples/gemver_rank2", case_ex_gemver_rank2),
+          ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
+          ("examples/syrk", case_ex_syrk)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

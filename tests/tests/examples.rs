@@ -14,6 +14,7 @@ const RUN: &[&str] = &[
     "colsum.tile",
     "dropout.tile",
     "gemm.tile",
+    "gemver.tile",
     "geqrf.tile",
     "getrf.tile",
     "layer_norm.tile",
@@ -21,7 +22,9 @@ const RUN: &[&str] = &[
     "potrs.tile",
     "rms_norm.tile",
     "softmax.tile",
+    "softmax_rows.tile",
     "swiglu.tile",
+    "syrk.tile",
     "trsm.tile",
 ];
 
@@ -41,8 +44,22 @@ fn run(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, out: &str) -> Vec<
 
 /// Runs `kernel` of `file` once and returns the named output arrays as f64.
 fn run_outs(file: &str, kernel: &str, args: Vec<(&str, ArgValue)>, outs: &[&str]) -> Vec<Vec<f64>> {
+    run_with(file, kernel, args, &[], outs)
+}
+
+/// Runs `kernel` of `file` once with the const generic parameters `fixed` and returns the named
+/// output arrays as f64.
+fn run_with(
+    file: &str,
+    kernel: &str,
+    args: Vec<(&str, ArgValue)>,
+    fixed: &[(&str, i64)],
+    outs: &[&str],
+) -> Vec<Vec<f64>> {
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let runner = tilec_tests::cpu_runner(&source(file), kernel, &args, &HashMap::new()).expect("compiles");
+    let fixed: HashMap<String, tilec_frontend::GenericArg> =
+        fixed.iter().map(|&(n, v)| (n.to_string(), tilec_frontend::GenericArg::Const(v))).collect();
+    let runner = tilec_tests::cpu_runner(&source(file), kernel, &args, &fixed).expect("compiles");
     let (bound, _) = runner.run(args).expect("runs");
     outs.iter().map(|o| bound.array(o).unwrap().to_f64_vec()).collect()
 }
@@ -614,6 +631,138 @@ fn colsum_example_adds_atomically_across_programs() {
         for c in 0..48 {
             let want: f64 = (0..m).map(|r| x[r * 48 + c]).sum();
             assert!((got[c] - want).abs() <= tol(elem) * m as f64, "{elem:?} column {c}: {} vs {want}", got[c]);
+        }
+    }
+}
+
+/// NPBench's softmax on 37 rows of 200 (the padding to 512 masked out of the max and the sum),
+/// rows shifted down by up to 200 so that a zero from the padding would be the largest element
+/// (and every exponential of a real element would underflow), against f64.
+#[test]
+fn softmax_rows_example_masks_the_padding() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (m, n) = (37usize, 200usize);
+        let x: Vec<f64> =
+            random_uniform(m * n, 88).iter().enumerate().map(|(e, v)| v * 5.0 - 100.0 * ((e / n) % 3) as f64).collect();
+        let x = rounded(elem, &x);
+        let sh = [m as u64, n as u64];
+        let y = run(
+            "softmax_rows.tile",
+            "softmax_rows",
+            vec![("X", arr(elem, &x, &sh)), ("Y", arr(elem, &vec![7.0; m * n], &sh))],
+            "Y",
+        );
+        for r in 0..m {
+            let row = &x[r * n..(r + 1) * n];
+            let mx = row.iter().copied().fold(f64::MIN, f64::max);
+            let s: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+            for c in 0..n {
+                let want = (row[c] - mx).exp() / s;
+                let got = y[r * n + c];
+                assert!((got - want).abs() <= tol(elem) * want.max(1e-3), "{elem:?} ({r}, {c}): {got} vs {want}");
+            }
+        }
+    }
+}
+
+/// NPBench's gemver at N = 75 (partial blocks everywhere): the three kernels in turn, each
+/// against f64 from the previous kernel's output.
+#[test]
+fn gemver_example_matches_reference() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let n = 75usize;
+        let (nu, sq) = ([n as u64], [n as u64, n as u64]);
+        let vecs: Vec<Vec<f64>> = (0..7).map(|k| rounded(elem, &random_uniform(n, 90 + k))).collect();
+        let (u1, v1, u2, v2, x, y, z) = (&vecs[0], &vecs[1], &vecs[2], &vecs[3], &vecs[4], &vecs[5], &vecs[6]);
+        let w = rounded(elem, &random_uniform(n, 97));
+        let a = rounded(elem, &random_uniform(n * n, 98));
+        let (alpha, beta) = (1.5, 1.25);
+        let a2 = run(
+            "gemver.tile",
+            "gemver_rank2",
+            vec![
+                ("A", arr(elem, &a, &sq)),
+                ("U1", arr(elem, u1, &nu)),
+                ("V1", arr(elem, v1, &nu)),
+                ("U2", arr(elem, u2, &nu)),
+                ("V2", arr(elem, v2, &nu)),
+            ],
+            "A",
+        );
+        let want: Vec<f64> = (0..n * n).map(|e| a[e] + u1[e / n] * v1[e % n] + u2[e / n] * v2[e % n]).collect();
+        assert!(normwise(&a2, &want) <= tol(elem), "{elem:?} A");
+        let x2 = run(
+            "gemver.tile",
+            "gemver_atx",
+            vec![
+                ("A", arr(elem, &a2, &sq)),
+                ("X", arr(elem, x, &nu)),
+                ("Y", arr(elem, y, &nu)),
+                ("Z", arr(elem, z, &nu)),
+                ("beta", ArgValue::Scalar(Const::Float(beta, elem))),
+            ],
+            "X",
+        );
+        let want: Vec<f64> =
+            (0..n).map(|j| x[j] + beta * (0..n).map(|i| a2[i * n + j] * y[i]).sum::<f64>() + z[j]).collect();
+        assert!(normwise(&x2, &want) <= tol(elem), "{elem:?} x");
+        let w2 = run(
+            "gemver.tile",
+            "gemver_ax",
+            vec![
+                ("A", arr(elem, &a2, &sq)),
+                ("X", arr(elem, &x2, &nu)),
+                ("W", arr(elem, &w, &nu)),
+                ("alpha", ArgValue::Scalar(Const::Float(alpha, elem))),
+            ],
+            "W",
+        );
+        let want: Vec<f64> =
+            (0..n).map(|i| w[i] + alpha * (0..n).map(|j| a2[i * n + j] * x2[j]).sum::<f64>()).collect();
+        assert!(normwise(&w2, &want) <= tol(elem), "{elem:?} w");
+    }
+}
+
+/// NPBench's syrk (BLAS syrk('L', 'N')) with C 75 x 75 and A 75 x 50, at the default block
+/// of 32 and at 64: the lower triangle against f64, the strict upper triangle exactly as given.
+#[test]
+fn syrk_example_updates_the_lower_triangle() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (n, k) = (75usize, 50usize);
+        let c = rounded(elem, &random_uniform(n * n, 99));
+        let a = rounded(elem, &random_uniform(n * k, 100));
+        let (alpha, beta) = (1.5, -0.75);
+        for bs in [32, 64] {
+            let got = run_with(
+                "syrk.tile",
+                "syrk",
+                vec![
+                    ("C", arr(elem, &c, &[n as u64, n as u64])),
+                    ("A", arr(elem, &a, &[n as u64, k as u64])),
+                    ("alpha", ArgValue::Scalar(Const::Float(alpha, elem))),
+                    ("beta", ArgValue::Scalar(Const::Float(beta, elem))),
+                ],
+                &[("BS", bs)],
+                &["C"],
+            )
+            .remove(0);
+            let mut want = c.clone();
+            for i in 0..n {
+                for j in 0..=i {
+                    let dot: f64 = (0..k).map(|q| a[i * k + q] * a[j * k + q]).sum();
+                    want[i * n + j] = alpha * dot + beta * c[i * n + j];
+                }
+            }
+            assert!(normwise(&got, &want) <= tol(elem), "{elem:?} BS = {bs}");
+            for i in 0..n {
+                for j in i + 1..n {
+                    assert_eq!(
+                        got[i * n + j],
+                        c[i * n + j],
+                        "{elem:?} BS = {bs}: C[{i}, {j}] above the diagonal changed"
+                    );
+                }
+            }
         }
     }
 }

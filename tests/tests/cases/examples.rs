@@ -119,6 +119,59 @@ pub(crate) fn all() -> Vec<Case> {
             vec![("p", 0.25)],
             vec!["Y"],
         ),
+        case(
+            example("softmax_rows.tile"),
+            "softmax_rows",
+            vec![
+                ("X", random_uniform(21 * 200, 101).iter().map(|v| v * 5.0).collect(), vec![21, 200]),
+                ("Y", vec![7.0; 21 * 200], vec![21, 200]),
+            ],
+            vec![],
+            vec!["Y"],
+        ),
+        case(
+            example("gemver.tile"),
+            "gemver_rank2",
+            vec![
+                ("A", random_uniform(45 * 45, 102), vec![45, 45]),
+                ("U1", random_uniform(45, 103), vec![45]),
+                ("V1", random_uniform(45, 104), vec![45]),
+                ("U2", random_uniform(45, 105), vec![45]),
+                ("V2", random_uniform(45, 106), vec![45]),
+            ],
+            vec![],
+            vec!["A"],
+        ),
+        case(
+            example("gemver.tile"),
+            "gemver_atx",
+            vec![
+                ("A", random_uniform(45 * 45, 107), vec![45, 45]),
+                ("X", random_uniform(45, 108), vec![45]),
+                ("Y", random_uniform(45, 109), vec![45]),
+                ("Z", random_uniform(45, 110), vec![45]),
+            ],
+            vec![("beta", 1.25)],
+            vec!["X"],
+        ),
+        case(
+            example("gemver.tile"),
+            "gemver_ax",
+            vec![
+                ("A", random_uniform(45 * 45, 111), vec![45, 45]),
+                ("X", random_uniform(45, 112), vec![45]),
+                ("W", random_uniform(45, 113), vec![45]),
+            ],
+            vec![("alpha", 1.5)],
+            vec!["W"],
+        ),
+        case(
+            example("syrk.tile"),
+            "syrk",
+            vec![("C", random_uniform(45 * 45, 114), vec![45, 45]), ("A", random_uniform(45 * 37, 115), vec![45, 37])],
+            vec![("alpha", 1.5), ("beta", -0.75)],
+            vec!["C"],
+        ),
         Case {
             int_arrays: vec![("P", vec![-1; 3 * 29], vec![3, 29])],
             ..case(
