@@ -17,7 +17,8 @@ pub const PASSES: &[Pass] = &[
     Pass { name: "const-fold", summary: "evaluate scalar operations on constants", run: crate::fold::run },
     Pass {
         name: "fuse-maps",
-        summary: "merge chains of element-wise maps and maps of filled tiles into one map",
+        summary:
+            "merge chains of element-wise maps (and of large tiles' arithmetic) and maps of filled tiles into one map",
         run: crate::mapfuse::run,
     },
     Pass {

@@ -389,7 +389,8 @@ fn exp2_log2_and_rsqrt() {
 /// lowered on vectors by Cranelift, the functions and integer division lane by lane) give
 /// the bits of the same expressions on scalars, on edge values: zeros of both signs,
 /// infinities, NaN, values beyond the `i32` range, integer limits; over 7x9 tiles (vectors
-/// and a remainder of elements).
+/// and a remainder of elements) and 33x35 tiles (from 1024 elements on, `fuse-maps` also
+/// fuses the tile arithmetic around the maps: `exp(min(x, 3.0)) * .. + ..` is one map).
 #[test]
 fn fused_maps_match_the_scalar_code_bit_for_bit() {
     let float_exprs = [
@@ -411,33 +412,35 @@ fn fused_maps_match_the_scalar_code_bit_for_bit() {
         (Scalar::F64, &float_exprs[..], &floats[..]),
         (Scalar::I32, &int_exprs[..], &ints[..]),
     ] {
-        let (r, c) = (7usize, 9usize);
-        let t = elem.name();
-        let mut body = format!("    let x = X[0:{r}, 0:{c}];\n    let y = Y[0:{r}, 0:{c}];\n");
-        for (k, e) in exprs.iter().enumerate() {
-            let e = e.replace(" as T", &format!(" as {t}"));
-            body.push_str(&format!("    O{k}[0:{r}, 0:{c}] = {e};\n"));
-            body.push_str(&format!(
+        for (r, c) in [(7usize, 9usize), (33, 35)] {
+            let t = elem.name();
+            let mut body = format!("    let x = X[0:{r}, 0:{c}];\n    let y = Y[0:{r}, 0:{c}];\n");
+            for (k, e) in exprs.iter().enumerate() {
+                let e = e.replace(" as T", &format!(" as {t}"));
+                body.push_str(&format!("    O{k}[0:{r}, 0:{c}] = {e};\n"));
+                body.push_str(&format!(
                 "    for i in 0..{r} {{\n        for j in 0..{c} {{\n            let x = X[i, j];\n            let y = Y[i, j];\n            S{k}[i, j] = {e};\n        }}\n    }}\n"
             ));
-        }
-        let outs: Vec<String> = (0..exprs.len()).flat_map(|k| [format!("O{k}"), format!("S{k}")]).collect();
-        let params: Vec<String> = outs.iter().map(|o| format!("{o}: mut {t}[{r}, {c}]")).collect();
-        let src = format!("kernel k(X: {t}[{r}, {c}], Y: {t}[{r}, {c}], {}) grid(1) {{\n{body}}}\n", params.join(", "));
-        let n = vals.len();
-        let xs: Vec<f64> = (0..r * c).map(|k| vals[k % n]).collect();
-        let ys: Vec<f64> = (0..r * c).map(|k| vals[(k / n + k * 5) % n]).collect();
-        let mut args = vec![("X", arr(elem, &xs, &[r, c])), ("Y", arr(elem, &ys, &[r, c]))];
-        let names: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
-        for o in &names {
-            args.push((o, sentinel(elem, &[r, c])));
-        }
-        let b = run(&src, "k", args);
-        for (k, expr) in exprs.iter().enumerate() {
-            let (tile, scalar) = (out(&b, &format!("O{k}")), out(&b, &format!("S{k}")));
-            for (e, (g, w)) in tile.iter().zip(&scalar).enumerate() {
-                let same = (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits();
-                assert!(same, "{elem:?} `{expr}` at ({}, {}): tile {g}, scalar {w}\n{src}", xs[e], ys[e]);
+            }
+            let outs: Vec<String> = (0..exprs.len()).flat_map(|k| [format!("O{k}"), format!("S{k}")]).collect();
+            let params: Vec<String> = outs.iter().map(|o| format!("{o}: mut {t}[{r}, {c}]")).collect();
+            let src =
+                format!("kernel k(X: {t}[{r}, {c}], Y: {t}[{r}, {c}], {}) grid(1) {{\n{body}}}\n", params.join(", "));
+            let n = vals.len();
+            let xs: Vec<f64> = (0..r * c).map(|k| vals[k % n]).collect();
+            let ys: Vec<f64> = (0..r * c).map(|k| vals[(k / n + k * 5) % n]).collect();
+            let mut args = vec![("X", arr(elem, &xs, &[r, c])), ("Y", arr(elem, &ys, &[r, c]))];
+            let names: Vec<&str> = outs.iter().map(|s| s.as_str()).collect();
+            for o in &names {
+                args.push((o, sentinel(elem, &[r, c])));
+            }
+            let b = run(&src, "k", args);
+            for (k, expr) in exprs.iter().enumerate() {
+                let (tile, scalar) = (out(&b, &format!("O{k}")), out(&b, &format!("S{k}")));
+                for (e, (g, w)) in tile.iter().zip(&scalar).enumerate() {
+                    let same = (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits();
+                    assert!(same, "{elem:?} `{expr}` at ({}, {}): tile {g}, scalar {w}\n{src}", xs[e], ys[e]);
+                }
             }
         }
     }
