@@ -175,6 +175,35 @@ def workloads(rng):
            {"X": xd, "R": r, "p": "0.5"}, ["Y"], lambda o: rel(o["Y"], np.where(r > 0.5, xd.astype(np.float64) * 2, 0)),
            {"NumPy": lambda: np.where(r > np.float32(0.5), xd * np.float32(2), np.float32(0))})
 
+    # Liger-Kernel's cross-entropy (the issue's 32000 vocabulary) and Mamba-2's chunked cumsum.
+    mc, vc = 512, 32000
+    xc = (rng.standard_normal((mc, vc)) * 3).astype(np.float32)
+    yc = rng.integers(0, vc, mc).astype(np.int32)
+    xc64 = xc.astype(np.float64)
+    mx = xc64.max(1, keepdims=True)
+    lse64 = mx[:, 0] + np.log(np.exp(xc64 - mx).sum(1))
+    grad64 = np.exp(xc64 - lse64[:, None])
+    grad64[np.arange(mc), yc] -= 1
+    grad64 /= mc
+    loss64 = lse64 - xc64[np.arange(mc), yc]
+
+    def ce_np():
+        m = xc.max(1, keepdims=True)
+        e = np.exp(xc - m)
+        s = e.sum(1, keepdims=True)
+        loss = (m + np.log(s))[:, 0] - xc[np.arange(mc), yc]
+        g = e / s
+        g[np.arange(mc), yc] -= 1
+        return loss, g / np.float32(mc)
+
+    yield ("cross-entropy forward + gradient (Liger), 512 x 32000 f32", "bench/ports/cross_entropy.tile",
+           "cross_entropy", {"X": xc, "Y": yc, "Loss": np.zeros(mc, np.float32)}, ["X", "Loss"],
+           lambda o: max(rel(o["X"] * mc, grad64 * mc), rel(o["Loss"], loss64)), {"NumPy": ce_np})
+    xk = rng.standard_normal((16384, 256)).astype(np.float32)
+    yield ("chunked cumsum (Mamba-2), 16384 chunks of 256 f32", "bench/ports/cumsum.tile", "chunk_cumsum",
+           {"X": xk, "Y": np.zeros_like(xk)}, ["Y"], lambda o: rel(o["Y"], np.cumsum(xk.astype(np.float64), 1)),
+           {"NumPy cumsum": lambda: np.cumsum(xk, 1)})
+
     # NPBench (Ziogas et al., SC'21): softmax at its paper's SM = 512 (N = 8, H = 16, as
     # 65536 rows), gemver at its "L" size, syrk at its paper size. Their NumPy code as
     # published, except syrk, whose published form is a Python loop over rows and columns
