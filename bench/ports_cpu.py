@@ -204,6 +204,47 @@ def workloads(rng):
            {"X": xk, "Y": np.zeros_like(xk)}, ["Y"], lambda o: rel(o["Y"], np.cumsum(xk.astype(np.float64), 1)),
            {"NumPy cumsum": lambda: np.cumsum(xk, 1)})
 
+    # Triton tutorial 05's layer-norm backward at the issue's 4096 x 4096, and top-k of rows.
+    ml = nl = 4096
+    xl = rng.standard_normal((ml, nl)).astype(np.float32)
+    dyl = rng.standard_normal((ml, nl)).astype(np.float32)
+    wl = rng.standard_normal(nl).astype(np.float32)
+    mean = xl.mean(1, dtype=np.float64).astype(np.float32)
+    rstdl = (1 / np.sqrt(xl.var(1, dtype=np.float64) + 1e-5)).astype(np.float32)
+    f64 = lambda t: t.astype(np.float64)  # noqa: E731
+    xhat64 = (f64(xl) - f64(mean)[:, None]) * f64(rstdl)[:, None]
+    wdy64 = f64(wl) * f64(dyl)
+    c1 = (xhat64 * wdy64).mean(1, keepdims=True)
+    c2 = wdy64.mean(1, keepdims=True)
+    dx64 = (wdy64 - (xhat64 * c1 + c2)) * f64(rstdl)[:, None]
+    dw64 = (f64(dyl) * xhat64).sum(0)
+
+    def lnb_np():
+        xhat = (xl - mean[:, None]) * rstdl[:, None]
+        wdy = wl * dyl
+        a = (xhat * wdy).mean(1, keepdims=True)
+        b = wdy.mean(1, keepdims=True)
+        return (wdy - (xhat * a + b)) * rstdl[:, None], (dyl * xhat).sum(0), dyl.sum(0)
+
+    yield ("layer-norm backward (Triton tutorial 05), 4096 x 4096 f32", "bench/ports/layer_norm_bwd.tile",
+           "layer_norm_bwd", {"X": xl, "DY": dyl, "W": wl, "Mean": mean, "Rstd": rstdl,
+                              "DW": np.zeros(nl, np.float32), "DB": np.zeros(nl, np.float32)}, ["DX", "DW"],
+           lambda o: max(rel(o["DX"], dx64), rel(o["DW"], dw64)), {"NumPy": lnb_np})
+    xt = rng.standard_normal((65536, 128)).astype(np.float32)
+    top_idx = np.argsort(-xt, axis=1, kind="stable")[:, :6]
+    top_vals = np.take_along_axis(xt, top_idx, 1)
+
+    def topk_np():
+        part = np.argpartition(-xt, 6, axis=1)[:, :6]
+        v = np.take_along_axis(xt, part, 1)
+        order = np.argsort(-v, axis=1, kind="stable")
+        return np.take_along_axis(v, order, 1), np.take_along_axis(part, order, 1)
+
+    yield ("top-k of rows (k = 6), 65536 x 128 f32", "bench/ports/topk.tile", "topk",
+           {"X": xt, "Vals": np.zeros((65536, 6), np.float32), "Idx": np.zeros((65536, 6), np.int32)},
+           ["Vals", "Idx"], lambda o: float("inf") if (o["Idx"] != top_idx).any() else rel(o["Vals"], top_vals),
+           {"NumPy argpartition + sort": topk_np})
+
     # NPBench (Ziogas et al., SC'21): softmax at its paper's SM = 512 (N = 8, H = 16, as
     # 65536 rows), gemver at its "L" size, syrk at its paper size. Their NumPy code as
     # published, except syrk, whose published form is a Python loop over rows and columns

@@ -3,6 +3,7 @@
 //! const-fold, fuse-maps, simplify; guard-select for the CPU backends, block-rank1 for
 //! the LLVM one) and a scalar evaluator for launch functions.
 
+pub mod cse;
 pub mod dims;
 pub mod eval;
 pub mod fold;

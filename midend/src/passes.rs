@@ -22,6 +22,11 @@ pub const PASSES: &[Pass] = &[
         run: crate::mapfuse::run,
     },
     Pass {
+        name: "cse",
+        summary: "compute an op that repeats an earlier one (same operands) once",
+        run: crate::cse::run,
+    },
+    Pass {
         name: "simplify",
         summary: "fuse t -/+ outer(u, v) into rank1 updates; remove dead code",
         run: crate::simplify::run,

@@ -117,7 +117,7 @@ enum Cmd {
         /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
-        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, simplify,
+        /// Print the Tile IR after this pass (inline, const-fold, fuse-maps, cse, simplify,
         /// guard-select; with `--backend llvm` also block-rank1).
         #[arg(long)]
         dump_after: Option<String>,
