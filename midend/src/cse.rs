@@ -7,12 +7,16 @@
 //! `argmax(x, 1)` next to `max_axis(x, 1)` (both a `reduce.max.1` of `x`), or the same
 //! `iota` built twice, are computed once (`bench/ports/topk.tile`). The same op on the same
 //! operands gives the same bits, so no result changes. Loads are not merged (a store may come
-//! between), nor are shared allocations (two arrays).
+//! between), nor are shared allocations (two arrays), nor `outer` and `matmul`: `simplify`
+//! fuses each with the `+` or `-` that uses it (`rank1`, `matmul_acc`, one rounding per
+//! element) only where it has that one use, so `acc1 += a @ b; acc2 += a @ b` keeps two
+//! multiply-accumulates.
 
 use crate::ir::*;
 use std::collections::HashMap;
 
-/// Whether `k` only computes its results from its operands.
+/// Whether `k` only computes its results from its operands and may be merged (not `outer` and
+/// `matmul`, which `simplify` fuses per use).
 fn pure(k: &OpKind) -> bool {
     matches!(
         k,
@@ -28,9 +32,7 @@ fn pure(k: &OpKind) -> bool {
             | OpKind::NumPrograms(_)
             | OpKind::Dim(_)
             | OpKind::Fill(_)
-            | OpKind::Outer
             | OpKind::Rank1(_)
-            | OpKind::Matmul
             | OpKind::MatmulAcc
             | OpKind::Transpose
             | OpKind::Reduce(..)
@@ -54,7 +56,12 @@ fn key(op: &Op, vals: &[ValueData]) -> String {
 /// Replaces the operands of `r`'s ops (and of its nested regions) by `subst`, and drops the
 /// pure ops computed before (by an earlier op of `r` or one in `seen`, from the enclosing
 /// regions), adding their results to `subst`.
-fn cse_region(r: &mut Region, seen: &HashMap<String, Vec<Value>>, subst: &mut HashMap<Value, Value>, vals: &[ValueData]) {
+fn cse_region(
+    r: &mut Region,
+    seen: &HashMap<String, Vec<Value>>,
+    subst: &mut HashMap<Value, Value>,
+    vals: &[ValueData],
+) {
     let mut seen = seen.clone();
     let mut removed = vec![false; r.ops.len()];
     for (i, op) in r.ops.iter_mut().enumerate() {
@@ -136,5 +143,28 @@ mod tests {
         assert!(text.contains("%14 = sub %5, %13"), "{text}");
         assert!(!text.contains("%15 = sub"), "{text}");
         assert!(text.contains("store[i,+4] %1, %10, %2, %14\n    store[i,+4] %1, %10, %2, %14"), "{text}");
+    }
+
+    /// Two `acc += a @ b` on the same operands stay two multiply-accumulates: the products are
+    /// not merged, so `simplify` fuses each with its add.
+    #[test]
+    fn products_stay_one_per_use() {
+        let src = "kernel @k(%0: f32[?, ?], %1: mut f32[?, ?]) {
+  %2 = const 0 : i32
+  %3 = load[+4,+4] %0, %2, %2 : tile<f32, 4, 4>
+  %4 = matmul %3, %3 : tile<f32, 4, 4>
+  %5 = add %3, %4 : tile<f32, 4, 4>
+  %6 = matmul %3, %3 : tile<f32, 4, 4>
+  %7 = add %5, %6 : tile<f32, 4, 4>
+  store[+4,+4] %1, %2, %2, %7
+  return
+}
+";
+        let mut m = parse_module(src).expect("parses");
+        super::run(&mut m);
+        crate::simplify::run(&mut m);
+        crate::verify::verify(&m).expect("verifies");
+        let text = print_module(&m);
+        assert_eq!(text.matches("matmul_acc").count(), 2, "{text}");
     }
 }

@@ -1,6 +1,6 @@
 //! The Tile IR of tilec and its passes: SSA values in per-function arenas, structured control
 //! flow regions, tile-typed values; a text printer, a verifier, the passes (inline,
-//! const-fold, fuse-maps, simplify; guard-select for the CPU backends, block-rank1 for
+//! const-fold, fuse-maps, cse, simplify; guard-select for the CPU backends, block-rank1 for
 //! the LLVM one) and a scalar evaluator for launch functions.
 
 pub mod cse;

@@ -77,15 +77,17 @@ const HUGE_PAGE_BYTES: usize = 4 << 20;
 /// Asks Linux to back the `bytes` at `ptr` (a fresh allocation) with transparent huge pages, as
 /// NumPy does for arrays of 4 MiB and more: streaming kernels then miss the TLB once per 2 MiB
 /// instead of once per 4 KiB (10-30% on 64 MiB row kernels with LLVM on a 2-core VM whose THP
-/// mode is `madvise`: bench/README.md). Advice only: where the kernel declines, or on other
-/// systems, nothing changes.
+/// mode is `madvise`, in the commit that added this). Advice only: where the kernel declines,
+/// or on other systems, nothing changes.
 fn huge_pages(ptr: *mut u8, bytes: usize) {
     #[cfg(target_os = "linux")]
     if bytes >= HUGE_PAGE_BYTES {
         // madvise wants a page-aligned start: skip to the next 4 KiB boundary.
         let offset = (ptr as usize).next_multiple_of(4096) - ptr as usize;
-        // SAFETY: the range lies inside the allocation of `bytes` bytes at `ptr`; MADV_HUGEPAGE
-        // changes no contents and no mapping the allocator relies on.
+        // SAFETY: the range starts inside the allocation of `bytes` bytes at `ptr` (offset <
+        // 4096 <= bytes) and ends at its end (madvise rounds that up to the page's end, which
+        // the allocation's page holds); MADV_HUGEPAGE sets flags on the mapping, changes no
+        // contents and unmaps nothing.
         unsafe { libc::madvise(ptr.add(offset) as *mut libc::c_void, bytes - offset, libc::MADV_HUGEPAGE) };
     }
     #[cfg(not(target_os = "linux"))]

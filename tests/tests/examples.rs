@@ -637,13 +637,17 @@ fn colsum_example_adds_atomically_across_programs() {
 
 /// NPBench's softmax on 37 rows of 200 (the padding to 512 masked out of the max and the sum),
 /// rows shifted down by up to 200 so that a zero from the padding would be the largest element
-/// (and every exponential of a real element would underflow), against f64.
+/// (and every exponential of a real element would underflow), and every fourth row by 1e35, below
+/// any finite fill value a kernel might pad with, against f64.
 #[test]
 fn softmax_rows_example_masks_the_padding() {
     for elem in [Scalar::F32, Scalar::F64] {
         let (m, n) = (37usize, 200usize);
-        let x: Vec<f64> =
-            random_uniform(m * n, 88).iter().enumerate().map(|(e, v)| v * 5.0 - 100.0 * ((e / n) % 3) as f64).collect();
+        let x: Vec<f64> = random_uniform(m * n, 88)
+            .iter()
+            .enumerate()
+            .map(|(e, v)| v * 5.0 - 100.0 * ((e / n) % 3) as f64 - if (e / n) % 4 == 3 { 1e35 } else { 0.0 })
+            .collect();
         let x = rounded(elem, &x);
         let sh = [m as u64, n as u64];
         let y = run(
