@@ -297,6 +297,9 @@ def main():
     ap.add_argument("--before", help="an earlier tilec build, timed beside it")
     ap.add_argument("--backends", default="cranelift,llvm")
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every workload N times, tilec and the peers in turn, and tabulate the medians "
+                         "over the rounds with their range (runs on a shared VM vary by tens of percent)")
     ap.add_argument("--only", help="run only the workloads whose names contain one of these comma-separated words")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
@@ -306,28 +309,30 @@ def main():
         if args.only and not any(w in name for w in args.only.split(",")):
             continue
         times = {}
-        for label, exe in builds:
-            for be in args.backends.split(","):
-                got, ms = tilec_run(exe, src, kernel, arrays, outs, be, args.repeat)
-                err = check(got)
-                ok = err <= 1e-5
-                print(f"{name}: {label} {be}: {ms:.3f} ms, error {err:.1e} {'ok' if ok else 'WRONG'}", flush=True)
-                if not ok:
-                    sys.exit(f"{label} {be} gives a wrong result on {name}")
-                times[f"{label} {be}"] = ms
-        for peer, f in peers.items():
-            ms = peer_ms(f, max(3, args.repeat // 2))
-            print(f"{name}: {peer}: {ms:.3f} ms", flush=True)
-            times[peer] = ms
+        for _ in range(args.rounds):
+            for label, exe in builds:
+                for be in args.backends.split(","):
+                    got, ms = tilec_run(exe, src, kernel, arrays, outs, be, args.repeat)
+                    err = check(got)
+                    ok = err <= 1e-5
+                    print(f"{name}: {label} {be}: {ms:.3f} ms, error {err:.1e} {'ok' if ok else 'WRONG'}", flush=True)
+                    if not ok:
+                        sys.exit(f"{label} {be} gives a wrong result on {name}")
+                    times.setdefault(f"{label} {be}", []).append(ms)
+            for peer, f in peers.items():
+                ms = peer_ms(f, max(3, args.repeat // 2))
+                print(f"{name}: {peer}: {ms:.3f} ms", flush=True)
+                times.setdefault(peer, []).append(ms)
         rows.append((name, times, list(peers)))
     print()
     for name, times, peers in rows:
+        med = {k: statistics.median(v) for k, v in times.items()}
         print(f"### {name}\n")
-        print("| | median ms | " + " | ".join(f"{p} / this" for p in peers) + " |")
-        print("|---|---|" + "---|" * len(peers))
-        for k, ms in times.items():
-            ratios = " | ".join(f"{times[p] / ms:.2f}" for p in peers)
-            print(f"| {k} | {ms:.3f} | {ratios} |")
+        print("| | median ms | range | " + " | ".join(f"{p} / this" for p in peers) + " |")
+        print("|---|---|---|" + "---|" * len(peers))
+        for k, ms in med.items():
+            ratios = " | ".join(f"{med[p] / ms:.2f}" for p in peers)
+            print(f"| {k} | {ms:.3f} | {min(times[k]):.3f}-{max(times[k]):.3f} | {ratios} |")
         print()
 
 

@@ -4,8 +4,8 @@
 # (bench/ports_cpu.py). Builds target/release/tilec with the LLVM CPU backend (LLVM 16:
 # install-deps.sh) unless TILEC=/path/to/tilec is given, and installs NumPy and SciPy in a
 # virtual environment (PORTS_VENV, default ~/.cache/tilec-ports-venv). Extra arguments go to
-# bench/ports_cpu.py (`--before OLD_TILEC`, `--backends cranelift`, `--repeat N`). About a
-# minute on a 2-core VM; run it on an otherwise idle machine.
+# bench/ports_cpu.py (`--before OLD_TILEC`, `--backends cranelift`, `--repeat N`, `--rounds N`,
+# `--only word,..`). A few minutes a round on a 2-core VM; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
