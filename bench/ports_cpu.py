@@ -61,6 +61,10 @@ def peer_ms(f, reps):
     return statistics.median(ts)
 
 
+def f64(a):
+    return a.astype(np.float64)
+
+
 def rel(x, ref):
     x = np.asarray(x, np.float64)
     return float(np.abs(x - ref).max() / max(np.abs(ref).max(), 1.0))
@@ -211,7 +215,6 @@ def workloads(rng):
     wl = rng.standard_normal(nl).astype(np.float32)
     mean = xl.mean(1, dtype=np.float64).astype(np.float32)
     rstdl = (1 / np.sqrt(xl.var(1, dtype=np.float64) + 1e-5)).astype(np.float32)
-    f64 = lambda t: t.astype(np.float64)  # noqa: E731
     xhat64 = (f64(xl) - f64(mean)[:, None]) * f64(rstdl)[:, None]
     wdy64 = f64(wl) * f64(dyl)
     c1 = (xhat64 * wdy64).mean(1, keepdims=True)
@@ -265,27 +268,26 @@ def workloads(rng):
     ga = rng.uniform(0, 1, (nv, nv)).astype(np.float32)
     u1, v1, u2, v2, xv, yv, zv, wv = (rng.uniform(0, 1, nv).astype(np.float32) for _ in range(8))
     alpha, beta = np.float32(1.5), np.float32(1.2)
-    f = lambda t: t.astype(np.float64)  # noqa: E731
     ga2 = ga + np.outer(u1, v1) + np.outer(u2, v2)  # the f32 inputs of the later steps
-    ga2_64 = f(ga) + np.outer(f(u1), f(v1)) + np.outer(f(u2), f(v2))
+    ga2_64 = f64(ga) + np.outer(f64(u1), f64(v1)) + np.outer(f64(u2), f64(v2))
     xv2 = (xv + beta * yv @ ga2 + zv).astype(np.float32)
     yield ("gemver 1: A += u1 v1^T + u2 v2^T (NPBench), 4000 x 4000 f32", "examples/gemver.tile", "gemver_rank2",
            {"A": ga, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, ["A"], lambda o: rel(o["A"], ga2_64),
            {"NumPy (NPBench)": lambda: ga.copy().__iadd__(np.outer(u1, v1) + np.outer(u2, v2))})
     yield ("gemver 2: x += beta A^T y + z (NPBench)", "examples/gemver.tile", "gemver_atx",
            {"A": ga2, "X": xv, "Y": yv, "Z": zv, "beta": "1.2"}, ["X"],
-           lambda o: rel(o["X"], f(xv) + 1.2 * f(yv) @ f(ga2) + f(zv)),
+           lambda o: rel(o["X"], f64(xv) + 1.2 * f64(yv) @ f64(ga2) + f64(zv)),
            {"NumPy (NPBench)": lambda: xv + beta * yv @ ga2 + zv})
     yield ("gemver 3: w += alpha A x (NPBench)", "examples/gemver.tile", "gemver_ax",
            {"A": ga2, "X": xv2, "W": wv, "alpha": "1.5"}, ["W"],
-           lambda o: rel(o["W"], f(wv) + 1.5 * f(ga2) @ f(xv2)),
+           lambda o: rel(o["W"], f64(wv) + 1.5 * f64(ga2) @ f64(xv2)),
            {"NumPy (NPBench)": lambda: wv + alpha * ga2 @ xv2, "NumPy, A @ x first": lambda: wv + alpha * (ga2 @ xv2)})
 
     ns, ks = 1200, 1000
     sc = rng.uniform(0, 1, (ns, ns)).astype(np.float32)
     sa = rng.uniform(0, 1, (ns, ks)).astype(np.float32)
     low = np.tril(np.ones((ns, ns), bool))
-    syrk_ref = np.where(low, 1.5 * f(sa) @ f(sa).T + 1.2 * f(sc), f(sc))
+    syrk_ref = np.where(low, 1.5 * f64(sa) @ f64(sa).T + 1.2 * f64(sc), f64(sc))
     yield ("syrk (NPBench, BS = 64), C 1200 x 1200, A 1200 x 1000 f32", "examples/syrk.tile", "syrk",
            {"C": sc, "A": sa, "alpha": "1.5", "beta": "1.2"}, ["C"], lambda o: rel(o["C"], syrk_ref),
            {"NumPy A @ A.T, lower": lambda: np.where(low, alpha * (sa @ sa.T) + beta * sc, sc)})

@@ -22,6 +22,21 @@ pub fn cpu_backend() -> CpuBackend {
     }
 }
 
+/// Every CPU code generator of this build: Cranelift, and LLVM where it is built in (the `ptx`
+/// feature), for tests that compare both in one run.
+pub fn cpu_backends() -> Vec<CpuBackend> {
+    let mut backends = vec![CpuBackend::Cranelift];
+    if CpuBackend::Llvm.available() {
+        backends.push(CpuBackend::Llvm);
+    }
+    backends
+}
+
+/// Const generic parameters by name, as [`cpu_runner`] takes them (`BS = 64`).
+pub fn const_generics(fixed: &[(&str, i64)]) -> HashMap<String, GenericArg> {
+    fixed.iter().map(|&(n, v)| (n.to_string(), GenericArg::Const(v))).collect()
+}
+
 /// [`CpuRunner::with_backend`] with the backend of [`cpu_backend`].
 pub fn cpu_runner(
     src: &SourceSet,

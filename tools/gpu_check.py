@@ -402,24 +402,24 @@ def case_ex_softmax_rows(rng, dt, n):
 
 def case_ex_gemver_rank2(rng, dt, n):
     a, u1, v1, u2, v2 = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(4))
-    f = lambda t: t.astype(np.float64)  # noqa: E731
-    ref = f(a) + np.outer(f(u1), f(v1)) + np.outer(f(u2), f(v2))
+    a64, p1, q1, p2, q2 = (t.astype(np.float64) for t in (a, u1, v1, u2, v2))
+    ref = a64 + np.outer(p1, q1) + np.outer(p2, q2)
     return dict(src=example("gemver.tile"), kernel="gemver_rank2",
                 arrays={"A": a, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, scalars={}, out="A", ref=ref)
 
 
 def case_ex_gemver_atx(rng, dt, n):
     a, x, y, z = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(3))
-    f = lambda t: t.astype(np.float64)  # noqa: E731
+    a64, x64, y64, z64 = (t.astype(np.float64) for t in (a, x, y, z))
     return dict(src=example("gemver.tile"), kernel="gemver_atx", arrays={"A": a, "X": x, "Y": y, "Z": z},
-                scalars={"beta": "1.25"}, out="X", ref=f(x) + 1.25 * f(y) @ f(a) + f(z))
+                scalars={"beta": "1.25"}, out="X", ref=x64 + 1.25 * y64 @ a64 + z64)
 
 
 def case_ex_gemver_ax(rng, dt, n):
     a, x, w = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(2))
-    f = lambda t: t.astype(np.float64)  # noqa: E731
+    a64, x64, w64 = (t.astype(np.float64) for t in (a, x, w))
     return dict(src=example("gemver.tile"), kernel="gemver_ax", arrays={"A": a, "X": x, "W": w},
-                scalars={"alpha": "1.5"}, out="W", ref=f(w) + 1.5 * f(a) @ f(x))
+                scalars={"alpha": "1.5"}, out="W", ref=w64 + 1.5 * a64 @ x64)
 
 
 def case_ex_syrk(rng, dt, n):

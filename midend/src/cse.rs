@@ -105,6 +105,15 @@ mod tests {
     use crate::parse::parse_module;
     use crate::print::print_module;
 
+    /// `src` after `cse` and `simplify` (which removes what `cse` left unused), verified.
+    fn cse_then_simplify(src: &str) -> String {
+        let mut m = parse_module(src).expect("parses");
+        super::run(&mut m);
+        crate::simplify::run(&mut m);
+        crate::verify::verify(&m).expect("verifies");
+        print_module(&m)
+    }
+
     /// The same reduction, iota and arithmetic twice (one of them inside a loop) are computed
     /// once; loads and different operands stay.
     #[test]
@@ -131,11 +140,7 @@ mod tests {
   return
 }
 ";
-        let mut m = parse_module(src).expect("parses");
-        super::run(&mut m);
-        crate::simplify::run(&mut m);
-        crate::verify::verify(&m).expect("verifies");
-        let text = print_module(&m);
+        let text = cse_then_simplify(src);
         assert_eq!(text.matches("reduce.max.1 %3").count(), 1, "{text}");
         assert_eq!(text.matches("reduce.max.1 %4").count(), 1, "{text}");
         assert_eq!(text.matches("= load").count(), 2, "{text}");
@@ -160,11 +165,7 @@ mod tests {
   return
 }
 ";
-        let mut m = parse_module(src).expect("parses");
-        super::run(&mut m);
-        crate::simplify::run(&mut m);
-        crate::verify::verify(&m).expect("verifies");
-        let text = print_module(&m);
+        let text = cse_then_simplify(src);
         assert_eq!(text.matches("matmul_acc").count(), 2, "{text}");
     }
 }

@@ -130,79 +130,67 @@ const MAPIFY_ELEMENTS: u32 = 1024;
 /// Whether op `o` is element-wise tile arithmetic that a one-op `map` can compute: `Bin` or
 /// `Un` with a tile result of at least [`MAPIFY_ELEMENTS`] whose tile operands all have the
 /// result's shape, and no operand from an `outer` or a `matmul` (which `simplify` fuses with a
-/// `+` or `-` into `rank1` and `matmul_acc`).
-fn elementwise(o: &Op, vals: &[ValueData], producer: &dyn Fn(Value) -> Option<OpKind>) -> bool {
+/// `+` or `-` into `rank1` and `matmul_acc`); `producer` gives the op of the region defining a
+/// value.
+fn elementwise<'a>(o: &Op, f: &Function, producer: impl Fn(Value) -> Option<&'a Op>) -> bool {
     if !matches!(o.kind, OpKind::Bin(_) | OpKind::Un(_)) || o.results.len() != 1 {
         return false;
     }
-    let Type::Tile { shape, .. } = &vals[o.results[0].0 as usize].ty else {
+    let Type::Tile { shape, .. } = f.ty(o.results[0]) else {
         return false;
     };
     shape.iter().product::<u32>() >= MAPIFY_ELEMENTS
         && o.args.iter().all(|a| {
-            let fits = match &vals[a.0 as usize].ty {
+            let fits = match f.ty(*a) {
                 Type::Tile { shape: s, .. } => s == shape,
                 Type::Scalar(_) => true,
                 Type::Array { .. } => false,
             };
-            fits && !matches!(producer(*a), Some(OpKind::Outer | OpKind::Matmul))
+            fits && !producer(*a).is_some_and(|p| matches!(p.kind, OpKind::Outer | OpKind::Matmul))
         })
 }
 
 /// Rewrites the element-wise tile ops of `r` (and of its nested regions) that are linked to a
-/// `map` or to another element-wise op by a value used once, each as a `map` of one op.
-fn mapify_region(r: &mut Region, uses: &HashMap<Value, usize>, values: &mut Vec<ValueData>) {
+/// `map` or to another element-wise op by a value used once, each as a `map` of one op (new
+/// values in `f`, whose body `r` is taken from).
+fn mapify_region(r: &mut Region, uses: &HashMap<Value, usize>, f: &mut Function) {
     for op in &mut r.ops {
         for reg in &mut op.regions {
-            mapify_region(reg, uses, values);
+            mapify_region(reg, uses, f);
         }
     }
-    let mut def: HashMap<Value, usize> = HashMap::new();
-    for (i, o) in r.ops.iter().enumerate() {
-        for res in &o.results {
-            def.insert(*res, i);
-        }
-    }
-    let producer = |v: Value| def.get(&v).map(|&j| r.ops[j].kind.clone());
-    let fusable: Vec<bool> = r.ops.iter().map(|o| o.kind == OpKind::Map || elementwise(o, values, &producer)).collect();
-    let mut def: HashMap<Value, usize> = HashMap::new();
+    // SSA: an operand defined in this region is defined by an earlier op.
+    let def: HashMap<Value, usize> =
+        r.ops.iter().enumerate().flat_map(|(i, o)| o.results.iter().map(move |v| (*v, i))).collect();
+    let producer = |v: Value| def.get(&v).map(|&j| &r.ops[j]);
+    let fusable: Vec<bool> = r.ops.iter().map(|o| o.kind == OpKind::Map || elementwise(o, f, producer)).collect();
     let mut convert = vec![false; r.ops.len()];
-    for i in 0..r.ops.len() {
-        if fusable[i] {
-            for a in &r.ops[i].args {
-                if let Some(&j) = def.get(a) {
-                    if fusable[j] && uses.get(a) == Some(&1) {
-                        convert[i] = true;
-                        convert[j] = true;
-                    }
+    for (i, o) in r.ops.iter().enumerate().filter(|(i, _)| fusable[*i]) {
+        for a in &o.args {
+            if let Some(&j) = def.get(a) {
+                if fusable[j] && uses.get(a) == Some(&1) {
+                    convert[i] = true;
+                    convert[j] = true;
                 }
             }
-        }
-        for res in &r.ops[i].results {
-            def.insert(*res, i);
         }
     }
     for (i, op) in r.ops.iter_mut().enumerate() {
         if convert[i] && op.kind != OpKind::Map {
-            *op = one_op_map(op, values);
+            *op = one_op_map(op, f);
         }
     }
 }
 
 /// Element-wise tile op `o` as a `map` of one op over its tile operands.
-fn one_op_map(o: &Op, values: &mut Vec<ValueData>) -> Op {
-    fn new_value(values: &mut Vec<ValueData>, ty: Type) -> Value {
-        values.push(ValueData { ty });
-        Value(values.len() as u32 - 1)
-    }
+fn one_op_map(o: &Op, f: &mut Function) -> Op {
     let mut args = Vec::new();
     let mut params = Vec::new();
     let mut inner_args = Vec::new();
     for a in &o.args {
-        match &values[a.0 as usize].ty {
+        match f.ty(*a).clone() {
             Type::Tile { elem, .. } => {
-                let e = *elem;
-                let p = new_value(values, Type::Scalar(e));
+                let p = f.new_value(Type::Scalar(elem));
                 args.push(*a);
                 params.push(p);
                 inner_args.push(p);
@@ -210,8 +198,7 @@ fn one_op_map(o: &Op, values: &mut Vec<ValueData>) -> Op {
             _ => inner_args.push(*a),
         }
     }
-    let elem = values[o.results[0].0 as usize].ty.elem();
-    let y = new_value(values, Type::Scalar(elem));
+    let y = f.new_value(Type::Scalar(f.ty(o.results[0]).elem()));
     let inner = Op { kind: o.kind.clone(), args: inner_args, results: vec![y], regions: vec![], loc: o.loc };
     let yield_op = Op { kind: OpKind::Yield, args: vec![y], results: vec![], regions: vec![], loc: o.loc };
     let body = Region { params, ops: vec![inner, yield_op] };
@@ -223,7 +210,9 @@ pub fn run(m: &mut Module) {
     for f in &mut m.funcs {
         let mut uses = HashMap::new();
         f.body.count_uses(&mut uses);
-        mapify_region(&mut f.body, &uses, &mut f.values);
+        let mut body = std::mem::take(&mut f.body);
+        mapify_region(&mut body, &uses, f);
+        f.body = body;
         fuse_region(&mut f.body, &uses, &f.values);
     }
 }

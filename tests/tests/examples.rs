@@ -57,8 +57,7 @@ fn run_with(
     outs: &[&str],
 ) -> Vec<Vec<f64>> {
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let fixed: HashMap<String, tilec_frontend::GenericArg> =
-        fixed.iter().map(|&(n, v)| (n.to_string(), tilec_frontend::GenericArg::Const(v))).collect();
+    let fixed = tilec_tests::const_generics(fixed);
     let runner = tilec_tests::cpu_runner(&source(file), kernel, &args, &fixed).expect("compiles");
     let (bound, _) = runner.run(args).expect("runs");
     outs.iter().map(|o| bound.array(o).unwrap().to_f64_vec()).collect()

@@ -8,7 +8,7 @@
 //! Conversions must be identical bit for bit, NaN payloads aside.
 
 use std::collections::HashMap;
-use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
+use tilec::{compile, CompileOptions, CpuRunner, SourceSet};
 use tilec_frontend::Instances;
 use tilec_midend::half::{narrow, widen};
 use tilec_midend::simt::lower_kernel;
@@ -225,10 +225,7 @@ fn outputs(conv: HashMap<String, HostArray>, rows: HashMap<String, HostArray>) -
 
 #[test]
 fn cpu_targets_convert_and_compute_storage_types() {
-    let mut backends = vec![CpuBackend::Cranelift];
-    if CpuBackend::Llvm.available() {
-        backends.push(CpuBackend::Llvm);
-    }
+    let backends = tilec_tests::cpu_backends();
     for s in TYPES {
         let c = case(s, 1);
         for &be in &backends {

@@ -11,7 +11,7 @@
 //! `/` and 3 ulp for `sqrt`), whose results must be within 3 ulp.
 
 use std::collections::HashMap;
-use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
+use tilec::{compile, CompileOptions, CpuRunner, SourceSet};
 use tilec_frontend::Instances;
 use tilec_midend::scalar;
 use tilec_midend::simt::lower_kernel;
@@ -363,10 +363,7 @@ fn check_bound(target: &str, t: &Table, b: &Bound, ulps: u64) {
 
 #[test]
 fn cpu_targets_follow_the_scalar_semantics() {
-    let mut backends = vec![CpuBackend::Cranelift];
-    if CpuBackend::Llvm.available() {
-        backends.push(CpuBackend::Llvm);
-    }
+    let backends = tilec_tests::cpu_backends();
     for t in TYPES.into_iter().flat_map(tables) {
         for &be in &backends {
             let runner = CpuRunner::with_backend(&t.src, "semantics", &t.args, &HashMap::new(), be)
@@ -490,10 +487,7 @@ fn shared_masks_follow_the_scalar_semantics() {
         (CmpOp::Gt, ">"),
         (CmpOp::Ge, ">="),
     ];
-    let mut backends = vec![CpuBackend::Cranelift];
-    if CpuBackend::Llvm.available() {
-        backends.push(CpuBackend::Llvm);
-    }
+    let backends = tilec_tests::cpu_backends();
     for s in [Scalar::F32, Scalar::F64, Scalar::I32] {
         let (e, xs, ys) = inputs(s);
         let mut params = vec![decl("X", s, e, false), decl("Y", s, e, false)];

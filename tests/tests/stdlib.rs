@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use tilec::{render_diagnostics, ErrorFormat, SourceSet};
-use tilec_frontend::GenericArg;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, ArgValue, HostArray};
 use tilec_tests::{
@@ -43,8 +42,7 @@ fn float(elem: Scalar, x: f64) -> ArgValue {
 fn run(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], output: &str) -> Vec<f64> {
     let set = stdlib();
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
-    let fixed: HashMap<String, GenericArg> =
-        fixed.iter().map(|&(n, v)| (n.to_string(), GenericArg::Const(v))).collect();
+    let fixed = tilec_tests::const_generics(fixed);
     let runner = tilec_tests::cpu_runner(&set, kernel, &args, &fixed).unwrap_or_else(|d| {
         panic!("{kernel} does not compile:\n{}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
     });
