@@ -423,7 +423,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// Copies elements `lo..hi` (i64 values) of a contiguous run from `src` to `dst` (both the
     /// address of element 0): 16-byte vector moves, then single elements.
-    fn copy_run(&mut self, dst: ir::Value, src: ir::Value, lo: ir::Value, hi: ir::Value, elem: Scalar) {
+    pub(crate) fn copy_run(&mut self, dst: ir::Value, src: ir::Value, lo: ir::Value, hi: ir::Value, elem: Scalar) {
         let esz = elem.bytes() as i64;
         let per = 16 / esz;
         let len = self.b.ins().isub(hi, lo);

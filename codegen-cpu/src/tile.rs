@@ -256,6 +256,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     l.fold_line(k, s, src, first, inner, stride, Some(dst));
                 });
             }
+            OpKind::Flip(axis) => {
+                let t = self.f.ty(op.args[0]).clone();
+                let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
+                self.flip(src, dst, &t, *axis);
+            }
             OpKind::Insert => {
                 self.copy_tile_to_result(op.args[0], op.results[0]);
                 let dst = self.tile_addr(op.results[0]);
@@ -278,6 +283,41 @@ impl<M: ClModule> Lower<'_, '_, M> {
             other => return Err(err(format!("unsupported tile op {other:?}"))),
         }
         Ok(())
+    }
+
+    /// `Flip(axis)` of the tile `t` at `src` into `dst`: rows copied in reverse order (axis 0
+    /// of a matrix, vector moves), or each row's elements reversed (axis 1, a 1-D tile).
+    fn flip(&mut self, src: ir::Value, dst: ir::Value, t: &Type, axis: u8) {
+        let s = t.elem();
+        let (r, c) = t.rows_cols();
+        let one_d = matches!(t, Type::Tile { shape, .. } if shape.len() == 1);
+        let (rows, cols) = if one_d { (1, r) } else { (r, c) };
+        let row_bytes = (cols * s.bytes()) as i64;
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, rows as i64));
+        self.dyn_loop(lo, hi, |l, i| {
+            let from = l.b.ins().imul_imm_s(i, row_bytes);
+            let from = l.b.ins().iadd(src, from);
+            if axis == 0 && !one_d {
+                let last = l.b.ins().iconst(types::I64, rows as i64 - 1);
+                let back = l.b.ins().isub(last, i);
+                let to = l.b.ins().imul_imm_s(back, row_bytes);
+                let to = l.b.ins().iadd(dst, to);
+                let (zero, n) = (l.b.ins().iconst(types::I64, 0), l.b.ins().iconst(types::I64, cols as i64));
+                l.copy_run(to, from, zero, n, s);
+                return;
+            }
+            let to = l.b.ins().imul_imm_s(i, row_bytes);
+            let to = l.b.ins().iadd(dst, to);
+            let (zero, n) = (l.b.ins().iconst(types::I64, 0), l.b.ins().iconst(types::I64, cols as i64));
+            l.dyn_loop(zero, n, |l, j| {
+                let a = l.at(from, j, s);
+                let x = l.ld(s, a, 0);
+                let last = l.b.ins().iconst(types::I64, cols as i64 - 1);
+                let back = l.b.ins().isub(last, j);
+                let d = l.at(to, back, s);
+                l.st(x, d, 0);
+            });
+        });
     }
 
     fn reduce_step(&mut self, k: Reduce, s: Scalar, a: ir::Value, v: ir::Value) -> ir::Value {

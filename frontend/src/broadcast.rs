@@ -65,6 +65,15 @@ impl FnBuilder<'_, '_> {
         )
     }
 
+    /// `row(v)`: the `tile<T, N>` `v` as a `tile<T, 1, N>` (a `Broadcast`, exact).
+    pub(crate) fn row(&mut self, v: Value, span: Span) -> Option<Value> {
+        let Type::Tile { elem, shape } = self.ty(v) else { return None };
+        if shape.len() != 1 {
+            return None;
+        }
+        Some(self.emit1(OpKind::Broadcast, vec![v], Type::Tile { elem, shape: vec![1, shape[0]] }, span))
+    }
+
     /// `column(v)`: the `tile<T, M>` `v` as a `tile<T, M, 1>` (`outer` with a one, exact).
     pub(crate) fn column(&mut self, v: Value, span: Span) -> Option<Value> {
         let Type::Tile { elem, shape } = self.ty(v) else { return None };

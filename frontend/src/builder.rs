@@ -88,6 +88,26 @@ pub(crate) struct FnBuilder<'c, 's> {
 }
 
 impl<'c, 's> FnBuilder<'c, 's> {
+    /// The type of a float literal without context (language §6.2): the float type of the
+    /// instance's type parameters when they have exactly one (`f64` in the `f64` instance of
+    /// `k<T: float>`; `f32` for a storage type), else `f32`.
+    pub(crate) fn default_float(&self) -> Scalar {
+        let mut found: Option<Scalar> = None;
+        for g in self.generics.values() {
+            if let GenericVal::Type(s) = g {
+                if !s.is_float() {
+                    continue;
+                }
+                let s = if s.is_half() { Scalar::F32 } else { *s };
+                if found.is_some_and(|f| f != s) {
+                    return Scalar::F32;
+                }
+                found = Some(s);
+            }
+        }
+        found.unwrap_or(Scalar::F32)
+    }
+
     pub(crate) fn new(
         cx: &'c mut Checker<'s>,
         name: String,

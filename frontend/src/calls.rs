@@ -45,6 +45,10 @@ pub const BUILTINS: &[&str] = &[
     "cumprod",
     "cummax",
     "cummin",
+    "flip",
+    "copysign",
+    "signbit",
+    "row",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -75,6 +79,15 @@ impl FnBuilder<'_, '_> {
     /// A free-function call: a built-in or a user `fn`.
     pub(crate) fn call(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
         let name = f.name.as_str();
+        let scan = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin");
+        let named = args.iter().find_map(|a| match &a.kind {
+            ExprKind::Named(n, _) => Some((n, a.span)),
+            _ => None,
+        });
+        if let (Some((n, span)), false) = (named, scan) {
+            self.error(errors::named_arg(span, &n.name, &[]));
+            return Ev::Err;
+        }
         match name {
             "program_id" | "num_programs" => {
                 if !self.arity(f, args, 1, e) {
@@ -131,6 +144,9 @@ impl FnBuilder<'_, '_> {
             "where" => self.where_(f, args, e, expect),
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
             "cumsum" | "cumprod" | "cummax" | "cummin" => self.scan(f, args, e),
+            "flip" => self.flip(f, args, e),
+            "copysign" => self.copysign(f, args, e, expect),
+            "signbit" => self.signbit(f, args, e, expect),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)
@@ -177,7 +193,7 @@ impl FnBuilder<'_, '_> {
                     return Ev::Err;
                 }
                 let vals: Vec<Option<Value>> =
-                    args.iter().map(|a| self.value(a, expect.or(Some(Scalar::F32)))).collect();
+                    args.iter().map(|a| self.value(a, expect.or(Some(self.default_float())))).collect();
                 let vals: Option<Vec<Value>> = vals.into_iter().collect();
                 let Some(vals) = vals else { return Ev::Err };
                 let t = self.ty(vals[0]);
@@ -190,18 +206,19 @@ impl FnBuilder<'_, '_> {
                 }
                 Ev::Val(self.emit1(OpKind::Fma, vals, t, e.span))
             }
-            "column" => {
+            "column" | "row" => {
                 if !self.arity(f, args, 1, e) {
                     return Ev::Err;
                 }
                 let Some(v) = self.value(&args[0], None) else {
                     return Ev::Err;
                 };
-                match self.column(v, e.span) {
+                let line = if name == "row" { self.row(v, e.span) } else { self.column(v, e.span) };
+                match line {
                     Some(c) => Ev::Val(c),
                     None => {
                         let t = self.ty(v);
-                        self.error(errors::needs_vector(args[0].span, "column", &t));
+                        self.error(errors::needs_vector(args[0].span, name, &t));
                         Ev::Err
                     }
                 }

@@ -394,6 +394,24 @@ pub(crate) fn scan_axis(span: Span, f: &str, rank: usize) -> Diagnostic {
         .label(span, "this axis")
 }
 
+/// E0230: a named argument (`name = value`) where none is taken, or one that is not known.
+pub(crate) fn named_arg(span: Span, name: &str, known: &[&str]) -> Diagnostic {
+    let d = Diagnostic::error("E0230", format!("unexpected named argument `{name}`")).label(span, "not taken here");
+    if known.is_empty() {
+        return d
+            .help("only the scans (`cumsum`, `cumprod`, `cummax`, `cummin`) take a named argument, `reverse = true`");
+    }
+    d.help(format!(
+        "the named arguments here are {}",
+        known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+    ))
+}
+
+/// E0230: a named argument whose value is not the constant it must be.
+pub(crate) fn named_arg_value(span: Span, name: &str, want: &str) -> Diagnostic {
+    Diagnostic::error("E0230", format!("`{name}` must be {want}")).label(span, "not a constant of that type")
+}
+
 pub(crate) fn reduce_axis(span: Span, rank: usize) -> Diagnostic {
     Diagnostic::error(
         "E0214",

@@ -119,7 +119,7 @@ impl FnBuilder<'_, '_> {
             ExprKind::Float(v) => {
                 let s = match expect {
                     Some(s) if s.is_float() => s,
-                    _ => Scalar::F32,
+                    _ => self.default_float(),
                 };
                 Ev::Val(self.constant(Const::Float(*v, s), e.span))
             }
@@ -162,6 +162,10 @@ impl FnBuilder<'_, '_> {
             ExprKind::TypeCall(t, m, args) => self.type_call(t, m, args, e),
             ExprKind::Method(recv, m, args) => self.method(recv, m, args, e),
             ExprKind::Index(base, idx) => self.index_value(base, idx, e),
+            ExprKind::Named(n, _) => {
+                self.error(errors::named_arg(e.span, &n.name, &[]));
+                Ev::Err
+            }
             ExprKind::Error => Ev::Err,
         }
     }

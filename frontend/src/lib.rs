@@ -20,6 +20,7 @@ mod places;
 mod ranges;
 mod scans;
 pub mod semantic;
+mod signs;
 mod stmt;
 mod types;
 

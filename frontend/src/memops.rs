@@ -1,4 +1,4 @@
-//! Element-wise `map(f, t)` with a user `fn`, `atomic_add(A[..], v)`, and shared arrays
+//! Element-wise `map(f, t1, .., tn)` with a user `fn`, `atomic_add(A[..], v)`, and shared arrays
 //! (`shared<T, R, C>::zeros()`), which are indexed like array parameters.
 
 use crate::builder::{Binding, FnBuilder};
@@ -7,16 +7,18 @@ use crate::expr::Ev;
 use crate::places::Access;
 use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
 use tilec_grammar::span::Span;
-use tilec_midend::{OpKind, Region, Scalar, Type, Value};
+use tilec_midend::{Fill, OpKind, Region, Scalar, Type, Value};
 
 /// The name under which `map` binds the element it passes to the user `fn`; it cannot be
 /// written in source.
 const MAP_ELEM: &str = "map#x";
 
 impl FnBuilder<'_, '_> {
-    /// `map(f, t)`: `f` applied to every element of the tile `t`.
+    /// `map(f, t1, .., tn)`: the user `fn` `f` of `n` scalar parameters applied element by
+    /// element to tiles of one shape (or shapes that broadcast; scalars stand for every
+    /// element), as one `Map` whose region calls `f` (inlined later).
     pub(crate) fn map(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
-        if args.len() != 2 {
+        if args.len() < 2 {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return Ev::Err;
         }
@@ -24,21 +26,67 @@ impl FnBuilder<'_, '_> {
             self.error(errors::map_fn(args[0].span));
             return Ev::Err;
         };
-        let Some(t) = self.value(&args[1], None) else {
+        // Literal operands take the element type of the first other operand.
+        let mut vals: Vec<Option<(&Expr, Value)>> = vec![None; args.len() - 1];
+        let mut hint = None;
+        for literals in [false, true] {
+            for (i, a) in args[1..].iter().enumerate() {
+                if crate::expr::is_literal(a) != literals {
+                    continue;
+                }
+                let Some(v) = self.value(a, hint) else {
+                    return Ev::Err;
+                };
+                hint = hint.or(Some(self.ty(v).elem()));
+                vals[i] = Some((a, v));
+            }
+        }
+        let vals: Vec<(&Expr, Value)> = vals.into_iter().flatten().collect();
+        let Some(shape) = vals.iter().find_map(|(_, v)| match self.ty(*v) {
+            Type::Tile { shape, .. } => Some(shape),
+            _ => None,
+        }) else {
+            let t = self.ty(vals[0].1);
+            self.error(errors::needs_tile(args[1].span, "map", &t));
             return Ev::Err;
         };
-        let Type::Tile { elem, shape } = self.ty(t) else {
-            let tt = self.ty(t);
-            self.error(errors::needs_tile(args[1].span, "map", &tt));
+        if let Some((a, v)) = vals.iter().find(|(_, v)| matches!(self.ty(*v), Type::Array { .. })) {
+            let t = self.ty(*v);
+            self.error(errors::needs_tile(a.span, "map", &t));
+            return Ev::Err;
+        }
+        let Some(tiles) = self.broadcast_operands("map", e, &vals) else {
             return Ev::Err;
         };
+        let shape = match tiles.iter().find_map(|v| match self.ty(*v) {
+            Type::Tile { shape, .. } => Some(shape),
+            _ => None,
+        }) {
+            Some(s) => s,
+            None => shape,
+        };
+        let mut operands = Vec::new();
+        for v in &tiles {
+            let t = self.ty(*v);
+            operands.push(if t.is_tile() {
+                *v
+            } else {
+                let ty = Type::Tile { elem: t.elem(), shape: shape.clone() };
+                self.emit1(OpKind::Fill(Fill::Full), vec![*v], ty, e.span)
+            });
+        }
         self.push_scope();
-        let x = self.f.new_value(Type::Scalar(elem));
-        self.declare(MAP_ELEM, Binding::Var(x));
+        let mut params = Vec::new();
+        let mut call_args = Vec::new();
+        for (i, (v, (a, _))) in operands.iter().zip(&vals).enumerate() {
+            let x = self.f.new_value(Type::Scalar(self.ty(*v).elem()));
+            let name = format!("{MAP_ELEM}{i}");
+            self.declare(&name, Binding::Var(x));
+            params.push(x);
+            call_args.push(Expr { kind: ExprKind::Name(Ident { name, span: a.span }), span: a.span });
+        }
         self.push_ops();
-        let arg =
-            Expr { kind: ExprKind::Name(Ident { name: MAP_ELEM.to_string(), span: args[1].span }), span: args[1].span };
-        let y = self.user_call(func, &[arg], e);
+        let y = self.user_call(func, &call_args, e);
         let y = match y {
             Ev::Val(y) if !self.ty(y).is_tile() && !matches!(self.ty(y), Type::Array { .. }) => Some(y),
             Ev::Err => None,
@@ -56,8 +104,8 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let out = Type::Tile { elem: self.ty(y).elem(), shape };
-        let region = Region { params: vec![x], ops };
-        Ev::Val(self.emit_with_regions(OpKind::Map, vec![t], vec![out], vec![region], e.span)[0])
+        let region = Region { params, ops };
+        Ev::Val(self.emit_with_regions(OpKind::Map, operands, vec![out], vec![region], e.span)[0])
     }
 
     /// The access `A[..]` of a `mut` array (a parameter or a shared array) that `what`

@@ -1,16 +1,18 @@
-//! Scans (`cumsum`, `cummax`, `cummin`: one `Scan` op), and index reductions, `argmax` and
-//! `argmin` on float tiles, lowered to operations every backend has: the reduction (`max`/`min`, whole or along an axis), a mask of the elements equal to
-//! it (or NaN), `iota` index tiles (`masks.rs`), and a `min` reduction of the masked indices.
+//! Scans (`cumsum`, `cummax`, `cummin`: one `Scan` op, between two `Flip`s when reversed),
+//! `flip`, and the index reductions `argmax` and `argmin` on float and integer tiles, lowered
+//! to operations every backend has: the reduction (`max`/`min`, whole or along an axis), a
+//! mask of the elements equal to it (or NaN), `iota` index tiles (`masks.rs`), and a `min`
+//! reduction of the masked indices.
 
 use crate::builder::FnBuilder;
 use crate::errors;
 use crate::expr::Ev;
-use tilec_grammar::ast::{Expr, Ident};
+use tilec_grammar::ast::{Expr, ExprKind, Ident};
 use tilec_grammar::span::Span;
 use tilec_midend::{BinOp, CmpOp, Const, Fill, OpKind, Reduce, Scalar, Type, Value};
 
 impl FnBuilder<'_, '_> {
-    /// The float tile argument of `f` and its optional constant axis (`None`: the whole tile).
+    /// The numeric tile argument of `f` and its optional constant axis (`None`: the whole tile).
     fn tile_and_axis(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Option<(Value, Scalar, Vec<u32>, Option<u8>)> {
         if args.is_empty() || args.len() > 2 {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
@@ -22,7 +24,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::needs_tile(args[0].span, &f.name, &t));
             return None;
         };
-        if !elem.is_float() {
+        if !elem.is_float() && !elem.is_int() {
             self.error(errors::math_operand(args[0].span, &f.name, &t));
             return None;
         }
@@ -40,8 +42,29 @@ impl FnBuilder<'_, '_> {
     }
 
     /// `cumsum(t, axis)`, `cummax(t, axis)`, `cummin(t, axis)` (`axis` 0 or 1, a constant;
-    /// optional for a 1-D tile): the inclusive scan of a numeric tile, the same type.
+    /// optional for a 1-D tile): the inclusive scan of a numeric tile, the same type. With
+    /// `reverse = true` the scan runs from the last element back: the flipped scan of the
+    /// flipped tile, combined in that order on every target.
     pub(crate) fn scan(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        let mut reverse = false;
+        let mut positional = Vec::new();
+        for a in args {
+            match &a.kind {
+                ExprKind::Named(n, v) if n.name == "reverse" => match self.const_eval(v) {
+                    Ok(Const::Bool(b)) => reverse = b,
+                    _ => {
+                        self.error(errors::named_arg_value(v.span, "reverse", "the constant true or false"));
+                        return Ev::Err;
+                    }
+                },
+                ExprKind::Named(n, _) => {
+                    self.error(errors::named_arg(a.span, &n.name, &["reverse"]));
+                    return Ev::Err;
+                }
+                _ => positional.push(a.clone()),
+            }
+        }
+        let args = &positional[..];
         if args.is_empty() || args.len() > 2 {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return Ev::Err;
@@ -78,7 +101,40 @@ impl FnBuilder<'_, '_> {
             "cummax" => Reduce::Max,
             _ => Reduce::Min,
         };
-        Ev::Val(self.emit1(OpKind::Scan(k, axis), vec![v], t, e.span))
+        if !reverse {
+            return Ev::Val(self.emit1(OpKind::Scan(k, axis), vec![v], t, e.span));
+        }
+        let v = self.emit1(OpKind::Flip(axis), vec![v], t.clone(), e.span);
+        let v = self.emit1(OpKind::Scan(k, axis), vec![v], t.clone(), e.span);
+        Ev::Val(self.emit1(OpKind::Flip(axis), vec![v], t, e.span))
+    }
+
+    /// `flip(t, axis)`: the tile `t` reversed along `axis` (a constant, 0 or 1); `flip(t)`
+    /// reverses every axis (NumPy's `flip`).
+    pub(crate) fn flip(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.is_empty() || args.len() > 2 {
+            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+            return Ev::Err;
+        }
+        let Some(v) = self.value(&args[0], None) else {
+            return Ev::Err;
+        };
+        let t = self.ty(v);
+        let Type::Tile { shape, .. } = t.clone() else {
+            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+            return Ev::Err;
+        };
+        let axes: Vec<u8> = match args.get(1) {
+            None => (0..shape.len() as u8).collect(),
+            Some(a) => match self.const_eval(a) {
+                Ok(Const::Int(x, _)) if (0..shape.len() as i64).contains(&x) => vec![x as u8],
+                _ => {
+                    self.error(errors::scan_axis(a.span, &f.name, shape.len()));
+                    return Ev::Err;
+                }
+            },
+        };
+        Ev::Val(axes.into_iter().fold(v, |v, ax| self.emit1(OpKind::Flip(ax), vec![v], t.clone(), e.span)))
     }
 
     fn fill_tile(&mut self, fill: Fill, x: Option<Value>, elem: Scalar, shape: &[u32], span: Span) -> Value {
@@ -86,8 +142,8 @@ impl FnBuilder<'_, '_> {
         self.emit1(OpKind::Fill(fill), x.into_iter().collect(), ty, span)
     }
 
-    /// `argmax(t)`, `argmin(t)`: the row-major index (`i32`) of the first largest / smallest
-    /// element, or of the first NaN (as NumPy); `argmax(t, axis)`, `argmin(t, axis)`: the
+    /// `argmax(t)`, `argmin(t)` (a float or integer tile): the row-major index (`i32`) of the
+    /// first largest / smallest element, or of the first NaN (as NumPy); `argmax(t, axis)`, `argmin(t, axis)`: the
     /// index along `axis` of each column (`axis` 0) or row (`axis` 1), a `tile<i32, ..>`.
     pub(crate) fn arg_reduce(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
         let Some((t, elem, shape, axis)) = self.tile_and_axis(f, args, e) else {
@@ -115,11 +171,9 @@ impl FnBuilder<'_, '_> {
                 let other = shape[1 - a as usize];
                 let red = Type::Tile { elem, shape: vec![other] };
                 let m = self.emit1(OpKind::Reduce(k, Some(a)), vec![t], red, span);
-                let one = self.constant(Const::Float(1.0, elem), span);
-                let ones = self.fill_tile(Fill::Full, Some(one), elem, &[shape[a as usize]], span);
-                let (u, v) = if a == 1 { (m, ones) } else { (ones, m) };
-                let ty = Type::Tile { elem, shape: shape.clone() };
-                let mb = self.emit1(OpKind::Outer, vec![u, v], ty, span);
+                // Each row's extreme down its row (as a column), each column's along its column.
+                let m = if a == 1 { self.column(m, span).expect("a numeric vector") } else { m };
+                let mb = self.broadcast_to(m, &shape, span);
                 let idx = self.fill_tile(Fill::Iota(a), None, Scalar::I32, &shape, span);
                 (mb, idx, shape[a as usize])
             }

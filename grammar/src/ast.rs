@@ -300,6 +300,9 @@ pub enum ExprKind {
     Method(Box<Expr>, Ident, Vec<Expr>),
     /// `base[indices]`
     Index(Box<Expr>, Vec<IndexItem>),
+    /// `name = value`: a named argument of a built-in call (`cumsum(t, 0, reverse = true)`);
+    /// an error anywhere else.
+    Named(Ident, Box<Expr>),
     /// `(a, b, ..)` (at least two): the values a `fn` returns.
     Tuple(Vec<Expr>),
     /// An expression the parser could not read.

@@ -65,6 +65,8 @@ pub enum Tok {
     Int(u64),
     #[regex(r"[0-9][0-9_]*\.[0-9][0-9_]*([eE][+-]?[0-9]+)?", parse_float)]
     #[regex(r"[0-9][0-9_]*[eE][+-]?[0-9]+", parse_float)]
+    #[token("inf", |_| f64::INFINITY)]
+    #[token("nan", |_| f64::NAN)]
     Float(f64),
     #[regex(r"///[^\n]*", allow_greedy = true, callback = |lex| lex.slice()[3..].trim().to_string())]
     DocComment(String),
@@ -231,7 +233,7 @@ pub struct Lexed {
 /// The reserved words (docs/language.md §1): none of them can name anything.
 pub const KEYWORDS: &[&str] = &[
     "fn", "kernel", "let", "const", "for", "in", "step", "while", "if", "else", "return", "import", "mut", "tile",
-    "shared", "grid", "block", "flops", "as", "true", "false",
+    "shared", "grid", "block", "flops", "as", "true", "false", "inf", "nan",
 ];
 
 /// Lexes a whole file. Never fails: bad characters are recorded and skipped.

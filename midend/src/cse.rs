@@ -37,6 +37,7 @@ fn pure(k: &OpKind) -> bool {
             | OpKind::Transpose
             | OpKind::Reduce(..)
             | OpKind::Scan(..)
+            | OpKind::Flip(_)
             | OpKind::Extract
             | OpKind::Insert
             | OpKind::ExtractLine(_)

@@ -260,6 +260,9 @@ pub enum OpKind {
     /// along each row; 0 for a 1-D tile): element `i` is `t[0] op t[1] op .. op t[i]`,
     /// combined in index order with the `Reduce` kind's operation.
     Scan(Reduce, u8),
+    /// `(t) -> t`: the tile `t` reversed along `axis` (0: the order of the rows, 1: of the
+    /// columns; 0 for a 1-D tile): element `i` along it is `t`'s element `n - 1 - i`.
+    Flip(u8),
     /// `(array, i0, .., value, mask)`: stores the elements of the tile `value` where the
     /// `bool` tile `mask` (of `value`'s shape) is true and the position is in bounds; the
     /// other elements of the array are not touched.

@@ -244,6 +244,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             let (k, ax) = r.split_once('.').ok_or_else(|| format!("`scan.{r}` needs an axis"))?;
             OpKind::Scan(reduce(k).ok_or_else(|| format!("unknown scan `{k}`"))?, axis(ax)?)
         }
+        ("flip", Some(d)) => OpKind::Flip(axis(d)?),
         ("trsm", Some(t)) => {
             OpKind::Trsm(Trsm::from_name(&format!("solve_{t}_")).ok_or_else(|| format!("unknown solve `{t}`"))?)
         }

@@ -41,6 +41,7 @@ pub fn op_name(k: &OpKind) -> String {
             None => format!("reduce.{}", format!("{r:?}").to_lowercase()),
         },
         OpKind::Scan(r, ax) => format!("scan.{}.{ax}", format!("{r:?}").to_lowercase()),
+        OpKind::Flip(ax) => format!("flip.{ax}"),
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
         OpKind::Broadcast => "broadcast".into(),

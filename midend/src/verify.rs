@@ -143,7 +143,7 @@ impl V<'_> {
                     _ => errs.push(format!("`{name}`: operand {base} must be an array")),
                 }
             }
-            OpKind::Scan(_, axis) => {
+            OpKind::Scan(_, axis) | OpKind::Flip(axis) => {
                 let ok = matches!(t(0), Some(Type::Tile { ref shape, .. }) if (*axis as usize) < shape.len())
                     && r(0) == t(0);
                 bad(ok, "a tile in, the same type out, an axis below its rank", &mut errs);

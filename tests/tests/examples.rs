@@ -23,6 +23,7 @@ const RUN: &[&str] = &[
     "rms_norm.tile",
     "softmax.tile",
     "softmax_rows.tile",
+    "suffix_sums.tile",
     "swiglu.tile",
     "syrk.tile",
     "trsm.tile",
@@ -663,6 +664,30 @@ fn softmax_rows_example_masks_the_padding() {
                 let want = (row[c] - mx).exp() / s;
                 let got = y[r * n + c];
                 assert!((got - want).abs() <= tol(elem) * want.max(1e-3), "{elem:?} ({r}, {c}): {got} vs {want}");
+            }
+        }
+    }
+}
+
+/// Suffix sums of 29 rows of 300 (padding to 512): each against the f64 sums from the last
+/// element back; the f32 sums are the f32 additions in that order, so they match it exactly.
+#[test]
+fn suffix_sums_example_adds_from_the_end() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (m, n) = (29usize, 300usize);
+        let x = rounded(elem, &random_uniform(m * n, 131));
+        let sh = [m as u64, n as u64];
+        let y = run(
+            "suffix_sums.tile",
+            "suffix_sums",
+            vec![("X", arr(elem, &x, &sh)), ("Y", arr(elem, &vec![7.0; m * n], &sh))],
+            "Y",
+        );
+        for r in 0..m {
+            let mut acc = 0.0f64;
+            for c in (0..n).rev() {
+                acc = elem.round(acc + x[r * n + c]);
+                assert_eq!(y[r * n + c], acc, "{elem:?} ({r}, {c})");
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
-//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans, rows,
+//! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans (reversed
+//! too), flips, `copysign`/`signbit`, a three-operand `map`, rows,
 //! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky, LU and triangular solves
@@ -121,7 +122,7 @@ impl Gen {
         }
         let d = depth - 1;
         let cmp = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);
-        match self.rng.int(0, 15) {
+        match self.rng.int(0, 18) {
             0 => format!("({} + {})", self.tile(d), self.tile(d)),
             1 => format!("({} - {})", self.tile(d), self.tile(d)),
             2 => {
@@ -174,6 +175,20 @@ impl Gen {
                 let x = if f == "cumprod" { format!("min(max({x}, -2), 2)") } else { x };
                 format!("{f}({x}, {axis})")
             }
+            15 => {
+                let (axis, x) = (self.rng.int(0, 3), self.tile(d));
+                let f = *self.pick(&["cumsum", "cummax", "cummin"]);
+                match axis {
+                    2 => format!("flip({x})"),
+                    _ if self.chance(50) => format!("{f}({x}, {axis}, reverse = true)"),
+                    _ => format!("flip({x}, {axis})"),
+                }
+            }
+            // Signs from the inputs: Vulkan drivers need not keep the sign of a zero that
+            // arithmetic produces (docs/language.md §16).
+            16 if self.float && self.chance(50) => format!("copysign({}, {})", self.tile(d), self.input()),
+            16 if self.float => format!("where(signbit({}), {}, {})", self.input(), self.tile(d), self.lit()),
+            16 | 17 => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
     }
@@ -361,7 +376,7 @@ fn case(seed: u64) -> Case {
         body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
     }
     let src = format!(
-        "kernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
@@ -598,6 +613,11 @@ fn the_generator_covers_its_constructs() {
         "tile<i32, 65>",
         "v[(s as i32) + ",
         "acc[:, q2] = ",
+        "flip(",
+        "reverse = true)",
+        "copysign(",
+        "signbit(",
+        "map(mix3, ",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

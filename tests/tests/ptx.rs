@@ -115,6 +115,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
     let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs nvidia-cuda-nvcc-cu12)");
     let cases = [
         cases::masks(),
+        cases::constructs(),
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::lines(),

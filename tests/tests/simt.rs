@@ -93,6 +93,11 @@ fn masks() {
 }
 
 #[test]
+fn flips_reversed_scans_signs_and_nary_maps() {
+    cases::constructs().into_iter().for_each(both);
+}
+
+#[test]
 fn fns_returning_several_values() {
     cases::fn_results().into_iter().for_each(both);
 }

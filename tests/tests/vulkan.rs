@@ -68,6 +68,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::examples(),
         cases::math(),
         cases::masks(),
+        cases::constructs(),
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::lines(),

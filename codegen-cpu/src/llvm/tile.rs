@@ -363,6 +363,7 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Transpose => self.transpose(op, s)?,
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
             OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
+            OpKind::Flip(axis) => self.flip(op, *axis, s)?,
             OpKind::Insert => self.insert(op, s)?,
             OpKind::ExtractLine(d) | OpKind::InsertLine(d) => self.line_op(op, *d, s)?,
             OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op, s)?,
@@ -830,6 +831,37 @@ impl<'ctx> Gen<'ctx, '_> {
                 let a = g.load_at(g.elem_ptr(dst, s, prev)?, s, 0)?;
                 let y = g.reduce_step(k, s, a, x)?;
                 g.store_at(g.elem_ptr(dst, s, off)?, s, y)
+            })
+        })
+    }
+
+    /// `Flip(axis)`: rows copied to the mirrored row with vectors (axis 0 of a matrix), or
+    /// each row's elements written in reverse order (axis 1, a 1-D tile).
+    fn flip(&mut self, op: &Op, axis: u8, s: Scalar) -> Result<(), CodegenError> {
+        let ty = self.f.ty(op.args[0]).clone();
+        let (rows, cols) = shape(&ty);
+        let src = self.tile(op.args[0])?;
+        let dst = self.new_tile(op.results[0])?;
+        let one_d = matches!(&ty, Type::Tile { shape, .. } if shape.len() == 1);
+        let last = self.i64c(((rows - 1) * cols) as i64);
+        if axis == 0 && !one_d {
+            let segs = segments(cols, s);
+            return self.each_row(0, rows, cols, s, |g, row| {
+                let to = g.b.build_int_sub(last, row, "").map_err(be)?;
+                for &(c0, len) in &segs {
+                    let v = g.load_vec(src, s, g.add_off(row, c0)?, len)?;
+                    g.store_vec(dst, s, g.add_off(to, c0)?, v)?;
+                }
+                Ok(())
+            });
+        }
+        self.each_row(0, rows, cols, s, |g, row| {
+            let end = g.add_off(row, cols - 1)?;
+            let (lo, hi) = (g.i64c(0), g.i64c(cols as i64));
+            g.dyn_loop(lo, hi, |g, j| {
+                let x = g.load_elem(src, s, g.b.build_int_add(row, j, "").map_err(be)?)?;
+                let back = g.b.build_int_sub(end, j, "").map_err(be)?;
+                g.store_elem(dst, s, back, x)
             })
         })
     }

@@ -7,6 +7,7 @@
 //! The operations that long vectors are used for work on this layout directly, with code that
 //! grows with the registers per lane: fills, element-wise arithmetic and `map`, loads and
 //! stores (each lane moves its own elements), reductions (lane partials, then across lanes),
+//! scans and flips (as a matrix of one column: `ops.rs`, `flip.rs`),
 //! and element access at a run-time index (a select over the lane's registers, then a shuffle
 //! from the owning lane). Every other operation on a long vector is lowered on its replicated
 //! form, gathered with `N` shuffles, and its long vector result distributed again

@@ -36,6 +36,7 @@
 
 mod blocks;
 mod dist;
+mod flip;
 pub mod interp;
 mod linalg;
 mod lines;

@@ -65,6 +65,8 @@ impl Lower<'_> {
                 | OpKind::ExtractLine(_)
                 | OpKind::InsertLine(_)
                 | OpKind::Map
+                | OpKind::Scan(..)
+                | OpKind::Flip(_)
         );
         let lv = if native {
             self.tile_op_on(op, res_ty.clone())?
@@ -127,6 +129,7 @@ impl Lower<'_> {
             OpKind::Transpose => Some(self.transpose(self.get(op.args[0])?)?),
             OpKind::Reduce(k, axis) => Some(self.reduce(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Scan(k, axis) => Some(self.scan(*k, *axis, self.get(op.args[0])?)?),
+            OpKind::Flip(axis) => Some(self.flip(*axis, self.get(op.args[0])?)?),
             OpKind::Extract => Some(self.extract(op)?),
             OpKind::Insert => Some(self.insert(op)?),
             OpKind::ExtractLine(d) | OpKind::InsertLine(d) => Some(self.line_op(op, *d)?),
@@ -553,6 +556,11 @@ impl Lower<'_> {
                 }
                 Ok(Lv::Vec { n, elem, rep: out, dist: None })
             }
+            // A distributed vector is a one-column matrix: scanned down its column.
+            Lv::Dist { n, elem, regs } => match self.scan(k, 0, Lv::Mat { rows: n, cols: 1, elem, regs })? {
+                Lv::Mat { regs, .. } => Ok(Lv::Dist { n, elem, regs }),
+                _ => Err(err("scan of a distributed vector")),
+            },
             Lv::Mat { rows, cols, elem, regs } if axis == 1 => {
                 let mut out = regs.clone();
                 for s in 0..self.slots(rows) {

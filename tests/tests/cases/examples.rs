@@ -130,6 +130,13 @@ pub(crate) fn all() -> Vec<Case> {
             vec!["Y"],
         ),
         case(
+            example("suffix_sums.tile"),
+            "suffix_sums",
+            vec![("X", random_uniform(21 * 300, 102), vec![21, 300]), ("Y", vec![7.0; 21 * 300], vec![21, 300])],
+            vec![],
+            vec!["Y"],
+        ),
+        case(
             example("gemver.tile"),
             "gemver_rank2",
             vec![

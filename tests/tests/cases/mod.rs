@@ -672,6 +672,28 @@ pub(crate) fn long_vectors() -> Vec<Case> {
     vec![case(src, "longv", arrays, vec![], outs)]
 }
 
+/// Issue 29's constructs, `tests/tests/cases/constructs.tile`, on a 37x6 array (partial 40x7
+/// tiles, more rows than lanes up to 32) and 97 elements of a 100-element long vector, with
+/// `0.0` and `-0.0` in the data for `signbit` and `copysign`.
+pub(crate) fn constructs() -> Vec<Case> {
+    let (m, n, l) = (37u64, 6u64, 97u64);
+    let src = SourceSet::with_stdlib("constructs.tile", include_str!("constructs.tile"));
+    let mut a = random_uniform((m * n) as usize, 91);
+    a[3 * n as usize + 2] = 0.0;
+    a[5 * n as usize + 1] = -0.0;
+    let mut arrays = vec![("A", a, vec![m, n]), ("V", random_uniform(l as usize, 92), vec![l])];
+    for o in ["F", "G", "RS", "RX", "CS", "MP"] {
+        arrays.push((o, vec![7.0; (m * n) as usize], vec![m, n]));
+    }
+    for o in ["H", "RV"] {
+        arrays.push((o, vec![7.0; l as usize], vec![l]));
+    }
+    arrays.push(("RW", vec![7.0; 2 * l as usize], vec![2, l]));
+    arrays.push(("X", vec![7.0; 64], vec![64]));
+    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "X"];
+    vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
+}
+
 /// Rows and columns at run-time and constant indices, read and written, inside and out of
 /// range: `tests/tests/cases/lines.tile` on a 35x6 array (a partial 37x7 tile), `i = 2`, `j = 1`.
 pub(crate) fn lines() -> Vec<Case> {

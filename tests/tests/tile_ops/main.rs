@@ -14,6 +14,7 @@ use tilec_tests::{
 
 mod broadcast;
 mod carried_tiles;
+mod constructs;
 mod direct_operands;
 mod edges;
 mod elementwise;
