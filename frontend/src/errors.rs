@@ -516,8 +516,13 @@ pub(crate) fn no_value(span: Span) -> Diagnostic {
         .note("in-place methods such as `cholesky_` update their tile and return nothing")
 }
 
-pub(crate) fn generic_kind(kernel: &str, p: &Ident, want_type: bool) -> Diagnostic {
-    let (what, example) = if want_type { ("an element type", "f32") } else { ("an integer constant", "16") };
+/// `want`: "type", "float" or "integer", what the parameter takes.
+pub(crate) fn generic_kind(kernel: &str, p: &Ident, want: &str) -> Diagnostic {
+    let (what, example) = match want {
+        "type" => ("an element type", "f32"),
+        "float" => ("a number", "0.5"),
+        _ => ("an integer constant", "16"),
+    };
     Diagnostic::error("E0302", format!("the generic parameter `{}` of kernel `{kernel}` takes {what}", p.name))
         .label(p.span, "declared here")
         .help(format!("pass `--generic {}={example}`", p.name))
@@ -673,9 +678,9 @@ pub(crate) fn bound_violation(span: Span, f: &str, p: &Ident, bound: &Ident, got
 }
 
 pub(crate) fn const_param_type(ty: Span, p: &Ident) -> Diagnostic {
-    Diagnostic::error("E0307", format!("the const parameter `{}` must have an integer type", p.name))
-        .label(ty, "not an integer type")
-        .help(format!("const parameters are integers: `const {}: i32`", p.name))
+    Diagnostic::error("E0307", format!("the const parameter `{}` must have an integer or float type", p.name))
+        .label(ty, "not an integer or float type")
+        .help(format!("const parameters are integers or floats: `const {}: i32`, `const {}: f32`", p.name, p.name))
 }
 
 pub(crate) fn const_default_type(span: Span, p: &Ident, want: Scalar, got: Scalar) -> Diagnostic {
@@ -685,7 +690,7 @@ pub(crate) fn const_default_type(span: Span, p: &Ident, want: Scalar, got: Scala
         format!("the default of the const parameter `{}` is {got}, but `{}` is {want}", p.name, p.name),
     )
     .label(span, format!("this is {got}"))
-    .help("const parameters are integers: write an integer default")
+    .help("write a default of the parameter's type")
 }
 
 pub(crate) fn const_default_range(span: Span, p: &Ident, s: Scalar, v: i64) -> Diagnostic {

@@ -117,8 +117,8 @@ impl FnBuilder<'_, '_> {
                         return Ev::Err; // E0307, reported once by `check_generic_decls`
                     };
                     match crate::kernel::const_default(self.cx, name, s, d) {
-                        Ok(v) => {
-                            g.insert(name.name.clone(), GenericVal::Const(Const::Int(v, s)));
+                        Ok(c) => {
+                            g.insert(name.name.clone(), GenericVal::Const(c));
                         }
                         Err(mut diag) => {
                             if self.cx.bad_defaults.insert(format!("{}::{}", f.name, name.name)) {

@@ -37,7 +37,7 @@ enum Choice {
     /// An element type from this list.
     Types(Vec<Scalar>),
     /// A constant, with its default if declared.
-    Const(Option<i64>),
+    Const(Option<Const>),
 }
 
 /// Checks the generic parameters of a kernel: known bounds, constant defaults.
@@ -63,8 +63,8 @@ fn kernel_params(cx: &mut Checker<'_>, k: &KernelItem, source: Option<&str>) -> 
                     continue;
                 };
                 match const_default(cx, name, s, e) {
-                    Ok(v) => {
-                        out.push((name.name.clone(), Choice::Const(Some(v))));
+                    Ok(c) => {
+                        out.push((name.name.clone(), Choice::Const(Some(c))));
                         continue;
                     }
                     Err(d) => d,
@@ -116,27 +116,39 @@ fn check_generic_decls(cx: &mut Checker<'_>) {
     }
 }
 
-/// The value of the default `e` of the const parameter `name` of type `s` (an integer type).
+/// The generic argument of a const parameter's value.
+fn generic_arg(c: Const) -> GenericArg {
+    match c {
+        Const::Float(x, _) => GenericArg::float(x),
+        c => GenericArg::Const(c.as_i64()),
+    }
+}
+
+/// The value of the default `e` of the const parameter `name` of type `s` (an integer or
+/// float type; an integer default of a float parameter becomes a float), as a constant of `s`.
 pub(crate) fn const_default(
     cx: &mut Checker<'_>,
     name: &tilec_grammar::ast::Ident,
     s: Scalar,
     e: &tilec_grammar::ast::Expr,
-) -> Result<i64, Diagnostic> {
+) -> Result<Const, Diagnostic> {
     let mut lookup = |n: &str| cx.const_item(n);
     match crate::consteval::eval(e, &mut lookup) {
+        Ok(Const::Int(v, _)) if s.is_float() => Ok(Const::Float(s.round(v as f64), s)),
+        Ok(Const::Float(x, _)) if s.is_float() => Ok(Const::Float(s.round(x), s)),
         Ok(Const::Int(v, _)) if s.wrap(v) != v => Err(errors::const_default_range(e.span, name, s, v)),
-        Ok(Const::Int(v, _)) => Ok(v),
+        Ok(Const::Int(v, _)) => Ok(Const::Int(v, s)),
         Ok(c) => Err(errors::const_default_type(e.span, name, s, c.ty())),
         Err(crate::consteval::NotConst::Error(d)) => Err(d),
         Err(crate::consteval::NotConst::Runtime(_)) => Err(errors::not_const(e.span, "a const parameter's default")),
     }
 }
 
-/// The integer type of a const parameter declared with `ty` (`i32`, `i64` or `u32`), if it is one.
+/// The type of a const parameter declared with `ty` (`i32`, `i64`, `u32`, `f32` or `f64`), if
+/// it is one of those.
 pub(crate) fn const_param_scalar(ty: &TypeExpr) -> Option<Scalar> {
     match ty {
-        TypeExpr::Named(t) => Scalar::from_name(&t.name).filter(|s| s.is_int()),
+        TypeExpr::Named(t) => Scalar::from_name(&t.name).filter(|s| s.is_int() || (s.is_float() && !s.is_half())),
         _ => None,
     }
 }
@@ -176,7 +188,7 @@ pub(crate) fn lower_program(
                 let defaults: Vec<(String, i64)> = params
                     .iter()
                     .filter_map(|(n, c)| match c {
-                        Choice::Const(Some(v)) if !fixed.contains_key(n) => Some((n.clone(), *v)),
+                        Choice::Const(Some(Const::Int(v, _))) if !fixed.contains_key(n) => Some((n.clone(), *v)),
                         _ => None,
                     })
                     .collect();
@@ -185,7 +197,7 @@ pub(crate) fn lower_program(
                     let cands: Vec<GenericArg> = match (fixed.get(&name), choice) {
                         (Some(v), _) => vec![*v],
                         (None, Choice::Types(ts)) => ts.into_iter().map(GenericArg::Type).collect(),
-                        (None, Choice::Const(Some(v))) => vec![GenericArg::Const(v)],
+                        (None, Choice::Const(Some(c))) => vec![generic_arg(c)],
                         // Written as an extent: it takes the argument's extent at launch, and
                         // is checked here at a representative value.
                         (None, Choice::Const(None)) if extent_positions(k.item, &name).next().is_some() => {
@@ -281,7 +293,7 @@ fn check_uncalled_fns(cx: &mut Checker<'_>) {
                         break; // E0307
                     };
                     match const_default(cx, name, s, d) {
-                        Ok(v) => GenericVal::Const(Const::Int(v, s)),
+                        Ok(c) => GenericVal::Const(c),
                         Err(mut d) => {
                             d.source = f.source.map(str::to_string);
                             cx.diags.push(d);
@@ -343,13 +355,35 @@ fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     }
 }
 
+/// The integer of an integer generic argument (0 otherwise).
+fn arg_i64(a: &GenericArg) -> i64 {
+    match a {
+        GenericArg::Const(v) => *v,
+        _ => 0,
+    }
+}
+
+/// Whether `p` is a const parameter of a float type.
+fn is_float_param(p: &GenericParam) -> bool {
+    matches!(p, GenericParam::Const { ty, .. } if const_param_scalar(ty).is_some_and(|s| s.is_float()))
+}
+
+/// The symbol part of a float const parameter's value: `__1em6`, `__0p5`, `__m2p0`.
+fn float_symbol(x: f64) -> String {
+    format!("__{}", format!("{x:?}").replace('.', "p").replace('-', "m").replace('+', ""))
+}
+
 /// The mangled symbol of a kernel instance: `name__f32`.
 fn symbol(k: &KernelItem, g: &HashMap<String, GenericArg>) -> String {
     let mut s = k.name.name.clone();
     for p in &k.generics {
         match g.get(&p.name().name) {
             Some(GenericArg::Type(t)) => s.push_str(&format!("__{}", t.name())),
-            Some(GenericArg::Const(v)) => s.push_str(&format!("__{v}")),
+            // A float parameter's value as a float (`2` and `2.0` name one instance), `1e-6`
+            // as `1em6` and `0.5` as `0p5`: a valid symbol.
+            Some(GenericArg::Const(v)) if !is_float_param(p) => s.push_str(&format!("__{v}")),
+            Some(GenericArg::Const(v)) => s.push_str(&float_symbol(*v as f64)),
+            Some(GenericArg::Float(b)) => s.push_str(&float_symbol(f64::from_bits(*b))),
             None => {}
         }
     }
@@ -566,6 +600,14 @@ fn lower_kernel(
         };
         let v = match (p, arg) {
             (GenericParam::Type { .. }, GenericArg::Type(s)) => GenericVal::Type(*s),
+            (GenericParam::Const { ty, .. }, GenericArg::Const(_) | GenericArg::Float(_)) if is_float_param(p) => {
+                let s = const_param_scalar(ty).expect("a float type");
+                let x = match arg {
+                    GenericArg::Float(b) => f64::from_bits(*b),
+                    _ => arg_i64(arg) as f64,
+                };
+                GenericVal::Const(Const::Float(s.round(x), s))
+            }
             (GenericParam::Const { ty, name, .. }, GenericArg::Const(v)) => {
                 let s = const_param_scalar(ty).unwrap_or(Scalar::I32);
                 if s.wrap(*v) != *v {
@@ -577,7 +619,15 @@ fn lower_kernel(
                 GenericVal::Const(Const::Int(*v, s))
             }
             (p, _) => {
-                let mut d = errors::generic_kind(&item.name.name, p.name(), matches!(p, GenericParam::Type { .. }));
+                let mut d = errors::generic_kind(
+                    &item.name.name,
+                    p.name(),
+                    match p {
+                        GenericParam::Type { .. } => "type",
+                        _ if is_float_param(p) => "float",
+                        _ => "integer",
+                    },
+                );
                 d.source = source.clone();
                 cx.diags.push(d);
                 return;
@@ -736,7 +786,7 @@ pub(crate) fn infer_generics(
                     crate::consteval::eval(&c.item.value, &mut look).ok()
                 }
                 if let Ok(c) = crate::consteval::eval(e, &mut |n| item(program, n, 0)) {
-                    out.insert(name.name.clone(), GenericArg::Const(c.as_i64()));
+                    out.insert(name.name.clone(), generic_arg(c));
                     continue;
                 }
                 return Err(errors::const_param_value(kernel, name));

@@ -38,13 +38,25 @@ pub use limits::TargetLimits;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GenericArg {
     Type(Scalar),
+    /// An integer constant (or a float parameter's integral value).
     Const(i64),
+    /// A float constant, as the bits of its `f64` value (so that instances hash).
+    Float(u64),
 }
 
 impl GenericArg {
-    /// Parses `f32`, `f64`, ... as a type, an integer as a constant.
+    /// Parses `f32`, `f64`, ... as a type, an integer or a float (`1e-6`, `0.5`, `inf`) as a
+    /// constant.
     pub fn parse(s: &str) -> Option<GenericArg> {
-        Scalar::from_name(s).map(GenericArg::Type).or_else(|| s.parse().ok().map(GenericArg::Const))
+        Scalar::from_name(s)
+            .map(GenericArg::Type)
+            .or_else(|| s.parse().ok().map(GenericArg::Const))
+            .or_else(|| s.parse::<f64>().ok().map(GenericArg::float))
+    }
+
+    /// The float constant `x`.
+    pub fn float(x: f64) -> GenericArg {
+        GenericArg::Float(x.to_bits())
     }
 }
 

@@ -208,11 +208,13 @@ impl Program {
         for (n, v) in &generics {
             let g = if let Ok(i) = v.extract::<i64>() {
                 GenericArg::Const(i)
+            } else if let Ok(x) = v.extract::<f64>() {
+                GenericArg::float(x)
             } else {
                 let s: String = v.extract()?;
                 GenericArg::parse(&s).ok_or_else(|| {
                     raise_run(RunError::Mismatch {
-                        detail: format!("generic argument `{n}={s}` is neither a type nor an integer"),
+                        detail: format!("generic argument `{n}={s}` is neither a type nor a number"),
                     })
                 })?
             };

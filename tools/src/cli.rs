@@ -353,10 +353,10 @@ fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Fail> 
     let mut m = HashMap::new();
     for g in list {
         let Some((n, t)) = g.split_once('=') else {
-            return Err(usage("E0501", format!("`--generic {g}`: expected NAME=TYPE or NAME=INTEGER, e.g. T=f32")));
+            return Err(usage("E0501", format!("`--generic {g}`: expected NAME=TYPE or NAME=NUMBER, e.g. T=f32")));
         };
         let v = GenericArg::parse(t.trim())
-            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: `{t}` is neither a scalar type nor an integer")))?;
+            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: `{t}` is neither a scalar type nor a number")))?;
         m.insert(n.trim().to_string(), v);
     }
     Ok(m)

@@ -463,6 +463,42 @@ fn const_parameters_size_the_tiles() {
     }
 }
 
+/// Float const parameters: their defaults (an integer default of an `f64` parameter becomes a
+/// float), values given as floats or integers, each rounded to the parameter's type, and the
+/// instance's symbol naming the value (`2` and `2.0` are one instance).
+#[test]
+fn float_const_parameters_take_defaults_and_given_values() {
+    use tilec_frontend::GenericArg;
+    let src = "kernel k<T: float, const EPS: f32 = 1e-3, const S: f64 = 2>(A: T[N], O: mut T[N]) grid(1) {
+        O[0:32] = A[0:32] * (S as T) + (EPS as T);
+    }";
+    let set = SourceSet::with_stdlib("test.tile", src);
+    let a: Vec<f64> = (0..29).map(|k| k as f64 * 0.25 - 3.0).collect();
+    for elem in FLOATS {
+        for (given, eps, s, symbol) in [
+            (vec![], 1e-3f32 as f64, 2.0, "k__ELEM__0p001__2p0"),
+            (
+                vec![("EPS", GenericArg::float(0.1)), ("S", GenericArg::Const(2))],
+                0.1f32 as f64,
+                2.0,
+                "k__ELEM__0p1__2p0",
+            ),
+            (vec![("S", GenericArg::float(-1.5e-7))], 1e-3f32 as f64, -1.5e-7, "k__ELEM__0p001__m1p5em7"),
+        ] {
+            let mut args = HashMap::new();
+            args.insert("A".to_string(), arr(elem, &a, &[29]));
+            args.insert("O".to_string(), sentinel(elem, &[29]));
+            let fixed: HashMap<String, GenericArg> = given.iter().map(|(n, g)| (n.to_string(), *g)).collect();
+            let runner = tilec_tests::cpu_runner(&set, "k", &args, &fixed).expect("compiles");
+            assert_eq!(runner.kernel.symbol, symbol.replace("ELEM", elem.name()));
+            let (b, _) = runner.run(args).expect("runs");
+            let want: Vec<f64> =
+                a.iter().map(|x| elem.round(elem.round(x * elem.round(s)) + elem.round(eps))).collect();
+            assert_close(&out(&b, "O"), &want, tol(elem), &format!("{elem:?} {given:?}"));
+        }
+    }
+}
+
 /// A `fn` const parameter takes its default when no argument type fixes it, and the value
 /// inferred from a tile extent otherwise; a `const` item's integer value is converted to its
 /// declared float type; uncalled generic `fn`s are checked without false errors.
