@@ -256,6 +256,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     l.fold_line(k, s, src, first, inner, stride, Some(dst));
                 });
             }
+            OpKind::Reshape => {
+                let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));
+                self.copy_bytes(dst, src, n * s.bytes());
+            }
             OpKind::Flip(axis) => {
                 let t = self.f.ty(op.args[0]).clone();
                 let (src, dst) = (self.tile_addr(op.args[0]), self.tile_addr(op.results[0]));

@@ -49,6 +49,9 @@ pub const BUILTINS: &[&str] = &[
     "copysign",
     "signbit",
     "row",
+    "reshape",
+    "join",
+    "split",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -145,6 +148,8 @@ impl FnBuilder<'_, '_> {
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
             "cumsum" | "cumprod" | "cummax" | "cummin" => self.scan(f, args, e),
             "flip" => self.flip(f, args, e),
+            "reshape" => self.reshape(f, args, e),
+            "join" | "split" => self.join_split(f, args, e),
             "copysign" => self.copysign(f, args, e, expect),
             "signbit" => self.signbit(f, args, e, expect),
             "min" | "max" if args.len() == 2 => {

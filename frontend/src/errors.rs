@@ -394,6 +394,20 @@ pub(crate) fn scan_axis(span: Span, f: &str, rank: usize) -> Diagnostic {
         .label(span, "this axis")
 }
 
+pub(crate) fn split_operand(span: Span, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`split` needs a numeric tile<T, N, 2>, found {t}"))
+        .label(span, format!("this is {t}"))
+        .help("`split(t)` returns the two columns of a tile of two columns: `let (a, b) = split(t);`")
+}
+
+pub(crate) fn reshape_count(span: Span, t: &Type, to: &[u32]) -> Diagnostic {
+    let want: u32 = to.iter().product();
+    let to: Vec<String> = to.iter().map(u32::to_string).collect();
+    Diagnostic::error("E0214", format!("cannot reshape {t} to {} elements ({})", want, to.join(" x ")))
+        .label(span, "another number of elements")
+        .help("a reshape keeps every element: the extents' product must be the tile's element count")
+}
+
 /// E0230: a named argument (`name = value`) where none is taken, or one that is not known.
 pub(crate) fn named_arg(span: Span, name: &str, known: &[&str]) -> Diagnostic {
     let d = Diagnostic::error("E0230", format!("unexpected named argument `{name}`")).label(span, "not taken here");

@@ -137,6 +137,44 @@ impl FnBuilder<'_, '_> {
         Ev::Val(axes.into_iter().fold(v, |v, ax| self.emit1(OpKind::Flip(ax), vec![v], t.clone(), e.span)))
     }
 
+    /// `reshape(t, N)`, `reshape(t, R, C)`: the elements of the numeric tile `t` in row-major
+    /// order as a tile of constant extents with the same number of elements (NumPy's
+    /// `reshape`, Triton's `tl.reshape`, Warp's `tile_view`).
+    pub(crate) fn reshape(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() < 2 || args.len() > 3 {
+            self.error(errors::arg_count(e.span, &f.name, 3, args.len()));
+            return Ev::Err;
+        }
+        let Some(v) = self.value(&args[0], None) else {
+            return Ev::Err;
+        };
+        let t = self.ty(v);
+        let Type::Tile { elem, shape } = t.clone() else {
+            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+            return Ev::Err;
+        };
+        if elem == Scalar::Bool {
+            self.error(errors::math_operand(args[0].span, &f.name, &t));
+            return Ev::Err;
+        }
+        let mut to = Vec::new();
+        for a in &args[1..] {
+            let Some(x) = self.extent(a, "a reshape extent") else {
+                return Ev::Err;
+            };
+            to.push(x);
+        }
+        let (from, into) = (shape.iter().product::<u32>(), to.iter().product::<u32>());
+        if from != into {
+            self.error(errors::reshape_count(e.span, &t, &to));
+            return Ev::Err;
+        }
+        if to == shape {
+            return Ev::Val(v);
+        }
+        Ev::Val(self.emit1(OpKind::Reshape, vec![v], Type::Tile { elem, shape: to }, e.span))
+    }
+
     fn fill_tile(&mut self, fill: Fill, x: Option<Value>, elem: Scalar, shape: &[u32], span: Span) -> Value {
         let ty = Type::Tile { elem, shape: shape.to_vec() };
         self.emit1(OpKind::Fill(fill), x.into_iter().collect(), ty, span)

@@ -38,6 +38,7 @@ fn pure(k: &OpKind) -> bool {
             | OpKind::Reduce(..)
             | OpKind::Scan(..)
             | OpKind::Flip(_)
+            | OpKind::Reshape
             | OpKind::Extract
             | OpKind::Insert
             | OpKind::ExtractLine(_)

@@ -263,6 +263,9 @@ pub enum OpKind {
     /// `(t) -> t`: the tile `t` reversed along `axis` (0: the order of the rows, 1: of the
     /// columns; 0 for a 1-D tile): element `i` along it is `t`'s element `n - 1 - i`.
     Flip(u8),
+    /// `(t) -> tile`: the elements of `t` in row-major order in a tile of the result's shape
+    /// (the same element type and count).
+    Reshape,
     /// `(array, i0, .., value, mask)`: stores the elements of the tile `value` where the
     /// `bool` tile `mask` (of `value`'s shape) is true and the position is in bounds; the
     /// other elements of the array are not touched.

@@ -257,6 +257,7 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         ("extract", None) => OpKind::Extract,
         ("insert", None) => OpKind::Insert,
         ("broadcast", None) => OpKind::Broadcast,
+        ("reshape", None) => OpKind::Reshape,
         ("cholesky", None) => OpKind::Cholesky,
         ("lu", None) => OpKind::Lu,
         ("map", None) => OpKind::Map,

@@ -45,6 +45,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Extract => "extract".into(),
         OpKind::Insert => "insert".into(),
         OpKind::Broadcast => "broadcast".into(),
+        OpKind::Reshape => "reshape".into(),
         OpKind::ExtractLine(d) => format!("extract_line.{d}"),
         OpKind::InsertLine(d) => format!("insert_line.{d}"),
         OpKind::ExtractBlock(at) => format!("extract_block{at:?}"),

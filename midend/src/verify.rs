@@ -143,6 +143,15 @@ impl V<'_> {
                     _ => errs.push(format!("`{name}`: operand {base} must be an array")),
                 }
             }
+            OpKind::Reshape => {
+                let ok = match (t(0), r(0)) {
+                    (Some(Type::Tile { elem: a, shape: sa }), Some(Type::Tile { elem: b, shape: sb })) => {
+                        a == b && sa.iter().product::<u32>() == sb.iter().product::<u32>()
+                    }
+                    _ => false,
+                };
+                bad(ok, "a tile in, a tile of its element type and count out", &mut errs);
+            }
             OpKind::Scan(_, axis) | OpKind::Flip(axis) => {
                 let ok = matches!(t(0), Some(Type::Tile { ref shape, .. }) if (*axis as usize) < shape.len())
                     && r(0) == t(0);

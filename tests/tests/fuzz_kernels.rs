@@ -1,7 +1,7 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
 //! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans (reversed
-//! too), flips, `copysign`/`signbit`, a three-operand `map`, rows,
+//! too), flips, `copysign`/`signbit`, a three-operand `map`, reshapes, rows,
 //! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky, LU and triangular solves
@@ -188,7 +188,12 @@ impl Gen {
             // arithmetic produces (docs/language.md §16).
             16 if self.float && self.chance(50) => format!("copysign({}, {})", self.tile(d), self.input()),
             16 if self.float => format!("where(signbit({}), {}, {})", self.input(), self.tile(d), self.lit()),
-            16 | 17 => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
+            16 if self.chance(50) => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
+            16 if self.r * self.c <= 4096 => {
+                format!("reshape(reshape({}, {}), {}, {})", self.tile(d), self.r * self.c, self.r, self.c)
+            }
+            16 => format!("reshape(reshape({}, {}, {}), {}, {})", self.tile(d), self.c, self.r, self.r, self.c),
+            17 => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
     }
@@ -618,6 +623,7 @@ fn the_generator_covers_its_constructs() {
         "copysign(",
         "signbit(",
         "map(mix3, ",
+        "reshape(reshape(",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

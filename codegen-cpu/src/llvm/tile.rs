@@ -364,6 +364,13 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Reduce(k, Some(axis)) => self.reduce_axis(op, *k, *axis, s)?,
             OpKind::Scan(k, axis) => self.scan(op, *k, *axis, s)?,
             OpKind::Flip(axis) => self.flip(op, *axis, s)?,
+            OpKind::Reshape => {
+                // Row-major storage: the same bytes.
+                let src = self.tile(op.args[0])?;
+                let dst = self.new_tile(op.results[0])?;
+                let bytes = self.i64c((self.f.ty(op.args[0]).tile_len() * s.bytes()) as i64);
+                self.b.build_memcpy(dst, s.bytes(), src, s.bytes(), bytes).map_err(be)?;
+            }
             OpKind::Insert => self.insert(op, s)?,
             OpKind::ExtractLine(d) | OpKind::InsertLine(d) => self.line_op(op, *d, s)?,
             OpKind::ExtractBlock(_) | OpKind::InsertBlock(_) | OpKind::Broadcast => self.block_op(op, s)?,

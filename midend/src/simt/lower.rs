@@ -337,6 +337,11 @@ impl Lower<'_> {
                 self.emit(OpKind::Barrier, vec![], vec![]);
                 return Ok(());
             }
+            OpKind::Reshape => {
+                let lv = self.reshape(op, shared)?;
+                self.map.insert(op.results[0], lv);
+                return Ok(());
+            }
             _ => {}
         }
         let tile_args = op.args.iter().any(|a| self.src.ty(*a).is_tile());

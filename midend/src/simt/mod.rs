@@ -44,6 +44,7 @@ mod lower;
 mod math;
 mod numerics;
 mod ops;
+mod reshape;
 mod transpose;
 
 pub use lower::lower_kernel;

@@ -689,8 +689,11 @@ pub(crate) fn constructs() -> Vec<Case> {
         arrays.push((o, vec![7.0; l as usize], vec![l]));
     }
     arrays.push(("RW", vec![7.0; 2 * l as usize], vec![2, l]));
+    arrays.push(("QR", vec![7.0; 48], vec![12, 4]));
+    arrays.push(("RT", vec![7.0; l as usize], vec![l]));
+    arrays.push(("JS", vec![7.0; 2 * m as usize], vec![m, 2]));
     arrays.push(("X", vec![7.0; 64], vec![64]));
-    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "X"];
+    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "X"];
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
 }
 

@@ -1,6 +1,6 @@
 //! Issue 29's constructs on the CPU against plain f64 references: `flip`, reversed scans,
 //! `copysign`/`signbit` on `0.0` and `-0.0`, `inf`/`nan`, `argmax`/`argmin` of integer tiles,
-//! a three-operand `map`, `row(v)` and float literals typed by the instance's `T`
+//! a three-operand `map`, `row(v)`, `reshape`, `join`/`split` and float literals typed by the instance's `T`
 //! (`tests/tests/cases/constructs.tile`, partial 40x7 tiles over a 37x6 array).
 
 use super::*;
@@ -58,6 +58,7 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         }
         args.extend([("H", sentinel(elem, &[l])), ("RV", sentinel(elem, &[l]))]);
         args.extend([("RW", sentinel(elem, &[2, l])), ("X", sentinel(elem, &[64]))]);
+        args.extend([("QR", sentinel(elem, &[12, 4])), ("RT", sentinel(elem, &[l])), ("JS", sentinel(elem, &[m, 2]))]);
         let b = run(SRC, "constructs", args);
         let ctx = format!("{elem:?}");
         let ctx = |what: &str| format!("{ctx} {what}");
@@ -77,6 +78,16 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         let rw = out(&b, "RW");
         assert_exact(&rw[..l], &v.iter().map(|x| x * 2.0).collect::<Vec<_>>(), &ctx("row(v)"));
         assert!(rw[l..].iter().all(|x| *x == SENTINEL), "{}", ctx("row(v) writes one row"));
+        // reshape(a[0:8, 0:6], 12, 4): the 48 elements in row-major order.
+        let q: Vec<f64> = (0..48).map(|k| t[k / 6 * tc + k % 6]).collect();
+        assert_exact(&out(&b, "QR"), &q, &ctx("reshape to 12 x 4"));
+        // reshape(transpose(reshape(v, 10, 10)), 100): element 10 i + j is v[10 j + i].
+        let rt: Vec<f64> = (0..l).map(|k| tv[k % 10 * 10 + k / 10]).collect();
+        assert_exact(&out(&b, "RT"), &rt, &ctx("reshape of a long vector and back"));
+        // join(a[:, 0], a[:, 3] * 2) as the two columns; split back.
+        let js: Vec<f64> =
+            (0..m * 2).map(|k| if k % 2 == 0 { t[k / 2 * tc] } else { t[k / 2 * tc + 3] * 2.0 }).collect();
+        assert_exact(&out(&b, "JS"), &js, &ctx("join"));
         let x = out(&b, "X");
         let mut want = vec![SENTINEL; 64];
         for i in 0..tr {
@@ -96,6 +107,8 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         want[53] = tenth * a[0];
         want[54] = t.iter().map(|x| if *x > 0.0 { tenth } else { fifth }).sum();
         want[55] = 1.0;
+        want[58] = (0..tr).map(|i| t[i * tc + 3] * 2.0 - t[i * tc] * 3.0).sum();
+        want[57] = (0..24).map(|k| t[k / 6 * tc + k % 6] * k as f64).sum();
         want[56] = arg((0..tr).rev().flat_map(|i| (0..tc).map(move |j| (i, j))).map(|(i, j)| ai[i * tc + j]), true);
         assert!(x[51].is_nan(), "{}", ctx("nan"));
         assert_exact(&x[49..51], &want[49..51], &ctx("inf, -inf"));
