@@ -52,6 +52,7 @@ pub const BUILTINS: &[&str] = &[
     "reshape",
     "join",
     "split",
+    "scan",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -82,7 +83,7 @@ impl FnBuilder<'_, '_> {
     /// A free-function call: a built-in or a user `fn`.
     pub(crate) fn call(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
         let name = f.name.as_str();
-        let scan = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin");
+        let scan = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin" | "scan");
         let named = args.iter().find_map(|a| match &a.kind {
             ExprKind::Named(n, _) => Some((n, a.span)),
             _ => None,
@@ -146,7 +147,7 @@ impl FnBuilder<'_, '_> {
             }
             "where" => self.where_(f, args, e, expect),
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
-            "cumsum" | "cumprod" | "cummax" | "cummin" => self.scan(f, args, e),
+            "cumsum" | "cumprod" | "cummax" | "cummin" | "scan" => self.scan(f, args, e),
             "flip" => self.flip(f, args, e),
             "reshape" => self.reshape(f, args, e),
             "join" | "split" => self.join_split(f, args, e),

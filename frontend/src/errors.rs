@@ -394,6 +394,18 @@ pub(crate) fn scan_axis(span: Span, f: &str, rank: usize) -> Diagnostic {
         .label(span, "this axis")
 }
 
+pub(crate) fn scan_fn_result(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    let (want, got) = (want.elem().name(), got.elem().name());
+    Diagnostic::error(
+        "E0214",
+        format!("the `fn` given to `scan` must return {want}, the tile's element type, not {got}"),
+    )
+    .label(span, "this function")
+    .help(
+        "`scan(t, axis, f)` calls `f(acc, x)` with the running value and the next element, both of `t`'s element type",
+    )
+}
+
 pub(crate) fn split_operand(span: Span, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`split` needs a numeric tile<T, N, 2>, found {t}"))
         .label(span, format!("this is {t}"))
@@ -412,8 +424,9 @@ pub(crate) fn reshape_count(span: Span, t: &Type, to: &[u32]) -> Diagnostic {
 pub(crate) fn named_arg(span: Span, name: &str, known: &[&str]) -> Diagnostic {
     let d = Diagnostic::error("E0230", format!("unexpected named argument `{name}`")).label(span, "not taken here");
     if known.is_empty() {
-        return d
-            .help("only the scans (`cumsum`, `cumprod`, `cummax`, `cummin`) take a named argument, `reverse = true`");
+        return d.help(
+            "only the scans (`cumsum`, `cumprod`, `cummax`, `cummin`, `scan`) take a named argument, `reverse = true`",
+        );
     }
     d.help(format!(
         "the named arguments here are {}",

@@ -4,12 +4,17 @@
 //! mask of the elements equal to it (or NaN), `iota` index tiles (`masks.rs`), and a `min`
 //! reduction of the masked indices.
 
-use crate::builder::FnBuilder;
+use crate::builder::{Binding, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
 use tilec_grammar::ast::{Expr, ExprKind, Ident};
 use tilec_grammar::span::Span;
-use tilec_midend::{BinOp, CmpOp, Const, Fill, OpKind, Reduce, Scalar, Type, Value};
+use tilec_midend::{BinOp, CmpOp, Const, Fill, OpKind, Reduce, Region, Scalar, Type, Value};
+
+/// The names under which `scan` binds the running value and the next line for the user `fn`;
+/// they cannot be written in source.
+const SCAN_ACC: &str = "scan#acc";
+const SCAN_ELEM: &str = "scan#x";
 
 impl FnBuilder<'_, '_> {
     /// The numeric tile argument of `f` and its optional constant axis (`None`: the whole tile).
@@ -42,7 +47,8 @@ impl FnBuilder<'_, '_> {
     }
 
     /// `cumsum(t, axis)`, `cummax(t, axis)`, `cummin(t, axis)` (`axis` 0 or 1, a constant;
-    /// optional for a 1-D tile): the inclusive scan of a numeric tile, the same type. With
+    /// optional for a 1-D tile), and `scan(t, axis, f)` with a user `fn` ([`Self::scan_with`]):
+    /// the inclusive scan of a numeric tile, the same type. With
     /// `reverse = true` the scan runs from the last element back: the flipped scan of the
     /// flipped tile, combined in that order on every target.
     pub(crate) fn scan(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
@@ -64,9 +70,13 @@ impl FnBuilder<'_, '_> {
                 _ => positional.push(a.clone()),
             }
         }
+        // `scan(t, [axis,] f)`: the user `fn` comes last.
+        let custom = f.name == "scan";
+        let func = if custom { positional.pop() } else { None };
         let args = &positional[..];
-        if args.is_empty() || args.len() > 2 {
-            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
+        if args.is_empty() || args.len() > 2 || (custom && func.is_none()) {
+            let n = args.len() + usize::from(func.is_some());
+            self.error(errors::arg_count(e.span, &f.name, if custom { 3 } else { 2 }, n));
             return Ev::Err;
         }
         let Some(v) = self.value(&args[0], None) else {
@@ -95,6 +105,13 @@ impl FnBuilder<'_, '_> {
                 }
             },
         };
+        if let Some(func) = func {
+            let v = if reverse { self.emit1(OpKind::Flip(axis), vec![v], t.clone(), e.span) } else { v };
+            let Some(v) = self.scan_with(f, v, axis, &func, e) else {
+                return Ev::Err;
+            };
+            return Ev::Val(if reverse { self.emit1(OpKind::Flip(axis), vec![v], t, e.span) } else { v });
+        }
         let k = match f.name.as_str() {
             "cumsum" => Reduce::Sum,
             "cumprod" => Reduce::Prod,
@@ -135,6 +152,90 @@ impl FnBuilder<'_, '_> {
             },
         };
         Ev::Val(axes.into_iter().fold(v, |v, ax| self.emit1(OpKind::Flip(ax), vec![v], t.clone(), e.span)))
+    }
+
+    /// `scan(t, axis, f)` (`axis` optional for a 1-D tile): the inclusive scan of `t` with the
+    /// user `fn` `f(acc, x)`, in index order on every target: `[0] = t[0]`,
+    /// `[i] = f([i - 1], t[i])` along `axis` (rows down the columns for axis 0, columns along
+    /// the rows for axis 1, elements of a vector), so `f` need not be associative. Lowered to
+    /// line (or element) reads and writes around a `map` of `f`: unrolled up to 64 lines, else
+    /// a loop. `t`: the operand, `func`: the expression naming `f`.
+    pub(crate) fn scan_with(&mut self, f: &Ident, t: Value, axis: u8, func: &Expr, e: &Expr) -> Option<Value> {
+        let ExprKind::Name(fname) = &func.kind else {
+            self.error(errors::map_fn(func.span));
+            return None;
+        };
+        let tt = self.ty(t);
+        let Type::Tile { elem, shape } = tt.clone() else { return None };
+        let span = e.span;
+        let i32t = Type::Scalar(Scalar::I32);
+        // (number of lines, the line's type, `None` for the elements of a vector or the
+        // dimension of `ExtractLine`).
+        let (lines, line, d) = match (shape.len(), axis) {
+            (1, _) => (shape[0], Type::Scalar(elem), None),
+            (_, 0) => (shape[0], Type::Tile { elem, shape: vec![shape[1]] }, Some(0u8)),
+            _ => (shape[1], Type::Tile { elem, shape: vec![shape[0]] }, Some(1u8)),
+        };
+        let name =
+            |n: &str| Expr { kind: ExprKind::Name(Ident { name: n.to_string(), span: func.span }), span: func.span };
+        // acc with line k combined with line k - 1: `None` after an error.
+        let step = |g: &mut Self, acc: Value, k: Value| -> Option<Value> {
+            let one = g.constant(Const::Int(1, Scalar::I32), span);
+            let prev = g.emit1(OpKind::Bin(BinOp::Sub), vec![k, one], i32t.clone(), span);
+            let read = |g: &mut Self, x: Value, i: Value| match d {
+                None => g.emit1(OpKind::Extract, vec![x, i], line.clone(), span),
+                Some(d) => g.emit1(OpKind::ExtractLine(d), vec![x, i], line.clone(), span),
+            };
+            let (a, b) = (read(g, acc, prev), read(g, t, k));
+            g.push_scope();
+            g.declare(SCAN_ACC, Binding::Var(a));
+            g.declare(SCAN_ELEM, Binding::Var(b));
+            let y = match d {
+                None => g.user_call(fname, &[name(SCAN_ACC), name(SCAN_ELEM)], e),
+                Some(_) => g.map(f, &[func.clone(), name(SCAN_ACC), name(SCAN_ELEM)], e),
+            };
+            g.pop_scope();
+            let y = match y {
+                Ev::Val(y) if g.ty(y) == line => y,
+                Ev::Err => return None,
+                Ev::Val(y) => {
+                    let got = g.ty(y);
+                    g.error(errors::scan_fn_result(func.span, &line, &got));
+                    return None;
+                }
+                _ => {
+                    g.error(errors::map_result(func.span));
+                    return None;
+                }
+            };
+            Some(match d {
+                None => g.emit1(OpKind::Insert, vec![acc, k, y], tt.clone(), span),
+                Some(d) => g.emit1(OpKind::InsertLine(d), vec![acc, k, y], tt.clone(), span),
+            })
+        };
+        if lines <= 64 {
+            let mut acc = t;
+            for k in 1..lines {
+                let kc = self.constant(Const::Int(k as i64, Scalar::I32), span);
+                acc = step(self, acc, kc)?;
+            }
+            return Some(acc);
+        }
+        let (lo, hi, st) = (
+            self.constant(Const::Int(1, Scalar::I32), span),
+            self.constant(Const::Int(lines as i64, Scalar::I32), span),
+            self.constant(Const::Int(1, Scalar::I32), span),
+        );
+        let (k, acc) = (self.f.new_value(i32t.clone()), self.f.new_value(tt.clone()));
+        self.push_ops();
+        let next = step(self, acc, k);
+        if let Some(n) = next {
+            self.emit(OpKind::Yield, vec![n], vec![], span);
+        }
+        let ops = self.pop_ops();
+        next?;
+        let region = Region { params: vec![k, acc], ops };
+        Some(self.emit_with_regions(OpKind::For, vec![lo, hi, st, t], vec![tt], vec![region], span)[0])
     }
 
     /// `reshape(t, N)`, `reshape(t, R, C)`: the elements of the numeric tile `t` in row-major

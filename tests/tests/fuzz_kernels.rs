@@ -1,7 +1,7 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
 //! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans (reversed
-//! too), flips, `copysign`/`signbit`, a three-operand `map`, reshapes, rows,
+//! too, and with a user `fn`), flips, `copysign`/`signbit`, a three-operand `map`, reshapes, rows,
 //! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count, uniform branches, shared arrays with `sync()`, Cholesky, LU and triangular solves
@@ -193,7 +193,11 @@ impl Gen {
                 format!("reshape(reshape({}, {}), {}, {})", self.tile(d), self.r * self.c, self.r, self.c)
             }
             16 => format!("reshape(reshape({}, {}, {}), {}, {})", self.tile(d), self.c, self.r, self.r, self.c),
-            17 => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
+            17 if self.chance(50) => format!("map(mix3, {}, {}, {})", self.tile(d), self.input(), self.lit()),
+            17 => {
+                let axis = self.rng.int(0, 2);
+                format!("scan({}, {axis}, step2)", self.tile(d))
+            }
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
     }
@@ -381,7 +385,7 @@ fn case(seed: u64) -> Case {
         body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
     }
     let src = format!(
-        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
@@ -624,6 +628,7 @@ fn the_generator_covers_its_constructs() {
         "signbit(",
         "map(mix3, ",
         "reshape(reshape(",
+        ", step2)",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

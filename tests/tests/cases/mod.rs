@@ -692,8 +692,10 @@ pub(crate) fn constructs() -> Vec<Case> {
     arrays.push(("QR", vec![7.0; 48], vec![12, 4]));
     arrays.push(("RT", vec![7.0; l as usize], vec![l]));
     arrays.push(("JS", vec![7.0; 2 * m as usize], vec![m, 2]));
+    arrays.push(("SC", vec![7.0; (m * n) as usize], vec![m, n]));
+    arrays.push(("SV", vec![7.0; l as usize], vec![l]));
     arrays.push(("X", vec![7.0; 64], vec![64]));
-    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "X"];
+    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "SC", "SV", "X"];
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
 }
 

@@ -1,6 +1,6 @@
 //! Issue 29's constructs on the CPU against plain f64 references: `flip`, reversed scans,
 //! `copysign`/`signbit` on `0.0` and `-0.0`, `inf`/`nan`, `argmax`/`argmin` of integer tiles,
-//! a three-operand `map`, `row(v)`, `reshape`, `join`/`split` and float literals typed by the instance's `T`
+//! a three-operand `map`, `row(v)`, `reshape`, `join`/`split`, `scan` with a user `fn` and float literals typed by the instance's `T`
 //! (`tests/tests/cases/constructs.tile`, partial 40x7 tiles over a 37x6 array).
 
 use super::*;
@@ -59,6 +59,7 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         args.extend([("H", sentinel(elem, &[l])), ("RV", sentinel(elem, &[l]))]);
         args.extend([("RW", sentinel(elem, &[2, l])), ("X", sentinel(elem, &[64]))]);
         args.extend([("QR", sentinel(elem, &[12, 4])), ("RT", sentinel(elem, &[l])), ("JS", sentinel(elem, &[m, 2]))]);
+        args.extend([("SC", sentinel(elem, &[m, n])), ("SV", sentinel(elem, &[l]))]);
         let b = run(SRC, "constructs", args);
         let ctx = format!("{elem:?}");
         let ctx = |what: &str| format!("{ctx} {what}");
@@ -88,6 +89,20 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         let js: Vec<f64> =
             (0..m * 2).map(|k| if k % 2 == 0 { t[k / 2 * tc] } else { t[k / 2 * tc + 3] * 2.0 }).collect();
         assert_exact(&out(&b, "JS"), &js, &ctx("join"));
+        // scan with `decay(acc, x) = acc * 0.5 + x`, rounded to the element type at each step.
+        let r = |x: f64| elem.round(x);
+        let decay = |acc: f64, x: f64| r(r(acc * 0.5) + x);
+        let sc: Vec<f64> = scan(&t, shape, 0, false, &decay)
+            .iter()
+            .zip(scan(&t, shape, 1, true, &decay))
+            .map(|(x, y)| x - y)
+            .collect();
+        assert_close(&out(&b, "SC"), &cut(&sc), tol(elem), &ctx("scan with a user fn, both axes"));
+        assert_exact(
+            &out(&b, "SV"),
+            &scan(&tv, (1, 100), 1, true, &decay)[..l],
+            &ctx("reversed scan of a long vector"),
+        );
         let x = out(&b, "X");
         let mut want = vec![SENTINEL; 64];
         for i in 0..tr {
