@@ -17,18 +17,25 @@ const SCAN_ACC: &str = "scan#acc";
 const SCAN_ELEM: &str = "scan#x";
 
 impl FnBuilder<'_, '_> {
+    /// The tile argument `a` of `f` with its type, element type and shape (E0214 for anything
+    /// else, `None` after an error).
+    fn tile_arg(&mut self, f: &Ident, a: &Expr) -> Option<(Value, Type, Scalar, Vec<u32>)> {
+        let v = self.value(a, None)?;
+        let t = self.ty(v);
+        let Type::Tile { elem, shape } = t.clone() else {
+            self.error(errors::needs_tile(a.span, &f.name, &t));
+            return None;
+        };
+        Some((v, t, elem, shape))
+    }
+
     /// The numeric tile argument of `f` and its optional constant axis (`None`: the whole tile).
     fn tile_and_axis(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Option<(Value, Scalar, Vec<u32>, Option<u8>)> {
         if args.is_empty() || args.len() > 2 {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return None;
         }
-        let v = self.value(&args[0], None)?;
-        let t = self.ty(v);
-        let Type::Tile { elem, shape } = t.clone() else {
-            self.error(errors::needs_tile(args[0].span, &f.name, &t));
-            return None;
-        };
+        let (v, t, elem, shape) = self.tile_arg(f, &args[0])?;
         if !elem.is_float() && !elem.is_int() {
             self.error(errors::math_operand(args[0].span, &f.name, &t));
             return None;
@@ -79,12 +86,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::arg_count(e.span, &f.name, if custom { 3 } else { 2 }, n));
             return Ev::Err;
         }
-        let Some(v) = self.value(&args[0], None) else {
-            return Ev::Err;
-        };
-        let t = self.ty(v);
-        let Type::Tile { elem, shape } = t.clone() else {
-            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+        let Some((v, t, elem, shape)) = self.tile_arg(f, &args[0]) else {
             return Ev::Err;
         };
         if !elem.is_float() && !elem.is_int() {
@@ -133,12 +135,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
             return Ev::Err;
         }
-        let Some(v) = self.value(&args[0], None) else {
-            return Ev::Err;
-        };
-        let t = self.ty(v);
-        let Type::Tile { shape, .. } = t.clone() else {
-            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+        let Some((v, t, _, shape)) = self.tile_arg(f, &args[0]) else {
             return Ev::Err;
         };
         let axes: Vec<u8> = match args.get(1) {
@@ -246,12 +243,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::arg_count(e.span, &f.name, 3, args.len()));
             return Ev::Err;
         }
-        let Some(v) = self.value(&args[0], None) else {
-            return Ev::Err;
-        };
-        let t = self.ty(v);
-        let Type::Tile { elem, shape } = t.clone() else {
-            self.error(errors::needs_tile(args[0].span, &f.name, &t));
+        let Some((v, t, elem, shape)) = self.tile_arg(f, &args[0]) else {
             return Ev::Err;
         };
         if elem == Scalar::Bool {

@@ -367,7 +367,7 @@ impl Lower<'_> {
     }
 
     /// `i` if `keep`, else -1 (an index that is always out of bounds).
-    fn masked(&mut self, keep: Value, i: Value) -> Value {
+    pub(super) fn masked(&mut self, keep: Value, i: Value) -> Value {
         let m1 = self.i32c(-1);
         self.select(keep, i, m1, Scalar::I32)
     }

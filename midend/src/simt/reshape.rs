@@ -30,100 +30,83 @@ impl Lower<'_> {
         Ok(out)
     }
 
-    /// `a[i] = x` where `keep` (index -1, out of bounds, elsewhere).
-    fn put(&mut self, a: Value, i: Value, keep: Option<Value>, x: Value) {
-        let i = match keep {
-            Some(k) => {
-                let m1 = self.i32c(-1);
-                self.select(k, i, m1, Scalar::I32)
+    /// This lane's masked row-major positions (index -1, out of bounds, for padding rows) of
+    /// the `rows x cols` row-distributed registers, in register order.
+    fn mat_positions(&mut self, rows: u32, cols: u32) -> Vec<Value> {
+        let mut out = Vec::new();
+        for s in 0..self.slots(rows) {
+            let real = self.row_lt(s, rows as i64);
+            let cc = self.i32c(cols as i64);
+            let first = self.bin(BinOp::Mul, self.rows[s as usize], cc, Scalar::I32);
+            for j in 0..cols {
+                let jc = self.i32c(j as i64);
+                let i = self.bin(BinOp::Add, first, jc, Scalar::I32);
+                out.push(self.masked(real, i));
             }
-            None => i,
-        };
+        }
+        out
+    }
+
+    /// This lane's masked positions of the `n` elements of a distributed vector.
+    fn dist_positions(&mut self, n: u32) -> Vec<Value> {
+        (0..self.slots(n))
+            .map(|s| {
+                let real = self.row_lt(s, n as i64);
+                self.masked(real, self.rows[s as usize])
+            })
+            .collect()
+    }
+
+    fn put(&mut self, a: Value, i: Value, x: Value) {
         self.emit(OpKind::Store(vec![Index::At]), vec![a, i, x], vec![]);
     }
 
-    /// `a[i]` where `keep` (0 elsewhere: out of bounds).
-    fn get_at(&mut self, a: Value, i: Value, keep: Option<Value>, elem: Scalar) -> Value {
-        let i = match keep {
-            Some(k) => {
-                let m1 = self.i32c(-1);
-                self.select(k, i, m1, Scalar::I32)
-            }
-            None => i,
-        };
+    fn get_at(&mut self, a: Value, i: Value, elem: Scalar) -> Value {
         self.emit1(OpKind::Load(vec![Index::At]), vec![a, i], Type::Scalar(elem))
     }
 
     /// Stores each element of `t` that this lane holds at its row-major position in `a`.
     fn spill(&mut self, a: Value, t: &Lv) {
-        match t {
-            Lv::Mat { rows, cols, regs, .. } => {
-                for s in 0..self.slots(*rows) {
-                    let real = self.row_lt(s, *rows as i64);
-                    let cc = self.i32c(*cols as i64);
-                    let first = self.bin(BinOp::Mul, self.rows[s as usize], cc, Scalar::I32);
-                    for j in 0..*cols {
-                        let jc = self.i32c(j as i64);
-                        let i = self.bin(BinOp::Add, first, jc, Scalar::I32);
-                        self.put(a, i, Some(real), regs[(s * cols + j) as usize]);
-                    }
-                }
-            }
+        let (positions, regs) = match t {
+            Lv::Mat { rows, cols, regs, .. } => (self.mat_positions(*rows, *cols), regs),
+            Lv::Dist { n, regs, .. } => (self.dist_positions(*n), regs),
             Lv::Vec { rep, .. } => {
                 // Element i is stored by lane i % lanes.
-                for (i, x) in rep.iter().enumerate() {
-                    let owner = self.i32c(i as i64 % self.lanes as i64);
-                    let mine = self.cmp(CmpOp::Eq, self.lane, owner);
-                    let ic = self.i32c(i as i64);
-                    self.put(a, ic, Some(mine), *x);
-                }
+                let positions = (0..rep.len())
+                    .map(|i| {
+                        let owner = self.i32c(i as i64 % self.lanes as i64);
+                        let mine = self.cmp(CmpOp::Eq, self.lane, owner);
+                        let ic = self.i32c(i as i64);
+                        self.masked(mine, ic)
+                    })
+                    .collect();
+                (positions, rep)
             }
-            Lv::Dist { n, regs, .. } => {
-                for (s, x) in regs.iter().enumerate() {
-                    let real = self.row_lt(s as u32, *n as i64);
-                    let i = self.rows[s];
-                    self.put(a, i, Some(real), *x);
-                }
-            }
-            Lv::Scalar(_) | Lv::Array(_) => {}
+            Lv::Scalar(_) | Lv::Array(_) => return,
+        };
+        for (i, x) in positions.into_iter().zip(regs) {
+            self.put(a, i, *x);
         }
     }
 
     /// The tile of `shape` whose row-major elements are `a`'s, in its canonical layout.
     fn fill_from(&mut self, a: Value, elem: Scalar, shape: &[u32]) -> Lv {
-        match shape {
+        let load = |l: &mut Self, positions: Vec<Value>| -> Vec<Value> {
+            positions.into_iter().map(|i| l.get_at(a, i, elem)).collect()
+        };
+        match *shape {
             [rows, cols] => {
-                let mut regs = Vec::new();
-                for s in 0..self.slots(*rows) {
-                    let real = self.row_lt(s, *rows as i64);
-                    let cc = self.i32c(*cols as i64);
-                    let first = self.bin(BinOp::Mul, self.rows[s as usize], cc, Scalar::I32);
-                    for j in 0..*cols {
-                        let jc = self.i32c(j as i64);
-                        let i = self.bin(BinOp::Add, first, jc, Scalar::I32);
-                        regs.push(self.get_at(a, i, Some(real), elem));
-                    }
-                }
-                Lv::Mat { rows: *rows, cols: *cols, elem, regs }
+                let p = self.mat_positions(rows, cols);
+                Lv::Mat { rows, cols, elem, regs: load(self, p) }
             }
-            [n] if super::dist::is_dist(*n) => {
-                let regs = (0..self.slots(*n))
-                    .map(|s| {
-                        let real = self.row_lt(s, *n as i64);
-                        let i = self.rows[s as usize];
-                        self.get_at(a, i, Some(real), elem)
-                    })
-                    .collect();
-                Lv::Dist { n: *n, elem, regs }
+            [n] if super::dist::is_dist(n) => {
+                let p = self.dist_positions(n);
+                Lv::Dist { n, elem, regs: load(self, p) }
             }
             [n] => {
-                let rep = (0..*n)
-                    .map(|i| {
-                        let ic = self.i32c(i as i64);
-                        self.get_at(a, ic, None, elem)
-                    })
-                    .collect();
-                Lv::Vec { n: *n, elem, rep, dist: None }
+                // Every lane loads every element.
+                let p = (0..n).map(|i| self.i32c(i as i64)).collect();
+                Lv::Vec { n, elem, rep: load(self, p), dist: None }
             }
             _ => Lv::Vec { n: 0, elem, rep: Vec::new(), dist: None },
         }
