@@ -3,8 +3,12 @@
 //! that the default build needs Rust alone; without it, [`compile`] says how to get it.
 //!
 //! # Launch ABI
-//! The entry point `tilec_main` runs one program per CUDA block of exactly `lanes` (32)
-//! threads, one warp. Its parameters: a pointer to the params buffer (32-bit words, laid out
+//! The entry point `tilec_main` runs on CUDA blocks of 32 threads, one warp each. A SIMT form
+//! of 32 lanes runs one program per block; one of `lanes` = 4, 8 or 16 lanes (tiles of at
+//! most that many rows, no shared arrays) runs `programs_per_block = 32 / lanes` programs per
+//! block, one per segment of `lanes` threads, so that a 16x16 tile leaves no thread idle:
+//! program `(ctaid.x + offset) * programs_per_block + tid.x / lanes` on grid axis 0, and the
+//! launcher starts `cdiv(programs, programs_per_block)` blocks on that axis. Its parameters: a pointer to the params buffer (32-bit words, laid out
 //! by [`ParamsLayout`], as for SPIR-V), then one global pointer per array parameter, in
 //! declaration order. Shared arrays are static `.shared` memory.
 
@@ -49,8 +53,10 @@ pub struct PtxKernel {
     pub text: String,
     /// The entry point's name (`tilec_main`).
     pub entry: String,
-    /// Threads per block (= lanes of the SIMT form, one warp).
+    /// Lanes per program (of the SIMT form): 32, or 4, 8 or 16 with several programs per warp.
     pub lanes: u32,
+    /// Programs per block of 32 threads (`32 / lanes`), along grid axis 0.
+    pub programs_per_block: u32,
     /// Layout of the params buffer.
     pub params: ParamsLayout,
     /// Bytes of static shared memory.
@@ -66,14 +72,20 @@ pub const AVAILABLE: bool = cfg!(feature = "ptx");
 pub const NOT_BUILT: &str = "this tilec was built without the PTX backend: rebuild with `cargo build --release \
      -p tilec --features ptx` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
 
-/// Compiles a kernel in SIMT form (32 lanes) to PTX for `arch` (`sm_70` to `sm_90`).
+/// Compiles a kernel in SIMT form to PTX for `arch` (`sm_70` to `sm_90`). The form has 32
+/// lanes, or 4, 8 or 16 and no shared arrays ([`tilec_midend::simt::lower_for_warp`] chooses);
+/// other lane counts are an error.
 pub fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
     if !(arch.starts_with("sm_") && arch[3..].parse::<u32>().is_ok_and(|v| (70..=90).contains(&v))) {
         return Err(PtxError { message: format!("unsupported architecture `{arch}` (sm_70 to sm_90)"), loc: None });
     }
-    if k.lanes != 32 {
+    let packed = matches!(k.lanes, 4 | 8 | 16) && k.shared_bytes == 0;
+    if k.lanes != 32 && !packed {
         return Err(PtxError {
-            message: format!("CUDA warps have 32 lanes; the kernel was lowered for {}", k.lanes),
+            message: format!(
+                "CUDA warps have 32 lanes; the kernel was lowered for {} (32, or 4, 8 or 16 without shared arrays)",
+                k.lanes
+            ),
             loc: None,
         });
     }

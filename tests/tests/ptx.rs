@@ -13,7 +13,7 @@ use programs::programs;
 use std::collections::HashMap;
 use tilec::{compile, CompileOptions};
 use tilec_frontend::Instances;
-use tilec_midend::simt::lower_kernel;
+use tilec_midend::simt::{lower_for_warp, lower_kernel};
 
 /// `(program key, kernel symbol, PTX for arch)` of every kernel instance of the stdlib and
 /// the examples.
@@ -22,7 +22,9 @@ fn program_ptx(arch: &str) -> Vec<(String, String, String)> {
     for (key, src) in programs() {
         let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {
-            let simt = lower_kernel(&m, k, 32).unwrap();
+            // As `tilec run --target cuda` compiles it: several programs per warp where the
+            // tiles are small.
+            let simt = lower_for_warp(&m, k, 32).unwrap();
             let p = tilec_codegen_ptx::compile(&simt, arch).unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
             out.push((key.clone(), k.symbol.clone(), p.text));
         }
@@ -77,7 +79,7 @@ fn ptx_snapshots() {
     for (key, src) in programs() {
         let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in m.kernels.iter().filter(|k| k.symbol.contains("__f32")) {
-            let simt = lower_kernel(&m, k, 32).unwrap();
+            let simt = lower_for_warp(&m, k, 32).unwrap();
             let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap();
             insta::assert_snapshot!(format!("ptx_{key}_{}", k.symbol), p.text);
         }
@@ -130,9 +132,52 @@ fn the_run_test_cases_assemble_with_ptxas() {
     for c in cases.into_iter().flatten() {
         let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
         for k in &m.kernels {
-            let simt = lower_kernel(&m, k, 32).unwrap();
-            let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
-            tilec::ptxas(&ptxas, &p.text, "sm_80").unwrap_or_else(|e| panic!("ptxas rejects {}:\n{e}", k.symbol));
+            // Both ways a kernel can run: one program per warp, and as `run --target cuda`
+            // compiles it (several per warp where its tiles are small).
+            for simt in [lower_kernel(&m, k, 32).unwrap(), lower_for_warp(&m, k, 32).unwrap()] {
+                let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
+                tilec::ptxas(&ptxas, &p.text, "sm_80")
+                    .unwrap_or_else(|e| panic!("ptxas rejects {} at {} lanes:\n{e}", k.symbol, simt.lanes));
+            }
         }
+    }
+}
+
+/// Several programs per warp (codegen-ptx `segment.rs`): `potrf_batched`'s 16x16 tiles run as
+/// two 16-lane programs per warp, whose shuffles stay in their half (`shfl.sync` with the
+/// half's member mask and the width-16 operand `((32 - 16) << 8) | 0x1f` = 4127), whose
+/// barriers are `bar.warp.sync` of the half (never the block's `bar.sync`), and whose second
+/// program returns at entry when it is past the grid. A kernel with shared arrays
+/// (`examples/colsum.tile`) keeps one program of 32 lanes per warp. (Results on a GPU:
+/// tools/gpu_check.py's correctness part, bench/results/.)
+#[test]
+fn small_tiles_run_several_programs_per_warp_within_their_segment() {
+    let src = programs().into_iter().find(|(k, _)| k == "stdlib_linalg_tile").expect("stdlib").1;
+    let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+    let k = m.kernels.iter().find(|k| k.symbol == "potrf_batched__f32").expect("potrf");
+    let simt = lower_for_warp(&m, k, 32).unwrap();
+    assert_eq!(simt.lanes, 16);
+    let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap();
+    assert_eq!((p.lanes, p.programs_per_block), (16, 2));
+    let shuffles: Vec<&str> = p.text.lines().filter(|l| l.contains("shfl.sync.idx")).collect();
+    assert!(!shuffles.is_empty());
+    for s in &shuffles {
+        assert!(s.contains(", 4127,"), "shuffle outside the segment: {s}");
+        assert!(!s.contains("-1;"), "shuffle with the whole warp's mask: {s}");
+    }
+    assert!(p.text.contains("bar.warp.sync"), "no segment barrier");
+    assert!(!p.text.contains("bar.sync") && !p.text.contains("barrier.sync"), "a block barrier in a packed kernel");
+    assert!(p.text.contains("%tid.x") && p.text.contains("%ctaid.x"));
+    let one = lower_kernel(&m, k, 32).unwrap();
+    let q = tilec_codegen_ptx::compile(&one, "sm_80").unwrap();
+    assert_eq!((q.lanes, q.programs_per_block), (32, 1));
+    assert!(q.text.lines().filter(|l| l.contains("shfl.sync.idx")).all(|l| l.contains(", 31, -1;")));
+
+    let src = programs().into_iter().find(|(k, _)| k == "examples_colsum_tile").expect("colsum").1;
+    let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+    for k in &m.kernels {
+        let simt = lower_for_warp(&m, k, 32).unwrap();
+        assert!(simt.shared_bytes > 0);
+        assert_eq!(simt.lanes, 32, "{}: shared arrays keep one program per warp", k.symbol);
     }
 }

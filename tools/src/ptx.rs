@@ -9,12 +9,18 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tilec_frontend::GenericArg;
-use tilec_midend::simt::lower_kernel;
+use tilec_midend::simt::lower_for_warp;
 use tilec_midend::{Kernel, Module};
 
-/// Lowers a kernel to SIMT form for a 32-lane warp and compiles it to PTX.
+/// Lowers a kernel to SIMT form for a 32-lane warp (one program per warp, or several of
+/// fewer lanes: `lower_for_warp`) and compiles it to PTX.
 pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Fail> {
-    let simt = lower_kernel(m, k, 32).map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    // TILEC_PTX_LANES=32: one program per warp whatever the tiles (for comparing timings).
+    let simt = match std::env::var("TILEC_PTX_LANES").as_deref() {
+        Ok("32") => tilec_midend::simt::lower_kernel(m, k, 32),
+        _ => lower_for_warp(m, k, 32),
+    };
+    let simt = simt.map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
     tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
         let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
         crate::cli::codegen_fail(code, m, k, e.to_string(), e.loc)
@@ -168,7 +174,7 @@ pub(crate) fn build_ptx(
                 write_out(&Some(path), None, p.text.as_bytes(), out)?;
             }
             Emit::Simt => {
-                let simt = lower_kernel(&m, k, 32).map_err(|e| usage("E0504", e.to_string()))?;
+                let simt = lower_for_warp(&m, k, 32).map_err(|e| usage("E0504", e.to_string()))?;
                 text.push_str(&tilec_midend::print::print_function(&simt.func));
             }
             _ => return Err(usage("E0503", "`--target ptx` emits obj (PTX) or simt")),

@@ -90,6 +90,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let t = self.ty(rs);
                 self.call(&format!("llvm.fma.{}", fname(rs)), t, &[x, y, z])?
             }
+            OpKind::ProgramId(0) if self.segment.is_some() => self.segment.expect("segment").program.into(),
             OpKind::ProgramId(ax) => {
                 let c = self.call(&format!("llvm.nvvm.read.ptx.sreg.ctaid.{}", axis(*ax)), i32t, &[])?;
                 let base = self.param_word(3 + *ax as u32)?;
@@ -97,7 +98,10 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             OpKind::NumPrograms(ax) => self.param_word(*ax as u32)?,
             OpKind::Dim(ax) => self.dim(op.args[0], *ax as u32)?,
-            OpKind::LaneId => self.call("llvm.nvvm.read.ptx.sreg.tid.x", i32t, &[])?,
+            OpKind::LaneId => match self.segment {
+                Some(seg) => seg.lane.into(),
+                None => self.call("llvm.nvvm.read.ptx.sreg.tid.x", i32t, &[])?,
+            },
             OpKind::Shuffle => {
                 let (x, src) = (a(self, 0)?, a(self, 1)?);
                 self.shuffle(rs, x, src)?
@@ -106,11 +110,15 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    /// `shfl.sync.idx` of a 32-bit word; wider values go as two words, bools as one.
+    /// `shfl.sync.idx` of a 32-bit word within the program's lanes (the whole warp, or its
+    /// segment: `segment.rs`); wider values go as two words, bools as one.
     fn shuffle(&mut self, s: Scalar, x: V<'ctx>, src: V<'ctx>) -> Result<V<'ctx>, PtxError> {
         let i32t = self.cx.i32_type();
-        let mask: V<'ctx> = i32t.const_all_ones().into();
-        let clamp = self.i32c(0x1f);
+        let mask: V<'ctx> = match self.segment {
+            Some(seg) => seg.mask.into(),
+            None => i32t.const_all_ones().into(),
+        };
+        let clamp = self.i32c(self.shuffle_clamp() as i64);
         let word = |g: &Self, w: V<'ctx>| g.call("llvm.nvvm.shfl.sync.idx.i32", i32t.into(), &[mask, w, src, clamp]);
         match s {
             Scalar::Bool => {

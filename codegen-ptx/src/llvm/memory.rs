@@ -141,7 +141,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 self.held.insert(op.results[0], Held::Shared { ptr, dims: self.shared_dims.len() - 1 });
                 self.zero_shared(ptr, elem, len)?;
             }
-            OpKind::Barrier => self.call_void("llvm.nvvm.barrier0", &[])?,
+            OpKind::Barrier => match self.segment {
+                Some(seg) => self.call_void("llvm.nvvm.bar.warp.sync", &[seg.mask.into()])?,
+                None => self.call_void("llvm.nvvm.barrier0", &[])?,
+            },
             _ => return Err(err("not a memory op")),
         }
         Ok(())

@@ -6,6 +6,7 @@ mod body;
 mod control;
 mod half;
 mod memory;
+mod segment;
 
 use crate::{PtxError, PtxKernel};
 use inkwell::builder::Builder;
@@ -62,6 +63,8 @@ pub(crate) struct Gen<'ctx, 'k> {
     pub(crate) params: PointerValue<'ctx>,
     pub(crate) layout: ParamsLayout,
     pub(crate) shared_dims: Vec<Vec<u32>>,
+    /// The program's segment of the warp, where several programs share one (`segment.rs`).
+    pub(crate) segment: Option<segment::Segment<'ctx>>,
 }
 
 /// Compiles a SIMT kernel to PTX for `arch`.
@@ -112,7 +115,7 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
             f.add_attribute(loc, attr("readonly"));
         }
     }
-    // No `.reqntid 32` (one program is one block of `lanes` threads): with it, ptxas 12 gives
+    // No `.reqntid 32` (a block is one warp, of one program or several: `segment.rs`): with it, ptxas 12 gives
     // trsm_right_lower/upper_batched f32 and trsm_left_lower_t f64 fewer registers and they
     // spill (36, 40 and 4 bytes at sm_80), where without it no stdlib kernel spills.
     let b = cx.create_builder();
@@ -129,7 +132,9 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
         params,
         layout: ParamsLayout::of(&k.kernel),
         shared_dims: Vec::new(),
+        segment: None,
     };
+    g.segment = g.segment()?;
     for (i, a) in arrays.iter().enumerate() {
         let ptr = f.get_nth_param(i as u32 + 1).expect("array").into_pointer_value();
         let pi = k.func.body.params.iter().position(|p| p == a).expect("param");
@@ -150,6 +155,7 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
         text,
         entry: "tilec_main".into(),
         lanes: k.lanes,
+        programs_per_block: segment::WARP / k.lanes,
         params: g.layout,
         shared_bytes: k.shared_bytes,
         arch: arch.to_string(),

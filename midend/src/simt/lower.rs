@@ -114,6 +114,22 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
     Ok(SimtKernel { kernel: k.clone(), func, lanes, shared_bytes: shared })
 }
 
+/// The SIMT form of a kernel for a GPU whose subgroups are warps of `warp` lanes that can run
+/// several programs each (CUDA: `warp` = 32, and `codegen-ptx` runs `warp / lanes` programs
+/// per warp). Lowered for the fewest lanes, a power of two from 4 to `warp`, whose one row
+/// slot holds the kernel's tallest tile (or longest vector): a kernel of 16x16 tiles gets 16
+/// lanes and two programs per warp instead of 16 idle lanes. A form with shared arrays is
+/// lowered again for `warp` lanes (one program per warp: shared memory is the block's).
+/// Errors: those of [`lower_kernel`].
+pub fn lower_for_warp(m: &Module, k: &Kernel, warp: u32) -> Result<SimtKernel, SimtError> {
+    let lanes = max_rows(&m.funcs[k.body]).next_power_of_two().clamp(4.min(warp), warp);
+    let simt = lower_kernel(m, k, lanes)?;
+    if lanes < warp && simt.shared_bytes > 0 {
+        return lower_kernel(m, k, warp);
+    }
+    Ok(simt)
+}
+
 /// The largest tile row count (or vector length) in a function.
 fn max_rows(f: &Function) -> u32 {
     f.values.iter().map(|v| if let Type::Tile { shape, .. } = &v.ty { shape[0] } else { 0 }).max().unwrap_or(0).max(1)

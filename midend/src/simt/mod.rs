@@ -47,7 +47,7 @@ mod ops;
 mod reshape;
 mod transpose;
 
-pub use lower::lower_kernel;
+pub use lower::{lower_for_warp, lower_kernel};
 
 use crate::ir::{Function, Kernel, ParamKind};
 use std::fmt;

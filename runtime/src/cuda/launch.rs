@@ -16,7 +16,7 @@ use super::driver::{drv, error_name, guard};
 use crate::array::DeviceArray;
 use crate::bind::{ArgValue, Bound};
 use crate::error::RunError;
-use crate::params::{check_bound, pack_params, params_words, plan_grid, Chunk, GridPlan};
+use crate::params::{check_bound, pack_params, params_words, plan_grid, split_grid, Chunk, GridPlan};
 
 /// Threads per block: one warp, one program.
 const LANES: u32 = 32;
@@ -291,6 +291,14 @@ impl CudaDevice {
         let Some(GridPlan { grid: grid32, chunks }) = plan_grid(grid, max_grid)? else {
             return Ok(vec![Duration::ZERO; runs]);
         };
+        // Several programs per block (`PtxKernel::programs_per_block`): axis 0 in blocks.
+        let per_block = k.programs_per_block;
+        let chunks = if per_block > 1 {
+            let blocks = [grid32[0].div_ceil(per_block), grid32[1], grid32[2]];
+            split_grid(blocks, max_grid).ok_or(RunError::GridTooLarge { grid })?
+        } else {
+            chunks
+        };
         let words = params_words(&k.params, bound, grid32);
         let (params, stride) = pack_params(&words, &chunks, PARAMS_ALIGN);
         let source = CString::new(k.text.as_str()).map_err(|_| mismatch("the PTX text contains a NUL byte".into()))?;
@@ -305,10 +313,10 @@ impl CudaDevice {
     /// The checks of a launch that do not depend on the grid.
     fn check(&self, k: &PtxKernel, kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
         check_bound(kernel, &k.params, bound)?;
-        if k.lanes != LANES {
+        if k.lanes.checked_mul(k.programs_per_block) != Some(LANES) {
             return Err(mismatch(format!(
-                "the PTX was compiled for {} lanes; CUDA runs one program per warp of {LANES}",
-                k.lanes
+                "the PTX was compiled for {} programs of {} lanes per block; CUDA blocks here are one warp of {LANES}",
+                k.programs_per_block, k.lanes
             )));
         }
         let Some(arch) = arch_number(&k.arch) else {

@@ -193,6 +193,7 @@ fn ptx(k: &Kernel, text: &str) -> PtxKernel {
         text: text.to_string(),
         entry: "tilec_main".into(),
         lanes: 32,
+        programs_per_block: 1,
         params: ParamsLayout::of(k),
         shared_bytes: 0,
         arch: "sm_70".into(),

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Variants of the GPU kernels, timed in one run on one CUDA device: the stdlib's potrf, trsm
+and potrs as `tilec run --target cuda` compiles them (several programs per warp where the tiles
+are small: midend `simt::lower_for_warp`) against one program per warp (TILEC_PTX_LANES=32),
+and potrf's updates as tile products (the stdlib's `potrf_batched`) against rank-1 updates
+(`examples/cholesky.tile`, out of place).
+
+    python3 bench/gpu_variants.py --tilec path/to/tilec [--reps 20] [--out DIR]
+
+Each result is one JSON line (the median of `--reps` timed launches that `tilec run --repeat`
+prints, and max|x - ref| / max|ref| over the first 64 matrices against float64 NumPy), then a
+table. Needs NumPy; inputs are written by `tilec gen-spd` into a temporary folder."""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+STDLIB = os.path.join(ROOT, "stdlib", "linalg.tile")
+RANK1 = os.path.join(ROOT, "examples", "cholesky.tile")
+MEDIAN = re.compile(r"median ([0-9.]+) ms")
+
+
+TARGET = "cuda"
+
+
+def run(tilec, src, kernel, arrays, scalars, out, lanes32, reps, tmp, generic=()):
+    """Runs one kernel on TARGET; returns (median ms, output array) or (None, error text)."""
+    cmd = [tilec, "run", src, "--kernel", kernel, "--target", TARGET, "--repeat", str(reps)]
+    for g in generic:
+        cmd += ["--generic", g]
+    for name, path in arrays.items():
+        cmd += ["--arg", f"{name}={path}"]
+    for name, val in scalars.items():
+        cmd += ["--arg", f"{name}={val}"]
+    res = os.path.join(tmp, "out.npy")
+    cmd += ["--out", f"{out}={res}"]
+    env = dict(os.environ)
+    env.pop("TILEC_PTX_LANES", None)
+    if lanes32:
+        env["TILEC_PTX_LANES"] = "32"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    m = MEDIAN.search(p.stdout + p.stderr)
+    if p.returncode != 0 or not m:
+        return None, (p.stdout + p.stderr).strip()[-400:]
+    return float(m.group(1)), np.load(res)
+
+
+def rel_err(x, ref):
+    return float(np.max(np.abs(x - ref)) / max(np.max(np.abs(ref)), 1e-300))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tilec", required=True)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", default=None, help="folder for variants.jsonl")
+    ap.add_argument("--target", default="cuda", help="cpu rehearses the script without a GPU")
+    ap.add_argument("--gemm-n", type=int, default=4096, help="gemm's M = N = K")
+    args = ap.parse_args()
+    global TARGET
+    TARGET = args.target
+    log = open(os.path.join(args.out, "variants.jsonl"), "w") if args.out else None
+    rows = []
+    t0 = time.time()
+
+    def emit(rec):
+        rec["t"] = round(time.time() - t0, 2)
+        line = json.dumps(rec)
+        print(line, flush=True)
+        if log:
+            log.write(line + "\n")
+            log.flush()
+        rows.append(rec)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for batch, n, dt in [(4096, 92, "f32"), (4096, 92, "f64"), (4096, 32, "f32"), (4096, 32, "f64"),
+                             (1024, 64, "f32"), (1024, 64, "f64"), (4096, 16, "f32")]:
+            a = os.path.join(tmp, f"a_{batch}_{n}_{dt}.npy")
+            subprocess.run([args.tilec, "gen-spd", "--batch", str(batch), "--n", str(n), "--dtype", dt, "-o", a],
+                           check=True, capture_output=True)
+            spd = np.load(a)
+            k = min(64, batch)
+            ref = np.linalg.cholesky(spd[:k].astype(np.float64))
+            zeros = os.path.join(tmp, "zeros.npy")
+            np.save(zeros, np.zeros_like(spd))
+            for label, src, kernel, arrays, out in [
+                    ("tile products (stdlib)", STDLIB, "potrf_batched", {"A": a}, "A"),
+                    ("rank-1 (examples/cholesky.tile)", RANK1, "cholesky", {"A": a, "L": zeros}, "L")]:
+                for lanes32 in (False, True):
+                    ms, x = run(args.tilec, src, kernel, arrays, {"eps": "1e-9"}, out, lanes32, args.reps, tmp)
+                    rec = dict(workload="potrf", shape=f"{batch}x{n}x{n}", dtype=dt, variant=label,
+                               programs="1 per warp" if lanes32 else "packed", median_ms=ms)
+                    if ms is None:
+                        rec["error"] = x
+                    else:
+                        rec["max_rel_err"] = rel_err(np.tril(x[:k]), ref)
+                    emit(rec)
+            if (batch, n, dt) == (4096, 92, "f32"):
+                lf = np.linalg.cholesky(spd.astype(np.float64))
+                l = os.path.join(tmp, "l.npy")
+                np.save(l, lf.astype(np.float32))
+                rng = np.random.default_rng(2)
+                xs = rng.standard_normal((batch, n, n)).astype(np.float32)
+                xp = os.path.join(tmp, "x.npy")
+                np.save(xp, xs)
+                lk, xk = lf[:k], xs[:k].astype(np.float64)
+                ref_trsm = np.linalg.solve(lk, xk.transpose(0, 2, 1)).transpose(0, 2, 1)
+                ref_potrs = np.linalg.solve(lk @ lk.transpose(0, 2, 1), xk)
+                for work, kernel, arrays, ref_w in [
+                        ("trsm", "trsm_right_lower_t_batched", {"A": l, "X": xp}, ref_trsm),
+                        ("potrs", "potrs_batched", {"L": l, "X": xp}, ref_potrs)]:
+                    for lanes32 in (False, True):
+                        ms, x = run(args.tilec, STDLIB, kernel, arrays, {}, "X", lanes32, args.reps, tmp)
+                        rec = dict(workload=work, shape=f"{batch}x{n}x{n}", dtype=dt, variant="stdlib",
+                                   programs="1 per warp" if lanes32 else "packed", median_ms=ms)
+                        if ms is None:
+                            rec["error"] = x
+                        else:
+                            rec["max_rel_err"] = rel_err(x[:k], ref_w)
+                        emit(rec)
+        # gemm's tile sizes (const parameters): 16x16 tiles run two programs per warp.
+        n = args.gemm_n
+        rng = np.random.default_rng(3)
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        bm = rng.standard_normal((n, n)).astype(np.float32)
+        paths = {}
+        for name, arr in (("A", a), ("B", bm), ("C", np.zeros((n, n), np.float32))):
+            paths[name] = os.path.join(tmp, f"g{name}.npy")
+            np.save(paths[name], arr)
+        sample = np.arange(0, n, max(n // 64, 1))
+        ref = a[sample].astype(np.float64) @ bm.astype(np.float64)
+        for bm_, bn, bk in [(32, 32, 32), (16, 16, 16), (16, 64, 16), (32, 64, 16), (64, 64, 16)]:
+            generic = (f"BM={bm_}", f"BN={bn}", f"BK={bk}")
+            ms, c = run(args.tilec, STDLIB, "gemm", paths, {"alpha": "1", "beta": "0"}, "C", False, args.reps, tmp,
+                        generic)
+            rec = dict(workload="gemm", shape=f"{n}^3", dtype="f32", variant=f"{bm_}x{bn}x{bk}", programs="packed",
+                       median_ms=ms)
+            if ms is None:
+                rec["error"] = c
+            else:
+                rec["max_rel_err"] = rel_err(c[sample], ref)
+            emit(rec)
+    print("\n| workload | shape | dtype | variant | programs | median ms | max rel err |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else r.get("error", "")[:60]
+        print(f"| {r['workload']} | {r['shape']} | {r['dtype']} | {r['variant']} | {r['programs']} | "
+              f"{r['median_ms']} | {err} |")
+    bad = [r for r in rows if r["median_ms"] is None or r["max_rel_err"] > (1e-4 if r["dtype"] == "f32" else 1e-10)]
+    for r in bad:
+        print("FAILED:", json.dumps(r))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
