@@ -407,6 +407,14 @@ def case_ex_suffix_sums(rng, dt, n):
                 arrays={"X": x, "Y": np.zeros_like(x)}, scalars={}, out="Y", ref=ref)
 
 
+def case_ex_topk(rng, dt, n):
+    x = (np.round(rng.standard_normal((n, 100)) * 8) / 8).astype(dt)
+    ref = -np.sort(-x.astype(np.float64), axis=1)[:, :8]
+    return dict(src=example("topk.tile"), kernel="topk_rows",
+                arrays={"X": x, "V": np.zeros((n, 8), dt), "I": np.zeros((n, 8), np.int32)}, scalars={}, out="V",
+                ref=ref)
+
+
 def case_ex_gemver_rank2(rng, dt, n):
     a, u1, v1, u2, v2 = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(4))
     a64, p1, q1, p2, q2 = (t.astype(np.float64) for t in (a, u1, v1, u2, v2))
@@ -454,7 +462,7 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/rms_norm_bwd", case_ex_rms_norm_bwd), ("examples/swiglu_fwd", case_ex_swiglu_fwd),
           ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout),
           ("examples/softmax_rows", case_ex_softmax_rows),
-          ("examples/suffix_sums", case_ex_suffix_sums), ("examples/gemver_rank2", case_ex_gemver_rank2),
+          ("examples/suffix_sums", case_ex_suffix_sums), ("examples/topk", case_ex_topk), ("examples/gemver_rank2", case_ex_gemver_rank2),
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk)]
 EXTENTS = [1, 17, 77, 92, 131]

@@ -53,6 +53,9 @@ pub const BUILTINS: &[&str] = &[
     "join",
     "split",
     "scan",
+    "sort",
+    "argsort",
+    "topk",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -83,12 +86,12 @@ impl FnBuilder<'_, '_> {
     /// A free-function call: a built-in or a user `fn`.
     pub(crate) fn call(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
         let name = f.name.as_str();
-        let scan = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin" | "scan");
+        let named_ok = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin" | "scan" | "sort" | "argsort" | "topk");
         let named = args.iter().find_map(|a| match &a.kind {
             ExprKind::Named(n, _) => Some((n, a.span)),
             _ => None,
         });
-        if let (Some((n, span)), false) = (named, scan) {
+        if let (Some((n, span)), false) = (named, named_ok) {
             self.error(errors::named_arg(span, &n.name, &[]));
             return Ev::Err;
         }
@@ -149,6 +152,7 @@ impl FnBuilder<'_, '_> {
             "argmax" | "argmin" => self.arg_reduce(f, args, e),
             "cumsum" | "cumprod" | "cummax" | "cummin" | "scan" => self.scan(f, args, e),
             "flip" => self.flip(f, args, e),
+            "sort" | "argsort" | "topk" => self.sort_call(f, args, e),
             "reshape" => self.reshape(f, args, e),
             "join" | "split" => self.join_split(f, args, e),
             "copysign" => self.copysign(f, args, e, expect),

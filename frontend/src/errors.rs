@@ -420,12 +420,18 @@ pub(crate) fn reshape_count(span: Span, t: &Type, to: &[u32]) -> Diagnostic {
         .help("a reshape keeps every element: the extents' product must be the tile's element count")
 }
 
+pub(crate) fn topk_count(span: Span, n: u32) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`topk`'s count must be a constant from 1 to {n}, the length of its axis"))
+        .label(span, "this count")
+}
+
 /// E0230: a named argument (`name = value`) where none is taken, or one that is not known.
 pub(crate) fn named_arg(span: Span, name: &str, known: &[&str]) -> Diagnostic {
     let d = Diagnostic::error("E0230", format!("unexpected named argument `{name}`")).label(span, "not taken here");
     if known.is_empty() {
         return d.help(
-            "only the scans (`cumsum`, `cumprod`, `cummax`, `cummin`, `scan`) take a named argument, `reverse = true`",
+            "only the scans (`cumsum`, `cumprod`, `cummax`, `cummin`, `scan`) take a named argument, `reverse = true`, \
+             and `sort` and `argsort`, `descending = true`",
         );
     }
     d.help(format!(

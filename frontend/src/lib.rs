@@ -21,6 +21,7 @@ mod ranges;
 mod scans;
 pub mod semantic;
 mod signs;
+mod sorts;
 mod stmt;
 mod types;
 

@@ -26,6 +26,7 @@ const RUN: &[&str] = &[
     "suffix_sums.tile",
     "swiglu.tile",
     "syrk.tile",
+    "topk.tile",
     "trsm.tile",
 ];
 
@@ -688,6 +689,46 @@ fn suffix_sums_example_adds_from_the_end() {
             for c in (0..n).rev() {
                 acc = elem.round(acc + x[r * n + c]);
                 assert_eq!(y[r * n + c], acc, "{elem:?} ({r}, {c})");
+            }
+        }
+    }
+}
+
+/// Top-k of 23 rows of 100 (padded to 128 with -inf) with ties (multiples of 1/8) and a NaN,
+/// K = 8 and `--generic K=3`: the values and columns against a stable descending sort in f64
+/// (NaN first, equal values by column).
+#[test]
+fn topk_example_picks_the_largest_first() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (m, n) = (23usize, 100usize);
+        let mut x: Vec<f64> = random_uniform(m * n, 141).iter().map(|v| (v * 16.0).round() / 8.0).collect();
+        x[5] = f64::NAN;
+        x[n + 7] = f64::NAN;
+        for k in [8usize, 3] {
+            let (sh, ok) = ([m as u64, n as u64], [m as u64, k as u64]);
+            let idx = HostArray::from_i32(&vec![-1; m * k], &ok).unwrap();
+            let args = vec![
+                ("X", arr(elem, &x, &sh)),
+                ("V", arr(elem, &vec![7.0; m * k], &ok)),
+                ("I", ArgValue::Array(idx)),
+            ];
+            let got = run_with("topk.tile", "topk_rows", args, &[("K", k as i64)], &["V", "I"]);
+            for r in 0..m {
+                let row = &x[r * n..(r + 1) * n];
+                let key = |a: f64, b: f64| match (a.is_nan(), b.is_nan()) {
+                    (true, true) => std::cmp::Ordering::Equal,
+                    (true, false) => std::cmp::Ordering::Greater,
+                    (false, true) => std::cmp::Ordering::Less,
+                    _ => a.partial_cmp(&b).unwrap(),
+                };
+                let mut ix: Vec<usize> = (0..n).collect();
+                ix.sort_by(|&a, &b| key(row[b], row[a]));
+                for j in 0..k {
+                    let (v, i) = (got[0][r * k + j], got[1][r * k + j]);
+                    let want = row[ix[j]];
+                    assert!(v == want || (v.is_nan() && want.is_nan()), "{elem:?} K={k} ({r}, {j}): {v} vs {want}");
+                    assert_eq!(i, ix[j] as f64, "{elem:?} K={k} ({r}, {j}): column");
+                }
             }
         }
     }

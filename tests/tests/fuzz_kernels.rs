@@ -123,7 +123,7 @@ impl Gen {
         }
         let d = depth - 1;
         let cmp = *self.pick(&["<", "<=", ">", ">=", "==", "!="]);
-        match self.rng.int(0, 18) {
+        match self.rng.int(0, 19) {
             0 => format!("({} + {})", self.tile(d), self.tile(d)),
             1 => format!("({} - {})", self.tile(d), self.tile(d)),
             2 => {
@@ -198,6 +198,14 @@ impl Gen {
             17 => {
                 let axis = self.rng.int(0, 2);
                 format!("scan({}, {axis}, step2)", self.tile(d))
+            }
+            18 => {
+                let (axis, x) = (self.rng.int(0, 2), self.tile(d));
+                match self.rng.int(0, 3) {
+                    0 => format!("sort({x}, {axis})"),
+                    1 => format!("sort({x}, {axis}, descending = true)"),
+                    _ => format!("(argsort({x}, {axis}, descending = {}) as {})", self.chance(50), self.t),
+                }
             }
             _ => format!("({} - {})", self.tile(d), self.lit()),
         }
@@ -639,6 +647,9 @@ fn the_generator_covers_its_constructs() {
         ", step2)",
         "const H: f64",
         "= argmax(acc, 1)",
+        "sort(",
+        "descending = true)",
+        "argsort(",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

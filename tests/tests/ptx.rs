@@ -118,6 +118,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
     let cases = [
         cases::masks(),
         cases::constructs(),
+        cases::sorts(),
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::lines(),

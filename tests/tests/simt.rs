@@ -93,6 +93,11 @@ fn masks() {
 }
 
 #[test]
+fn sorts_argsorts_and_topk() {
+    cases::sorts().into_iter().for_each(both);
+}
+
+#[test]
 fn flips_reversed_scans_signs_and_nary_maps() {
     cases::constructs().into_iter().for_each(both);
 }

@@ -69,6 +69,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::math(),
         cases::masks(),
         cases::constructs(),
+        cases::sorts(),
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::lines(),

@@ -1,6 +1,6 @@
 //! The examples' cases: every kernel of `examples/` on small inputs with partial tiles.
 
-use super::{case, example, lu_input, Case};
+use super::{case, example, lu_input, Case, Compare};
 use tilec_runtime::{random_spd, random_uniform};
 
 /// Every example.
@@ -179,6 +179,20 @@ pub(crate) fn all() -> Vec<Case> {
             vec![("alpha", 1.5), ("beta", -0.75)],
             vec!["C"],
         ),
+        Case {
+            int_arrays: vec![("I", vec![-1; 21 * 8], vec![21, 8])],
+            compare: Compare::Relative,
+            ..case(
+                example("topk.tile"),
+                "topk_rows",
+                vec![
+                    ("X", random_uniform(21 * 100, 116).iter().map(|v| (v * 16.0).round() / 8.0).collect(), vec![21, 100]),
+                    ("V", vec![7.0; 21 * 8], vec![21, 8]),
+                ],
+                vec![],
+                vec!["V", "I"],
+            )
+        },
         Case {
             int_arrays: vec![("P", vec![-1; 3 * 29], vec![3, 29])],
             ..case(

@@ -699,6 +699,30 @@ pub(crate) fn constructs() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
 }
 
+/// `sort`, `argsort` and `topk` (`tests/tests/cases/sorts.tile`) on a 37x13 array in 40x13
+/// tiles (rows padded to 16 by the network, columns to 64) and a vector of 100 in a 128-tile,
+/// with ties (multiples of 1/4), -0.0, inf and NaN in the data: every target against the CPU.
+pub(crate) fn sorts() -> Vec<Case> {
+    let (m, n, l) = (37u64, 13u64, 100u64);
+    let src = SourceSet::with_stdlib("sorts.tile", include_str!("sorts.tile"));
+    let mut a: Vec<f64> = random_uniform((m * n) as usize, 93).iter().map(|x| (x * 8.0).round() / 4.0).collect();
+    for (k, x) in [(3, f64::NAN), (4, -0.0), (17, f64::INFINITY), (30, f64::NEG_INFINITY), (44, f64::NAN)] {
+        a[k] = x;
+    }
+    let mut v: Vec<f64> = random_uniform(l as usize, 94).iter().map(|x| (x * 8.0).round() / 4.0).collect();
+    v[9] = f64::NAN;
+    let mut arrays = vec![("A", a, vec![m, n]), ("V", v, vec![l])];
+    for o in ["S1", "S0", "D1", "I1", "ID0", "SI"] {
+        arrays.push((o, vec![7.0; (m * n) as usize], vec![m, n]));
+    }
+    arrays.push(("TV", vec![7.0; 3 * m as usize], vec![m, 3]));
+    arrays.push(("TI", vec![7.0; 3 * m as usize], vec![m, 3]));
+    arrays.push(("SV", vec![7.0; l as usize], vec![l]));
+    arrays.push(("IV", vec![7.0; l as usize], vec![l]));
+    let outs = vec!["S1", "S0", "D1", "I1", "ID0", "TV", "TI", "SV", "IV", "SI"];
+    vec![Case { compare: Compare::Relative, ..case(src, "sorts", arrays, vec![], outs) }]
+}
+
 /// Rows and columns at run-time and constant indices, read and written, inside and out of
 /// range: `tests/tests/cases/lines.tile` on a 35x6 array (a partial 37x7 tile), `i = 2`, `j = 1`.
 pub(crate) fn lines() -> Vec<Case> {

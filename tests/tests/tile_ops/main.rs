@@ -25,6 +25,7 @@ mod masks;
 mod memory;
 mod programs;
 mod ranges;
+mod sorts;
 mod rank1_loops;
 mod transposed_products;
 
