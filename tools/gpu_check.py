@@ -13,7 +13,7 @@ Parts, in this order (the most important first; select with --parts, default all
                (every matrix), and torch.linalg.cholesky_ex on the same input.
   python       CUDA tensors from Python: tools/gpu_torch_check.py in its own process
                (potrf_batched on torch and CuPy CUDA tensors, in place, no host round trip).
-  bench        potrf_batched 4096x92x92 f32 and f64, 4096x16x16, 1024x64x64; trsm and potrs
+  bench        potrf_batched 4096x92x92, 4096x32x32 and 1024x64x64, f32 and f64, 4096x16x16 f32; trsm and potrs
                4096x92x92; gemm 4096^3 f32 and f64. tilec: `tilec run --target T --repeat N`
                (its printed median of N timed launches after one untimed one). Peers, where they
                import: torch.linalg.cholesky (cuSOLVER batched), torch.linalg.solve_triangular,
@@ -816,7 +816,9 @@ def bench(tilec, args, peers):
     def peer_first(ref, mask=None):
         return lambda r: rel(r.double().cpu().numpy()[: len(ref)], ref, mask)
 
-    for b, n, dtn in [(big, 92, "f32"), (big, 92, "f64"), (big, 16, "f32"), (big // 4 or 1, 64, "f32")]:
+    # Issue 35's shapes: 4096 x 92 and x 32, 1024 x 64, f32 and f64, and 4096 x 16 f32.
+    for b, n, dtn in [(big, 92, "f32"), (big, 92, "f64"), (big, 16, "f32"), (big, 32, "f32"), (big, 32, "f64"),
+                      (big // 4 or 1, 64, "f32"), (big // 4 or 1, 64, "f64")]:
         dt = np.float32 if dtn == "f32" else np.float64
         a = spd_batch(rng, b, n, dt)
         ref = np.linalg.cholesky(a[:32].astype(np.float64))
