@@ -408,7 +408,7 @@ def case_ex_suffix_sums(rng, dt, n):
 
 
 def case_ex_topk(rng, dt, n):
-    x = (np.round(rng.standard_normal((n, 100)) * 8) / 8).astype(dt)
+    x = (np.round(rng.standard_normal((n, 30)) * 8) / 8).astype(dt)
     ref = -np.sort(-x.astype(np.float64), axis=1)[:, :8]
     return dict(src=example("topk.tile"), kernel="topk_rows",
                 arrays={"X": x, "V": np.zeros((n, 8), dt), "I": np.zeros((n, 8), np.int32)}, scalars={}, out="V",

@@ -86,7 +86,8 @@ impl FnBuilder<'_, '_> {
     /// A free-function call: a built-in or a user `fn`.
     pub(crate) fn call(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
         let name = f.name.as_str();
-        let named_ok = matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin" | "scan" | "sort" | "argsort" | "topk");
+        let named_ok =
+            matches!(name, "cumsum" | "cumprod" | "cummax" | "cummin" | "scan" | "sort" | "argsort" | "topk");
         let named = args.iter().find_map(|a| match &a.kind {
             ExprKind::Named(n, _) => Some((n, a.span)),
             _ => None,

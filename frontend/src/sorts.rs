@@ -84,9 +84,9 @@ impl FnBuilder<'_, '_> {
             None
         };
         let span = e.span;
-        // Lines along the last axis of a matrix: a vector is one row, axis 0 a transpose.
+        // Lines along the last axis: a vector is one line, axis 0 of a matrix a transpose.
         let (rows, lines) = match (shape.len(), axis) {
-            (1, _) => (1, self.emit1(OpKind::Reshape, vec![t], Type::Tile { elem, shape: vec![1, n] }, span)),
+            (1, _) => (1, t),
             (_, 1) => (shape[0], t),
             _ => {
                 let ty = Type::Tile { elem, shape: vec![shape[1], shape[0]] };
@@ -97,14 +97,15 @@ impl FnBuilder<'_, '_> {
         let keep = k.unwrap_or(n);
         // Back to `t`'s layout, the first `keep` along `axis`.
         let back = |g: &mut Self, x: Value, s: Scalar| -> Value {
+            let cut = if shape.len() == 1 { vec![keep] } else { vec![rows, keep] };
             let x = if keep < n {
-                g.emit1(OpKind::ExtractBlock(vec![0, 0]), vec![x], Type::Tile { elem: s, shape: vec![rows, keep] }, span)
+                let at = vec![0; cut.len()];
+                g.emit1(OpKind::ExtractBlock(at), vec![x], Type::Tile { elem: s, shape: cut }, span)
             } else {
                 x
             };
             match (shape.len(), axis) {
-                (1, _) => g.emit1(OpKind::Reshape, vec![x], Type::Tile { elem: s, shape: vec![keep] }, span),
-                (_, 1) => x,
+                (1, _) | (_, 1) => x,
                 _ => g.emit1(OpKind::Transpose, vec![x], Type::Tile { elem: s, shape: vec![keep, rows] }, span),
             }
         };
@@ -118,19 +119,27 @@ impl FnBuilder<'_, '_> {
         }
     }
 
-    /// Sorts each row of `t: tile<elem, rows, n>` (stable; NaN last, or first when
-    /// `descending`): the sorted rows and each element's column in `t` (`i32`).
+    /// Sorts each row of `t: tile<elem, rows, n>`, or the vector `t: tile<elem, n>` (stable;
+    /// NaN last, or first when `descending`): the sorted lines and each element's index in
+    /// its line of `t` (`i32`), of `t`'s shape.
     fn sort_rows(&mut self, t: Value, elem: Scalar, rows: u32, n: u32, descending: bool, span: Span) -> (Value, Value) {
         let p = n.next_power_of_two();
         let tile = |s: Scalar, r: u32, c: u32| Type::Tile { elem: s, shape: vec![r, c] };
+        // The lines as `t` holds them, `len` long: a vector stays one (a 1 x N matrix would be
+        // N registers on one lane of a GPU).
+        let one_d = matches!(self.ty(t), Type::Tile { shape, .. } if shape.len() == 1);
+        let lines =
+            |s: Scalar, len: u32| Type::Tile { elem: s, shape: if one_d { vec![len] } else { vec![rows, len] } };
+        let origin = if one_d { vec![0] } else { vec![0, 0] };
         let mut vals = if p == n {
             t
         } else {
-            let z = self.emit1(OpKind::Fill(Fill::Zeros), vec![], tile(elem, rows, p), span);
-            self.emit1(OpKind::InsertBlock(vec![0, 0]), vec![z, t], tile(elem, rows, p), span)
+            let z = self.emit1(OpKind::Fill(Fill::Zeros), vec![], lines(elem, p), span);
+            self.emit1(OpKind::InsertBlock(origin.clone()), vec![z, t], lines(elem, p), span)
         };
-        let mut idx = self.emit1(OpKind::Fill(Fill::Iota(1)), vec![], tile(Scalar::I32, rows, p), span);
-        let mut width = p; // the current row length of `vals` and `idx`
+        let mut idx = self.emit1(OpKind::Fill(Fill::Iota(u8::from(!one_d))), vec![], lines(Scalar::I32, p), span);
+        // The current row length of `vals` and `idx` (0: still a vector).
+        let mut width = if one_d { 0 } else { p };
         let mut merge = 2;
         while merge <= p {
             let mut d = merge / 2;
@@ -142,14 +151,28 @@ impl FnBuilder<'_, '_> {
                     idx = self.emit1(OpKind::Reshape, vec![idx], tile(Scalar::I32, r2, 2 * d), span);
                     width = 2 * d;
                 }
-                let half = |g: &mut Self, x: Value, s: Scalar, at: u32| {
-                    g.emit1(OpKind::ExtractBlock(vec![0, at]), vec![x], tile(s, r2, d), span)
+                // Fewer rows than columns: the stage works on the transpose, its halves row
+                // blocks, so that GPUs spread the longer side over their lanes (a 2 x 64 tile
+                // would be 64 registers on two lanes).
+                let tall = r2 >= 2 * d;
+                let (v, i) = if tall {
+                    (vals, idx)
+                } else {
+                    let t = |g: &mut Self, x: Value, s: Scalar| {
+                        g.emit1(OpKind::Transpose, vec![x], tile(s, 2 * d, r2), span)
+                    };
+                    (t(self, vals, elem), t(self, idx, Scalar::I32))
                 };
-                let (a, b) = (half(self, vals, elem, 0), half(self, vals, elem, d));
-                let (ia, ib) = (half(self, idx, Scalar::I32, 0), half(self, idx, Scalar::I32, d));
+                let (hr, hc, second) = if tall { (r2, d, [0, d]) } else { (d, r2, [d, 0]) };
+                let half = |g: &mut Self, x: Value, s: Scalar, at: [u32; 2]| {
+                    g.emit1(OpKind::ExtractBlock(at.to_vec()), vec![x], tile(s, hr, hc), span)
+                };
+                let (a, b) = (half(self, v, elem, [0, 0]), half(self, v, elem, second));
+                let (ia, ib) = (half(self, i, Scalar::I32, [0, 0]), half(self, i, Scalar::I32, second));
                 // The block of `merge` elements a row of 2d lies in is sorted ascending when
                 // its number within the line is even (the last merge: all of it).
-                let row = self.emit1(OpKind::Fill(Fill::Iota(0)), vec![], tile(Scalar::I32, r2, d), span);
+                let row =
+                    self.emit1(OpKind::Fill(Fill::Iota(u8::from(!tall))), vec![], tile(Scalar::I32, hr, hc), span);
                 let swap = self.map_elementwise(&[a, b, ia, ib, row], Scalar::Bool, span, |g, x| {
                     let per_line = p / (2 * d);
                     let c = |g: &mut Self, v: i64| g.constant(Const::Int(v, Scalar::I32), span);
@@ -170,23 +193,29 @@ impl FnBuilder<'_, '_> {
                 let nb = self.select_elementwise(swap, a, b, elem, span);
                 let nia = self.select_elementwise(swap, ib, ia, Scalar::I32, span);
                 let nib = self.select_elementwise(swap, ia, ib, Scalar::I32, span);
+                let whole = if tall { (r2, 2 * d) } else { (2 * d, r2) };
                 let put = |g: &mut Self, x: Value, lo: Value, hi: Value, s: Scalar| {
-                    let x = g.emit1(OpKind::InsertBlock(vec![0, 0]), vec![x, lo], tile(s, r2, 2 * d), span);
-                    g.emit1(OpKind::InsertBlock(vec![0, d]), vec![x, hi], tile(s, r2, 2 * d), span)
+                    let x = g.emit1(OpKind::InsertBlock(vec![0, 0]), vec![x, lo], tile(s, whole.0, whole.1), span);
+                    let x = g.emit1(OpKind::InsertBlock(second.to_vec()), vec![x, hi], tile(s, whole.0, whole.1), span);
+                    if tall {
+                        x
+                    } else {
+                        g.emit1(OpKind::Transpose, vec![x], tile(s, r2, 2 * d), span)
+                    }
                 };
-                vals = put(self, vals, na, nb, elem);
-                idx = put(self, idx, nia, nib, Scalar::I32);
+                vals = put(self, v, na, nb, elem);
+                idx = put(self, i, nia, nib, Scalar::I32);
                 d /= 2;
             }
             merge *= 2;
         }
-        if width != p {
-            vals = self.emit1(OpKind::Reshape, vec![vals], tile(elem, rows, p), span);
-            idx = self.emit1(OpKind::Reshape, vec![idx], tile(Scalar::I32, rows, p), span);
+        if width != p || one_d {
+            vals = self.emit1(OpKind::Reshape, vec![vals], lines(elem, p), span);
+            idx = self.emit1(OpKind::Reshape, vec![idx], lines(Scalar::I32, p), span);
         }
         if p != n {
-            vals = self.emit1(OpKind::ExtractBlock(vec![0, 0]), vec![vals], tile(elem, rows, n), span);
-            idx = self.emit1(OpKind::ExtractBlock(vec![0, 0]), vec![idx], tile(Scalar::I32, rows, n), span);
+            vals = self.emit1(OpKind::ExtractBlock(origin.clone()), vec![vals], lines(elem, n), span);
+            idx = self.emit1(OpKind::ExtractBlock(origin), vec![idx], lines(Scalar::I32, n), span);
         }
         (vals, idx)
     }

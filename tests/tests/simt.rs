@@ -152,3 +152,17 @@ fn rows_and_columns_at_run_time_indices() {
 fn ranges_with_run_time_starts() {
     cases::dyn_ranges().into_iter().for_each(both);
 }
+
+/// Reshapes pass through one shared array per element type, sized for the largest: the sorting
+/// network of `sort(v)` on 128 `f32` elements reshapes `vals` (f32) and `idx` (i32) 14 times
+/// each, and needs 128 * 4 bytes of each, not 14 times that (lavapipe has 32 KiB).
+#[test]
+fn reshapes_share_one_scratch_array_per_element_type() {
+    let src = tilec::SourceSet::with_stdlib(
+        "sort128.tile",
+        "kernel s(X: f32[N], Y: mut f32[N]) grid(1) { Y[0:128] = sort(X[0:128]) + reshape(reshape(X[0:128], 8, 16), 128); }",
+    );
+    let m = compile(&src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;
+    let simt = tilec_midend::simt::lower_kernel(&m, &m.kernels[0], 32).unwrap();
+    assert_eq!(simt.shared_bytes, 2 * 128 * 4);
+}

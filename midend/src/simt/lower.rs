@@ -53,7 +53,27 @@ pub(super) struct Lower<'a> {
     pub(super) partners: Vec<Value>,
     /// `low_bits[k] = (lane & 2^k) == 0`, next to `partners`.
     pub(super) low_bits: Vec<Value>,
+    /// One shared array per element type for every `Reshape` of that type (`reshape.rs`),
+    /// allocated at entry with the largest such reshape's element count: a reshape ends with
+    /// a barrier, so the next one may reuse the array.
+    pub(super) scratch: HashMap<Scalar, Value>,
     loc: Loc,
+}
+
+/// The largest element count of a `Reshape` result of each element type in `r` and its
+/// nested regions.
+fn reshape_sizes(f: &Function, r: &Region, out: &mut HashMap<Scalar, u32>) {
+    for op in &r.ops {
+        if op.kind == OpKind::Reshape {
+            if let Type::Tile { elem, shape } = f.ty(op.results[0]) {
+                let n = out.entry(*elem).or_insert(0);
+                *n = (*n).max(shape.iter().product());
+            }
+        }
+        for reg in &op.regions {
+            reshape_sizes(f, reg, out);
+        }
+    }
 }
 
 /// Lowers kernel `k` of module `m` (after the pass pipeline) to SIMT form for subgroups of
@@ -73,6 +93,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         rows: Vec::new(),
         partners: Vec::new(),
         low_bits: Vec::new(),
+        scratch: HashMap::new(),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -105,6 +126,16 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         }
     }
     let mut shared = 0u32;
+    let mut sizes = HashMap::new();
+    reshape_sizes(src, &src.body, &mut sizes);
+    let mut sizes: Vec<(Scalar, u32)> = sizes.into_iter().collect();
+    sizes.sort_by_key(|(s, _)| s.name());
+    for (elem, n) in sizes {
+        shared += n * elem.bytes();
+        let ty = Type::Array { elem, rank: 1, mutable: true };
+        let a = l.emit1(OpKind::AllocShared(vec![n]), vec![], ty);
+        l.scratch.insert(elem, a);
+    }
     l.region_ops(&src.body, &mut shared)?;
     let ops = l.stack.pop().expect("body");
     l.out.body = Region { params, ops };
@@ -354,7 +385,7 @@ impl Lower<'_> {
                 return Ok(());
             }
             OpKind::Reshape => {
-                let lv = self.reshape(op, shared)?;
+                let lv = self.reshape(op)?;
                 self.map.insert(op.results[0], lv);
                 return Ok(());
             }

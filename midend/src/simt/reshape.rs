@@ -2,8 +2,9 @@
 //! stores the elements it holds into a shared array at their row-major positions, a barrier,
 //! then every lane loads the elements of its registers in the new shape's layout, and a second
 //! barrier (so that the next reshape, or this one in the next loop iteration, does not overwrite
-//! elements still being read). The code and the shared memory grow with the tile (one element
-//! per position), the registers per lane with the layouts only.
+//! elements still being read). Every reshape of an element type uses one shared array, sized
+//! for the largest and allocated at entry. The code grows with the tile (one element per
+//! position), the registers per lane with the layouts only.
 
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
@@ -11,17 +12,15 @@ use crate::ir::*;
 use crate::types::{Scalar, Type};
 
 impl Lower<'_> {
-    /// `Reshape` of the source op `op`; `shared` counts the scratch array's bytes.
-    pub(super) fn reshape(&mut self, op: &Op, shared: &mut u32) -> Result<Lv, SimtError> {
+    /// `Reshape` of the source op `op`, through the element type's scratch array (allocated at
+    /// entry, `Lower::scratch`).
+    pub(super) fn reshape(&mut self, op: &Op) -> Result<Lv, SimtError> {
         let (Type::Tile { elem, .. }, Type::Tile { shape, .. }) =
             (self.src.ty(op.args[0]).clone(), self.src.ty(op.results[0]).clone())
         else {
             return Err(err("reshape of a non-tile"));
         };
-        let n: u32 = shape.iter().product();
-        *shared += n * elem.bytes();
-        let ty = Type::Array { elem, rank: 1, mutable: true };
-        let a = self.emit1(OpKind::AllocShared(vec![n]), vec![], ty);
+        let a = *self.scratch.get(&elem).ok_or_else(|| err("a reshape without its scratch array"))?;
         let t = self.get(op.args[0])?;
         self.spill(a, &t);
         self.emit(OpKind::Barrier, vec![], vec![]);

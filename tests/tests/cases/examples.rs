@@ -186,7 +186,11 @@ pub(crate) fn all() -> Vec<Case> {
                 example("topk.tile"),
                 "topk_rows",
                 vec![
-                    ("X", random_uniform(21 * 100, 116).iter().map(|v| (v * 16.0).round() / 8.0).collect(), vec![21, 100]),
+                    (
+                        "X",
+                        random_uniform(21 * 100, 116).iter().map(|v| (v * 16.0).round() / 8.0).collect(),
+                        vec![21, 100],
+                    ),
                     ("V", vec![7.0; 21 * 8], vec![21, 8]),
                 ],
                 vec![],

@@ -699,11 +699,11 @@ pub(crate) fn constructs() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
 }
 
-/// `sort`, `argsort` and `topk` (`tests/tests/cases/sorts.tile`) on a 37x13 array in 40x13
-/// tiles (rows padded to 16 by the network, columns to 64) and a vector of 100 in a 128-tile,
+/// `sort`, `argsort` and `topk` (`tests/tests/cases/sorts.tile`) on a 21x13 array in 24x13
+/// tiles (rows padded to 16 by the network, columns to 32) and a vector of 100 in a 128-tile,
 /// with ties (multiples of 1/4), -0.0, inf and NaN in the data: every target against the CPU.
 pub(crate) fn sorts() -> Vec<Case> {
-    let (m, n, l) = (37u64, 13u64, 100u64);
+    let (m, n, l) = (21u64, 13u64, 100u64);
     let src = SourceSet::with_stdlib("sorts.tile", include_str!("sorts.tile"));
     let mut a: Vec<f64> = random_uniform((m * n) as usize, 93).iter().map(|x| (x * 8.0).round() / 4.0).collect();
     for (k, x) in [(3, f64::NAN), (4, -0.0), (17, f64::INFINITY), (30, f64::NEG_INFINITY), (44, f64::NAN)] {

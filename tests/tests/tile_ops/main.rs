@@ -25,8 +25,8 @@ mod masks;
 mod memory;
 mod programs;
 mod ranges;
-mod sorts;
 mod rank1_loops;
+mod sorts;
 mod transposed_products;
 
 const FLOATS: [Scalar; 2] = [Scalar::F32, Scalar::F64];
