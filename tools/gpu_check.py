@@ -462,7 +462,8 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/rms_norm_bwd", case_ex_rms_norm_bwd), ("examples/swiglu_fwd", case_ex_swiglu_fwd),
           ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout),
           ("examples/softmax_rows", case_ex_softmax_rows),
-          ("examples/suffix_sums", case_ex_suffix_sums), ("examples/topk", case_ex_topk), ("examples/gemver_rank2", case_ex_gemver_rank2),
+          ("examples/suffix_sums", case_ex_suffix_sums), ("examples/topk_rows", case_ex_topk),
+          ("examples/gemver_rank2", case_ex_gemver_rank2),
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk)]
 EXTENTS = [1, 17, 77, 92, 131]
