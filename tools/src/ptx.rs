@@ -12,22 +12,27 @@ use tilec_frontend::GenericArg;
 use tilec_midend::simt::lower_for_warp;
 use tilec_midend::{Kernel, Module};
 
-/// Lowers a kernel to SIMT form for a 32-lane warp (one program per warp, or several of
-/// fewer lanes: `lower_for_warp`) and compiles it to PTX.
-pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Fail> {
-    // TILEC_PTX_LANES=32: one program per warp whatever the tiles (for comparing timings).
+/// The SIMT form `run --target cuda` and `build --target ptx` compile: for a 32-lane warp,
+/// one program per warp or several of fewer lanes (`lower_for_warp`); `TILEC_PTX_LANES=32`
+/// in the environment forces one program per warp whatever the tiles (to compare timings).
+fn ptx_simt(m: &Module, k: &Kernel) -> Result<tilec_midend::simt::SimtKernel, Fail> {
     let simt = match std::env::var("TILEC_PTX_LANES").as_deref() {
         Ok("32") => tilec_midend::simt::lower_kernel(m, k, 32),
         _ => lower_for_warp(m, k, 32),
     };
-    let simt = simt.map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    simt.map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))
+}
+
+/// Lowers a kernel to SIMT form ([`ptx_simt`]) and compiles it to PTX.
+pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Fail> {
+    let simt = ptx_simt(m, k)?;
     tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
         let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
         crate::cli::codegen_fail(code, m, k, e.to_string(), e.loc)
     })
 }
 
-/// Runs a kernel instance of `module` on a CUDA device: SIMT lowering at 32 lanes, PTX for
+/// Runs a kernel instance of `module` on a CUDA device: SIMT lowering ([`ptx_simt`]), PTX for
 /// the device's architecture, then `repeat + 1` launches from the same inputs of which the
 /// first (where the driver loads the module) is not timed. `bound` holds the results. Errors
 /// are diagnostics (E04xx from the runtime, E0504/E0505 from code generation).
@@ -174,7 +179,7 @@ pub(crate) fn build_ptx(
                 write_out(&Some(path), None, p.text.as_bytes(), out)?;
             }
             Emit::Simt => {
-                let simt = lower_for_warp(&m, k, 32).map_err(|e| usage("E0504", e.to_string()))?;
+                let simt = ptx_simt(&m, k)?;
                 text.push_str(&tilec_midend::print::print_function(&simt.func));
             }
             _ => return Err(usage("E0503", "`--target ptx` emits obj (PTX) or simt")),

@@ -47,7 +47,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let first = self.b.build_int_add(block, offset, "").map_err(be)?;
         let first = self.b.build_int_mul(first, c(WARP / lanes), "").map_err(be)?;
         let program = self.b.build_int_add(first, sub, "").map_err(be)?;
-        let ones = c(if lanes == 32 { u32::MAX } else { (1u32 << lanes) - 1 });
+        let ones = c((1u32 << lanes) - 1);
         let low = self.b.build_int_mul(sub, c(lanes), "").map_err(be)?;
         let mask = self.b.build_left_shift(ones, low, "").map_err(be)?;
         let count = self.param_word(0)?.into_int_value();
