@@ -407,6 +407,25 @@ def case_ex_suffix_sums(rng, dt, n):
                 arrays={"X": x, "Y": np.zeros_like(x)}, scalars={}, out="Y", ref=ref)
 
 
+def case_ex_embedding_fwd(rng, dt, n):
+    w = rng.uniform(-1, 1, (50, 48)).astype(dt)
+    ids = rng.integers(-2, 52, 3 * n).astype(np.int32)
+    ok = (ids >= 0) & (ids < 50)
+    ref = np.where(ok[:, None], w.astype(np.float64)[np.clip(ids, 0, 49)], 0.0)
+    return dict(src=example("embedding.tile"), kernel="embedding_fwd",
+                arrays={"W": w, "Ids": ids, "Y": np.zeros((3 * n, 48), dt)}, scalars={}, out="Y", ref=ref)
+
+
+def case_ex_embedding_bwd(rng, dt, n):
+    dy = rng.uniform(-1, 1, (3 * n, 48)).astype(dt)
+    ids = rng.integers(-2, 22, 3 * n).astype(np.int32)
+    ok = (ids >= 0) & (ids < 20)
+    ref = np.zeros((20, 48))
+    np.add.at(ref, ids[ok], dy.astype(np.float64)[ok])
+    return dict(src=example("embedding.tile"), kernel="embedding_bwd",
+                arrays={"DY": dy, "Ids": ids, "DW": np.zeros((20, 48), dt)}, scalars={}, out="DW", ref=ref)
+
+
 def case_ex_topk(rng, dt, n):
     x = (np.round(rng.standard_normal((n, 30)) * 8) / 8).astype(dt)
     ref = -np.sort(-x.astype(np.float64), axis=1)[:, :8]
@@ -463,6 +482,7 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/swiglu_bwd", case_ex_swiglu_bwd), ("examples/dropout", case_ex_dropout),
           ("examples/softmax_rows", case_ex_softmax_rows),
           ("examples/suffix_sums", case_ex_suffix_sums), ("examples/topk_rows", case_ex_topk),
+          ("examples/embedding_fwd", case_ex_embedding_fwd), ("examples/embedding_bwd", case_ex_embedding_bwd),
           ("examples/gemver_rank2", case_ex_gemver_rank2),
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk)]

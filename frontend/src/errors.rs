@@ -531,6 +531,12 @@ pub(crate) fn tail_not_allowed(span: Span) -> Diagnostic {
         .label(span, "add `;` to make this a statement")
 }
 
+pub(crate) fn gather_shapes(span: Span, t: &Type) -> Diagnostic {
+    Diagnostic::error("E0202", format!("a 2-D index tile ({t}) addresses elements one by one: the other indices must be single positions or index tiles of its shape"))
+        .label(span, "this index")
+        .help("use 1-D index tiles to combine gathered positions with slices, like `A[rows, 0:16]`")
+}
+
 pub(crate) fn tile_rank(span: Span, n: usize) -> Diagnostic {
     Diagnostic::error("E0218", format!("tiles have rank 1 or 2, this has rank {n}")).label(span, "here")
 }

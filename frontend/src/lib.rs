@@ -9,6 +9,7 @@ mod calls;
 mod consteval;
 mod errors;
 mod expr;
+mod gathers;
 mod instance;
 mod items;
 mod kernel;

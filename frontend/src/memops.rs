@@ -4,6 +4,7 @@
 use crate::builder::{Binding, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
+use crate::gathers::Write;
 use crate::places::Access;
 use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
 use tilec_grammar::span::Span;
@@ -175,10 +176,7 @@ impl FnBuilder<'_, '_> {
         let Some(v) = self.stored_value(&acc, &args[1]) else {
             return Ev::Err;
         };
-        let mut ops = vec![acc.array];
-        ops.extend(acc.indices);
-        ops.push(v);
-        self.emit(OpKind::AtomicAdd(acc.kinds), ops, vec![], e.span);
+        self.write_access(Write::AtomicAdd, acc, v, e.span);
         Ev::Unit
     }
 
@@ -211,11 +209,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::masked_store_mask(args[2].span, &want, &tm));
             return Ev::Err;
         }
-        let mut ops = vec![acc.array];
-        ops.extend(acc.indices);
-        ops.push(v);
-        ops.push(m);
-        self.emit(OpKind::StoreMasked(acc.kinds), ops, vec![], e.span);
+        self.write_access(Write::Masked(m), acc, v, e.span);
         Ev::Unit
     }
 

@@ -10,11 +10,16 @@ use tilec_midend::{self as ir, Const, Index, OpKind, Scalar, Type, Value};
 
 /// A checked array access: the array value, per-dimension index kinds and index values, and
 /// the type of the accessed element or tile.
+#[derive(Clone)]
 pub(crate) struct Access {
     pub(crate) array: Value,
     pub(crate) kinds: Vec<Index>,
     pub(crate) indices: Vec<Value>,
     pub(crate) ty: Type,
+    /// A gather or scatter (`A[idx]`, `gathers.rs`): every kind is `At` and each index is an
+    /// `i32` scalar or an integer tile of `ty`'s shape, the element's position in that
+    /// dimension.
+    pub(crate) gather: bool,
 }
 
 /// Structural equality of expressions, ignoring spans (`k0 : k0 + 16`).
@@ -113,10 +118,18 @@ impl FnBuilder<'_, '_> {
         let mut indices = Vec::new();
         let mut shape = Vec::new();
         let mut ok = true;
+        // Index tiles (gathers): their dimension among the array's, value and span.
+        let mut tiles = Vec::new();
         for (d, item) in items.iter().enumerate() {
             match item {
-                IndexItem::At(e) => match self.index(e) {
+                IndexItem::At(e) => match self.index_or_tile(e) {
                     Some(v) => {
+                        if let Type::Tile { shape: s, .. } = self.ty(v) {
+                            tiles.push((d, v, e.span));
+                            if s.len() == 1 {
+                                shape.push(s[0]);
+                            }
+                        }
                         kinds.push(Index::At);
                         indices.push(v);
                     }
@@ -155,14 +168,17 @@ impl FnBuilder<'_, '_> {
         if !ok {
             return None;
         }
+        // Storage types (`f16`, `bf16`) load and store as their compute type.
+        let elem = elem.compute();
+        if !tiles.is_empty() {
+            return self.gather_access(array, elem, &kinds, indices, &tiles, span);
+        }
         if shape.len() > 2 {
             self.error(errors::tile_rank(span, shape.len()));
             return None;
         }
-        // Storage types (`f16`, `bf16`) load and store as their compute type.
-        let elem = elem.compute();
         let ty = if shape.is_empty() { Type::Scalar(elem) } else { Type::Tile { elem, shape } };
-        Some(Access { array, kinds, indices, ty })
+        Some(Access { array, kinds, indices, ty, gather: false })
     }
 
     /// Element indices `t[i, j]` of a tile: one `At` index per dimension.
@@ -212,9 +228,7 @@ impl FnBuilder<'_, '_> {
                 let Some(acc) = self.array_access(value, &fixed, items, e.span) else {
                     return Ev::Err;
                 };
-                let mut args = vec![acc.array];
-                args.extend(acc.indices);
-                Ev::Val(self.emit1(OpKind::Load(acc.kinds), args, acc.ty, e.span))
+                Ev::Val(self.load_access(acc, e.span))
             }
             Some(Binding::Var(t)) if self.ty(t).is_tile() => self.tile_part(t, items, e.span),
             _ => match self.expr(base, None) {
@@ -351,9 +365,7 @@ impl FnBuilder<'_, '_> {
                                     self.error(errors::assign_type(value.span, &t, &acc.ty));
                                     return;
                                 }
-                                let mut args = vec![old, acc.array];
-                                args.extend(acc.indices);
-                                let v = self.emit1(OpKind::LoadInto(acc.kinds), args, t, span);
+                                let v = self.load_into_access(old, acc, span);
                                 self.set_var(&name.name, v);
                                 return;
                             }
@@ -416,8 +428,6 @@ impl FnBuilder<'_, '_> {
                     self.check_rhs(value);
                     return;
                 };
-                let mut args = vec![acc.array];
-                args.extend(acc.indices.iter().copied());
                 let v = if op == AssignOp::Set {
                     let Some(v) = self.value(value, Some(acc.ty.elem())) else {
                         return;
@@ -433,14 +443,13 @@ impl FnBuilder<'_, '_> {
                     }
                     v
                 } else {
-                    let old = self.emit1(OpKind::Load(acc.kinds.clone()), args.clone(), acc.ty.clone(), target.span);
+                    let old = self.load_access(acc.clone(), target.span);
                     let Some(v) = self.combine(op, old, value, span) else {
                         return;
                     };
                     v
                 };
-                args.push(v);
-                self.emit(OpKind::Store(acc.kinds), args, vec![], span);
+                self.write_access(crate::gathers::Write::Store, acc, v, span);
             }
             (Some(Binding::Poisoned), _) => self.check_rhs(value),
             (Some(Binding::Array { .. }), None) => {

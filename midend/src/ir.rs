@@ -367,6 +367,10 @@ impl Op {
     /// do any of these (`for`, `if`, `while`). Dead-code elimination keeps such ops; an op
     /// without effect may be moved past another without effect.
     pub fn has_effect(&self) -> bool {
+        if self.kind == OpKind::Map {
+            // A gather's map only loads; a scatter's stores or adds (frontend `gathers.rs`).
+            return self.regions.iter().any(|r| r.ops.iter().any(|o| o.kind != OpKind::Yield && o.has_effect()));
+        }
         matches!(
             self.kind,
             OpKind::Store(_)
@@ -391,6 +395,21 @@ pub struct Region {
 }
 
 impl Region {
+    /// Whether an op of the region (or of a nested one) reads or writes an array: a `map`
+    /// that gathers or scatters, which passes must not move past other memory operations.
+    pub fn accesses_memory(&self) -> bool {
+        self.ops.iter().any(|o| {
+            matches!(
+                o.kind,
+                OpKind::Load(_)
+                    | OpKind::LoadInto(_)
+                    | OpKind::Store(_)
+                    | OpKind::StoreMasked(_)
+                    | OpKind::AtomicAdd(_)
+            ) || o.regions.iter().any(Region::accesses_memory)
+        })
+    }
+
     /// Takes op `i` out of the region, leaving an empty `barrier` in its place until
     /// [`Region::remove_ops`] drops it, so that the indices of the other ops stay valid.
     pub fn take_op(&mut self, i: usize) -> Op {

@@ -18,7 +18,7 @@
 //! row block is 16 KB per intermediate tile). Arithmetic not linked to a chain stays a tile op.
 //!
 //! Every element is computed by the same scalar ops on the same operands (the merged body may
-//! order independent ops differently; map bodies have no effects), so the pass changes no
+//! order independent ops differently; the maps it moves have no effects and read no arrays), so the pass changes no
 //! result bits. A `map` keeps at least one operand (its shape). A map used more than once
 //! stays a tile (a mask read by two `where`s is stored once and read twice).
 
@@ -58,7 +58,10 @@ fn fusable(r: &Region, i: usize, def: &HashMap<Value, usize>, uses: &HashMap<Val
     r.ops[i].args.iter().enumerate().find_map(|(k, a)| {
         let j = *def.get(a)?;
         let p = &r.ops[j];
-        (p.kind == OpKind::Map && uses.get(a) == Some(&1) && p.results.len() == 1).then_some((k, j))
+        // A map that reads or writes arrays (a gather, a scatter) stays where it is: moved
+        // into its consumer, it could pass a store.
+        let moves = p.regions.iter().any(Region::accesses_memory);
+        (p.kind == OpKind::Map && uses.get(a) == Some(&1) && p.results.len() == 1 && !moves).then_some((k, j))
     })
 }
 

@@ -13,6 +13,7 @@ const RUN: &[&str] = &[
     "cholesky.tile",
     "colsum.tile",
     "dropout.tile",
+    "embedding.tile",
     "gemm.tile",
     "gemver.tile",
     "geqrf.tile",
@@ -691,6 +692,48 @@ fn suffix_sums_example_adds_from_the_end() {
                 assert_eq!(y[r * n + c], acc, "{elem:?} ({r}, {c})");
             }
         }
+    }
+}
+
+/// Embedding lookup and gradient: 75 tokens (three programs, the last partial) with ids in and
+/// out of a 20-row table of 48 columns (`BD = 64`), repeated ids, against NumPy's `W[ids]` and
+/// `np.add.at(DW, ids, DY)` in f64 (multiples of 1/8: every sum exact).
+#[test]
+fn embedding_example_gathers_rows_and_scatter_adds_gradients() {
+    let (v, d, n) = (20usize, 48usize, 75usize);
+    let eighths = |len: usize, seed: u64| -> Vec<f64> {
+        random_uniform(len, seed).iter().map(|x| (x * 16.0).round() / 8.0).collect()
+    };
+    let ids: Vec<i32> = (0..n as i32).map(|t| (t * 7) % 23 - 1).collect();
+    let (w, dy) = (eighths(v * d, 151), eighths(n * d, 152));
+    let inside = |i: i32| (0..v as i32).contains(&i);
+    for elem in [Scalar::F32, Scalar::F64] {
+        let id_arr = || ArgValue::Array(HostArray::from_i32(&ids, &[n as u64]).unwrap());
+        let args = vec![
+            ("W", arr(elem, &w, &[v as u64, d as u64])),
+            ("Ids", id_arr()),
+            ("Y", arr(elem, &vec![7.0; n * d], &[n as u64, d as u64])),
+        ];
+        let y = run("embedding.tile", "embedding_fwd", args, "Y");
+        for t in 0..n {
+            for c in 0..d {
+                let want = if inside(ids[t]) { w[ids[t] as usize * d + c] } else { 0.0 };
+                assert_eq!(y[t * d + c], want, "{elem:?} Y[{t}, {c}] (id {})", ids[t]);
+            }
+        }
+        let args = vec![
+            ("DY", arr(elem, &dy, &[n as u64, d as u64])),
+            ("Ids", id_arr()),
+            ("DW", arr(elem, &vec![0.5; v * d], &[v as u64, d as u64])),
+        ];
+        let dw = run("embedding.tile", "embedding_bwd", args, "DW");
+        let mut want = vec![0.5; v * d];
+        for t in (0..n).filter(|&t| inside(ids[t])) {
+            for c in 0..d {
+                want[ids[t] as usize * d + c] += dy[t * d + c];
+            }
+        }
+        assert_eq!(dw, want, "{elem:?} DW");
     }
 }
 

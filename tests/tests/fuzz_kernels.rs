@@ -6,7 +6,8 @@
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count and a float const parameter's scale, uniform branches, shared arrays with `sync()`,
 //! Cholesky, LU and triangular solves on well-conditioned SPD tiles, row and whole-tile
-//! reductions (`argmax`/`argmin` of integer tiles), `atomic_add`, masked stores,
+//! reductions (`argmax`/`argmin` of integer tiles), `atomic_add`, masked stores, gathers and
+//! scatters through index tiles (positions out of the arrays, repeated ones added atomically),
 //! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
 //! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays),
 //! and every one
@@ -212,6 +213,14 @@ impl Gen {
     }
 }
 
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
 fn case(seed: u64) -> Case {
     let mut rng = Rng::new(seed);
     let elem = [Scalar::F32, Scalar::F64, Scalar::I32][rng.int(0, 3) as usize];
@@ -379,7 +388,38 @@ fn case(seed: u64) -> Case {
         // round to 65504 and to infinity.
         body.push_str("    acc = min(max(acc, -60000.0), 60000.0);\n");
     }
-    if g.chance(30) {
+    let mut more3 = Rng::new(seed ^ 0x6a7e_5ca7);
+    let gathers = more3.int(0, 100) < 35;
+    if gathers {
+        // Gathers (language §7.6) through index tiles of run-time positions, some out of the
+        // arrays (reads give zeros; the masked load keeps its fill): rows with a column
+        // slice, columns, and one position per element from the inputs.
+        let (p, o) = (more3.int(1, 6), more3.int(-2, 3));
+        let l = lit(&mut more3, g.float);
+        let pos = if g.float { "(a * 4.0) as i32" } else { "a" };
+        body.push_str(&format!(
+            "    let gr = (tile<i32, {r}>::iota(0) * {p} + (s as i32)) % {} + i + {o};
+    let gc = (tile<i32, {c}>::iota(0) * {p} + {o}) % {} + j;
+    let gm = tile<{t}, {r}, {c}>::full({l});
+    gm[:] = B[gr, j:j+{c}];
+    acc = acc + gm - A[i:i+{r}, gc] + B[({pos}) % {}, ({pos}) % {}];
+",
+            r + 2,
+            c + 1,
+            m + 1,
+            n + 1
+        ));
+    }
+    if gathers && more3.int(0, 100) < 50 {
+        // A scatter of rows to distinct positions of this program's block (a permutation:
+        // `p2` and `r` coprime), clipped at the array's edge.
+        let p2 = (1..=r).rev().find(|k| gcd(*k, r) == 1 && more3.int(0, 2) == 0).unwrap_or(1);
+        let q = more3.int(0, r as i64);
+        body.push_str(&format!(
+            "    O[(tile<i32, {r}>::iota(0) * {p2} + {q}) % {r} + i, j:j+{c}] = acc;
+"
+        ));
+    } else if g.chance(30) {
         // Under a mask of the inputs: the masked-off elements keep the 7 they were given.
         let (p, l) = (g.input(), g.lit());
         body.push_str(&format!("    masked_store(O[i:i+{r}, j:j+{c}], acc, {p} > {l});\n"));
@@ -399,6 +439,14 @@ fn case(seed: u64) -> Case {
     ));
     if g.chance(40) {
         body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
+    }
+    if gathers && more3.int(0, 100) < 50 {
+        // A scatter-add through repeated and out-of-range positions.
+        let p3 = more3.int(1, 4);
+        body.push_str(&format!(
+            "    atomic_add(Z[(tile<i32, {r}>::iota(0) * {p3} + i) % {} - 1], sum(acc, 1));\n",
+            m + 1
+        ));
     }
     let src = format!(
         "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
@@ -650,6 +698,11 @@ fn the_generator_covers_its_constructs() {
         "sort(",
         "descending = true)",
         "argsort(",
+        "gm[:] = B[gr, ",
+        "A[i:i+1, gc]",
+        "B[((a * 4.0) as i32) % ",
+        "% 1 + i, j:j+",
+        "atomic_add(Z[(tile<i32, ",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

@@ -121,6 +121,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::sorts(),
         cases::long_vectors(),
         cases::dyn_ranges(),
+        cases::gathers(),
         cases::lines(),
         cases::transposes(),
         cases::math(),

@@ -93,6 +93,11 @@ fn masks() {
 }
 
 #[test]
+fn gathers_and_scatters() {
+    cases::gathers().into_iter().for_each(both);
+}
+
+#[test]
 fn sorts_argsorts_and_topk() {
     cases::sorts().into_iter().for_each(both);
 }

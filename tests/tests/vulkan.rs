@@ -73,6 +73,7 @@ fn vulkan_agrees_with_cpu_child() {
         // networks in one kernel (docs/language.md §16); the fuzzer's small sorts run here.
         cases::long_vectors(),
         cases::dyn_ranges(),
+        cases::gathers(),
         cases::lines(),
         cases::transposes(),
         cases::fn_results(),

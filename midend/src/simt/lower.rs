@@ -57,6 +57,10 @@ pub(super) struct Lower<'a> {
     /// allocated at entry with the largest such reshape's element count: a reshape ends with
     /// a barrier, so the next one may reuse the array.
     pub(super) scratch: HashMap<Scalar, Value>,
+    /// Inside the region of a `map` that stores (a scatter, `ops.rs` `map_op`): whether this
+    /// lane owns the element being lowered (it holds a real, not a padding or replicated,
+    /// copy of it). A scalar store there is made by the owner, not by lane 0.
+    pub(super) owner: Option<Value>,
     loc: Loc,
 }
 
@@ -94,6 +98,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         partners: Vec::new(),
         low_bits: Vec::new(),
         scratch: HashMap::new(),
+        owner: None,
         loc: Loc::default(),
     };
     let mut params = Vec::new();

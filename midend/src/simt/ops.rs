@@ -393,9 +393,11 @@ impl Lower<'_> {
         let lane0 = self.cmp(CmpOp::Eq, self.lane, zero);
         match (slices.len(), value) {
             (0, Lv::Scalar(x)) => {
-                // Every lane holds the value: lane 0 stores it.
+                // Every lane holds the value: lane 0 stores it (in a scatter's map, the
+                // element's owner).
                 let mut ix = idx.clone();
-                ix[0] = self.masked(lane0, idx[0]);
+                let who = self.owner.unwrap_or(lane0);
+                ix[0] = self.masked(who, idx[0]);
                 self.access(&kind, array, ix, Some(x), elem, None);
             }
             (1, Lv::Dist { n, regs, .. }) => {
@@ -712,13 +714,30 @@ impl Lower<'_> {
             return Err(err("map without operands"));
         };
         let mut out = Vec::new();
+        // A scatter's stores are made once per element, by the lane that holds it: for a
+        // matrix or a distributed vector the lane whose row slot is real, for a replicated
+        // vector lane `k % lanes`.
+        let stores = op.has_effect();
         for k in 0..regs[0].len() {
             for (p, rs) in r.params.iter().zip(&regs) {
                 let x = *rs.get(k).ok_or_else(|| err("map operands of different layouts"))?;
                 self.map.insert(*p, Lv::Scalar(x));
             }
+            if stores {
+                let k = k as u32;
+                self.owner = Some(if mat {
+                    self.row_lt(k / cols, rows as i64)
+                } else if dist {
+                    self.row_lt(k, rows as i64)
+                } else {
+                    let l = self.i32c((k % self.lanes) as i64);
+                    self.cmp(CmpOp::Eq, self.lane, l)
+                });
+            }
             let mut shared = 0;
-            match self.region_ops(r, &mut shared)? {
+            let ys = self.region_ops(r, &mut shared);
+            self.owner = None;
+            match ys? {
                 Some(ys) => out.push(ys[0]),
                 None => return Err(err("`map` region does not yield")),
             }

@@ -180,6 +180,35 @@ pub(crate) fn all() -> Vec<Case> {
             vec!["C"],
         ),
         Case {
+            int_arrays: vec![("Ids", (0..75).map(|t| (t * 7) % 23 - 1).collect(), vec![75])],
+            compare: Compare::Relative,
+            ..case(
+                example("embedding.tile"),
+                "embedding_fwd",
+                vec![("W", random_uniform(20 * 48, 117), vec![20, 48]), ("Y", vec![7.0; 75 * 48], vec![75, 48])],
+                vec![],
+                vec!["Y"],
+            )
+        },
+        Case {
+            int_arrays: vec![("Ids", (0..75).map(|t| (t * 7) % 23 - 1).collect(), vec![75])],
+            compare: Compare::Relative,
+            ..case(
+                example("embedding.tile"),
+                "embedding_bwd",
+                vec![
+                    (
+                        "DY",
+                        random_uniform(75 * 48, 118).iter().map(|v| (v * 16.0).round() / 8.0).collect(),
+                        vec![75, 48],
+                    ),
+                    ("DW", vec![0.5; 20 * 48], vec![20, 48]),
+                ],
+                vec![],
+                vec!["DW"],
+            )
+        },
+        Case {
             int_arrays: vec![("I", vec![-1; 21 * 8], vec![21, 8])],
             compare: Compare::Relative,
             ..case(

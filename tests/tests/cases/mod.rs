@@ -744,6 +744,44 @@ pub(crate) fn lines() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, ints, ..case(src, "lines", arrays, vec![], outs) }]
 }
 
+/// Gathers and scatters through index tiles with positions in and out of the arrays,
+/// repeated ones added by `atomic_add` from two programs: `tests/tests/cases/gathers.tile`.
+/// Every value a multiple of 1/8, so every target's sums are exact.
+pub(crate) fn gathers() -> Vec<Case> {
+    let src = SourceSet::with_stdlib("gathers.tile", include_str!("gathers.tile"));
+    let eighths = |n: usize, seed: u64| -> Vec<f64> {
+        random_uniform(n, seed).iter().map(|x| (x * 16.0).round() / 8.0).collect()
+    };
+    let mut i: Vec<i32> = (0..40).map(|k| (k * 17 + 5) % 43 - 3).collect();
+    i[3] = i[2];
+    let j: Vec<i32> = (0..40).map(|k| (k * 7) % 10 - 2).collect();
+    let p: Vec<i32> = (0..40).map(|k| (k * 13) % 40).collect();
+    let k: Vec<i32> = (0..40).map(|e| (e * 11) % 37 - 1).collect();
+    let z: Vec<i32> = (0..40).map(|e| (e * 5) % 8 - 1).collect();
+    let mut arrays = vec![("A", eighths(35 * 6, 91), vec![35, 6]), ("V", eighths(37, 92), vec![37])];
+    let outs: [(&str, &[u64]); 12] = [
+        ("G", &[40]),
+        ("R", &[40, 8]),
+        ("C", &[8, 40]),
+        ("E", &[8, 8]),
+        ("F", &[5, 8]),
+        ("O", &[40, 8]),
+        ("S", &[35, 6]),
+        ("Q", &[40]),
+        ("W", &[37]),
+        ("X", &[40]),
+        ("Y", &[40]),
+        ("H", &[16]),
+    ];
+    for (n, s) in outs {
+        arrays.push((n, vec![7.0; s.iter().product::<u64>() as usize], s.to_vec()));
+    }
+    let int_arrays =
+        vec![("I", i, vec![40]), ("J", j, vec![40]), ("P", p, vec![40]), ("K", k, vec![5, 8]), ("Z", z, vec![5, 8])];
+    let names = outs.iter().map(|(n, _)| *n).collect();
+    vec![Case { compare: Compare::Relative, int_arrays, ..case(src, "gathers", arrays, vec![], names) }]
+}
+
 /// Ranges of tiles starting at run-time positions (inside, and past either end), read and
 /// written: `tests/tests/cases/dyn_ranges.tile`.
 pub(crate) fn dyn_ranges() -> Vec<Case> {

@@ -18,6 +18,7 @@ mod constructs;
 mod direct_operands;
 mod edges;
 mod elementwise;
+mod gathers;
 mod guarded_selects;
 mod linalg;
 mod lu;
