@@ -7,7 +7,7 @@ use crate::lower::{cl_type, Lower};
 use crate::CodegenError;
 use cranelift_codegen::ir::{self, condcodes::IntCC, types, AtomicRmwOp, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
-use tilec_midend::{Index, Op, OpKind, Scalar, Value};
+use tilec_midend::{Index, Op, OpKind, Rmw, Scalar, Value};
 
 /// A slice dimension of an access: valid range `lo..hi` of tile positions and the array
 /// stride (in elements) of that dimension.
@@ -176,26 +176,107 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
     }
 
-    /// `*addr += v` atomically: `atomic_rmw` for integers, a compare-and-swap loop on the bits
-    /// for floats.
+    /// `*addr += v` atomically.
     fn atomic_add_elem(&mut self, addr: ir::Value, v: ir::Value, elem: Scalar) {
+        self.rmw_elem(Rmw::Add, addr, v, None, elem);
+    }
+
+    /// The atomic read-modify-write `k` of the element of `elem` at `addr` with the operand
+    /// `v` (and the comparand `cmp` of `Cas`); returns the old value. Integers use
+    /// `atomic_rmw` and `atomic_cas`; floats work on the bits: exchanges and compare-and-swaps
+    /// directly, minima and maxima as integer ones chosen by `v`'s sign ([`Rmw::Min`]), and
+    /// additions as a compare-and-swap loop.
+    fn rmw_elem(&mut self, k: Rmw, addr: ir::Value, v: ir::Value, cmp: Option<ir::Value>, elem: Scalar) -> ir::Value {
         let fl = MemFlagsData::new();
+        let ty = cl_type(elem);
+        let int_op = |signed: bool| match k {
+            Rmw::Add => AtomicRmwOp::Add,
+            Rmw::Xchg => AtomicRmwOp::Xchg,
+            Rmw::Min if signed => AtomicRmwOp::Smin,
+            Rmw::Min => AtomicRmwOp::Umin,
+            Rmw::Max if signed => AtomicRmwOp::Smax,
+            _ => AtomicRmwOp::Umax,
+        };
         if !elem.is_float() {
-            self.b.ins().atomic_rmw(cl_type(elem), fl, AtomicRmwOp::Add, addr, v);
-            return;
+            if k == Rmw::Cas {
+                return self.b.ins().atomic_cas(fl, addr, cmp.expect("comparand"), v);
+            }
+            return self.b.ins().atomic_rmw(ty, fl, int_op(elem != Scalar::U32), addr, v);
         }
-        let (ft, it) = (cl_type(elem), if elem == Scalar::F32 { types::I32 } else { types::I64 });
-        let (retry, done) = (self.b.create_block(), self.b.create_block());
-        self.b.ins().jump(retry, &[]);
-        self.b.switch_to_block(retry);
-        let old = self.b.ins().atomic_load(it, fl, addr);
-        let oldf = self.b.ins().bitcast(ft, MemFlagsData::new(), old);
-        let newf = self.b.ins().fadd(oldf, v);
-        let new = self.b.ins().bitcast(it, MemFlagsData::new(), newf);
-        let seen = self.b.ins().atomic_cas(fl, addr, old, new);
-        let ok = self.b.ins().icmp(IntCC::Equal, seen, old);
-        self.b.ins().brif(ok, done, &[], retry, &[]);
+        let it = if elem == Scalar::F32 { types::I32 } else { types::I64 };
+        let bits = |l: &mut Self, x: ir::Value| l.b.ins().bitcast(it, MemFlagsData::new(), x);
+        let float = |l: &mut Self, x: ir::Value| l.b.ins().bitcast(ty, MemFlagsData::new(), x);
+        let vb = bits(self, v);
+        match k {
+            Rmw::Xchg => {
+                let old = self.b.ins().atomic_rmw(it, fl, AtomicRmwOp::Xchg, addr, vb);
+                float(self, old)
+            }
+            Rmw::Cas => {
+                let cb = bits(self, cmp.expect("comparand"));
+                let old = self.b.ins().atomic_cas(fl, addr, cb, vb);
+                float(self, old)
+            }
+            Rmw::Min | Rmw::Max => {
+                // totalOrder: a signed min (max) of the bits for a `v` with the sign bit
+                // clear, an unsigned max (min) for one with it set.
+                let (pos, neg, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+                let oldv = self.b.append_block_param(done, it);
+                let set = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, vb, 0);
+                self.b.ins().brif(set, neg, &[], pos, &[]);
+                for (block, signed) in [(pos, true), (neg, false)] {
+                    self.b.switch_to_block(block);
+                    let op = if signed {
+                        int_op(true)
+                    } else if k == Rmw::Min {
+                        AtomicRmwOp::Umax
+                    } else {
+                        AtomicRmwOp::Umin
+                    };
+                    let old = self.b.ins().atomic_rmw(it, fl, op, addr, vb);
+                    self.b.ins().jump(done, &[old.into()]);
+                }
+                self.b.switch_to_block(done);
+                float(self, oldv)
+            }
+            Rmw::Add => {
+                let (retry, done) = (self.b.create_block(), self.b.create_block());
+                let oldv = self.b.append_block_param(done, it);
+                self.b.ins().jump(retry, &[]);
+                self.b.switch_to_block(retry);
+                let old = self.b.ins().atomic_load(it, fl, addr);
+                let oldf = float(self, old);
+                let newf = self.b.ins().fadd(oldf, v);
+                let new = bits(self, newf);
+                let seen = self.b.ins().atomic_cas(fl, addr, old, new);
+                let ok = self.b.ins().icmp(IntCC::Equal, seen, old);
+                self.b.ins().brif(ok, done, &[old.into()], retry, &[]);
+                self.b.switch_to_block(done);
+                float(self, oldv)
+            }
+        }
+    }
+
+    /// `AtomicRmw(k)`: the update of one element, 0 (and no update) out of bounds.
+    pub(crate) fn rmw_scalar(&mut self, op: &Op, k: Rmw) -> Result<ir::Value, CodegenError> {
+        let elem = self.f.ty(op.args[0]).elem();
+        let rank = op.args.len() - if k == Rmw::Cas { 3 } else { 2 };
+        let at = vec![Index::At; rank];
+        let acc = self.access(op.args[0], &at, &op.args[1..1 + rank]);
+        let n = op.args.len();
+        let v = self.val(op.args[n - 1]);
+        let cmp = (k == Rmw::Cas).then(|| self.val(op.args[n - 2]));
+        let (yes, done) = (self.b.create_block(), self.b.create_block());
+        let res = self.b.append_block_param(done, cl_type(elem));
+        let zero = self.const_val(tilec_midend::Const::Int(0, elem), elem);
+        self.b.ins().brif(acc.in_bounds, yes, &[], done, &[zero.into()]);
+        self.b.switch_to_block(yes);
+        let zero_off = self.b.ins().iconst(types::I64, 0);
+        let a = self.elem_addr(&acc, zero_off);
+        let old = self.rmw_elem(k, a, v, cmp, elem);
+        self.b.ins().jump(done, &[old.into()]);
         self.b.switch_to_block(done);
+        Ok(res)
     }
 
     /// Moves the in-bounds part of an access between an array and the tile at `tile`.

@@ -221,6 +221,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 self.b.ins().ireduce(types::I32, dims[*a as usize])
             }
             OpKind::Load(kinds) => self.load_scalar(op, kinds)?,
+            OpKind::AtomicRmw(k) => self.rmw_scalar(op, *k)?,
             OpKind::Extract => self.extract(op)?,
             OpKind::Reduce(k, None) => self.reduce_all(op, *k)?,
             other => return Err(err(format!("unsupported scalar op {other:?}"))),

@@ -60,6 +60,7 @@ impl Gen<'_> {
             | OpKind::AtomicAdd(_)
             | OpKind::AllocShared(_)
             | OpKind::Barrier => self.memory_op(op)?,
+            OpKind::AtomicRmw(k) => self.rmw_op(op, *k)?,
             _ => {
                 let v = self.scalar_op(op)?;
                 self.held.insert(op.results[0], Held::Id(v));

@@ -14,6 +14,7 @@
 //!
 //! The workgroup count of a dispatch is the part of the grid it covers.
 
+mod atomics;
 mod body;
 mod control;
 mod half;

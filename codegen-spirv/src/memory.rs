@@ -1,32 +1,32 @@
 //! Memory in the shader: the params buffer (extents, scalars, grid), array elements in
 //! storage buffers and shared arrays in workgroup memory, with the SIMT form's bounds rules
 //! (loads out of bounds read 0 or keep the old value; stores and atomic adds out of bounds do
-//! nothing), barriers, and float atomic adds as compare-and-swap loops.
+//! nothing), barriers; atomic adds through `atomics.rs`.
 
 use crate::body::be;
 use crate::module::{Gen, Held};
 use crate::{err, SpirvError};
 use rspirv::dr::{Instruction, Operand};
-use rspirv::spirv::{Capability, LoopControl, Op as SpvOp, SelectionControl, StorageClass, Word};
-use tilec_midend::{Op, OpKind, Scalar, Type, Value};
+use rspirv::spirv::{Op as SpvOp, SelectionControl, StorageClass, Word};
+use tilec_midend::{Op, OpKind, Rmw, Scalar, Type, Value};
 
 /// An access to a chunked array (see `Chunks`).
-struct ChunkedAccess {
+pub(crate) struct ChunkedAccess {
     var: Word,
-    count: u32,
+    pub(crate) count: u32,
     which: Word,
     at: Word,
-    inb: Word,
-    elem: Scalar,
+    pub(crate) inb: Word,
+    pub(crate) elem: Scalar,
 }
 
 /// Scope and memory-semantics constants of SPIR-V.
-const SCOPE_DEVICE: u32 = 1;
-const SCOPE_WORKGROUP: u32 = 2;
+pub(crate) const SCOPE_DEVICE: u32 = 1;
+pub(crate) const SCOPE_WORKGROUP: u32 = 2;
 /// AcquireRelease on workgroup memory (shared arrays) and uniform memory (storage buffers:
 /// the global arrays), so that a barrier orders the lanes' stores to both before later loads.
 const SEM_ACQ_REL_WG: u32 = 0x8 | 0x40 | 0x100;
-const SEM_RELAXED: u32 = 0;
+pub(crate) const SEM_RELAXED: u32 = 0;
 
 impl Gen<'_> {
     /// Word `w` of the params buffer, as a `u32`.
@@ -103,7 +103,7 @@ impl Gen<'_> {
     /// The pointer to element `idx` of an array, the in-bounds flag, and the element type.
     /// Out of bounds, the pointer is to element 0 (never dereferenced for stores; loads
     /// select the fallback value).
-    fn element(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word, Scalar), SpirvError> {
+    pub(crate) fn element(&mut self, array: Value, idx: &[Value]) -> Result<(Word, Word, Scalar), SpirvError> {
         let elem = self.elem(array);
         let (lin, inb) = self.linear(array, idx)?;
         let zero = self.i32c(0);
@@ -144,7 +144,7 @@ impl Gen<'_> {
 
     /// For a chunked array: `(descriptor array variable, element type, chunks, log2)` and the
     /// linear index and in-bounds flag of `idx`.
-    fn chunked(&mut self, array: Value, idx: &[Value]) -> Result<Option<ChunkedAccess>, SpirvError> {
+    pub(crate) fn chunked(&mut self, array: Value, idx: &[Value]) -> Result<Option<ChunkedAccess>, SpirvError> {
         let Some(Held::Buffer { var, chunk: Some(log2), .. }) = self.held.get(&array).copied() else {
             return Ok(None);
         };
@@ -163,7 +163,7 @@ impl Gen<'_> {
 
     /// Pointer to element `at` of chunk `j` (a constant descriptor index: no device feature
     /// is needed); `at` is replaced by 0 unless `which == j`, so the address is always valid.
-    fn chunk_ptr(&mut self, c: &ChunkedAccess, j: u32) -> Result<(Word, Word), SpirvError> {
+    pub(crate) fn chunk_ptr(&mut self, c: &ChunkedAccess, j: u32) -> Result<(Word, Word), SpirvError> {
         let jc = self.u32c(j);
         let here = self.b.i_equal(self.t_bool, None, c.which, jc).map_err(be)?;
         let z = self.u32c(0);
@@ -302,44 +302,8 @@ impl Gen<'_> {
         self.barrier()
     }
 
-    /// `*ptr += x` atomically: `OpAtomicIAdd` for integers, a compare-and-swap loop on the bits
-    /// for floats.
+    /// `*ptr += x` atomically (`atomics.rs`).
     fn atomic_add(&mut self, ptr: Word, x: Word, elem: Scalar, shared: bool) -> Result<(), SpirvError> {
-        let scope = self.u32c(if shared { SCOPE_WORKGROUP } else { SCOPE_DEVICE });
-        let sem = self.u32c(SEM_RELAXED);
-        let t = self.ty(elem);
-        if !elem.is_float() {
-            self.b.atomic_i_add(t, None, ptr, scope, sem, x).map_err(be)?;
-            return Ok(());
-        }
-        let ut = if elem == Scalar::F32 {
-            self.t_u32
-        } else {
-            // 64-bit compare-and-swap: shaderBufferInt64Atomics / shaderSharedInt64Atomics.
-            self.b.capability(Capability::Int64);
-            self.b.capability(Capability::Int64Atomics);
-            self.b.type_int(64, 0)
-        };
-        let sc = if shared { StorageClass::Workgroup } else { StorageClass::StorageBuffer };
-        let up = self.b.type_pointer(None, sc, ut);
-        let uptr = self.b.bitcast(up, None, ptr).map_err(be)?;
-        let (header, body, cont, merge) = (self.b.id(), self.b.id(), self.b.id(), self.b.id());
-        self.b.branch(header).map_err(be)?;
-        self.b.begin_block(Some(header)).map_err(be)?;
-        self.b.loop_merge(merge, cont, LoopControl::NONE, []).map_err(be)?;
-        self.b.branch(body).map_err(be)?;
-        self.b.begin_block(Some(body)).map_err(be)?;
-        let old = self.b.atomic_load(ut, None, uptr, scope, sem).map_err(be)?;
-        let oldf = self.b.bitcast(t, None, old).map_err(be)?;
-        let newf = self.b.f_add(t, None, oldf, x).map_err(be)?;
-        let new = self.b.bitcast(ut, None, newf).map_err(be)?;
-        let seen = self.b.atomic_compare_exchange(ut, None, uptr, scope, sem, sem, new, old).map_err(be)?;
-        let done = self.b.i_equal(self.t_bool, None, seen, old).map_err(be)?;
-        self.b.branch_conditional(done, merge, cont, []).map_err(be)?;
-        self.b.begin_block(Some(cont)).map_err(be)?;
-        self.b.branch(header).map_err(be)?;
-        self.b.begin_block(Some(merge)).map_err(be)?;
-        self.cur = merge;
-        Ok(())
+        self.rmw_at(Rmw::Add, ptr, x, None, elem, shared).map(|_| ())
     }
 }

@@ -85,6 +85,9 @@ pub(crate) struct FnBuilder<'c, 's> {
     /// Values known at compile time (constants and integer arithmetic on them), to report
     /// overflow where the program would silently wrap.
     pub(crate) known: HashMap<Value, Const>,
+    /// The span of the expression statement being lowered (its value is dropped): an
+    /// `atomic_add(A[..], v);` there needs no old values.
+    pub(crate) discarded: Option<Span>,
 }
 
 impl<'c, 's> FnBuilder<'c, 's> {
@@ -131,6 +134,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
             returned: None,
             shared_shapes: HashMap::new(),
             known: HashMap::new(),
+            discarded: None,
         }
     }
 

@@ -6,7 +6,7 @@ use crate::builder::{BodyKind, FnBuilder};
 use crate::errors;
 use crate::expr::Ev;
 use tilec_grammar::ast::{Expr, ExprKind, Ident, TypeExpr};
-use tilec_midend::{self as ir, Const, Fill, OpKind, Scalar, Type, Value};
+use tilec_midend::{self as ir, Const, Fill, OpKind, Rmw, Scalar, Type, Value};
 
 /// Built-in free functions, for "did you mean" suggestions.
 /// The names of the built-in functions (docs/language.md §8).
@@ -34,6 +34,10 @@ pub const BUILTINS: &[&str] = &[
     "sync",
     "map",
     "atomic_add",
+    "atomic_xchg",
+    "atomic_min",
+    "atomic_max",
+    "atomic_cas",
     "masked_store",
     "max_axis",
     "min_axis",
@@ -281,7 +285,11 @@ impl FnBuilder<'_, '_> {
                 Ev::Unit
             }
             "map" => self.map(f, args, e),
-            "atomic_add" => self.atomic_add(f, args, e),
+            "atomic_add" => self.atomic(Rmw::Add, f, args, e),
+            "atomic_xchg" => self.atomic(Rmw::Xchg, f, args, e),
+            "atomic_min" => self.atomic(Rmw::Min, f, args, e),
+            "atomic_max" => self.atomic(Rmw::Max, f, args, e),
+            "atomic_cas" => self.atomic(Rmw::Cas, f, args, e),
             "masked_store" => self.masked_store(f, args, e),
             _ => self.user_call(f, args, e),
         }

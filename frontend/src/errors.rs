@@ -364,8 +364,8 @@ pub(crate) fn math_operand(span: Span, f: &str, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{f}` does not apply to {t}")).label(span, format!("this is {t}"))
 }
 
-pub(crate) fn atomic_half(span: Span, stored: Scalar) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`atomic_add` does not apply to an array of {}", stored.name()))
+pub(crate) fn atomic_half(span: Span, what: &str, stored: Scalar) -> Diagnostic {
+    Diagnostic::error("E0214", format!("`{what}` does not apply to an array of {}", stored.name()))
         .label(span, format!("this array stores {}", stored.name()))
         .note("f16 and bf16 arrays are read and written whole; add in f32 and store the sum")
 }

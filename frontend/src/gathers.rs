@@ -108,13 +108,37 @@ impl FnBuilder<'_, '_> {
             } else if is_tile {
                 self.along(v, ax, &shape, span)
             } else {
-                let ty = Type::Tile { elem: Scalar::I32, shape: shape.clone() };
-                let iota = self.emit1(OpKind::Fill(Fill::Iota(ax)), vec![], ty.clone(), span);
-                self.emit1(OpKind::Bin(BinOp::Add), vec![iota, v], ty, span)
+                self.slice_positions(v, ax, &shape, span)
             };
         }
         let kinds = vec![Index::At; kinds.len()];
         Some(Access { array, kinds, indices, ty: Type::Tile { elem, shape }, gather: true })
+    }
+
+    /// The positions `lo, lo + 1, ..` of a slice that is dimension `axis` of a tile of
+    /// `shape`, as an `i32` tile of that shape.
+    fn slice_positions(&mut self, lo: Value, axis: u8, shape: &[u32], span: Span) -> Value {
+        let ty = Type::Tile { elem: Scalar::I32, shape: shape.to_vec() };
+        let iota = self.emit1(OpKind::Fill(Fill::Iota(axis)), vec![], ty.clone(), span);
+        self.emit1(OpKind::Bin(BinOp::Add), vec![iota, lo], ty, span)
+    }
+
+    /// A tile access (`A[r0:r0+16, c]`, or a gather) in the gathering form, one position per
+    /// element, for the element-wise ops of atomics (`atomics.rs`).
+    pub(crate) fn positions(&mut self, acc: Access, span: Span) -> Access {
+        let Type::Tile { shape, .. } = acc.ty.clone() else { return acc };
+        if acc.gather {
+            return acc;
+        }
+        let mut axis = 0u8;
+        let mut indices = acc.indices.clone();
+        for (d, k) in acc.kinds.iter().enumerate() {
+            if let Index::Slice(_) = k {
+                indices[d] = self.slice_positions(indices[d], axis, &shape, span);
+                axis += 1;
+            }
+        }
+        Access { kinds: vec![Index::At; acc.kinds.len()], indices, gather: true, ..acc }
     }
 
     /// The 1-D tile `v` as a tile of `shape` that repeats it along `axis`: the rows of a
@@ -216,7 +240,7 @@ impl FnBuilder<'_, '_> {
     /// A `map` over the elements of the gathering access `acc` (and of the tiles `extra`, of
     /// its shape): `body` gets one `i32` position per array dimension and the elements of
     /// `extra`, emits the element's ops and returns the value the map yields.
-    fn element_map(
+    pub(crate) fn element_map(
         &mut self,
         acc: &Access,
         extra: &[Value],

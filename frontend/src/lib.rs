@@ -3,6 +3,7 @@
 //! Checking goes on after an error, so one run reports every error of a file; the module it
 //! returns is only meaningful when no error was reported.
 
+mod atomics;
 mod broadcast;
 mod builder;
 mod calls;

@@ -1,4 +1,4 @@
-//! Element-wise `map(f, t1, .., tn)` with a user `fn`, `atomic_add(A[..], v)`, and shared arrays
+//! Element-wise `map(f, t1, .., tn)` with a user `fn`, `masked_store`, and shared arrays
 //! (`shared<T, R, C>::zeros()`), which are indexed like array parameters.
 
 use crate::builder::{Binding, FnBuilder};
@@ -112,7 +112,7 @@ impl FnBuilder<'_, '_> {
     /// The access `A[..]` of a `mut` array (a parameter or a shared array) that `what`
     /// (`atomic_add`, `masked_store`) writes: E0211 for anything else, E0205 for a read-only
     /// array.
-    fn written_access(&mut self, target: &Expr, what: &str) -> Option<Access> {
+    pub(crate) fn written_access(&mut self, target: &Expr, what: &str) -> Option<Access> {
         if let ExprKind::Index(base, _) = &target.kind {
             if let ExprKind::Name(n) = &base.kind {
                 self.resolve_use(n, false);
@@ -140,7 +140,7 @@ impl FnBuilder<'_, '_> {
     }
 
     /// The value stored by `what` into `acc`: exactly the access's type (E0201/E0202).
-    fn stored_value(&mut self, acc: &Access, value: &Expr) -> Option<Value> {
+    pub(crate) fn stored_value(&mut self, acc: &Access, value: &Expr) -> Option<Value> {
         let v = self.value(value, Some(acc.ty.elem()))?;
         let tv = self.ty(v);
         if tv != acc.ty {
@@ -153,31 +153,6 @@ impl FnBuilder<'_, '_> {
             return None;
         }
         Some(v)
-    }
-
-    /// `atomic_add(A[..], v)`: adds `v` to the in-bounds elements of a `mut` array slice.
-    pub(crate) fn atomic_add(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
-        if args.len() != 2 {
-            self.error(errors::arg_count(e.span, &f.name, 2, args.len()));
-            return Ev::Err;
-        }
-        let Some(acc) = self.written_access(&args[0], "atomic_add") else {
-            return Ev::Err;
-        };
-        if !acc.ty.elem().is_float() && !acc.ty.elem().is_int() {
-            self.error(errors::math_operand(args[0].span, "atomic_add", &acc.ty));
-            return Ev::Err;
-        }
-        let stored = self.ty(acc.array).elem();
-        if stored.is_half() {
-            self.error(errors::atomic_half(args[0].span, stored));
-            return Ev::Err;
-        }
-        let Some(v) = self.stored_value(&acc, &args[1]) else {
-            return Ev::Err;
-        };
-        self.write_access(Write::AtomicAdd, acc, v, e.span);
-        Ev::Unit
     }
 
     /// `masked_store(A[..], t, m)`: stores the elements of the tile `t` where the mask `m` (a

@@ -176,9 +176,11 @@ impl FnBuilder<'_, '_> {
             Stmt::LetTuple { names, value, span } => self.let_tuple(names, value, *span),
             Stmt::Assign { target, op, value, span } => self.assign(target, *op, value, *span),
             Stmt::Expr(e) => {
+                self.discarded = Some(e.span);
                 if let Ev::Val(_) = self.expr(e, None) {
                     // A value computed and dropped is allowed (it may be a user fn call).
                 }
+                self.discarded = None;
             }
             Stmt::For { var, lo, hi, step, body, span } => self.for_loop(var, lo, hi, step.as_ref(), body, *span),
             Stmt::While { cond, body, span } => self.while_loop(cond, body, *span),

@@ -256,6 +256,12 @@ pub enum OpKind {
     Map,
     /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
     AtomicAdd(Vec<Index>),
+    /// `(array, i0, .., i{rank-1}, [cmp,] v) -> old`: one element (an `i32` index per
+    /// dimension; `cmp` only for `Cas`) updated atomically from its old value and `v` (see
+    /// [`Rmw`]), the old value as the result. Out of bounds: nothing is written and the result
+    /// is 0. Relaxed: atomic with respect to every other atomic op of the launch on that
+    /// element, and ordered with nothing else. Not on `f16`/`bf16` arrays.
+    AtomicRmw(Rmw),
     /// `(t) -> t`: the inclusive scan of the tile `t` along `axis` (0: down each column, 1:
     /// along each row; 0 for a 1-D tile): element `i` is `t[0] op t[1] op .. op t[i]`,
     /// combined in index order with the `Reduce` kind's operation.
@@ -294,6 +300,37 @@ pub enum OpKind {
     Return,
     /// `(args..) -> results..`: a call of `Module::funcs[f]`, removed by `inline`.
     Call(FuncId),
+}
+
+/// The update of an [`OpKind::AtomicRmw`]: the element's new value from its old one and the
+/// operand `v` (and, for `Cas`, the comparand `cmp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rmw {
+    /// `old + v` (integers wrap).
+    Add,
+    /// `v`.
+    Xchg,
+    /// `min(old, v)`; floats ordered by IEEE 754 `totalOrder` (`-NaN < -inf < .. < -0.0 <
+    /// 0.0 < .. < inf < NaN`, the order of integer atomics on the bits: a signed minimum for
+    /// a `v` with the sign bit clear, an unsigned maximum for one with it set).
+    Min,
+    /// `max(old, v)`, likewise (a signed maximum of the bits, or an unsigned minimum).
+    Max,
+    /// `v` if `old` has the same bits as `cmp`, else `old`.
+    Cas,
+}
+
+impl Rmw {
+    /// The name in the IR text and in `atomic_<name>` of the language.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rmw::Add => "add",
+            Rmw::Xchg => "xchg",
+            Rmw::Min => "min",
+            Rmw::Max => "max",
+            Rmw::Cas => "cas",
+        }
+    }
 }
 
 /// The variant of a triangular solve: which side the triangular tile is on, which triangle
@@ -376,6 +413,7 @@ impl Op {
             OpKind::Store(_)
                 | OpKind::StoreMasked(_)
                 | OpKind::AtomicAdd(_)
+                | OpKind::AtomicRmw(_)
                 | OpKind::Barrier
                 | OpKind::Return
                 | OpKind::Yield
@@ -406,6 +444,7 @@ impl Region {
                     | OpKind::Store(_)
                     | OpKind::StoreMasked(_)
                     | OpKind::AtomicAdd(_)
+                    | OpKind::AtomicRmw(_)
             ) || o.regions.iter().any(Region::accesses_memory)
         })
     }

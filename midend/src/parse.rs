@@ -205,7 +205,9 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
         "prod" => Some(Reduce::Prod),
         _ => None,
     };
+    let rmw = |n: &str| [Rmw::Add, Rmw::Xchg, Rmw::Min, Rmw::Max, Rmw::Cas].into_iter().find(|k| k.name() == n);
     Ok(match (head, attr) {
+        ("atomic_rmw", Some(k)) if rmw(k).is_some() => OpKind::AtomicRmw(rmw(k).expect("checked")),
         (h, None) if bin(h).is_some() => OpKind::Bin(bin(h).expect("checked")),
         (h, None) if un(h).is_some() => OpKind::Un(un(h).expect("checked")),
         ("cmp", Some(c)) => OpKind::Cmp(match c {

@@ -56,6 +56,7 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::MatmulAcc => "matmul_acc".into(),
         OpKind::Map => "map".into(),
         OpKind::AtomicAdd(ix) => format!("atomic_add{}", index_str(ix)),
+        OpKind::AtomicRmw(k) => format!("atomic_rmw.{}", k.name()),
         OpKind::StoreMasked(ix) => format!("store_masked{}", index_str(ix)),
         OpKind::AllocShared(shape) => format!("alloc_shared{shape:?}"),
         OpKind::Barrier => "barrier".into(),

@@ -166,6 +166,55 @@ pub fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, ScalarErr
     }
 }
 
+/// The new value of an element of type `ty` updated by an atomic read-modify-write
+/// (`AtomicRmw(k)`) from its old value and the operand `v` (`cmp`: the comparand of `Cas`,
+/// compared bit for bit, so `-0.0` and `0.0` differ and a NaN matches its own bits). Float
+/// minima and maxima follow IEEE 754 `totalOrder` (what integer atomics on the bits give:
+/// `-NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN`).
+pub fn rmw(k: crate::Rmw, old: Const, v: Const, cmp: Option<Const>, ty: Scalar) -> Result<Const, ScalarError> {
+    use crate::Rmw;
+    Ok(match k {
+        Rmw::Add => bin(BinOp::Add, old, v, ty)?,
+        Rmw::Min | Rmw::Max if ty.is_float() => {
+            // IEEE 754 totalOrder: -NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN.
+            let key = |c: Const| -> i64 {
+                let x = c.as_f64();
+                let b = if ty == Scalar::F32 { (x as f32).to_bits() as i32 as i64 } else { x.to_bits() as i64 };
+                let m = if ty == Scalar::F32 { i32::MAX as i64 } else { i64::MAX };
+                if b < 0 {
+                    b ^ m
+                } else {
+                    b
+                }
+            };
+            let pick_v = if k == Rmw::Min { key(v) < key(old) } else { key(v) > key(old) };
+            if pick_v {
+                v
+            } else {
+                old
+            }
+        }
+        Rmw::Min => bin(BinOp::Min, old, v, ty)?,
+        Rmw::Max => bin(BinOp::Max, old, v, ty)?,
+        Rmw::Xchg => v,
+        Rmw::Cas => {
+            let same = match (old, cmp) {
+                (Const::Float(a, _), Some(Const::Float(b, _))) if ty == Scalar::F32 => {
+                    (a as f32).to_bits() == (b as f32).to_bits()
+                }
+                (Const::Float(a, _), Some(Const::Float(b, _))) => a.to_bits() == b.to_bits(),
+                (a, Some(b)) => a == b,
+                (_, None) => false,
+            };
+            if same {
+                v
+            } else {
+                old
+            }
+        }
+    })
+}
+
 /// `a op b` for compile-time integer constants, in 64 bits without wrapping.
 ///
 /// # Errors

@@ -110,6 +110,31 @@ impl V<'_> {
                 );
                 bad(r(0) == Some(Type::Scalar(Scalar::Bool)), "result is bool", &mut errs);
             }
+            OpKind::AtomicRmw(k) => match t(0) {
+                Some(Type::Array { rank, mutable, elem }) => {
+                    let n = rank as usize;
+                    let vals = if *k == Rmw::Cas { 2 } else { 1 };
+                    bad(mutable, "atomics go to a mut array", &mut errs);
+                    bad(elem.is_float() || elem.is_int(), "atomics on f32, f64 and integer arrays", &mut errs);
+                    bad(
+                        op.args.len() == 1 + n + vals,
+                        "takes the array, one index per dimension and the operands",
+                        &mut errs,
+                    );
+                    for i in 0..n {
+                        bad(t(1 + i) == Some(Type::Scalar(Scalar::I32)), "indices are i32", &mut errs);
+                    }
+                    for j in 0..vals {
+                        bad(t(1 + n + j) == Some(Type::Scalar(elem)), "operands have the element type", &mut errs);
+                    }
+                    bad(
+                        r(0) == Some(Type::Scalar(elem)) && op.results.len() == 1,
+                        "result is the old element",
+                        &mut errs,
+                    );
+                }
+                _ => errs.push(format!("`{name}`: operand 0 must be an array")),
+            },
             OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) | OpKind::AtomicAdd(ix) => {
                 let base = usize::from(matches!(op.kind, OpKind::LoadInto(_)));
                 match t(base) {
@@ -538,6 +563,7 @@ pub fn verify_simt(k: &crate::simt::SimtKernel) -> Result<(), Vec<VerifyError>> 
                     Ok(())
                 }
                 OpKind::Shuffle => Err("takes a scalar and an `i32` lane, and gives the scalar's type".to_string()),
+                OpKind::AtomicRmw(_) => Ok(()),
                 OpKind::Load(ix) | OpKind::LoadInto(ix) | OpKind::Store(ix) | OpKind::AtomicAdd(ix) => {
                     if ix.iter().all(|i| matches!(i, Index::At)) {
                         Ok(())

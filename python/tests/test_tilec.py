@@ -420,7 +420,7 @@ def test_cuda_array_descriptions_are_checked_before_the_driver():
         (FakeCudaArray(shape, stream=0), tilec.TileValueError, "E0440", "names CUDA stream 0"),
         (FakeCudaArray(shape, data=(FAKE_ADDRESS + 2, False)), tilec.TileValueError, "E0439", "not aligned"),
         (FakeCudaArray(shape, data=(FAKE_ADDRESS, True)), tilec.TileValueError, "E0437", "argument `A` is read-only"),
-        (FakeCudaArray(shape, typestr="<i8"), tilec.TileTypeError, "E0406", "i64"),
+        (FakeCudaArray(shape, typestr="|b1"), tilec.TileTypeError, "E0406", "bool"),
         (FakeDlpackCuda(shape, code=5, bits=64), tilec.TileValueError, "E0440", "has dtype `complex64`"),
         (FakeDlpackCuda(shape, strides=(256, 1, 16)), tilec.TileValueError, "E0440", "is not C-contiguous"),
         (FakeDlpackCuda(shape, name=b"used_dltensor"), tilec.TileValueError, "E0440", "capsule named `used_dltensor`"),
@@ -429,8 +429,9 @@ def test_cuda_array_descriptions_are_checked_before_the_driver():
         e = raises(cls, code, lambda: cu.potrf_batched(fake, eps=1e-6), *texts)
         if code not in ("E0406", "E0439"):
             assert "argument `A`" in str(e), str(e)
-    # int32 fits no instance of potrf_batched<T: float>, as for host arrays.
+    # int32 and int64 fit no instance of potrf_batched<T: float>, as for host arrays.
     raises(tilec.TileTypeError, None, lambda: cu.potrf_batched(FakeCudaArray(shape, typestr="<i4"), eps=1e-6))
+    raises(tilec.TileTypeError, None, lambda: cu.potrf_batched(FakeCudaArray(shape, typestr="<i8"), eps=1e-6))
     # Devices that disagree, with each other or with the module's.
     raises(tilec.TileValueError, "E0443",
            lambda: cu.potrs_batched(FakeCudaArray((2, 8, 8)), FakeCudaArray((2, 8, 3), device=1)),

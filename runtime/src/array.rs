@@ -117,7 +117,7 @@ fn zeroed_words(n: usize) -> Option<Vec<u64>> {
 
 fn check_elem(elem: Scalar) -> Result<(), RunError> {
     match elem {
-        Scalar::F32 | Scalar::F64 | Scalar::I32 | Scalar::F16 | Scalar::BF16 => Ok(()),
+        Scalar::F32 | Scalar::F64 | Scalar::I32 | Scalar::U32 | Scalar::I64 | Scalar::F16 | Scalar::BF16 => Ok(()),
         _ => Err(RunError::UnsupportedElem { elem }),
     }
 }
@@ -134,7 +134,7 @@ fn checked_len(elem: Scalar, shape: &[u64]) -> Result<usize, RunError> {
 }
 
 impl HostArray {
-    /// A zero-filled array. Errors: `elem` is not f32, f64, i32, f16 or bf16 (E0406); the shape has more
+    /// A zero-filled array. Errors: `elem` is `bool` (E0406); the shape has more
     /// elements than memory can address, or the allocation fails (E0405): this never aborts
     /// the process on a shape too large for the machine.
     pub fn zeros(elem: Scalar, shape: &[u64]) -> Result<HostArray, RunError> {
@@ -232,7 +232,7 @@ impl HostArray {
     }
 
     /// An array of element type `elem` converted from `f64` values: rounded to nearest for
-    /// `f32`, truncated toward zero (saturating) for `i32`. Errors as [`HostArray::zeros`] and
+    /// `f32`, truncated toward zero (saturating) for `i32`, `u32` and `i64`. Errors as [`HostArray::zeros`] and
     /// E0405 when the lengths differ.
     pub fn from_f64_as(elem: Scalar, data: &[f64], shape: &[u64]) -> Result<HostArray, RunError> {
         match elem {
@@ -245,6 +245,14 @@ impl HostArray {
                 HostArray::from_i32(&v, shape)
             }
             Scalar::F64 => HostArray::from_f64(data, shape),
+            Scalar::U32 => {
+                let v: Vec<u32> = data.iter().map(|&x| x as u32).collect();
+                HostArray::from_slice(elem, &v, shape)
+            }
+            Scalar::I64 => {
+                let v: Vec<i64> = data.iter().map(|&x| x as i64).collect();
+                HostArray::from_slice(elem, &v, shape)
+            }
             Scalar::F16 | Scalar::BF16 => {
                 let v: Vec<u16> = data.iter().map(|&x| tilec_midend::half::narrow(elem, x as f32)).collect();
                 HostArray::from_slice(elem, &v, shape)
@@ -356,7 +364,7 @@ impl HostArray {
         self.view_mut(Scalar::I32)
     }
 
-    /// The elements converted to `f64` (exact for every element type).
+    /// The elements converted to `f64` (exact for every element type, `i64` up to 2^53).
     pub fn to_f64_vec(&self) -> Vec<f64> {
         if self.elem.is_half() {
             let b = self.bytes();
@@ -365,6 +373,10 @@ impl HostArray {
             v.iter().map(|&x| x as f64).collect()
         } else if let Some(v) = self.as_i32() {
             v.iter().map(|&x| x as f64).collect()
+        } else if self.elem == Scalar::U32 {
+            self.bytes().chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect()
+        } else if self.elem == Scalar::I64 {
+            self.bytes().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")) as f64).collect()
         } else {
             self.as_f64().map(<[f64]>::to_vec).unwrap_or_default()
         }
@@ -553,7 +565,7 @@ mod tests {
         assert_eq!(e.code(), "E0439");
         let e = raw(Scalar::F64, &[1], 0x1004).unwrap_err();
         assert_eq!(e.to_string(), "array memory at address 0x1004 is not aligned to its element size (8 bytes)");
-        assert_eq!(raw(Scalar::I64, &[1], 0x1000).unwrap_err().code(), "E0406");
+        assert_eq!(raw(Scalar::Bool, &[1], 0x1000).unwrap_err().code(), "E0406");
         assert_eq!(raw(Scalar::F32, &[u64::MAX, 4], 0x1000).unwrap_err().code(), "E0405");
     }
 }

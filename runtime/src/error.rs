@@ -8,7 +8,7 @@ use tilec_midend::Scalar;
 
 /// The dtypes `.npy` files may have, as listed in error messages.
 pub(crate) const SUPPORTED_DTYPES: &str =
-    "<f4 (f32), <f8 (f64), <i4 (i32), <f2 (f16), <V2 (bf16, as ml_dtypes saves it)";
+    "<f4 (f32), <f8 (f64), <i4 (i32), <u4 (u32), <i8 (i64), <f2 (f16), <V2 (bf16, as ml_dtypes saves it)";
 
 /// Everything that can go wrong when reading, binding or launching. Each variant has a stable
 /// code ([`RunError::code`]) in `E0400..=E0443` (`E0420..=E0428` are the Vulkan launcher's,
@@ -28,7 +28,7 @@ pub enum RunError {
     /// E0405: a host array's data does not match its shape (element counts), or the shape
     /// has more elements than memory can address.
     DataLength { shape: Vec<u64>, expected: Option<u64>, actual: u64 },
-    /// E0406: host arrays of this element type are not supported.
+    /// E0406: arrays of this element type (`bool`) are not supported.
     UnsupportedElem { elem: Scalar },
     /// E0407: a kernel parameter has no argument.
     MissingArg { kernel: String, name: String, ty: String },
@@ -227,7 +227,7 @@ impl fmt::Display for RunError {
                 write!(f, "an array of shape {} has too many elements for this machine", list(shape))
             }
             RunError::UnsupportedElem { elem } => {
-                write!(f, "arrays of {} are not supported (supported: f32, f64, i32, f16, bf16)", elem.name())
+                write!(f, "arrays of {} are not supported (supported: f32, f64, i32, u32, i64, f16, bf16)", elem.name())
             }
             RunError::MissingArg { kernel, name, ty } => {
                 write!(f, "missing argument `{name}: {ty}` of kernel `{kernel}`")

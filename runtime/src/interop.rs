@@ -17,7 +17,7 @@ use crate::array::DeviceArray;
 use crate::error::RunError;
 
 /// The dtypes kernels take, as error messages list them.
-const KERNEL_DTYPES: &str = "float32, float64, int32, float16, bfloat16";
+const KERNEL_DTYPES: &str = "float32, float64, int32, uint32, int64, float16, bfloat16";
 
 /// E0440 for argument `name`: `detail` follows the argument's name in the message.
 fn unusable(name: &str, detail: String) -> RunError {
@@ -32,7 +32,7 @@ fn unsupported_dtype(name: &str, dtype: &str) -> RunError {
 
 /// The element type of an array-interface type string (NumPy's `__array_interface__` and
 /// `__cuda_array_interface__`: `<f4`, `<f8`, `<i4`, `<f2`, `<V2` for `ml_dtypes.bfloat16`, ...)
-/// of argument `name`. Types the protocol has but kernels do not take (`<i8`, `|b1`) are
+/// of argument `name`. A type the protocol has but kernels do not take (`|b1`) is
 /// returned as such, for E0406 later; anything else is E0440.
 pub fn typestr_elem(name: &str, typestr: &str) -> Result<Scalar, RunError> {
     match typestr {
@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "argument `A` has dtype `>f4`, which kernels cannot take (supported: float32, float64, int32, \
-             float16, bfloat16)"
+             uint32, int64, float16, bfloat16)"
         );
         assert!(check_c_contiguous("A", &[2, 3], None, 4, HOST_COPY).is_ok());
         assert!(check_c_contiguous("A", &[2, 3], Some(&[12, 4]), 4, HOST_COPY).is_ok());
@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(err(with(&|c| c.typestr = "<c8".into())).code(), "E0440");
         assert_eq!(err(cai(&[4, 3], "<f4", Some(vec![4, 16]))).code(), "E0440");
         // Types arrays may have but kernels do not take, and null or misaligned addresses.
-        assert_eq!(err(with(&|c| c.typestr = "<i8".into())).code(), "E0406");
+        assert_eq!(err(with(&|c| c.typestr = "|b1".into())).code(), "E0406");
         assert_eq!(err(with(&|c| c.data = (0, false))).code(), "E0439");
         assert_eq!(err(with(&|c| c.data = (0x1002, false))).code(), "E0439");
         // An empty tensor may have a null address; read-only and no-stream entries are kept.

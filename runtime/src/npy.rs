@@ -1,4 +1,4 @@
-//! Reading and writing `.npy` files (dtypes `<f4`, `<f8`, `<i4`, C order) as [`HostArray`]s.
+//! Reading and writing `.npy` files (dtypes `<f4`, `<f8`, `<i4`, `<u4`, `<i8`, `<f2`, bf16, C order) as [`HostArray`]s.
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
@@ -19,6 +19,8 @@ fn elem_of_dtype(descr: &str) -> Option<Scalar> {
         "<f4" => Some(Scalar::F32),
         "<f8" => Some(Scalar::F64),
         "<i4" => Some(Scalar::I32),
+        "<u4" => Some(Scalar::U32),
+        "<i8" => Some(Scalar::I64),
         "<f2" => Some(Scalar::F16),
         // NumPy has no bfloat16: `ml_dtypes.bfloat16` arrays are saved as 2-byte voids.
         "<V2" | "|V2" => Some(Scalar::BF16),
@@ -32,6 +34,8 @@ fn dtype_of_elem(elem: Scalar) -> Result<&'static str, RunError> {
         Scalar::F32 => Ok("<f4"),
         Scalar::F64 => Ok("<f8"),
         Scalar::I32 => Ok("<i4"),
+        Scalar::U32 => Ok("<u4"),
+        Scalar::I64 => Ok("<i8"),
         Scalar::F16 => Ok("<f2"),
         Scalar::BF16 => Ok("<V2"),
         _ => Err(RunError::UnsupportedElem { elem }),
@@ -508,6 +512,8 @@ mod tests {
             HostArray::zeros(Scalar::F32, &[0, 4]).unwrap(),
             HostArray::from_f64_as(Scalar::F16, &[1.0, -0.5, 65504.0, 1e-7], &[4]).unwrap(),
             HostArray::from_f64_as(Scalar::BF16, &[1.0, -0.5, 3e38, 1e-30, 0.1, 2.0], &[3, 2]).unwrap(),
+            HostArray::from_f64_as(Scalar::U32, &[0.0, 1.0, 4294967295.0], &[3]).unwrap(),
+            HostArray::from_f64_as(Scalar::I64, &[-9.0e15, 0.0, 3.0e12, 1.0], &[2, 2]).unwrap(),
         ];
         for (i, a) in arrays.iter().enumerate() {
             let p = dir.0.join(format!("a{i}.npy"));
@@ -517,6 +523,24 @@ mod tests {
             write_npy_atomic(&p, a).unwrap();
         }
         assert_eq!(fs::read_dir(&dir.0).unwrap().count(), arrays.len());
+    }
+
+    #[test]
+    fn u32_and_i64_files_read_as_numpy_writes_them() {
+        let dir = TempDir::new("ints");
+        let p = dir.0.join("u.npy");
+        fs::write(
+            &p,
+            raw_npy("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", &[1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff]),
+        )
+        .unwrap();
+        let a = read_npy(&p).unwrap();
+        assert_eq!((a.elem(), a.to_f64_vec()), (Scalar::U32, vec![1.0, 4294967295.0]));
+        let mut d = (-5i64).to_le_bytes().to_vec();
+        d.extend(4_000_000_000i64.to_le_bytes());
+        fs::write(&p, raw_npy("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", &d)).unwrap();
+        let a = read_npy(&p).unwrap();
+        assert_eq!((a.elem(), a.to_f64_vec()), (Scalar::I64, vec![-5.0, 4e9]));
     }
 
     #[test]
@@ -557,7 +581,7 @@ mod tests {
         assert!(
             msg.contains("i2.npy")
                 && msg.contains("`<i2`")
-                && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32), <f2 (f16)"),
+                && msg.contains("<f4 (f32), <f8 (f64), <i4 (i32), <u4 (u32), <i8 (i64), <f2 (f16)"),
             "{msg}"
         );
 

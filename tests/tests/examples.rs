@@ -12,6 +12,7 @@ const RUN: &[&str] = &[
     "causal_softmax.tile",
     "cholesky.tile",
     "colsum.tile",
+    "compact.tile",
     "dropout.tile",
     "embedding.tile",
     "gemm.tile",
@@ -692,6 +693,41 @@ fn suffix_sums_example_adds_from_the_end() {
                 assert_eq!(y[r * n + c], acc, "{elem:?} ({r}, {c})");
             }
         }
+    }
+}
+
+/// Stream compaction of 5000 elements (five programs, the last partial) with the threshold
+/// met by about a third: the count exactly, each block's kept elements in order, and the
+/// kept elements as a set against NumPy's `x[x > t]` (blocks land in counter order).
+#[test]
+fn compact_example_keeps_what_passes_with_one_fetch_and_add() {
+    let n = 5000usize;
+    let x = random_uniform(n, 153);
+    for elem in [Scalar::F32, Scalar::F64] {
+        let xs = rounded(elem, &x);
+        let t = 0.3;
+        let args = vec![
+            ("X", arr(elem, &x, &[n as u64])),
+            ("Y", arr(elem, &vec![7.0; n], &[n as u64])),
+            ("Count", ArgValue::Array(HostArray::from_i32(&[0], &[1]).unwrap())),
+            ("t", ArgValue::Scalar(Const::Float(t, elem))),
+        ];
+        let got = run_outs("compact.tile", "compact", args, &["Y", "Count"]);
+        let want: Vec<f64> = xs.iter().copied().filter(|v| *v > elem.round(t)).collect();
+        assert_eq!(got[1], vec![want.len() as f64], "{elem:?} count");
+        let mut kept = got[0][..want.len()].to_vec();
+        // Each block's elements in their order: the kept values of a block are contiguous.
+        for b in 0..n.div_ceil(1024) {
+            let block: Vec<f64> =
+                xs[b * 1024..(b * 1024 + 1024).min(n)].iter().copied().filter(|v| *v > elem.round(t)).collect();
+            let at = kept.windows(block.len().max(1)).position(|w| w == &block[..]);
+            assert!(block.is_empty() || at.is_some(), "{elem:?}: block {b} is not contiguous and in order");
+        }
+        assert!(got[0][want.len()..].iter().all(|v| *v == 7.0), "{elem:?}: written past the count");
+        let mut want = want;
+        kept.sort_by(f64::total_cmp);
+        want.sort_by(f64::total_cmp);
+        assert_eq!(kept, want, "{elem:?}: the kept elements");
     }
 }
 

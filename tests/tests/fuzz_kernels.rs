@@ -8,6 +8,7 @@
 //! Cholesky, LU and triangular solves on well-conditioned SPD tiles, row and whole-tile
 //! reductions (`argmax`/`argmin` of integer tiles), `atomic_add`, masked stores, gathers and
 //! scatters through index tiles (positions out of the arrays, repeated ones added atomically),
+//! scatter-maxima and minima and a fetch-and-add with its old values,
 //! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
 //! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays),
 //! and every one
@@ -440,6 +441,18 @@ fn case(seed: u64) -> Case {
     if g.chance(40) {
         body.push_str(&format!("    atomic_add(Z[i:i+{r}], sum(acc, 1));\n"));
     }
+    if more3.int(0, 100) < 35 {
+        // Scatter-maxima and minima (repeated positions: the result does not depend on the
+        // order) and a fetch-and-add whose old values, at distinct positions of rows that
+        // only this program updates, are the starting zeros. No NaN: their sign bits differ between
+        // targets, and totalOrder tells them apart.
+        let (f, p4) = (if more3.int(0, 2) == 0 { "atomic_max" } else { "atomic_min" }, more3.int(1, 4));
+        let z = if g.float { "0.0" } else { "0" };
+        body.push_str(&format!(
+            "    let rs = sum(acc, 1);\n    {f}(Y[(tile<i32, {r}>::iota(0) * {p4} + i) % {} - 1], where(rs == rs, rs, {z}));\n    if program_id(1) == 0 {{\n        let olds = atomic_add(Y2[tile<i32, {r}>::iota(0) + i], rs);\n        Y2[i:i+{r}] = olds + rs;\n    }}\n",
+            m + 1
+        ));
+    }
     if gathers && more3.int(0, 100) < 50 {
         // A scatter-add through repeated and out-of-range positions.
         let p3 = more3.int(1, 4);
@@ -449,7 +462,7 @@ fn case(seed: u64) -> Case {
         ));
     }
     let src = format!(
-        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
@@ -465,6 +478,8 @@ fn case(seed: u64) -> Case {
     args.insert("P".to_string(), arr(elem, vec![7.0; m], &[mu]));
     args.insert("Q".to_string(), arr(elem, vec![7.0; m], &[mu]));
     args.insert("Z".to_string(), arr(elem, vec![0.0; m], &[mu]));
+    args.insert("Y".to_string(), arr(elem, vec![0.0; m], &[mu]));
+    args.insert("Y2".to_string(), arr(elem, vec![0.0; m], &[mu]));
     let nv = more.int(1, 221) as usize;
     args.insert("V".to_string(), arr(store, vals(&mut more, nv), &[nv as u64]));
     args.insert("W".to_string(), arr(elem, vec![7.0; 201], &[201]));
@@ -525,7 +540,7 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     };
     let want = |n: &str| reference.array(n).expect("output").to_f64_vec();
     let compare = |target: &str, got: &dyn Fn(&str) -> Vec<f64>| -> Result<(), String> {
-        for out in ["O", "P", "Q", "Z", "W"] {
+        for out in ["O", "P", "Q", "Z", "W", "Y", "Y2"] {
             let (g, w) = (got(out), want(out));
             let tol = tolerance(if out == "O" { c.store } else { c.elem });
             let d = distance(c.elem, &g, &w);
@@ -703,6 +718,9 @@ fn the_generator_covers_its_constructs() {
         "B[((a * 4.0) as i32) % ",
         "% 1 + i, j:j+",
         "atomic_add(Z[(tile<i32, ",
+        "atomic_max(Y[",
+        "atomic_min(Y[",
+        "    let olds = atomic_add(Y2[",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

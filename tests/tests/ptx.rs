@@ -122,6 +122,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::gathers(),
+        cases::atomics(),
         cases::lines(),
         cases::transposes(),
         cases::math(),

@@ -93,6 +93,11 @@ fn masks() {
 }
 
 #[test]
+fn atomics_with_old_values() {
+    cases::atomics().into_iter().for_each(both);
+}
+
+#[test]
 fn gathers_and_scatters() {
     cases::gathers().into_iter().for_each(both);
 }

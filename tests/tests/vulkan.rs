@@ -74,6 +74,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::long_vectors(),
         cases::dyn_ranges(),
         cases::gathers(),
+        cases::atomics(),
         cases::lines(),
         cases::transposes(),
         cases::fn_results(),

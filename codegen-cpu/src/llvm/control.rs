@@ -82,6 +82,11 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Barrier => Ok(()),
             OpKind::Call(_) => Err(err("calls must be inlined before CPU code generation")),
             OpKind::Map => self.map(op),
+            OpKind::AtomicRmw(k) => {
+                let v = self.rmw_scalar(op, *k)?;
+                self.held.insert(op.results[0], super::Held::Val(v));
+                Ok(())
+            }
             OpKind::Load(_)
             | OpKind::LoadInto(_)
             | OpKind::Store(_)

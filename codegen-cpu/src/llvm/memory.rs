@@ -9,7 +9,7 @@ use super::tile::shape;
 use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::VectorType;
-use inkwell::values::{AsValueRef, BasicValue, IntValue, PointerValue};
+use inkwell::values::{BasicValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
 use tilec_midend::{Index, Op, OpKind, Scalar, Value};
 
@@ -420,9 +420,14 @@ impl<'ctx> Gen<'ctx, '_> {
                 let a = self.access(op.args[0], kinds, &op.args[1..n - 1])?;
                 let v = op.args[n - 1];
                 if !self.f.ty(v).is_tile() {
+                    // Out of bounds, the element goes to a scratch slot: no branch for a
+                    // scatter's unpredictable drops (`Y[where(keep, at, -1)] = x`,
+                    // examples/compact.tile) to mispredict.
                     let x = self.val(v)?;
                     let p = self.raw_ptr(&a, a.base)?;
-                    return self.guarded(a.at_ok, |g| g.put(p, a.elem, x, atomic));
+                    let dummy = self.dummy(a.elem)?;
+                    let safe = self.b.build_select(a.at_ok, p, dummy, "").map_err(be)?.into_pointer_value();
+                    return self.put(safe, a.elem, x, atomic);
                 }
                 if atomic {
                     self.atomic_tile(&a, v)
@@ -461,22 +466,22 @@ impl<'ctx> Gen<'ctx, '_> {
         } else {
             llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd
         };
-        // SAFETY: the builder is positioned in this function; `p` points to an element of
-        // type `s` and `x` is a value of that type. (inkwell's atomicrmw takes integers only.)
-        let r = unsafe {
-            llvm_sys::core::LLVMBuildAtomicRMW(
-                self.b.as_mut_ptr(),
-                op,
-                p.as_value_ref(),
-                x.as_value_ref(),
-                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            )
-        };
-        if r.is_null() {
-            return Err(err("LLVM could not build an atomicrmw"));
-        }
-        Ok(())
+        self.atomicrmw(op, p, x).map(|_| ())
+    }
+
+    /// `AtomicRmw(k)`: the update of one element (made on a scratch element when out of
+    /// bounds), 0 when out of bounds.
+    pub(crate) fn rmw_scalar(&mut self, op: &Op, k: tilec_midend::Rmw) -> Result<V<'ctx>, CodegenError> {
+        let rank = op.args.len() - if k == tilec_midend::Rmw::Cas { 3 } else { 2 };
+        let a = self.access(op.args[0], &vec![Index::At; rank], &op.args[1..1 + rank])?;
+        let n = op.args.len();
+        let x = self.val(op.args[n - 1])?;
+        let cmp = if k == tilec_midend::Rmw::Cas { Some(self.val(op.args[n - 2])?) } else { None };
+        let p = self.raw_ptr(&a, a.base)?;
+        let dummy = self.dummy(a.elem)?;
+        let safe = self.b.build_select(a.at_ok, p, dummy, "").map_err(be)?.into_pointer_value();
+        let old = self.rmw_at(k, safe, x, cmp, a.elem)?;
+        self.b.build_select(a.at_ok, old, self.constant(a.elem, 0.0), "").map_err(be)
     }
 
     /// A single element: zero when out of bounds.

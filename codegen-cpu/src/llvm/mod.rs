@@ -27,6 +27,7 @@
 //! loads indexed by `program_id(0)` also prefetch the next program's tile (`memory.rs`,
 //! `prefetch_next`).
 
+mod atomics;
 mod blocks;
 mod control;
 mod factor;

@@ -38,6 +38,10 @@ impl<'ctx> Gen<'ctx, '_> {
             | OpKind::AtomicAdd(_)
             | OpKind::AllocShared(_)
             | OpKind::Barrier => self.memory_op(op)?,
+            OpKind::AtomicRmw(k) => {
+                let v = self.rmw(op, *k)?;
+                self.held.insert(op.results[0], Held::Val(v));
+            }
             _ => {
                 let v = self.scalar_op(op)?;
                 self.held.insert(op.results[0], Held::Val(v));

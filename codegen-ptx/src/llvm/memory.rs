@@ -6,8 +6,8 @@
 use super::{be, err, Gen, Held, SHARED};
 use crate::PtxError;
 use inkwell::types::BasicType;
-use inkwell::values::{AsValueRef, BasicValueEnum, IntValue, PointerValue};
-use inkwell::{AddressSpace, AtomicOrdering, AtomicRMWBinOp, IntPredicate};
+use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
+use inkwell::{AddressSpace, IntPredicate};
 use tilec_midend::{Op, OpKind, Scalar, Type, Value};
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -62,7 +62,11 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// The element pointer of `idx` (element 0 when out of bounds) and the in-bounds flag.
-    fn element(&self, array: Value, idx: &[Value]) -> Result<(PointerValue<'ctx>, IntValue<'ctx>, Scalar), PtxError> {
+    pub(super) fn element(
+        &self,
+        array: Value,
+        idx: &[Value],
+    ) -> Result<(PointerValue<'ctx>, IntValue<'ctx>, Scalar), PtxError> {
         let elem = self.elem(array);
         let i32t = self.cx.i32_type();
         let mut lin = i32t.const_zero();
@@ -172,28 +176,11 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `*p += x` atomically: `atomicrmw add` for integers, `atomicrmw fadd` for floats (one
     /// `red.global.add.f32` / `.f64` instruction, native since sm_60), monotonic ordering.
     fn atomic_add(&mut self, p: PointerValue<'ctx>, x: BasicValueEnum<'ctx>, elem: Scalar) -> Result<(), PtxError> {
-        if !elem.is_float() {
-            self.b
-                .build_atomicrmw(AtomicRMWBinOp::Add, p, x.into_int_value(), AtomicOrdering::Monotonic)
-                .map_err(be)?;
-            return Ok(());
-        }
-        // inkwell's build_atomicrmw takes integers only; LLVM 16's atomicrmw has fadd.
-        // SAFETY: the builder is positioned in this function, `p` points to global memory of
-        // `elem` and `x` is a value of that float type.
-        let r = unsafe {
-            llvm_sys::core::LLVMBuildAtomicRMW(
-                self.b.as_mut_ptr(),
-                llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd,
-                p.as_value_ref(),
-                x.as_value_ref(),
-                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            )
+        let op = if elem.is_float() {
+            llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd
+        } else {
+            llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpAdd
         };
-        if r.is_null() {
-            return Err(err("LLVM could not build a float atomicrmw"));
-        }
-        Ok(())
+        self.atomicrmw(op, p, x).map(|_| ())
     }
 }

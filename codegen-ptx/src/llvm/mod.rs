@@ -2,6 +2,7 @@
 //! the kernel function and its parameters, types, intrinsics (special registers, warp
 //! shuffles, barriers, fast math), and the target machine.
 
+mod atomics;
 mod body;
 mod control;
 mod half;

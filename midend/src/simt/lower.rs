@@ -61,6 +61,9 @@ pub(super) struct Lower<'a> {
     /// lane owns the element being lowered (it holds a real, not a padding or replicated,
     /// copy of it). A scalar store there is made by the owner, not by lane 0.
     pub(super) owner: Option<Value>,
+    /// With `owner`: the lane whose atomic result every lane takes (a replicated vector's
+    /// element, held by every lane), or `None` when only the owner holds the element.
+    pub(super) owner_lane: Option<Value>,
     loc: Loc,
 }
 
@@ -99,6 +102,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         low_bits: Vec::new(),
         scratch: HashMap::new(),
         owner: None,
+        owner_lane: None,
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -391,6 +395,11 @@ impl Lower<'_> {
             }
             OpKind::Reshape => {
                 let lv = self.reshape(op)?;
+                self.map.insert(op.results[0], lv);
+                return Ok(());
+            }
+            OpKind::AtomicRmw(k) => {
+                let lv = self.rmw(*k, op)?;
                 self.map.insert(op.results[0], lv);
                 return Ok(());
             }

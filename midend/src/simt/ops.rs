@@ -457,6 +457,28 @@ impl Lower<'_> {
         Ok(())
     }
 
+    /// An atomic read-modify-write of one element (`AtomicRmw`), made once: by lane 0 for a
+    /// uniform element, by the owner in a scatter's map (`map_op`). Every lane that holds the
+    /// element gets the old value: shuffled from the lane that made the update, or the
+    /// owner's own where only it holds the element.
+    pub(super) fn rmw(&mut self, k: Rmw, op: &Op) -> Result<Lv, SimtError> {
+        let mut args = op.args.iter().map(|a| self.scalar(*a)).collect::<Result<Vec<_>, _>>()?;
+        let elem = self.src.ty(op.results[0]).elem();
+        let zero = self.i32c(0);
+        let (who, from) = match self.owner {
+            Some(o) => (o, self.owner_lane),
+            None => (self.cmp(CmpOp::Eq, self.lane, zero), Some(zero)),
+        };
+        args[1] = self.masked(who, args[1]);
+        let old = self.emit1(OpKind::AtomicRmw(k), args, Type::Scalar(elem));
+        // As after a store: other lanes may read the element next.
+        self.emit(OpKind::Barrier, vec![], vec![]);
+        Ok(Lv::Scalar(match from {
+            Some(l) => self.shuffle_from(old, l, elem),
+            None => old,
+        }))
+    }
+
     /// Sum (max, min, product) over the lanes of a per-lane value: the result is uniform.
     /// With a power-of-two lane count, a butterfly: at step `d = 1, 2, 4, ..` every lane
     /// combines its value with lane `lane ^ d`'s (log2(lanes) shuffles; partners combine the
@@ -731,12 +753,13 @@ impl Lower<'_> {
                     self.row_lt(k, rows as i64)
                 } else {
                     let l = self.i32c((k % self.lanes) as i64);
+                    self.owner_lane = Some(l);
                     self.cmp(CmpOp::Eq, self.lane, l)
                 });
             }
             let mut shared = 0;
             let ys = self.region_ops(r, &mut shared);
-            self.owner = None;
+            (self.owner, self.owner_lane) = (None, None);
             match ys? {
                 Some(ys) => out.push(ys[0]),
                 None => return Err(err("`map` region does not yield")),

@@ -180,6 +180,18 @@ pub(crate) fn all() -> Vec<Case> {
             vec!["C"],
         ),
         Case {
+            // One program (1000 elements): the output's order is fixed.
+            int_arrays: vec![("Count", vec![0], vec![1])],
+            compare: Compare::Relative,
+            ..case(
+                example("compact.tile"),
+                "compact",
+                vec![("X", random_uniform(1000, 119), vec![1000]), ("Y", vec![7.0; 1000], vec![1000])],
+                vec![("t", 0.25)],
+                vec!["Y", "Count"],
+            )
+        },
+        Case {
             int_arrays: vec![("Ids", (0..75).map(|t| (t * 7) % 23 - 1).collect(), vec![75])],
             compare: Compare::Relative,
             ..case(

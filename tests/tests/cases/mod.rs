@@ -32,6 +32,8 @@ pub(crate) struct Case {
     pub(crate) ints: Vec<(&'static str, i64)>,
     /// `i32` arrays.
     pub(crate) int_arrays: Vec<(&'static str, Vec<i32>, Vec<u64>)>,
+    /// Arrays of other fixed element types (`u32`, `i64`), as f64 data.
+    pub(crate) typed_arrays: Vec<(&'static str, Scalar, Vec<f64>, Vec<u64>)>,
     pub(crate) outs: Vec<&'static str>,
     /// How outputs are compared with the CPU's.
     pub(crate) compare: Compare,
@@ -65,6 +67,9 @@ impl Case {
         for (n, d, s) in &self.int_arrays {
             m.insert(n.to_string(), ArgValue::Array(HostArray::from_i32(d, s).unwrap()));
         }
+        for (n, t, d, s) in &self.typed_arrays {
+            m.insert(n.to_string(), ArgValue::Array(HostArray::from_f64_as(*t, d, s).unwrap()));
+        }
         m
     }
 }
@@ -76,7 +81,17 @@ fn case(
     scalars: Vec<(&'static str, f64)>,
     outs: Vec<&'static str>,
 ) -> Case {
-    Case { src, kernel, arrays, scalars, ints: vec![], int_arrays: vec![], outs, compare: Compare::Normwise }
+    Case {
+        src,
+        kernel,
+        arrays,
+        scalars,
+        ints: vec![],
+        int_arrays: vec![],
+        typed_arrays: vec![],
+        outs,
+        compare: Compare::Normwise,
+    }
 }
 
 /// potrf_batched and potrs_batched.
@@ -780,6 +795,46 @@ pub(crate) fn gathers() -> Vec<Case> {
         vec![("I", i, vec![40]), ("J", j, vec![40]), ("P", p, vec![40]), ("K", k, vec![5, 8]), ("Z", z, vec![5, 8])];
     let names = outs.iter().map(|(n, _)| *n).collect();
     vec![Case { compare: Compare::Relative, int_arrays, ..case(src, "gathers", arrays, vec![], names) }]
+}
+
+/// The atomic read-modify-write family with old values from three programs
+/// (`tests/tests/cases/atomics.tile`): results that do not depend on the order the lanes and
+/// programs take, on float, i32, u32 and i64 arrays; -0.0, 0.0 and a NaN for totalOrder.
+pub(crate) fn atomics() -> Vec<Case> {
+    let src = SourceSet::with_stdlib("atomics.tile", include_str!("atomics.tile"));
+    let eighths = |n: usize, seed: u64| -> Vec<f64> {
+        random_uniform(n, seed).iter().map(|x| (x * 16.0).round() / 8.0).collect()
+    };
+    let mut v = eighths(40, 95);
+    (v[3], v[4], v[5]) = (-0.0, 0.0, f64::NAN);
+    let mut i: Vec<i32> = (0..40).map(|k| (k * 7) % 12 - 2).collect();
+    (i[3], i[4]) = (2, 2);
+    let k: Vec<i32> = (0..40).map(|e| (e * 5) % 19 - 9).collect();
+    let p: Vec<i32> = (0..40).map(|e| (e * 13) % 40).collect();
+    let q: Vec<f64> = (0..120).map(|e| if e % 3 == 0 { 1.0 } else { 7.0 }).collect();
+    let mut arrays = vec![
+        ("V", v, vec![40]),
+        ("S", vec![7.0; 8], vec![8]),
+        ("MN", vec![7.0; 8], vec![8]),
+        ("MX", vec![-7.0; 8], vec![8]),
+        ("A", eighths(120, 96), vec![3, 40]),
+        ("X", eighths(120, 97), vec![3, 40]),
+        ("Q", q, vec![3, 40]),
+    ];
+    for n in ["OA", "OX", "OQ", "B"] {
+        arrays.push((n, vec![0.0; 120], vec![3, 40]));
+    }
+    arrays.push(("O", vec![9.0; 6], vec![3, 2]));
+    let int_arrays = vec![
+        ("K", k, vec![40]),
+        ("I", i, vec![40]),
+        ("P", p, vec![40]),
+        ("C", vec![0, 0, 0, 0, 3, 3, 3, 0], vec![8]),
+        ("IM", vec![-3; 8], vec![8]),
+    ];
+    let typed_arrays = vec![("UM", Scalar::U32, vec![5.0; 8], vec![8]), ("LA", Scalar::I64, vec![1.0; 8], vec![8])];
+    let outs = vec!["C", "S", "MN", "MX", "IM", "UM", "LA", "A", "X", "Q", "OA", "OX", "OQ", "B", "O"];
+    vec![Case { compare: Compare::Relative, int_arrays, typed_arrays, ..case(src, "atomics", arrays, vec![], outs) }]
 }
 
 /// Ranges of tiles starting at run-time positions (inside, and past either end), read and

@@ -12,6 +12,7 @@ use tilec_tests::{
     cholesky_clamped_f64, matmul_f64, max_rel_err_chunks, random_triangular, transpose_f64, trsm_f64, Rng, TrsmOp,
 };
 
+mod atomics;
 mod broadcast;
 mod carried_tiles;
 mod constructs;

@@ -605,6 +605,31 @@ impl Interp<'_, '_, '_> {
                 }
                 return Ok(());
             }
+            OpKind::AtomicRmw(k) => {
+                // Lane by lane, in lane order (hardware picks some order).
+                let m = self.array(op.args[0])?;
+                let rank = self.mem.view(m)?.1.len();
+                let cas = usize::from(*k == crate::Rmw::Cas);
+                let (m, offs) = self.address(op, &vec![Index::At; rank], 0, 1 + cas)?;
+                let n = op.args.len();
+                let v = self.scalars(op.args[n - 1])?.to_vec();
+                let cmp = if cas == 1 { Some(self.scalars(op.args[n - 2])?.to_vec()) } else { None };
+                let mut out = Vec::with_capacity(lanes);
+                for (lane, off) in offs.iter().enumerate() {
+                    let (elem, data) = self.mem.data_mut(m)?;
+                    let Some(off) = *off else {
+                        out.push(if elem.is_float() { Const::Float(0.0, elem) } else { Const::Int(0, elem) });
+                        continue;
+                    };
+                    let old = read(elem, data, off);
+                    let c = cmp.as_ref().map(|c| c[lane]);
+                    let new =
+                        scalar::rmw(*k, old, v[lane], c, elem).map_err(|e| InterpError { message: e.to_string() })?;
+                    write(elem, data, off, new)?;
+                    out.push(old);
+                }
+                out
+            }
             OpKind::Barrier => return self.mem.flush(),
             OpKind::AllocShared(shape) => {
                 let [r] = op.results[..] else {
