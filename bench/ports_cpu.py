@@ -248,6 +248,14 @@ def workloads(rng):
            ["Vals", "Idx"], lambda o: float("inf") if (o["Idx"] != top_idx).any() else rel(o["Vals"], top_vals),
            {"NumPy argpartition + sort": topk_np})
 
+    # Embedding lookup (Triton's and Liger-Kernel's embedding forward): a gather of table rows
+    # by token ids (`W[ids, 0:64]`, an index tile). The peer is NumPy's fancy indexing.
+    we = rng.standard_normal((50000, 64)).astype(np.float32)
+    ids = rng.integers(0, 50000, 65536).astype(np.int32)
+    yield ("embedding lookup (gather of rows), 65536 ids into 50000 x 64 f32", "examples/embedding.tile",
+           "embedding_fwd", {"W": we, "Ids": ids}, ["Y"], lambda o: rel(o["Y"], f64(we)[ids]),
+           {"NumPy W[ids]": lambda: we[ids]})
+
     # NPBench (Ziogas et al., SC'21): softmax at its paper's SM = 512 (N = 8, H = 16, as
     # 65536 rows), gemver at its "L" size, syrk at its paper size. Their NumPy code as
     # published, except syrk, whose published form is a Python loop over rows and columns

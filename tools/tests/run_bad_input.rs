@@ -148,7 +148,7 @@ fn bad_npy_inputs_give_coded_errors_and_write_nothing() {
         ("missing_key", npy_raw("{'descr': '<f4', 'shape': (2, 4, 4), }", &good[64..]), "E0401"),
         ("big_endian", npy_raw(&dict(">f4", "False", "(2, 4, 4)"), &good[64..]), "E0402"),
         ("object", npy_raw(&dict("|O", "False", "(2, 4, 4)"), &good[64..]), "E0402"),
-        ("int64", npy_raw(&dict("<i8", "False", "(2, 2, 4)"), &good[64..]), "E0402"),
+        ("bool", npy_raw(&dict("|b1", "False", "(2, 8, 8)"), &good[64..]), "E0402"),
         ("uint16", npy_raw(&dict("<u2", "False", "(2, 4, 8)"), &good[64..]), "E0402"),
         ("big_endian_float16", npy_raw(&dict(">f2", "False", "(2, 4, 8)"), &good[64..]), "E0402"),
         (
@@ -172,6 +172,10 @@ fn bad_npy_inputs_give_coded_errors_and_write_nothing() {
         assert_eq!(&std::fs::read(&input).unwrap(), bytes, "{name}: the input changed");
         assert!(!t.files().iter().any(|f| f.starts_with("out") || f.starts_with('.')), "{name}: {:?}", t.files());
     }
+    // An int64 file is read (an `i64` array), but `T` of this kernel is a float type.
+    let input = t.write("int64.npy", &npy_raw(&dict("<i8", "False", "(2, 2, 4)"), &good[64..]));
+    let run = t.scale(&format!("A={input}"), &t.path("out.npy"));
+    assert_fails(&run, "E0216", &["`A`", "i64"]);
 }
 
 /// Arrays with a zero extent are a correct no-op: exit 0, and the output is written with its
