@@ -16,6 +16,7 @@ pub mod parse;
 pub mod passes;
 pub mod print;
 pub mod rank1blocks;
+pub mod rowgather;
 pub mod scalar;
 pub mod selectguard;
 pub mod simplify;

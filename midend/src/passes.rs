@@ -37,11 +37,18 @@ pub const PASSES: &[Pass] = &[
 /// ([`for_cpu`]): rewrites that keep every result's bits (up to the sign and payload of NaNs)
 /// and pay off in CPU code but not in the GPU lowerings', which keep the form the shared
 /// pipeline leaves.
-pub const CPU_PASSES: &[Pass] = &[Pass {
-    name: "guard-select",
-    summary: "compute a select's exp/log/sin/.. operand only when it is chosen",
-    run: crate::selectguard::run,
-}];
+pub const CPU_PASSES: &[Pass] = &[
+    Pass {
+        name: "guard-select",
+        summary: "compute a select's exp/log/sin/.. operand only when it is chosen",
+        run: crate::selectguard::run,
+    },
+    Pass {
+        name: "gather-rows",
+        summary: "load a gather of whole rows (`A[ids, lo:lo+C]`) a row at a time",
+        run: crate::rowgather::run,
+    },
+];
 
 /// Passes that the LLVM CPU backend runs after [`CPU_PASSES`] ([`for_cpu`] with `llvm`): they
 /// pay off in its code, but not with Cranelift.

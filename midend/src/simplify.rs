@@ -59,7 +59,7 @@ fn fusable(
 /// regions before the op that holds them), and removing an op releases the uses of its
 /// operands, so a whole chain of dead ops goes at once (SSA: every use of a value comes after
 /// its definition). Linear in the number of ops.
-fn dce(r: &mut Region, uses: &mut HashMap<Value, usize>) {
+pub(crate) fn dce(r: &mut Region, uses: &mut HashMap<Value, usize>) {
     let mut removed = vec![false; r.ops.len()];
     for (i, op) in r.ops.iter_mut().enumerate().rev() {
         if op.has_effect() || op.results.iter().any(|v| uses.get(v).copied().unwrap_or(0) > 0) {
