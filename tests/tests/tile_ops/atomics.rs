@@ -10,15 +10,6 @@ use super::*;
 
 const SRC: &str = include_str!("../cases/atomics.tile");
 
-/// Equal as stored values: both NaN, or equal with the same sign.
-fn same(got: &[f64], want: &[f64], ctx: &str) {
-    assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || (g == w && g.is_sign_negative() == w.is_sign_negative());
-        assert!(ok, "{ctx}: element {i}: got {g}, want {w}");
-    }
-}
-
 /// IEEE 754 totalOrder key of `x` as an `elem` value.
 fn key(x: f64, elem: Scalar) -> i64 {
     let (b, m) = if elem == Scalar::F32 {
@@ -148,7 +139,7 @@ fn atomics_give_old_values_and_order_floats_totally() {
                 .unwrap_or_else(|d| panic!("{}", render_diagnostics(&d, &set, ErrorFormat::Human, false)));
             let (bound, _) = runner.run(args()).unwrap_or_else(|e| panic!("{be} {elem:?}: {e}"));
             for (name, w) in want {
-                same(&out(&bound, name), w, &format!("{be} {elem:?} `{name}`"));
+                assert_same(&out(&bound, name), w, &format!("{be} {elem:?} `{name}`"));
             }
         }
     }

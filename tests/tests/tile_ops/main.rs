@@ -135,6 +135,15 @@ fn assert_normwise(got: &[f64], want: &[f64], tol: f64, ctx: &str) {
     assert!(err <= tol, "{ctx}: normwise relative error {err:e} > {tol:e}");
 }
 
+/// Equal as stored values: both NaN, or equal with the same sign (-0.0 and 0.0 differ).
+fn assert_same(got: &[f64], want: &[f64], ctx: &str) {
+    assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g == w && g.is_sign_negative() == w.is_sign_negative());
+        assert!(ok, "{ctx}: element {i}: got {g}, want {w}");
+    }
+}
+
 fn assert_exact(got: &[f64], want: &[f64], ctx: &str) {
     assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {

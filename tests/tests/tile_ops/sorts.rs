@@ -42,15 +42,6 @@ fn lines(t: &[f64], (r, c): (usize, usize), axis: u8, len: usize, f: &dyn Fn(&[f
     out
 }
 
-/// Equal as stored values: both NaN, or equal with the same sign (-0.0 and 0.0 differ).
-fn assert_same(got: &[f64], want: &[f64], ctx: &str) {
-    assert_eq!(got.len(), want.len(), "{ctx}: lengths differ");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || (g == w && g.is_sign_negative() == w.is_sign_negative());
-        assert!(ok, "{ctx}: element {i}: got {g}, want {w}");
-    }
-}
-
 #[test]
 fn sorts_argsorts_and_topk_match_a_stable_reference() {
     let (m, n, tr, l) = (21usize, 13usize, 24usize, 100usize);
