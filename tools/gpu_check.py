@@ -433,6 +433,36 @@ def case_ex_compact(rng, dt, n):
                 out="Y", ref=x[x > dt(0.25)].astype(np.float64), mask="sorted")
 
 
+def bf16_round(x):
+    """The bits (uint16) of the bfloat16 values nearest to float32 `x`, ties to even."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7fff + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_value(bits):
+    """The float32 values of bfloat16 bits (uint16)."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def case_ex_residual_f16(rng, dt, n):
+    # f16 arrays whatever dt is: NumPy's float16 rounds each operation, as the kernel does.
+    x, f = (rng.uniform(-4, 4, (n, 300)).astype(np.float16) for _ in range(2))
+    ref = (x + np.float16(0.3) * f).astype(np.float64)
+    return dict(src=example("half_precision.tile"), kernel="residual_f16",
+                arrays={"X": x, "F": f, "Y": np.zeros_like(x)}, scalars={"gamma": "0.3"}, out="Y", ref=ref)
+
+
+def case_ex_sgd_momentum_bf16(rng, dt, n):
+    # bf16 arrays (`|V2`, the bits) whatever dt is; the reference rounds each operation.
+    p, g, v = (bf16_round(rng.uniform(-1, 1, 40 * n)) for _ in range(3))
+    lr, mu = bf16_value(bf16_round(np.float32(0.1))), bf16_value(bf16_round(np.float32(0.9)))
+    vn = bf16_value(bf16_round(bf16_value(bf16_round(mu * bf16_value(v))) + bf16_value(g)))
+    ref = bf16_value(bf16_round(bf16_value(p) - bf16_value(bf16_round(lr * vn)))).astype(np.float64)
+    return dict(src=example("half_precision.tile"), kernel="sgd_momentum_bf16",
+                arrays={"P": p.view("V2"), "G": g.view("V2"), "V": v.view("V2")},
+                scalars={"lr": "0.1", "mu": "0.9"}, out="P", ref=ref)
+
+
 def case_ex_topk(rng, dt, n):
     x = (np.round(rng.standard_normal((n, 30)) * 8) / 8).astype(dt)
     ref = -np.sort(-x.astype(np.float64), axis=1)[:, :8]
@@ -492,13 +522,20 @@ CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", c
           ("examples/compact", case_ex_compact), ("examples/embedding_fwd", case_ex_embedding_fwd), ("examples/embedding_bwd", case_ex_embedding_bwd),
           ("examples/gemver_rank2", case_ex_gemver_rank2),
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
-          ("examples/syrk", case_ex_syrk)]
+          ("examples/syrk", case_ex_syrk), ("examples/residual_f16", case_ex_residual_f16),
+          ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 
 
+def as_f64(x):
+    """An output as float64: bfloat16 outputs (`|V2`) through their bits."""
+    x = np.asarray(x)
+    return bf16_value(x.view(np.uint16)).astype(np.float64) if x.dtype.kind == "V" else x.astype(np.float64)
+
+
 def rel(x, ref, mask=None):
-    x = np.asarray(x, np.float64)
+    x = as_f64(x)
     if mask == "tril":
         x, ref = np.tril(x), np.tril(ref)
     if mask == "sorted":
@@ -561,7 +598,7 @@ def correctness(tilec, args):
                 continue
             got = got[c["out"]]
             e_ref = rel(got, c["ref"], c.get("mask"))
-            e_cpu = rel(got, np.asarray(cpu, np.float64), c.get("mask"))
+            e_cpu = rel(got, as_f64(cpu), c.get("mask"))
             g = e_ref <= TOL[dtn] and e_cpu <= TOL[dtn]
             good &= g
             emit(dict(base, target=target, ok=g, err_vs_ref=e_ref, err_vs_cpu=e_cpu, device=line))

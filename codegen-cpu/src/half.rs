@@ -83,4 +83,67 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         self.b.ins().ireduce(types::I16, o)
     }
+
+    /// `x` (an `f32` or an `f32x4`) rounded to the nearest `f16` or `bf16` value (`elem`) as
+    /// an `f32`: what [`Self::narrow_half`] then [`Self::widen_half`] give (`UnOp::RoundF16`,
+    /// `UnOp::RoundBf16`), on the `f32` bits so that it vectorizes. Normal results drop the
+    /// low mantissa bits with a bias of half a unit less one plus the kept last bit (ties to
+    /// even; a carry moves into the exponent); `f16` results below its smallest normal round
+    /// by adding and subtracting 0.5 (whose last place is f16's smallest subnormal), past
+    /// 65504 go to infinity; NaNs are quieted.
+    pub(crate) fn round_half(&mut self, elem: Scalar, x: ir::Value) -> ir::Value {
+        let vector = self.b.func.dfg.value_type(x).is_vector();
+        let it = if vector { types::I32X4 } else { types::I32 };
+        let flags = if vector { crate::vmap::little() } else { MemFlagsData::new() };
+        let k = |l: &mut Self, v: u32| {
+            let c = l.b.ins().iconst(types::I32, v as i64);
+            if vector {
+                l.b.ins().splat(it, c)
+            } else {
+                c
+            }
+        };
+        let sel = |l: &mut Self, c: ir::Value, a: ir::Value, b: ir::Value| {
+            if vector {
+                l.b.ins().bitselect(c, a, b)
+            } else {
+                l.b.ins().select(c, a, b)
+            }
+        };
+        let u = self.b.ins().bitcast(it, flags, x);
+        let sign = k(self, 0x8000_0000);
+        let sign = self.b.ins().band(u, sign);
+        let a = self.b.ins().bxor(u, sign);
+        let drop = if elem == Scalar::BF16 { 16 } else { 13 };
+        let odd = self.b.ins().ushr_imm_u(a, drop);
+        let one = k(self, 1);
+        let odd = self.b.ins().band(odd, one);
+        let bias = k(self, (1 << (drop - 1)) - 1);
+        let n = self.b.ins().iadd(a, bias);
+        let n = self.b.ins().iadd(n, odd);
+        let keep = k(self, !((1u32 << drop) - 1));
+        let mut r = self.b.ins().band(n, keep);
+        if elem == Scalar::F16 {
+            let af = self.b.ins().bitcast(if vector { types::F32X4 } else { types::F32 }, flags, a);
+            let half = self.b.ins().f32const(0.5);
+            let half = if vector { self.b.ins().splat(types::F32X4, half) } else { half };
+            let s = self.b.ins().fadd(af, half);
+            let s = self.b.ins().fsub(s, half);
+            let s = self.b.ins().bitcast(it, flags, s);
+            let min_normal = k(self, 113 << 23);
+            let is_sub = self.b.ins().icmp(IntCC::UnsignedLessThan, a, min_normal);
+            r = sel(self, is_sub, s, r);
+            let overflow = k(self, 143 << 23);
+            let big = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, r, overflow);
+            let inf = k(self, 0x7f80_0000);
+            r = sel(self, big, inf, r);
+        }
+        let inf = k(self, 0x7f80_0000);
+        let is_nan = self.b.ins().icmp(IntCC::UnsignedGreaterThan, a, inf);
+        let quiet = k(self, 0x0040_0000);
+        let q = self.b.ins().bor(a, quiet);
+        r = sel(self, is_nan, q, r);
+        let r = self.b.ins().bor(r, sign);
+        self.b.ins().bitcast(if vector { types::F32X4 } else { types::F32 }, flags, r)
+    }
 }

@@ -97,6 +97,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 return Ok(self.b.ins().smax(a, n));
             }
             UnOp::Sqrt => return Ok(self.b.ins().sqrt(a)),
+            UnOp::RoundF16 | UnOp::RoundBf16 => return Ok(self.round_half(op.rounds_to().expect("a rounding"), a)),
             UnOp::Trunc if s.is_float() => return Ok(self.b.ins().trunc(a)),
             UnOp::Trunc => return Ok(a),
             UnOp::Exp if f32 => return crate::expf::expf(self, a),

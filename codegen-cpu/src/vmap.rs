@@ -89,7 +89,7 @@ fn captured(r: &Region) -> Vec<Value> {
     out
 }
 
-fn little() -> MemFlagsData {
+pub(crate) fn little() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 
@@ -342,7 +342,8 @@ fn vector_bin(k: BinOp, s: Scalar) -> bool {
 /// negation.
 pub(crate) fn vector_un(k: UnOp, s: Scalar) -> bool {
     if s.is_float() {
-        matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt) || (k == UnOp::Exp && s == Scalar::F32)
+        matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
+            || (matches!(k, UnOp::Exp | UnOp::RoundF16 | UnOp::RoundBf16) && s == Scalar::F32)
     } else {
         k == UnOp::Neg && s != Scalar::Bool
     }

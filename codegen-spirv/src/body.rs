@@ -229,6 +229,11 @@ impl Gen<'_> {
             UnOp::Sqrt => GLOp::Sqrt,
             UnOp::Trunc if s.is_float() => GLOp::Trunc,
             UnOp::Trunc => return Ok(x),
+            UnOp::RoundF16 | UnOp::RoundBf16 => {
+                let h = k.rounds_to().expect("a rounding");
+                let bits = self.narrow_stored(h, x)?;
+                return self.widen_loaded(h, bits);
+            }
             UnOp::Exp => GLOp::Exp,
             UnOp::Log => GLOp::Log,
             UnOp::Sin => GLOp::Sin,

@@ -77,10 +77,10 @@ impl FnBuilder<'_, '_> {
     /// `column(v)`: the `tile<T, M>` `v` as a `tile<T, M, 1>` (`outer` with a one, exact).
     pub(crate) fn column(&mut self, v: Value, span: Span) -> Option<Value> {
         let Type::Tile { elem, shape } = self.ty(v) else { return None };
-        if shape.len() != 1 || !(elem.is_float() || elem.is_int()) {
+        if shape.len() != 1 || !(elem.is_any_float() || elem.is_int()) {
             return None;
         }
-        let one = if elem.is_float() { Const::Float(1.0, elem) } else { Const::Int(1, elem) };
+        let one = if elem.is_any_float() { Const::Float(1.0, elem) } else { Const::Int(1, elem) };
         let one = self.constant(one, span);
         let ones = self.emit1(OpKind::Fill(Fill::Full), vec![one], Type::Tile { elem, shape: vec![1] }, span);
         Some(self.emit1(OpKind::Outer, vec![v, ones], Type::Tile { elem, shape: vec![shape[0], 1] }, span))

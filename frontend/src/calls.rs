@@ -71,7 +71,7 @@ impl FnBuilder<'_, '_> {
                 self.error(errors::needs_square(recv.span, method, tt));
                 false
             }
-            Type::Tile { elem, .. } if !elem.is_float() => {
+            Type::Tile { elem, .. } if !elem.is_any_float() => {
                 self.error(errors::needs_float(recv.span, method, tt));
                 false
             }
@@ -188,8 +188,8 @@ impl FnBuilder<'_, '_> {
                     _ => ir::UnOp::Tanh,
                 };
                 let ok = match k {
-                    ir::UnOp::Abs => t.elem().is_float() || t.elem().is_int(),
-                    _ => t.elem().is_float(),
+                    ir::UnOp::Abs => t.elem().is_any_float() || t.elem().is_int(),
+                    _ => t.elem().is_any_float(),
                 } && !matches!(t, Type::Array { .. });
                 if !ok {
                     self.error(errors::math_operand(args[0].span, name, &t));
@@ -214,7 +214,7 @@ impl FnBuilder<'_, '_> {
                 let t = self.ty(vals[0]);
                 for (v, a) in vals.iter().zip(args) {
                     let tv = self.ty(*v);
-                    if tv != t || !t.elem().is_float() || t.is_tile() {
+                    if tv != t || !t.elem().is_any_float() || t.is_tile() {
                         self.error(errors::math_operand(a.span, "fma", &tv));
                         return Ev::Err;
                     }
@@ -482,7 +482,7 @@ impl FnBuilder<'_, '_> {
                     return Ev::Err;
                 }
                 let kind = ir::Trsm::from_name(&m.name).unwrap_or(ir::Trsm::RIGHT_LOWER_T);
-                if shape.len() != 2 || shape[0] != shape[1] || !elem.is_float() {
+                if shape.len() != 2 || shape[0] != shape[1] || !elem.is_any_float() {
                     self.error(errors::needs_square(recv.span, &m.name, &tt));
                     return Ev::Err;
                 }

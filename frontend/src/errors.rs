@@ -58,7 +58,7 @@ pub(crate) fn unknown_fn(n: &Ident, cands: &[String]) -> Diagnostic {
 pub(crate) fn unknown_type(n: &Ident) -> Diagnostic {
     Diagnostic::error("E0103", format!("unknown type `{}`", n.name))
         .label(n.span, "not a scalar type or a type parameter")
-        .help("scalar types are bool, i32, u32, i64, f32 and f64, and the storage types f16 and bf16")
+        .help("scalar types are bool, i32, u32, i64, f32 and f64, and the half types f16 and bf16")
 }
 
 pub(crate) fn duplicate(name: &str, first: Span, second: Span) -> Diagnostic {
@@ -161,6 +161,16 @@ pub(crate) fn shared_annotation(span: Span, want: &str, got: &str) -> Diagnostic
 }
 
 pub(crate) fn store_type(span: Span, want: &Type, got: &Type) -> Diagnostic {
+    if let (Type::Tile { shape: a, .. }, Type::Tile { shape: b, .. }) = (want, got) {
+        if a == b {
+            return Diagnostic::error(
+                "E0201",
+                format!("stored value has the wrong element type: the slice is {want}, the value is {got}"),
+            )
+            .label(span, format!("this is {got}"))
+            .help(format!("convert it with `as {}`", want.elem().name()));
+        }
+    }
     Diagnostic::error("E0202", format!("stored value has the wrong shape: the slice is {want}, the value is {got}"))
         .label(span, format!("this is {got}"))
 }

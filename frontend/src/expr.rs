@@ -4,6 +4,7 @@
 use crate::builder::{Binding, FnBuilder, GenericVal};
 use crate::errors;
 use tilec_grammar::ast::{BinOp, Expr, ExprKind, UnOp};
+use tilec_grammar::span::Span;
 use tilec_midend::{self as ir, Const, OpKind, Scalar, Type, Value};
 
 /// The outcome of checking an expression.
@@ -99,7 +100,7 @@ impl FnBuilder<'_, '_> {
         match &e.kind {
             ExprKind::Int(v) => {
                 let c = match expect {
-                    Some(s) if s.is_float() => Const::Float(*v as f64, s),
+                    Some(s) if s.is_any_float() => Const::Float(*v as f64, s),
                     Some(s) if s.is_int() => Const::Int(*v as i64, s),
                     _ => Const::Int(*v as i64, Scalar::I32),
                 };
@@ -118,7 +119,7 @@ impl FnBuilder<'_, '_> {
             }
             ExprKind::Float(v) => {
                 let s = match expect {
-                    Some(s) if s.is_float() => s,
+                    Some(s) if s.is_any_float() => s,
                     _ => self.default_float(),
                 };
                 Ev::Val(self.constant(Const::Float(*v, s), e.span))
@@ -143,15 +144,10 @@ impl FnBuilder<'_, '_> {
                 let Some(s) = self.scalar_type(n) else {
                     return Ev::Err;
                 };
-                match self.ty(v) {
-                    Type::Scalar(from) if from == s => Ev::Val(v),
-                    Type::Scalar(_) => Ev::Val(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), e.span)),
-                    Type::Tile { elem, .. } if elem == s => Ev::Val(v),
-                    // A tile casts element by element (the scalar rules of §6.6), as a `map`.
-                    Type::Tile { .. } => Ev::Val(self.map_elementwise(&[v], s, e.span, |b, xs| {
-                        b.emit1(OpKind::Cast(s), vec![xs[0]], Type::Scalar(s), e.span)
-                    })),
-                    t => {
+                match self.convert(v, s, e.span) {
+                    Some(v) => Ev::Val(v),
+                    None => {
+                        let t = self.ty(v);
                         self.error(errors::bad_cast(e.span, &t, s));
                         Ev::Err
                     }
@@ -167,6 +163,22 @@ impl FnBuilder<'_, '_> {
                 Ev::Err
             }
             ExprKind::Error => Ev::Err,
+        }
+    }
+
+    /// `v` converted to the element type `s` (`v as s`): scalars by the rules of §6.6, tiles
+    /// element by element, as a `map`. `None` for an array.
+    pub(crate) fn convert(&mut self, v: Value, s: Scalar, span: Span) -> Option<Value> {
+        match self.ty(v) {
+            Type::Scalar(from) if from == s => Some(v),
+            Type::Scalar(_) => Some(self.emit1(OpKind::Cast(s), vec![v], Type::Scalar(s), span)),
+            Type::Tile { elem, .. } if elem == s => Some(v),
+            Type::Tile { .. } => {
+                Some(self.map_elementwise(&[v], s, span, |b, xs| {
+                    b.emit1(OpKind::Cast(s), vec![xs[0]], Type::Scalar(s), span)
+                }))
+            }
+            _ => None,
         }
     }
 

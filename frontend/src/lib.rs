@@ -110,7 +110,8 @@ pub fn analyze_for(
     limits: &TargetLimits,
 ) -> (Module, Vec<Diagnostic>, semantic::Analysis) {
     let (program, mut diags) = Program::collect(sources);
-    let (module, more, sem) = kernel::lower_program(&program, instances, limits);
+    let (mut module, more, sem) = kernel::lower_program(&program, instances, limits);
+    tilec_midend::halfarith::lower(&mut module);
     diags.extend(more);
     dedup(&mut diags);
     // A program with errors is not fully checked (an expression with an error stops before its

@@ -41,7 +41,7 @@ impl FnBuilder<'_, '_> {
     /// `t[:, k]` (a `tile<T, R>`) or `t[k, :]` (a `tile<T, C>`) as a value.
     pub(crate) fn read_line(&mut self, t: Value, l: &Line, span: Span) -> Option<Value> {
         let Type::Tile { elem, shape } = self.ty(t) else { return None };
-        if !elem.is_float() && !elem.is_int() {
+        if !elem.is_any_float() && !elem.is_int() {
             self.error(errors::math_operand(span, "a row or column of", &self.ty(t)));
             return None;
         }
@@ -78,7 +78,7 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::needs_vector(args[0].span, "join", &ta));
                     return Ev::Err;
                 };
-                if shape.len() != 1 || !(elem.is_float() || elem.is_int()) {
+                if shape.len() != 1 || !(elem.is_any_float() || elem.is_int()) {
                     self.error(errors::needs_vector(args[0].span, "join", &ta));
                     return Ev::Err;
                 }
@@ -96,7 +96,7 @@ impl FnBuilder<'_, '_> {
                 let tt = self.ty(*t);
                 match tt.clone() {
                     Type::Tile { elem, shape }
-                        if shape.len() == 2 && shape[1] == 2 && (elem.is_float() || elem.is_int()) =>
+                        if shape.len() == 2 && shape[1] == 2 && (elem.is_any_float() || elem.is_int()) =>
                     {
                         let line = Type::Tile { elem, shape: vec![shape[0]] };
                         let (c0, c1) = (col(self, 0), col(self, 1));

@@ -142,6 +142,7 @@ impl FnBuilder<'_, '_> {
     /// The value stored by `what` into `acc`: exactly the access's type (E0201/E0202).
     pub(crate) fn stored_value(&mut self, acc: &Access, value: &Expr) -> Option<Value> {
         let v = self.value(value, Some(acc.ty.elem()))?;
+        let v = self.half_to_store(acc, v, value.span);
         let tv = self.ty(v);
         if tv != acc.ty {
             let d = if acc.ty.is_tile() {
@@ -153,6 +154,17 @@ impl FnBuilder<'_, '_> {
             return None;
         }
         Some(v)
+    }
+
+    /// `v` as stored by `acc`: a value of an `f16` or `bf16` array's own half type is
+    /// converted (exactly) to the `f32` that accesses to the array take (§3.5); other values
+    /// are left for the caller to check.
+    pub(crate) fn half_to_store(&mut self, acc: &Access, v: Value, span: Span) -> Value {
+        let Type::Array { elem, .. } = self.ty(acc.array) else { return v };
+        if !elem.is_half() || self.ty(v).elem() != elem {
+            return v;
+        }
+        self.convert(v, elem.compute(), span).unwrap_or(v)
     }
 
     /// `masked_store(A[..], t, m)`: stores the elements of the tile `t` where the mask `m` (a
@@ -209,7 +221,7 @@ impl FnBuilder<'_, '_> {
     /// The element type and shape of `shared<elem, dims..>` (reported if invalid).
     pub(crate) fn shared_type(&mut self, elem: &TypeExpr, dims: &[Expr], span: Span) -> Option<(Scalar, Vec<u32>)> {
         let elem = match elem {
-            TypeExpr::Named(n) => self.scalar_type(n),
+            TypeExpr::Named(n) => self.compute_type(n),
             other => {
                 self.error(errors::tile_elem(other.span()));
                 None

@@ -432,6 +432,7 @@ impl FnBuilder<'_, '_> {
                     let Some(v) = self.value(value, Some(acc.ty.elem())) else {
                         return;
                     };
+                    let v = self.half_to_store(&acc, v, value.span);
                     let tv = self.ty(v);
                     if tv != acc.ty {
                         if acc.ty.is_tile() {

@@ -36,7 +36,7 @@ impl FnBuilder<'_, '_> {
             return None;
         }
         let (v, t, elem, shape) = self.tile_arg(f, &args[0])?;
-        if !elem.is_float() && !elem.is_int() {
+        if !elem.is_any_float() && !elem.is_int() {
             self.error(errors::math_operand(args[0].span, &f.name, &t));
             return None;
         }
@@ -89,7 +89,7 @@ impl FnBuilder<'_, '_> {
         let Some((v, t, elem, shape)) = self.tile_arg(f, &args[0]) else {
             return Ev::Err;
         };
-        if !elem.is_float() && !elem.is_int() {
+        if !elem.is_any_float() && !elem.is_int() {
             self.error(errors::math_operand(args[0].span, &f.name, &t));
             return Ev::Err;
         }

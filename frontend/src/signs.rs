@@ -41,12 +41,12 @@ impl FnBuilder<'_, '_> {
             self.error(errors::arg_count(e.span, &f.name, 1, args.len()));
             return Ev::Err;
         }
-        let hint = expect.filter(|s| s.is_float()).unwrap_or(self.default_float());
+        let hint = expect.filter(|s| s.is_any_float()).unwrap_or(self.default_float());
         let Some(x) = self.value(&args[0], Some(hint)) else {
             return Ev::Err;
         };
         let t = self.ty(x);
-        if !t.elem().is_float() || matches!(t, Type::Array { .. }) {
+        if !t.elem().is_any_float() || matches!(t, Type::Array { .. }) {
             self.error(errors::math_operand(args[0].span, &f.name, &t));
             return Ev::Err;
         }
@@ -72,7 +72,7 @@ impl FnBuilder<'_, '_> {
         };
         for (v, x) in [(a, &args[0]), (b, &args[1])] {
             let t = self.ty(v);
-            if !t.elem().is_float() || matches!(t, Type::Array { .. }) {
+            if !t.elem().is_any_float() || matches!(t, Type::Array { .. }) {
                 self.error(errors::math_operand(x.span, &f.name, &t));
                 return Ev::Err;
             }

@@ -56,7 +56,7 @@ impl FnBuilder<'_, '_> {
             self.error(errors::needs_tile(positional[0].span, &f.name, &tt));
             return Ev::Err;
         };
-        if !elem.is_float() && !elem.is_int() {
+        if !elem.is_any_float() && !elem.is_int() {
             self.error(errors::math_operand(positional[0].span, &f.name, &tt));
             return Ev::Err;
         }
@@ -242,7 +242,7 @@ impl FnBuilder<'_, '_> {
         // key(l) > key(r), NaN the largest, and key(l) == key(r), NaNs equal.
         let greater = |g: &mut Self, l: Value, r: Value| {
             let gt = cmp(g, CmpOp::Gt, l, r);
-            if !elem.is_float() {
+            if !elem.is_any_float() {
                 return gt;
             }
             let ln = cmp(g, CmpOp::Ne, l, l);
@@ -251,7 +251,7 @@ impl FnBuilder<'_, '_> {
             or(g, gt, nan_first)
         };
         let eq = cmp(self, CmpOp::Eq, x[0], x[1]);
-        let eq = if elem.is_float() {
+        let eq = if elem.is_any_float() {
             let (ln, rn) = (cmp(self, CmpOp::Ne, x[0], x[0]), cmp(self, CmpOp::Ne, x[1], x[1]));
             let both = and(self, ln, rn);
             or(self, eq, both)

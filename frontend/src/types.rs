@@ -10,9 +10,20 @@ use tilec_midend::{Scalar, Type};
 pub(crate) const MAX_TILE_ELEMS: u64 = 16384;
 
 impl FnBuilder<'_, '_> {
-    /// Resolves a scalar type name (`f32`, or a type parameter bound to one) as the type that
-    /// values of it have: the storage types `f16` and `bf16` are computed in `f32`.
+    /// Resolves a scalar type name as the type that values of it have: a written `f16` or
+    /// `bf16` is a half type (its arithmetic rounds to it, language §3.5); a type parameter
+    /// bound to one stands for `f32` in values, so that generic kernels given half arrays
+    /// compute in `f32`.
     pub(crate) fn scalar_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
+        if let Some(s) = Scalar::from_name(&name.name) {
+            return Some(s);
+        }
+        self.compute_type(name)
+    }
+
+    /// Resolves a type name as the type that elements are computed in: `f32` for the storage
+    /// types (shared arrays of `f16` hold `f32`).
+    pub(crate) fn compute_type(&mut self, name: &tilec_grammar::ast::Ident) -> Option<Scalar> {
         self.storage_type(name).map(Scalar::compute)
     }
 

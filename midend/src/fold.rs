@@ -20,9 +20,10 @@ fn fold(kind: &OpKind, args: &[Const], out: &Type) -> Option<Const> {
             Some(Const::Bool(scalar::cmp(*op, *a, *b)))
         }
         // Not the transcendental functions: the targets' own may differ from the host's by an ulp.
-        (OpKind::Un(op @ (UnOp::Neg | UnOp::Not | UnOp::Abs | UnOp::Trunc)), [a]) if typed(a) => {
-            scalar::un(*op, *a, s).ok()
-        }
+        (
+            OpKind::Un(op @ (UnOp::Neg | UnOp::Not | UnOp::Abs | UnOp::Trunc | UnOp::RoundF16 | UnOp::RoundBf16)),
+            [a],
+        ) if typed(a) => scalar::un(*op, *a, s).ok(),
         (OpKind::Cast(to), [c]) if *to == s => Some(scalar::cast(*c, s)),
         (OpKind::Select, [Const::Bool(c), a, b]) if typed(a) && typed(b) => Some(if *c { *a } else { *b }),
         (OpKind::Fma, [a, b, c]) if s.is_int() && typed(a) && typed(b) && typed(c) => Some(scalar::fma(*a, *b, *c, s)),

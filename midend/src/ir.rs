@@ -130,6 +130,24 @@ pub enum UnOp {
     /// Rounds a float toward zero (`trunc`); the identity on integers. Not in the source
     /// language: the SIMT lowering of float `%` uses it (`simt/numerics.rs`).
     Trunc,
+    /// Rounds an `f32` to the nearest `f16` value, ties to even (overflow to infinity, NaN
+    /// stays NaN), as an `f32`. Not in the source language: `halfarith::lower` computes `f16`
+    /// arithmetic in `f32` with it after each operation.
+    RoundF16,
+    /// Rounds an `f32` to the nearest `bf16` value like [`UnOp::RoundF16`].
+    RoundBf16,
+}
+
+impl UnOp {
+    /// The half type that [`UnOp::RoundF16`] and [`UnOp::RoundBf16`] round to (`None` for the
+    /// other operations).
+    pub fn rounds_to(self) -> Option<crate::Scalar> {
+        match self {
+            UnOp::RoundF16 => Some(crate::Scalar::F16),
+            UnOp::RoundBf16 => Some(crate::Scalar::BF16),
+            _ => None,
+        }
+    }
 }
 
 /// How a tile is filled by [`OpKind::Fill`].

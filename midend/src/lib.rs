@@ -9,6 +9,7 @@ pub mod eval;
 pub mod fold;
 pub mod fusion;
 pub mod half;
+pub mod halfarith;
 pub mod inline;
 pub mod ir;
 pub mod mapfuse;

@@ -194,6 +194,8 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             UnOp::Exp2,
             UnOp::Log2,
             UnOp::Trunc,
+            UnOp::RoundF16,
+            UnOp::RoundBf16,
         ]
         .into_iter()
         .find(|u| format!("{u:?}").to_lowercase() == n)

@@ -293,6 +293,9 @@ pub fn un(op: UnOp, a: Const, ty: Scalar) -> Result<Const, ScalarError> {
                 Exp2 => x.exp2(),
                 Log2 => x.log2(),
                 Trunc => x.trunc(),
+                RoundF16 | RoundBf16 if ty != Scalar::F32 => return unsupported(format!("{op:?} on {}", ty.name())),
+                RoundF16 => crate::half::round(Scalar::F16, x as f32) as f64,
+                RoundBf16 => crate::half::round(Scalar::BF16, x as f32) as f64,
                 Not => return unsupported("`!` on a float".into()),
             };
             Ok(Const::Float(ty.round(v), ty))

@@ -35,6 +35,12 @@ impl Scalar {
         matches!(self, Scalar::F32 | Scalar::F64)
     }
 
+    /// `f32`, `f64`, `f16` or `bf16`: the float types of the source language (values of the
+    /// half types exist only until `halfarith::lower`, which computes them in `f32`).
+    pub fn is_any_float(self) -> bool {
+        self.is_float() || self.is_half()
+    }
+
     /// `f16` or `bf16`: storage types, computed on as `f32`.
     pub fn is_half(self) -> bool {
         matches!(self, Scalar::F16 | Scalar::BF16)
@@ -64,12 +70,13 @@ impl Scalar {
         }
     }
 
-    /// Rounds `v` to this type's precision (`f32`: to the nearest f32; others: unchanged).
+    /// Rounds `v` to this type's precision, to nearest with ties to even, in one step (`f32`,
+    /// `f16`, `bf16`; others: unchanged).
     pub fn round(self, v: f64) -> f64 {
-        if self == Scalar::F32 {
-            v as f32 as f64
-        } else {
-            v
+        match self {
+            Scalar::F32 => v as f32 as f64,
+            Scalar::F16 | Scalar::BF16 => crate::half::round_f64(self, v),
+            _ => v,
         }
     }
 

@@ -110,6 +110,10 @@ impl V<'_> {
                 );
                 bad(r(0) == Some(Type::Scalar(Scalar::Bool)), "result is bool", &mut errs);
             }
+            OpKind::Un(UnOp::RoundF16 | UnOp::RoundBf16) => {
+                bad(op.args.len() == 1 && t(0) == r(0), "takes 1 operand of the result's type", &mut errs);
+                bad(t(0).is_some_and(|t| t.elem() == Scalar::F32), "rounds f32 values", &mut errs);
+            }
             OpKind::AtomicRmw(k) => match t(0) {
                 Some(Type::Array { rank, mutable, elem }) => {
                     let n = rank as usize;

@@ -19,6 +19,7 @@ const RUN: &[&str] = &[
     "gemver.tile",
     "geqrf.tile",
     "getrf.tile",
+    "half_precision.tile",
     "layer_norm.tile",
     "lu.tile",
     "potrs.tile",
@@ -694,6 +695,51 @@ fn suffix_sums_example_adds_from_the_end() {
             }
         }
     }
+}
+
+/// Half-precision arithmetic: the f16 residual update and the bf16 momentum step against the
+/// `half` crate's binary16 and bfloat16 (each operation rounded to the type, as NumPy's
+/// `float16` computes), bit for bit, on 37 rows of 300 (rows padded to 1024) and 2500
+/// elements (three programs, the last partial).
+#[test]
+fn half_precision_example_rounds_each_operation() {
+    use half::{bf16, f16};
+    let (m, n) = (37usize, 300usize);
+    let h16 = |seed: u64, len: usize| -> Vec<f64> {
+        random_uniform(len, seed).iter().map(|v| f16::from_f64(v * 4.0).to_f64()).collect()
+    };
+    let (x, f) = (h16(161, m * n), h16(162, m * n));
+    let sh = [m as u64, n as u64];
+    let args = vec![
+        ("X", arr(Scalar::F16, &x, &sh)),
+        ("F", arr(Scalar::F16, &f, &sh)),
+        ("Y", arr(Scalar::F16, &vec![7.0; m * n], &sh)),
+        ("gamma", ArgValue::Scalar(Const::Float(0.3, Scalar::F32))),
+    ];
+    let y = run("half_precision.tile", "residual_f16", args, "Y");
+    let gamma = f16::from_f32(0.3);
+    let want: Vec<f64> =
+        x.iter().zip(&f).map(|(x, f)| (f16::from_f64(*x) + gamma * f16::from_f64(*f)).to_f64()).collect();
+    assert_eq!(y, want, "residual_f16");
+    let len = 2500usize;
+    let b16 =
+        |seed: u64| -> Vec<f64> { random_uniform(len, seed).iter().map(|v| bf16::from_f64(*v).to_f64()).collect() };
+    let (p, g, v) = (b16(163), b16(164), b16(165));
+    let l = [len as u64];
+    let args = vec![
+        ("P", arr(Scalar::BF16, &p, &l)),
+        ("G", arr(Scalar::BF16, &g, &l)),
+        ("V", arr(Scalar::BF16, &v, &l)),
+        ("lr", ArgValue::Scalar(Const::Float(0.1, Scalar::F32))),
+        ("mu", ArgValue::Scalar(Const::Float(0.9, Scalar::F32))),
+    ];
+    let got = run_outs("half_precision.tile", "sgd_momentum_bf16", args, &["P", "V"]);
+    let (lr, mu) = (bf16::from_f32(0.1), bf16::from_f32(0.9));
+    let b = |x: f64| bf16::from_f64(x);
+    let v_new: Vec<bf16> = (0..len).map(|i| mu * b(v[i]) + b(g[i])).collect();
+    let p_new: Vec<f64> = (0..len).map(|i| (b(p[i]) - lr * v_new[i]).to_f64()).collect();
+    assert_eq!(got[1], v_new.iter().map(|v| v.to_f64()).collect::<Vec<_>>(), "sgd_momentum_bf16 V");
+    assert_eq!(got[0], p_new, "sgd_momentum_bf16 P");
 }
 
 /// Stream compaction of 5000 elements (five programs, the last partial) with the threshold

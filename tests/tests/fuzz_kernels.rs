@@ -10,7 +10,8 @@
 //! scatters through index tiles (positions out of the arrays, repeated ones added atomically),
 //! scatter-maxima and minima and a fetch-and-add with its old values,
 //! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
-//! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays),
+//! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays and `f16`/`bf16`
+//! arithmetic on the loaded inputs),
 //! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
 //! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
@@ -461,6 +462,16 @@ fn case(seed: u64) -> Case {
             m + 1
         ));
     }
+    let mut more4 = Rng::new(seed ^ 0x0f16_bf16);
+    if g.float && more4.int(0, 100) < 35 {
+        // Half arithmetic on the loaded inputs (multiples of 1/4, exact in every type): each
+        // operation rounded to f16 or bf16 on every target alike, so the sum is exact too.
+        let h = if more4.int(0, 2) == 0 { "f16" } else { "bf16" };
+        let (l, l2) = (lit(&mut more4, true), lit(&mut more4, true));
+        body.push_str(&format!(
+            "    let ha = a as {h};\n    let hb = b as {h};\n    let hx = ha * {l} + ha / (abs(hb) + 0.7) - sqrt(abs(ha)) * hb;\n    acc = acc + (where(ha > hb, hx, hb * {l2}) as {t}) + (sum(hb, 1)[0] as {t});\n"
+        ));
+    }
     let src = format!(
         "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
@@ -721,6 +732,9 @@ fn the_generator_covers_its_constructs() {
         "atomic_max(Y[",
         "atomic_min(Y[",
         "    let olds = atomic_add(Y2[",
+        "let ha = a as f16;",
+        "let ha = a as bf16;",
+        "sum(hb, 1)[0] as f64",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

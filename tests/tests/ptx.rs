@@ -123,6 +123,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::dyn_ranges(),
         cases::gathers(),
         cases::atomics(),
+        cases::half_arith(),
         cases::lines(),
         cases::transposes(),
         cases::math(),

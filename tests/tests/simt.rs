@@ -98,6 +98,11 @@ fn atomics_with_old_values() {
 }
 
 #[test]
+fn half_arithmetic() {
+    cases::half_arith().into_iter().for_each(both);
+}
+
+#[test]
 fn gathers_and_scatters() {
     cases::gathers().into_iter().for_each(both);
 }

@@ -75,6 +75,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::dyn_ranges(),
         cases::gathers(),
         cases::atomics(),
+        cases::half_arith(),
         cases::lines(),
         cases::transposes(),
         cases::fn_results(),

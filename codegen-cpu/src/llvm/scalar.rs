@@ -245,6 +245,11 @@ impl<'ctx> Gen<'ctx, '_> {
                 return self.bin(BinOp::Max, s, a, n);
             }
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::RoundF16 | UnOp::RoundBf16 => {
+                let h = k.rounds_to().expect("a rounding");
+                let bits = self.narrow_half(h, a)?;
+                return self.widen_half(h, bits);
+            }
             UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
             UnOp::Trunc => return Ok(a),
             UnOp::Exp if f32 => return crate::expf::expf(&mut ExpOn(self), a),

@@ -249,6 +249,11 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", fname(s)), t, &[x]),
             UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", fname(s)), t, &[x]),
             UnOp::Trunc => return Ok(x),
+            UnOp::RoundF16 | UnOp::RoundBf16 => {
+                let h = k.rounds_to().expect("a rounding");
+                let bits = self.narrow_mem(h, x)?;
+                return self.widen_mem(h, bits);
+            }
             _ => {}
         }
         // f32 transcendental functions with the GPU's fast approximations (as GLSL.std.450

@@ -1,6 +1,7 @@
 //! The examples' cases: every kernel of `examples/` on small inputs with partial tiles.
 
 use super::{case, example, lu_input, Case, Compare};
+use tilec_midend::Scalar;
 use tilec_runtime::{random_spd, random_uniform};
 
 /// Every example.
@@ -179,6 +180,26 @@ pub(crate) fn all() -> Vec<Case> {
             vec![("alpha", 1.5), ("beta", -0.75)],
             vec!["C"],
         ),
+        Case {
+            typed_arrays: vec![
+                ("X", Scalar::F16, random_uniform(21 * 300, 121), vec![21, 300]),
+                ("F", Scalar::F16, random_uniform(21 * 300, 122), vec![21, 300]),
+                ("Y", Scalar::F16, vec![7.0; 21 * 300], vec![21, 300]),
+            ],
+            typed_scalars: vec![("gamma", Scalar::F32, 0.3)],
+            compare: Compare::Relative,
+            ..case(example("half_precision.tile"), "residual_f16", vec![], vec![], vec!["Y"])
+        },
+        Case {
+            typed_arrays: vec![
+                ("P", Scalar::BF16, random_uniform(2500, 123), vec![2500]),
+                ("G", Scalar::BF16, random_uniform(2500, 124), vec![2500]),
+                ("V", Scalar::BF16, random_uniform(2500, 125), vec![2500]),
+            ],
+            typed_scalars: vec![("lr", Scalar::F32, 0.1), ("mu", Scalar::F32, 0.9)],
+            compare: Compare::Relative,
+            ..case(example("half_precision.tile"), "sgd_momentum_bf16", vec![], vec![], vec!["P", "V"])
+        },
         Case {
             // One program (1000 elements): the output's order is fixed.
             int_arrays: vec![("Count", vec![0], vec![1])],

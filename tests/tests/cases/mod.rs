@@ -32,8 +32,10 @@ pub(crate) struct Case {
     pub(crate) ints: Vec<(&'static str, i64)>,
     /// `i32` arrays.
     pub(crate) int_arrays: Vec<(&'static str, Vec<i32>, Vec<u64>)>,
-    /// Arrays of other fixed element types (`u32`, `i64`), as f64 data.
+    /// Arrays of other fixed element types (`u32`, `i64`, `f16`), as f64 data.
     pub(crate) typed_arrays: Vec<(&'static str, Scalar, Vec<f64>, Vec<u64>)>,
+    /// Float scalars of a fixed type (`f32` for a parameter written `f16`), whatever `T` is.
+    pub(crate) typed_scalars: Vec<(&'static str, Scalar, f64)>,
     pub(crate) outs: Vec<&'static str>,
     /// How outputs are compared with the CPU's.
     pub(crate) compare: Compare,
@@ -70,6 +72,9 @@ impl Case {
         for (n, t, d, s) in &self.typed_arrays {
             m.insert(n.to_string(), ArgValue::Array(HostArray::from_f64_as(*t, d, s).unwrap()));
         }
+        for (n, t, v) in &self.typed_scalars {
+            m.insert(n.to_string(), ArgValue::Scalar(Const::Float(*v, *t)));
+        }
         m
     }
 }
@@ -88,6 +93,7 @@ fn case(
         scalars,
         ints: vec![],
         int_arrays: vec![],
+        typed_scalars: vec![],
         typed_arrays: vec![],
         outs,
         compare: Compare::Normwise,
@@ -712,6 +718,34 @@ pub(crate) fn constructs() -> Vec<Case> {
     arrays.push(("X", vec![7.0; 64], vec![64]));
     let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "SC", "SV", "X"];
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
+}
+
+/// `f16` and `bf16` arithmetic (`tests/tests/cases/half_arith.tile`) on inputs that make
+/// every target's `f32` accumulation exact: the same bits everywhere.
+pub(crate) fn half_arith() -> Vec<Case> {
+    let (m, n) = (7u64, 13u64);
+    let src = SourceSet::with_stdlib("half_arith.tile", include_str!("half_arith.tile"));
+    // In [1/8, 4) with either sign, a random 16-bit pattern's worth of digits.
+    let wide = |seed: u64| -> Vec<f64> {
+        let u = random_uniform((m * n) as usize, seed);
+        let s = random_uniform((m * n) as usize, seed + 1);
+        u.iter().zip(&s).map(|(u, s)| (0.125 * 32f64.powf(u.abs())).copysign(*s)).collect()
+    };
+    let b: Vec<f64> = random_uniform((n * n) as usize, 83)
+        .iter()
+        .map(|u| [-1.0, 0.0, 0.5, 1.0, 2.0][((u + 1.0) * 2.5) as usize % 5])
+        .collect();
+    let mut arrays = vec![("X", wide(81), vec![m, n]), ("Y", wide(84), vec![m, n]), ("B", b, vec![n, n])];
+    for o in ["E", "F", "P", "C", "G"] {
+        arrays.push((o, vec![7.0; (m * n) as usize], vec![m, n]));
+    }
+    arrays.push(("S", vec![7.0; m as usize], vec![m]));
+    let typed_arrays = vec![
+        ("H", Scalar::F16, vec![7.0; (m * n) as usize], vec![m, n]),
+        ("K", Scalar::BF16, vec![7.0; (m * n) as usize], vec![m, n]),
+    ];
+    let outs = vec!["E", "F", "S", "P", "C", "G", "H", "K"];
+    vec![Case { compare: Compare::Relative, typed_arrays, ..case(src, "half_arith", arrays, vec![], outs) }]
 }
 
 /// `sort`, `argsort` and `topk` (`tests/tests/cases/sorts.tile`) on a 21x13 array in 24x13

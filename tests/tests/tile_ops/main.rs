@@ -21,6 +21,7 @@ mod edges;
 mod elementwise;
 mod gathers;
 mod guarded_selects;
+mod half_arith;
 mod linalg;
 mod lu;
 mod masks;
