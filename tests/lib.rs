@@ -384,6 +384,11 @@ pub fn run_simt(
     for p in &kernel.params {
         match (&p.kind, args.get(&p.name)) {
             (ParamKind::Array { .. }, Some(ArgValue::Array(a))) => arrays.push((p.name.clone(), a.clone())),
+            // Omitted, as the runtime binds it: every extent 0.
+            (ParamKind::Array { elem, dims, optional: true, .. }, None) => {
+                let empty = tilec_runtime::HostArray::zeros(*elem, &vec![0; dims.len()]).map_err(|e| e.to_string())?;
+                arrays.push((p.name.clone(), empty))
+            }
             (ParamKind::Scalar(_), Some(ArgValue::Scalar(c))) => scalars.push(*c),
             _ => return Err(format!("no matching argument for parameter `{}`", p.name)),
         }

@@ -60,6 +60,7 @@ pub const BUILTINS: &[&str] = &[
     "sort",
     "argsort",
     "topk",
+    "present",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -162,6 +163,7 @@ impl FnBuilder<'_, '_> {
             "join" | "split" => self.join_split(f, args, e),
             "copysign" => self.copysign(f, args, e, expect),
             "signbit" => self.signbit(f, args, e, expect),
+            "present" => self.present(f, args, e),
             "min" | "max" if args.len() == 2 => {
                 let k = if name == "min" { ir::BinOp::Min } else { ir::BinOp::Max };
                 self.elementwise2(k, &args[0], &args[1], e, expect)

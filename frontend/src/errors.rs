@@ -374,6 +374,12 @@ pub(crate) fn math_operand(span: Span, f: &str, t: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{f}` does not apply to {t}")).label(span, format!("this is {t}"))
 }
 
+pub(crate) fn present_operand(span: Span) -> Diagnostic {
+    Diagnostic::error("E0214", "`present` takes the name of an array parameter")
+        .label(span, "not an array parameter")
+        .help("optional arrays are declared with `?`: `Bias: f32[N]?`")
+}
+
 pub(crate) fn atomic_half(span: Span, what: &str, stored: Scalar) -> Diagnostic {
     Diagnostic::error("E0214", format!("`{what}` does not apply to an array of {}", stored.name()))
         .label(span, format!("this array stores {}", stored.name()))

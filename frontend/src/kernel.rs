@@ -392,7 +392,8 @@ fn symbol(k: &KernelItem, g: &HashMap<String, GenericArg>) -> String {
 
 impl FnBuilder<'_, '_> {
     /// Declares the kernel's parameters and binds its shape variables (from the extents of
-    /// the first array that mentions each). Returns the parameter values and their kinds.
+    /// the first array that mentions each, required arrays first). Returns the parameter
+    /// values and their kinds.
     fn kernel_params(&mut self, k: &KernelItem) -> Option<(Vec<Value>, Vec<KernelParam>)> {
         let mut values = Vec::new();
         let mut kinds = Vec::new();
@@ -406,7 +407,7 @@ impl FnBuilder<'_, '_> {
             k.params.iter().filter(|p| matches!(p.ty, TypeExpr::Named(_))).map(|p| &p.name.name).collect();
         for p in &k.params {
             match &p.ty {
-                TypeExpr::Array { mutable, elem, dims, .. } => {
+                TypeExpr::Array { mutable, elem, dims, optional, .. } => {
                     let TypeExpr::Named(en) = &**elem else {
                         return None;
                     };
@@ -462,7 +463,7 @@ impl FnBuilder<'_, '_> {
                     values.push(v);
                     kinds.push(KernelParam {
                         name: p.name.name.clone(),
-                        kind: ParamKind::Array { elem: e, dims: ds, mutable: *mutable },
+                        kind: ParamKind::Array { elem: e, dims: ds, mutable: *mutable, optional: *optional },
                     });
                 }
                 TypeExpr::Named(n) => {
@@ -518,8 +519,11 @@ impl FnBuilder<'_, '_> {
         if !ok {
             return None;
         }
-        // Shape variables: bound from the first array that mentions each.
-        for (v, kp) in values.clone().into_iter().zip(&kinds) {
+        // Shape variables: bound from the first array that mentions each, a required one if
+        // any does (an omitted optional array has every extent 0; the runtime binds likewise).
+        let mut order: Vec<(Value, &KernelParam)> = values.clone().into_iter().zip(&kinds).collect();
+        order.sort_by_key(|(_, kp)| matches!(kp.kind, ParamKind::Array { optional: true, .. }));
+        for (v, kp) in order {
             if let ParamKind::Array { dims, .. } = &kp.kind {
                 for (axis, d) in dims.iter().enumerate() {
                     if let Dim::Var(n) = d {

@@ -156,6 +156,46 @@ impl FnBuilder<'_, '_> {
         Some(v)
     }
 
+    /// `present(A)`: whether the array parameter `A` has elements, `false` for an optional array
+    /// that the launch omitted (bound with every extent 0, language §3.3). A run-time `bool`.
+    pub(crate) fn present(&mut self, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
+        if args.len() != 1 {
+            self.error(errors::arg_count(e.span, &f.name, 1, args.len()));
+            return Ev::Err;
+        }
+        let ExprKind::Name(n) = &args[0].kind else {
+            self.error(errors::present_operand(args[0].span));
+            return Ev::Err;
+        };
+        let Some(Binding::Array { value, .. }) = self
+            .lookup(&n.name)
+            .cloned()
+            .filter(|b| !matches!(b, Binding::Array { value, .. } if self.shared_shapes.contains_key(value)))
+        else {
+            if self.lookup(&n.name).is_some() {
+                self.resolve_use(n, false);
+            }
+            self.error(errors::present_operand(args[0].span));
+            return Ev::Err;
+        };
+        self.resolve_use(n, false);
+        let Type::Array { rank, .. } = self.ty(value) else { return Ev::Err };
+        let zero = self.constant(tilec_midend::Const::Int(0, Scalar::I32), e.span);
+        let mut all: Option<Value> = None;
+        for axis in 0..rank {
+            let d = self.emit1(OpKind::Dim(axis), vec![value], Type::Scalar(Scalar::I32), e.span);
+            let gt =
+                self.emit1(OpKind::Cmp(tilec_midend::CmpOp::Gt), vec![d, zero], Type::Scalar(Scalar::Bool), e.span);
+            all = Some(match all {
+                None => gt,
+                Some(a) => {
+                    self.emit1(OpKind::Bin(tilec_midend::BinOp::And), vec![a, gt], Type::Scalar(Scalar::Bool), e.span)
+                }
+            });
+        }
+        all.map_or(Ev::Err, Ev::Val)
+    }
+
     /// `v` as stored by `acc`: a value of an `f16` or `bf16` array's own half type is
     /// converted (exactly) to the `f32` that accesses to the array take (§3.5); other values
     /// are left for the caller to check.

@@ -302,9 +302,13 @@ pub(crate) fn type_text(t: &TypeExpr, src_dims: &dyn Fn(&tilec_grammar::ast::Exp
     let dims = |ds: &[tilec_grammar::ast::Expr]| ds.iter().map(src_dims).collect::<Vec<_>>().join(", ");
     match t {
         TypeExpr::Named(n) => n.name.clone(),
-        TypeExpr::Array { mutable, elem, dims: ds, .. } => {
-            format!("{}{}[{}]", if *mutable { "mut " } else { "" }, type_text(elem, src_dims), dims(ds))
-        }
+        TypeExpr::Array { mutable, elem, dims: ds, optional, .. } => format!(
+            "{}{}[{}]{}",
+            if *mutable { "mut " } else { "" },
+            type_text(elem, src_dims),
+            dims(ds),
+            if *optional { "?" } else { "" }
+        ),
         TypeExpr::Tile { elem, dims: ds, .. } => format!("tile<{}, {}>", type_text(elem, src_dims), dims(ds)),
         TypeExpr::Shared { elem, dims: ds, .. } => format!("shared<{}, {}>", type_text(elem, src_dims), dims(ds)),
         TypeExpr::Tuple(ts, _) => {

@@ -108,8 +108,9 @@ pub struct KernelItem {
 pub enum TypeExpr {
     /// `f32`, `T`, ...
     Named(Ident),
-    /// `[mut] T[d0, d1, ...]`: a global array parameter.
-    Array { mutable: bool, elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
+    /// `[mut] T[d0, d1, ...][?]`: a global array parameter; with `?` an optional one, which a
+    /// launch may omit (language §5.3).
+    Array { mutable: bool, elem: Box<TypeExpr>, dims: Vec<Expr>, optional: bool, span: Span },
     /// `tile<T, R[, C]>`
     Tile { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `shared<T, R[, C]>`

@@ -141,6 +141,8 @@ pub enum Tok {
     DotDot,
     #[token("->")]
     Arrow,
+    #[token("?")]
+    Question,
 }
 
 fn parse_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexError> {
@@ -215,6 +217,7 @@ fn tok_text(t: &Tok) -> &'static str {
         Tok::Dot => ".",
         Tok::DotDot => "..",
         Tok::Arrow => "->",
+        Tok::Question => "?",
         Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::DocComment(_) | Tok::Comment | Tok::BlockComment => "?",
     }
 }

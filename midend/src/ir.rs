@@ -571,7 +571,14 @@ impl std::fmt::Display for Dim {
 /// The declared kind of a kernel parameter, for binding launch arguments.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ParamKind {
-    Array { elem: Scalar, dims: Vec<Dim>, mutable: bool },
+    /// An array: its element type, declared extents, whether it may be written, and whether a
+    /// launch may omit it (`A: f32[N]?`; omitted, it is bound as an array with every extent 0).
+    Array {
+        elem: Scalar,
+        dims: Vec<Dim>,
+        mutable: bool,
+        optional: bool,
+    },
     Scalar(Scalar),
 }
 

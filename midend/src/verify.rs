@@ -507,7 +507,7 @@ pub fn verify_simt(k: &crate::simt::SimtKernel) -> Result<(), Vec<VerifyError>> 
     let params = f.params();
     if params.len() != k.kernel.params.len()
         || params.iter().zip(&k.kernel.params).any(|(v, p)| match (&p.kind, f.ty(*v)) {
-            (ParamKind::Array { elem, dims, mutable }, Type::Array { elem: e, rank, mutable: m }) => {
+            (ParamKind::Array { elem, dims, mutable, .. }, Type::Array { elem: e, rank, mutable: m }) => {
                 (elem, dims.len(), mutable) != (e, *rank as usize, m)
             }
             (ParamKind::Scalar(s), Type::Scalar(t)) => s != t,
@@ -640,7 +640,12 @@ mod tests {
             self.op(OpKind::Return, &[], None);
             let params = vec![KernelParam {
                 name: "O".into(),
-                kind: ParamKind::Array { elem: Scalar::F32, dims: vec![Dim::Var("N".into())], mutable: true },
+                kind: ParamKind::Array {
+                    elem: Scalar::F32,
+                    dims: vec![Dim::Var("N".into())],
+                    mutable: true,
+                    optional: false,
+                },
             }];
             SimtKernel {
                 kernel: Kernel {

@@ -77,6 +77,37 @@ def test_gemm_matches_matmul_with_const_parameters(dtype):
     assert rel(c2, a.astype(np.float64) @ b) < 10 * TOL[dtype]
 
 
+LINEAR = """
+kernel linear(X: f32[M, 16], W: f32[16, 8], Bias: f32[8]?, Y: mut f32[M, 8], Stats: mut f32[M]?) grid(M) {
+    let i = program_id(0);
+    let y = X[i:i+1, :] @ W[:, :];
+    if present(Bias) {
+        y = y + Bias[0:8];
+    }
+    Y[i:i+1, :] = y;
+    Stats[i] = sum(y);
+}
+"""
+
+
+def test_optional_arrays_may_be_none_or_omitted():
+    m = tilec.compile(LINEAR)
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((5, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    want = x.astype(np.float64) @ w
+    y = np.zeros((5, 8), np.float32)
+    assert m.linear(x, w, None, y) is y  # Stats omitted: only Y is returned
+    assert rel(y, want) < 1e-5
+    y2, stats = np.zeros((5, 8), np.float32), np.zeros(5, np.float32)
+    m.linear(X=x, W=w, Bias=b, Y=y2, Stats=stats)
+    assert rel(y2, want + b) < 1e-5 and rel(stats, (want + b).sum(1)) < 1e-5
+    with pytest.raises(tilec.TileError) as e:
+        m.linear(x, None, None, y)  # W is not optional
+    assert e.value.code == "E0407"
+
+
 def test_arrays_are_not_copied():
     """A view into a larger buffer is written where it lies."""
     buf = np.zeros((4, 16, 16), np.float64)

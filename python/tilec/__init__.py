@@ -242,6 +242,10 @@ class Kernel:
         arrays, devices, scalars = [], [], []
         for k, v in values.items():
             if k in self._arrays:
+                if v is None:
+                    # Omitted: an optional array (`A: f32[N]?`) is bound empty; for another
+                    # the launch reports it missing (E0407).
+                    continue
                 on_device, desc = _interface(k, v, keep)
                 (devices if on_device else arrays).append(desc)
             elif isinstance(v, np.ndarray) and v.ndim > 0:
@@ -252,7 +256,7 @@ class Kernel:
             self._module._program.launch(self.name, arrays, scalars, generics, devices)
         except _tilec.RawError as e:
             raise _convert(e) from None
-        out = tuple(values[m] for m in self._mut if m in values)
+        out = tuple(values[m] for m in self._mut if values.get(m) is not None)
         return None if not out else out[0] if len(out) == 1 else out
 
 

@@ -124,9 +124,13 @@ pub(crate) fn dims_text(dims: &[Dim]) -> String {
 /// Writes a parameter's declared type: `mut f32[B, N, N]`, `f32`.
 pub fn param_type_text(kind: &ParamKind) -> String {
     match kind {
-        ParamKind::Array { elem, dims, mutable } => {
-            format!("{}{}{}", if *mutable { "mut " } else { "" }, elem.name(), dims_text(dims))
-        }
+        ParamKind::Array { elem, dims, mutable, optional } => format!(
+            "{}{}{}{}",
+            if *mutable { "mut " } else { "" },
+            elem.name(),
+            dims_text(dims),
+            if *optional { "?" } else { "" }
+        ),
         ParamKind::Scalar(s) => s.name().to_string(),
     }
 }
@@ -226,6 +230,12 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
     let mut bound = Bound { symbol: kernel.symbol.clone(), args: Vec::new(), vars: Vec::new() };
     for p in &kernel.params {
         let Some(value) = args.remove(&p.name) else {
+            if let ParamKind::Array { elem, dims, optional: true, .. } = &p.kind {
+                // Omitted: an array with every extent 0, whose accesses are all out of bounds
+                // (language §3.3). It binds no shape variable.
+                bound.args.push((p.name.clone(), ArgValue::Array(HostArray::zeros(*elem, &vec![0; dims.len()])?)));
+                continue;
+            }
             return Err(RunError::MissingArg {
                 kernel: kernel.name.clone(),
                 name: p.name.clone(),
@@ -241,7 +251,7 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
                 }
             }
             (ParamKind::Scalar(_), _) => return Err(kind_error(true)),
-            (ParamKind::Array { elem, dims, mutable }, _) => {
+            (ParamKind::Array { elem, dims, mutable, .. }, _) => {
                 let Some((actual, shape)) = value.array_type() else {
                     return Err(kind_error(false));
                 };
@@ -255,6 +265,18 @@ pub fn bind(kernel: &Kernel, mut args: HashMap<String, ArgValue>) -> Result<Boun
             }
         }
         bound.args.push((p.name.clone(), value));
+    }
+    // A shape variable that only omitted arrays mention is 0, as their extents.
+    for p in &kernel.params {
+        if let ParamKind::Array { dims, .. } = &p.kind {
+            for d in dims {
+                if let Dim::Var(v) = d {
+                    if !bound.vars.iter().any(|(n, _)| n == v) {
+                        bound.vars.push((v.clone(), 0));
+                    }
+                }
+            }
+        }
     }
     check_extent_exprs(kernel, &bound)?;
     check_overlap(kernel, &bound)?;
@@ -319,7 +341,7 @@ pub fn output_shape(
     let Some(p) = kernel.params.iter().find(|p| p.name == name) else {
         return Err(not_output());
     };
-    let ParamKind::Array { elem, dims, mutable: true } = &p.kind else {
+    let ParamKind::Array { elem, dims, mutable: true, .. } = &p.kind else {
         return Err(not_output());
     };
     let scalars = |n: &str| match args.get(n) {
@@ -373,10 +395,11 @@ fn check_extent_exprs(kernel: &Kernel, bound: &Bound) -> Result<(), RunError> {
         _ => None,
     };
     for (p, (_, v)) in kernel.params.iter().zip(&bound.args) {
-        let (ParamKind::Array { dims, .. }, Some((_, shape))) = (&p.kind, v.array_type()) else {
+        let (ParamKind::Array { dims, optional, .. }, Some((_, shape))) = (&p.kind, v.array_type()) else {
             continue;
         };
-        if !dims.iter().any(|d| matches!(d, Dim::Expr(_))) {
+        // An omitted optional array (every extent 0) is not checked.
+        if !dims.iter().any(|d| matches!(d, Dim::Expr(_))) || (*optional && shape.iter().all(|&x| x == 0)) {
             continue;
         }
         let expected = declared_shape(&p.name, dims, &bound.vars, &scalars)?;
@@ -487,12 +510,18 @@ mod tests {
                         elem: Scalar::F32,
                         dims: vec![var("B"), var("N"), var("N")],
                         mutable: true,
+                        optional: false,
                     },
                 },
                 KernelParam { name: "eps".into(), kind: ParamKind::Scalar(Scalar::F32) },
                 KernelParam {
                     name: "idx".into(),
-                    kind: ParamKind::Array { elem: Scalar::I32, dims: vec![var("B"), Dim::Fixed(2)], mutable: false },
+                    kind: ParamKind::Array {
+                        elem: Scalar::I32,
+                        dims: vec![var("B"), Dim::Fixed(2)],
+                        mutable: false,
+                        optional: false,
+                    },
                 },
             ],
             body: tilec_midend::FuncId(0),

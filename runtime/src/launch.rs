@@ -219,7 +219,7 @@ mod tests {
             symbol: "ids".into(),
             params: vec![KernelParam {
                 name: "out".into(),
-                kind: ParamKind::Array { elem: Scalar::I32, dims, mutable: true },
+                kind: ParamKind::Array { elem: Scalar::I32, dims, mutable: true, optional: false },
             }],
             body: tilec_midend::FuncId(0),
             launch: tilec_midend::FuncId(0),

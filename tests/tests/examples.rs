@@ -515,23 +515,27 @@ fn rms_norm_example_matches_reference() {
         let dy = rounded(elem, &random_uniform(m * n, 68));
         let eps = 1e-6;
         let (mu, nu) = (m as u64, n as u64);
-        let fwd = run_outs(
-            "rms_norm.tile",
-            "rms_norm_fwd",
-            vec![
+        // With the optional Rstd, and without it (inference).
+        let fwd_args = |with_rstd: bool| {
+            let mut a = vec![
                 ("X", arr(elem, &x, &[mu, nu])),
                 ("W", arr(elem, &w, &[nu])),
                 ("Y", arr(elem, &vec![0.0; m * n], &[mu, nu])),
-                ("Rstd", arr(elem, &vec![0.0; m], &[mu])),
                 ("eps", ArgValue::Scalar(Const::Float(eps, elem))),
-            ],
-            &["Y", "Rstd"],
-        );
+            ];
+            if with_rstd {
+                a.push(("Rstd", arr(elem, &vec![0.0; m], &[mu])));
+            }
+            a
+        };
+        let fwd = run_outs("rms_norm.tile", "rms_norm_fwd", fwd_args(true), &["Y", "Rstd"]);
         let rstd: Vec<f64> =
             (0..m).map(|r| 1.0 / ((0..n).map(|c| x[r * n + c].powi(2)).sum::<f64>() / n as f64 + eps).sqrt()).collect();
         let y: Vec<f64> = (0..m * n).map(|e| x[e] * rstd[e / n] * w[e % n]).collect();
         assert!(normwise(&fwd[0], &y) <= tol(elem), "{elem:?} Y");
         assert!(normwise(&fwd[1], &rstd) <= tol(elem), "{elem:?} Rstd");
+        let y_only = run("rms_norm.tile", "rms_norm_fwd", fwd_args(false), "Y");
+        assert_eq!(y_only, fwd[0], "{elem:?} Y without Rstd");
         let rs = rounded(elem, &fwd[1]);
         let bwd = run_outs(
             "rms_norm.tile",

@@ -11,7 +11,7 @@
 //! scatter-maxima and minima and a fetch-and-add with its old values,
 //! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
 //! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays and `f16`/`bf16`
-//! arithmetic on the loaded inputs),
+//! arithmetic on the loaded inputs, an optional array given or omitted),
 //! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
 //! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
@@ -472,8 +472,16 @@ fn case(seed: u64) -> Case {
             "    let ha = a as {h};\n    let hb = b as {h};\n    let hx = ha * {l} + ha / (abs(hb) + 0.7) - sqrt(abs(ha)) * hb;\n    acc = acc + (where(ha > hb, hx, hb * {l2}) as {t}) + (sum(hb, 1)[0] as {t});\n"
         ));
     }
+    // An optional array, given or omitted: read under `present` and past it (zeros when
+    // omitted), and written (nothing when omitted).
+    let opt_given = more4.int(0, 2) == 0;
+    if more4.int(0, 100) < 40 {
+        body.push_str(&format!(
+            "    if present(Opt) {{\n        acc = acc - Opt[i:i+{r}, j:j+{c}];\n    }}\n    acc = acc + Opt[i:i+{r}, j:j+{c}];\n    OptOut[i:i+{r}, j:j+{c}] = acc;\n"
+        ));
+    }
     let src = format!(
-        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], Opt: {t}[M, N]?, OptOut: mut {t}[M, N]?, s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
@@ -494,6 +502,10 @@ fn case(seed: u64) -> Case {
     let nv = more.int(1, 221) as usize;
     args.insert("V".to_string(), arr(store, vals(&mut more, nv), &[nv as u64]));
     args.insert("W".to_string(), arr(elem, vec![7.0; 201], &[201]));
+    if opt_given {
+        args.insert("Opt".to_string(), arr(elem, vals(&mut more4, m * n), &[mu, nu]));
+        args.insert("OptOut".to_string(), arr(elem, vec![7.0; m * n], &[mu, nu]));
+    }
     let s = vals(&mut rng, 1)[0];
     let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
     args.insert("s".to_string(), ArgValue::Scalar(sc));
@@ -551,7 +563,7 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     };
     let want = |n: &str| reference.array(n).expect("output").to_f64_vec();
     let compare = |target: &str, got: &dyn Fn(&str) -> Vec<f64>| -> Result<(), String> {
-        for out in ["O", "P", "Q", "Z", "W", "Y", "Y2"] {
+        for out in ["O", "P", "Q", "Z", "W", "Y", "Y2", "OptOut"] {
             let (g, w) = (got(out), want(out));
             let tol = tolerance(if out == "O" { c.store } else { c.elem });
             let d = distance(c.elem, &g, &w);
@@ -735,6 +747,7 @@ fn the_generator_covers_its_constructs() {
         "let ha = a as f16;",
         "let ha = a as bf16;",
         "sum(hb, 1)[0] as f64",
+        "    if present(Opt) {",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

@@ -124,6 +124,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::gathers(),
         cases::atomics(),
         cases::half_arith(),
+        cases::optional(),
         cases::lines(),
         cases::transposes(),
         cases::math(),

@@ -233,3 +233,41 @@ fn cli_sizes_outputs_from_extent_expressions() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tilec run` leaves an optional array out when neither `--arg` nor `--out` names it
+/// (`tests/tests/cases/optional.tile`): `Y` without the bias and without `Extra`, then with
+/// both, against a plain reference; a required array left out is still E0407.
+#[test]
+fn cli_omits_optional_arrays() {
+    let dir = std::env::temp_dir().join(format!("tilec-run-optional-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = format!("{}/tests/cases/optional.tile", env!("CARGO_MANIFEST_DIR"));
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    let x: Vec<f64> = (0..10 * 13).map(|k| ((k * 7) % 11) as f64 / 4.0 - 1.0).collect();
+    let bias: Vec<f64> = (0..13).map(|k| k as f64 / 8.0).collect();
+    let save = |name: &str, data: &[f64], shape: &[u64]| {
+        let a = tilec_runtime::HostArray::from_f64_as(Scalar::F64, data, shape).unwrap();
+        tilec_runtime::write_npy_atomic(path(name), &a).unwrap();
+    };
+    save("x.npy", &x, &[10, 13]);
+    save("bias.npy", &bias, &[13]);
+    save("extra.npy", &[1.0, 2.0, 3.0], &[3]);
+    let base = ["run", &src, "--kernel", "optional"];
+    let (xa, ya, fa) =
+        (format!("X={}", path("x.npy")), format!("Y={}", path("y.npy")), format!("Flags={}", path("f.npy")));
+    cli_ok(&[&base[..], &["--arg", &xa, "--out", &ya, "--out", &fa]].concat());
+    let y = tilec_runtime::read_npy(std::path::Path::new(&path("y.npy"))).unwrap().to_f64_vec();
+    assert_eq!(y, x.iter().map(|v| 2.0 * v).collect::<Vec<_>>(), "omitted: Y = 2 X");
+    let (ba, ea) = (format!("Bias={}", path("bias.npy")), format!("Extra={}", path("extra.npy")));
+    cli_ok(&[&base[..], &["--arg", &xa, "--arg", &ba, "--arg", &ea, "--out", &ya, "--out", &fa]].concat());
+    let y = tilec_runtime::read_npy(std::path::Path::new(&path("y.npy"))).unwrap().to_f64_vec();
+    let want: Vec<f64> = (0..130).map(|k| 2.0 * x[k] + bias[k % 13] + [1.0, 2.0, 3.0, 0.0][k / 13 % 4] + 3.0).collect();
+    assert_eq!(y, want, "given: Y = 2 X + bias + Extra[row % 4] + L");
+    let given: [&str; 4] = ["--arg", &ya, "--arg", &fa];
+    let argv: Vec<String> = [&base[..], &given[..]].concat().iter().map(|s| s.to_string()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with([vec!["tilec".to_string()], argv].concat(), &mut out, &mut err, false);
+    let err = String::from_utf8_lossy(&err);
+    assert!(code != 0 && err.contains("E0407") && err.contains("X: f64[M, N]"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

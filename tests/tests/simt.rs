@@ -98,6 +98,11 @@ fn atomics_with_old_values() {
 }
 
 #[test]
+fn optional_arrays() {
+    cases::optional().into_iter().for_each(both);
+}
+
+#[test]
 fn half_arithmetic() {
     cases::half_arith().into_iter().for_each(both);
 }

@@ -76,6 +76,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::gathers(),
         cases::atomics(),
         cases::half_arith(),
+        cases::optional(),
         cases::lines(),
         cases::transposes(),
         cases::fn_results(),

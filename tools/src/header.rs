@@ -36,17 +36,19 @@ fn kernel(k: &Kernel, out: &mut String) {
     let mut sig = Vec::new();
     for p in &k.params {
         match &p.kind {
-            ParamKind::Array { elem, dims, mutable } => {
+            ParamKind::Array { elem, dims, mutable, optional } => {
                 let shape: Vec<String> = dims.iter().map(Dim::to_string).collect();
                 sig.push(format!(
-                    "{}: {}{}[{}]",
+                    "{}: {}{}[{}]{}",
                     p.name,
                     if *mutable { "mut " } else { "" },
                     elem.name(),
-                    shape.join(", ")
+                    shape.join(", "),
+                    if *optional { "?" } else { "" }
                 ));
                 let cq = if *mutable { "" } else { "const " };
-                lines.push(format!(" *   args[{slot}]: {} data, ({cq}{} *) row-major", p.name, c_type(*elem)));
+                let omitted = if *optional { "; omitted: NULL with every extent 0" } else { "" };
+                lines.push(format!(" *   args[{slot}]: {} data, ({cq}{} *) row-major{omitted}", p.name, c_type(*elem)));
                 for (i, d) in shape.iter().enumerate() {
                     lines.push(format!(" *   args[{}]: {} extent {i} ({d}), int64_t", slot + 1 + i, p.name));
                 }

@@ -160,7 +160,12 @@ fn grids_split_within_cuda_limits() {
 fn array_param(name: &str, elem: Scalar, dims: &[&str], mutable: bool) -> KernelParam {
     KernelParam {
         name: name.into(),
-        kind: ParamKind::Array { elem, dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(), mutable },
+        kind: ParamKind::Array {
+            elem,
+            dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(),
+            mutable,
+            optional: false,
+        },
     }
 }
 

@@ -141,7 +141,12 @@ impl Simt {
 fn array_param(name: &str, elem: Scalar, dims: &[&str], mutable: bool) -> KernelParam {
     KernelParam {
         name: name.into(),
-        kind: ParamKind::Array { elem, dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(), mutable },
+        kind: ParamKind::Array {
+            elem,
+            dims: dims.iter().map(|d| Dim::Var(d.to_string())).collect(),
+            mutable,
+            optional: false,
+        },
     }
 }
 

@@ -748,6 +748,35 @@ pub(crate) fn half_arith() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, typed_arrays, ..case(src, "half_arith", arrays, vec![], outs) }]
 }
 
+/// Optional arrays (`tests/tests/cases/optional.tile`) all omitted, and all given.
+pub(crate) fn optional() -> Vec<Case> {
+    let (m, n) = (10u64, 13u64);
+    let eighths = |len: u64, seed: u64| -> Vec<f64> {
+        random_uniform(len as usize, seed).iter().map(|x| (x * 16.0).round() / 8.0).collect()
+    };
+    [false, true]
+        .into_iter()
+        .map(|given| {
+            let src = SourceSet::with_stdlib("optional.tile", include_str!("optional.tile"));
+            let mut arrays =
+                vec![("X", eighths(m * n, 131), vec![m, n]), ("Y", vec![7.0; (m * n) as usize], vec![m, n])];
+            let mut outs = vec!["Y", "Flags"];
+            if given {
+                arrays.push(("Bias", eighths(n, 132), vec![n]));
+                arrays.push(("Extra", vec![3.0, -2.0, 5.0], vec![3]));
+                arrays.push(("Stats", vec![7.0; m as usize], vec![m]));
+                arrays.push(("Hist", vec![0.0; 4], vec![4]));
+                outs.extend(["Stats", "Hist"]);
+            }
+            Case {
+                int_arrays: vec![("Flags", vec![-1; m as usize], vec![m])],
+                compare: Compare::Relative,
+                ..case(src, "optional", arrays, vec![], outs)
+            }
+        })
+        .collect()
+}
+
 /// `sort`, `argsort` and `topk` (`tests/tests/cases/sorts.tile`) on a 21x13 array in 24x13
 /// tiles (rows padded to 16 by the network, columns to 32) and a vector of 100 in a 128-tile,
 /// with ties (multiples of 1/4), -0.0, inf and NaN in the data: every target against the CPU.

@@ -26,6 +26,7 @@ mod linalg;
 mod lu;
 mod masks;
 mod memory;
+mod optional;
 mod programs;
 mod ranges;
 mod rank1_loops;
