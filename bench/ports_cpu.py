@@ -256,6 +256,15 @@ def workloads(rng):
            "embedding_fwd", {"W": we, "Ids": ids}, ["Y"], lambda o: rel(o["Y"], f64(we)[ids]),
            {"NumPy W[ids]": lambda: we[ids]})
 
+    # Arithmetic in f16 (examples/half_precision.tile): Y = X + gamma F, each operation rounded
+    # to f16, bit for bit what NumPy's float16 computes (the peer).
+    xh = rng.uniform(-4, 4, (4096, 1024)).astype(np.float16)
+    fh = rng.uniform(-4, 4, (4096, 1024)).astype(np.float16)
+    yh = xh + np.float16(0.5) * fh
+    yield ("f16 residual update Y = X + gamma F, 4096 x 1024 f16", "examples/half_precision.tile", "residual_f16",
+           {"X": xh, "F": fh, "gamma": "0.5"}, ["Y"], lambda o: float((o["Y"] != yh).sum()),
+           {"NumPy float16": lambda: xh + np.float16(0.5) * fh})
+
     # NPBench (Ziogas et al., SC'21): softmax at its paper's SM = 512 (N = 8, H = 16, as
     # 65536 rows), gemver at its "L" size, syrk at its paper size. Their NumPy code as
     # published, except syrk, whose published form is a Python loop over rows and columns

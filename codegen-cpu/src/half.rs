@@ -140,8 +140,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
         let inf = k(self, 0x7f80_0000);
         let is_nan = self.b.ins().icmp(IntCC::UnsignedGreaterThan, a, inf);
+        // Quieted, with the mantissa bits the half type keeps (as narrowing and widening).
+        let kept = k(self, !((1u32 << drop) - 1));
+        let q = self.b.ins().band(a, kept);
         let quiet = k(self, 0x0040_0000);
-        let q = self.b.ins().bor(a, quiet);
+        let q = self.b.ins().bor(q, quiet);
         r = sel(self, is_nan, q, r);
         let r = self.b.ins().bor(r, sign);
         self.b.ins().bitcast(if vector { types::F32X4 } else { types::F32 }, flags, r)

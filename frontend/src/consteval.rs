@@ -162,7 +162,8 @@ impl Checker<'_> {
                     }
                     (Const::Int(v, _), s) if s.is_int() => Ok(Const::Int(v, s)),
                     // Rounded once to the item's type, as the value the program computes with.
-                    (Const::Int(v, _), s) if s.is_any_float() => Ok(scalar::cast(Const::Int(v, Scalar::I64), s)),
+                    (Const::Int(v, _), s) if s.is_float() => Ok(scalar::cast(Const::Int(v, Scalar::I64), s)),
+                    (Const::Int(v, _), s) if s.is_half() => Ok(Const::Float(s.round(v as f64), s)),
                     (Const::Float(v, _), s) if s.is_any_float() => Ok(Const::Float(s.round(v), s)),
                     (Const::Bool(b), Scalar::Bool) => Ok(Const::Bool(b)),
                     (c, s) => Err(errors::const_item_type(item.item.value.span, &item.item.name.name, s, c.ty())),

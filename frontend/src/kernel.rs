@@ -519,22 +519,35 @@ impl FnBuilder<'_, '_> {
         if !ok {
             return None;
         }
-        // Shape variables: bound from the first array that mentions each, a required one if
-        // any does (an omitted optional array has every extent 0; the runtime binds likewise).
-        let mut order: Vec<(Value, &KernelParam)> = values.clone().into_iter().zip(&kinds).collect();
-        order.sort_by_key(|(_, kp)| matches!(kp.kind, ParamKind::Array { optional: true, .. }));
-        for (v, kp) in order {
-            if let ParamKind::Array { dims, .. } = &kp.kind {
-                for (axis, d) in dims.iter().enumerate() {
-                    if let Dim::Var(n) = d {
-                        if self.lookup(n).is_none() {
-                            let dv =
-                                self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
-                            self.declare(n, Binding::Var(dv));
-                        }
-                    }
+        // Shape variables: bound from the first required array that mentions each; one that
+        // only optional arrays mention is the largest of their extents (the given ones agree,
+        // the runtime checks; an omitted one's is 0), as the runtime binds it.
+        let mut from_optional: Vec<(String, Value)> = Vec::new();
+        for (v, kp) in values.clone().into_iter().zip(&kinds) {
+            let ParamKind::Array { dims, optional, .. } = &kp.kind else { continue };
+            for (axis, d) in dims.iter().enumerate() {
+                let Dim::Var(n) = d else { continue };
+                if !optional && self.lookup(n).is_none() {
+                    let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
+                    self.declare(n, Binding::Var(dv));
+                } else if *optional {
+                    let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
+                    from_optional.push((n.clone(), dv));
                 }
             }
+        }
+        let names: Vec<String> = from_optional.iter().map(|(n, _)| n.clone()).collect();
+        for n in names {
+            if self.lookup(&n).is_some() {
+                continue;
+            }
+            let dims: Vec<Value> = from_optional.iter().filter(|(m, _)| *m == n).map(|(_, d)| *d).collect();
+            let mut acc = dims[0];
+            for &d in &dims[1..] {
+                let op = OpKind::Bin(tilec_midend::BinOp::Max);
+                acc = self.emit1(op, vec![acc, d], Type::Scalar(Scalar::I32), k.header_span);
+            }
+            self.declare(&n, Binding::Var(acc));
         }
         Some((values, kinds))
     }

@@ -19,6 +19,7 @@
 
 use crate::ir::*;
 use crate::types::{Scalar, Type};
+use std::collections::HashMap;
 
 /// Lowers the half-typed values of every function of `m` (see the module docs), and gives
 /// scalar kernel parameters declared `f16` or `bf16` the `f32` kind that launches bind.
@@ -99,7 +100,7 @@ fn lower_function(f: &mut Function) {
     }
     f.ret = f.ret.iter().map(widened).collect();
     let mut body = std::mem::take(&mut f.body);
-    let mut cx = Cx { f, old: &old };
+    let mut cx = Cx { f, old: &old, extra: HashMap::new(), subst: HashMap::new() };
     cx.region(&mut body);
     // Scalar kernel parameters come from the host as `f32`: rounded on entry. A `fn`'s
     // parameters are its callers' values, rounded already.
@@ -122,6 +123,11 @@ struct Cx<'a> {
     f: &'a mut Function,
     /// The types before lowering, by value.
     old: &'a [Type],
+    /// `f32` values that hold values of a half type besides the half-typed ones: loads from
+    /// arrays of it, and the elements of such loads in a `map`.
+    extra: HashMap<Value, Scalar>,
+    /// Results of dropped ops (conversions that change nothing) and the values they equal.
+    subst: HashMap<Value, Value>,
 }
 
 impl Cx<'_> {
@@ -129,9 +135,29 @@ impl Cx<'_> {
         &self.old[v.0 as usize]
     }
 
+    /// The half type whose values `v` holds, if known: every half-typed value is rounded by
+    /// construction.
+    fn rounded_to(&self, v: Value) -> Option<Scalar> {
+        half_of(self.old(v)).or_else(|| self.extra.get(&v).copied())
+    }
+
     fn region(&mut self, r: &mut Region) {
         let ops = std::mem::take(&mut r.ops);
         for mut op in ops {
+            for a in &mut op.args {
+                if let Some(s) = self.subst.get(a) {
+                    *a = *s;
+                }
+            }
+            if op.kind == OpKind::Map {
+                for reg in &op.regions {
+                    for (p, a) in reg.params.iter().zip(&op.args) {
+                        if let Some(h) = self.rounded_to(*a) {
+                            self.extra.insert(*p, h);
+                        }
+                    }
+                }
+            }
             for reg in &mut op.regions {
                 self.region(reg);
             }
@@ -149,16 +175,24 @@ impl Cx<'_> {
                 return;
             }
             OpKind::Bitcast(h) if h.is_half() => op.kind = OpKind::Bitcast(Scalar::F32),
+            OpKind::Load(_) => {
+                if let Type::Array { elem, .. } = self.old(op.args[0]) {
+                    if elem.is_half() {
+                        self.extra.insert(op.results[0], *elem);
+                    }
+                }
+            }
             OpKind::Cast(to) => {
                 let from = self.old(op.args[0]).elem();
-                if let Some(h) = Some(to).filter(|t| t.is_half()) {
-                    self.cast_to_half(op, from, h, out);
+                let same = if to.is_half() { self.rounded_to(op.args[0]) == Some(to) } else { from.is_half() };
+                if same && to.compute() == Scalar::F32 {
+                    // The value is an `f32` already and a value of `to` (`X[i] as f16` of an
+                    // `f16` array, `h as f32`): the conversion changes nothing.
+                    self.subst.insert(op.results[0], op.args[0]);
                     return;
                 }
-                if from.is_half() && to == Scalar::F32 {
-                    // Exact: the value is an `f32` already; rounding again keeps it.
-                    op.kind = round_op(from);
-                    out.push(op);
+                if let Some(h) = Some(to).filter(|t| t.is_half()) {
+                    self.cast_to_half(op, from, h, out);
                     return;
                 }
             }

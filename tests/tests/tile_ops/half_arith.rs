@@ -144,6 +144,25 @@ fn half_arithmetic_rounds_after_each_operation() {
     }
 }
 
+/// `const` items of the half types: rounded to the type (integers too), and of that type.
+#[test]
+fn const_items_of_half_types_are_rounded_to_them() {
+    let src = "
+const K: f16 = 2049;
+const B: bf16 = 257;
+const H: f16 = 70000;
+kernel k(Y: mut f32[4]) grid(1) {
+    let x: f16 = 1.0;
+    Y[0] = (x * K) as f32;
+    Y[1] = B as f32;
+    Y[2] = H as f32;
+    Y[3] = (K + 1.0) as f32;
+}";
+    for (be, bound) in run_each(src, "k", &|| [("Y".to_string(), sentinel(Scalar::F32, &[4]))].into()) {
+        assert_same(&out(&bound, "Y"), &[2048.0, 256.0, f64::INFINITY, 2048.0], &format!("{be}"));
+    }
+}
+
 #[test]
 fn conversions_to_half_types_round_once() {
     let src = "

@@ -8,6 +8,29 @@ use super::*;
 
 const SRC: &str = include_str!("../cases/optional.tile");
 
+/// A shape variable that only optional arrays declare comes from the given one, wherever it
+/// stands; it is 0 when both are omitted.
+#[test]
+fn shape_variables_of_optional_arrays_come_from_the_given_ones() {
+    let src = "
+kernel k(A: f32[N]?, B: f32[N]?, Y: mut f32[2]) grid(1) {
+    Y[0] = N as f32;
+    Y[1] = sum(B[0:8]) + sum(A[0:8]);
+}";
+    let b = [1.0, 2.0, 3.0, 4.0, 5.0];
+    for (give_a, give_b, want) in [(false, true, [5.0, 15.0]), (true, false, [5.0, 15.0]), (false, false, [0.0, 0.0])] {
+        let mut args = vec![("Y", arr(Scalar::F32, &[7.0, 7.0], &[2]))];
+        if give_a {
+            args.push(("A", arr(Scalar::F32, &b, &[5])));
+        }
+        if give_b {
+            args.push(("B", arr(Scalar::F32, &b, &[5])));
+        }
+        let bound = run(src, "k", args);
+        assert_exact(&out(&bound, "Y"), &want, &format!("A given {give_a}, B given {give_b}"));
+    }
+}
+
 #[test]
 fn omitted_optional_arrays_are_empty_and_not_present() {
     let (m, n, l) = (10usize, 13usize, 3usize);
