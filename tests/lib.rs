@@ -379,18 +379,15 @@ pub fn run_simt(
     if let Err(es) = tilec_midend::verify::verify_simt(&simt) {
         return Err(es.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"));
     }
+    // Bound as a launch binds them (omitted optional arrays become empty ones).
+    let bound = tilec_runtime::bind(kernel, args.clone()).map_err(|e| e.to_string())?;
     let mut arrays: Vec<(String, tilec_runtime::HostArray)> = Vec::new();
     let mut scalars = Vec::new();
-    for p in &kernel.params {
-        match (&p.kind, args.get(&p.name)) {
-            (ParamKind::Array { .. }, Some(ArgValue::Array(a))) => arrays.push((p.name.clone(), a.clone())),
-            // Omitted, as the runtime binds it: every extent 0.
-            (ParamKind::Array { elem, dims, optional: true, .. }, None) => {
-                let empty = tilec_runtime::HostArray::zeros(*elem, &vec![0; dims.len()]).map_err(|e| e.to_string())?;
-                arrays.push((p.name.clone(), empty))
-            }
-            (ParamKind::Scalar(_), Some(ArgValue::Scalar(c))) => scalars.push(*c),
-            _ => return Err(format!("no matching argument for parameter `{}`", p.name)),
+    for (name, v) in bound.args() {
+        match v {
+            ArgValue::Array(a) => arrays.push((name.clone(), a.clone())),
+            ArgValue::Scalar(c) => scalars.push(*c),
+            ArgValue::Device(_) => return Err(format!("`{name}` is in device memory")),
         }
     }
     let (mut it_a, mut it_s) = (arrays.iter_mut(), scalars.iter());

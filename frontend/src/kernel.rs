@@ -522,32 +522,44 @@ impl FnBuilder<'_, '_> {
         // Shape variables: bound from the first required array that mentions each; one that
         // only optional arrays mention is the largest of their extents (the given ones agree,
         // the runtime checks; an omitted one's is 0), as the runtime binds it.
-        let mut from_optional: Vec<(String, Value)> = Vec::new();
-        for (v, kp) in values.clone().into_iter().zip(&kinds) {
-            let ParamKind::Array { dims, optional, .. } = &kp.kind else { continue };
+        let arrays: Vec<(Value, &Vec<Dim>, bool)> = values
+            .iter()
+            .zip(&kinds)
+            .filter_map(|(v, kp)| match &kp.kind {
+                ParamKind::Array { dims, optional, .. } => Some((*v, dims, *optional)),
+                ParamKind::Scalar(_) => None,
+            })
+            .collect();
+        for &(v, dims, _) in arrays.iter().filter(|a| !a.2) {
             for (axis, d) in dims.iter().enumerate() {
-                let Dim::Var(n) = d else { continue };
-                if !optional && self.lookup(n).is_none() {
-                    let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
-                    self.declare(n, Binding::Var(dv));
-                } else if *optional {
-                    let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
-                    from_optional.push((n.clone(), dv));
+                if let Dim::Var(n) = d {
+                    if self.lookup(n).is_none() {
+                        let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
+                        self.declare(n, Binding::Var(dv));
+                    }
                 }
             }
         }
-        let names: Vec<String> = from_optional.iter().map(|(n, _)| n.clone()).collect();
-        for n in names {
-            if self.lookup(&n).is_some() {
-                continue;
+        let mut extents: Vec<(&String, Value)> = Vec::new();
+        for &(v, dims, _) in arrays.iter().filter(|a| a.2) {
+            for (axis, d) in dims.iter().enumerate() {
+                let Dim::Var(n) = d else { continue };
+                if self.lookup(n).is_some() {
+                    continue;
+                }
+                let dv = self.emit1(OpKind::Dim(axis as u8), vec![v], Type::Scalar(Scalar::I32), k.header_span);
+                match extents.iter().position(|(m, _)| *m == n) {
+                    Some(at) => {
+                        let max = OpKind::Bin(tilec_midend::BinOp::Max);
+                        extents[at].1 =
+                            self.emit1(max, vec![extents[at].1, dv], Type::Scalar(Scalar::I32), k.header_span);
+                    }
+                    None => extents.push((n, dv)),
+                }
             }
-            let dims: Vec<Value> = from_optional.iter().filter(|(m, _)| *m == n).map(|(_, d)| *d).collect();
-            let mut acc = dims[0];
-            for &d in &dims[1..] {
-                let op = OpKind::Bin(tilec_midend::BinOp::Max);
-                acc = self.emit1(op, vec![acc, d], Type::Scalar(Scalar::I32), k.header_span);
-            }
-            self.declare(&n, Binding::Var(acc));
+        }
+        for (n, dv) in extents {
+            self.declare(n, Binding::Var(dv));
         }
         Some((values, kinds))
     }
