@@ -2,8 +2,9 @@
 """Variants of the GPU kernels, timed in one run on one CUDA device: the stdlib's potrf, trsm
 and potrs as `tilec run --target cuda` compiles them (several programs per warp where the tiles
 are small: midend `simt::lower_for_warp`) against one program per warp (TILEC_PTX_LANES=32),
-and potrf's updates as tile products (the stdlib's `potrf_batched`) against rank-1 updates
-(`examples/cholesky.tile`, out of place).
+potrf's updates as tile products (the stdlib's `potrf_batched`) against rank-1 updates
+(`examples/cholesky.tile`, out of place), and the stdlib's potrs (right solves on X^T tiles)
+against its earlier left solves on X (`bench/potrs_variants.tile`).
 
     python3 bench/gpu_variants.py --tilec path/to/tilec [--reps 20] [--out DIR]
 
@@ -25,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 STDLIB = os.path.join(ROOT, "stdlib", "linalg.tile")
 RANK1 = os.path.join(ROOT, "examples", "cholesky.tile")
+POTRS_VARIANTS = os.path.join(HERE, "potrs_variants.tile")
 MEDIAN = re.compile(r"median ([0-9.]+) ms")
 
 
@@ -114,12 +116,15 @@ def main():
                 lk, xk = lf[:k], xs[:k].astype(np.float64)
                 ref_trsm = np.linalg.solve(lk, xk.transpose(0, 2, 1)).transpose(0, 2, 1)
                 ref_potrs = np.linalg.solve(lk @ lk.transpose(0, 2, 1), xk)
-                for work, kernel, arrays, ref_w in [
-                        ("trsm", "trsm_right_lower_t_batched", {"A": l, "X": xp}, ref_trsm),
-                        ("potrs", "potrs_batched", {"L": l, "X": xp}, ref_potrs)]:
+                for work, src, label, kernel, arrays, ref_w in [
+                        ("trsm", STDLIB, "stdlib", "trsm_right_lower_t_batched", {"A": l, "X": xp}, ref_trsm),
+                        ("potrs", STDLIB, "stdlib (right solves on X^T)", "potrs_batched", {"L": l, "X": xp},
+                         ref_potrs),
+                        ("potrs", POTRS_VARIANTS, "left solves on X (until 2026-11-27)", "potrs_left",
+                         {"L": l, "X": xp}, ref_potrs)]:
                     for lanes32 in (False, True):
-                        ms, x = run(args.tilec, STDLIB, kernel, arrays, {}, "X", lanes32, args.reps, tmp)
-                        rec = dict(workload=work, shape=f"{batch}x{n}x{n}", dtype=dt, variant="stdlib",
+                        ms, x = run(args.tilec, src, kernel, arrays, {}, "X", lanes32, args.reps, tmp)
+                        rec = dict(workload=work, shape=f"{batch}x{n}x{n}", dtype=dt, variant=label,
                                    programs="1 per warp" if lanes32 else "packed", median_ms=ms)
                         if ms is None:
                             rec["error"] = x

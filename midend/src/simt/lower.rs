@@ -64,6 +64,9 @@ pub(super) struct Lower<'a> {
     /// With `owner`: the lane whose atomic result every lane takes (a replicated vector's
     /// element, held by every lane), or `None` when only the owner holds the element.
     pub(super) owner_lane: Option<Value>,
+    /// `transpose(t)` results only stored, with their `t`: stored transposed, with no
+    /// shuffles (`transpose.rs`).
+    pub(super) stored_t: HashMap<Value, Value>,
     loc: Loc,
 }
 
@@ -103,6 +106,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         scratch: HashMap::new(),
         owner: None,
         owner_lane: None,
+        stored_t: super::transpose::stored_transposes(src),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -404,6 +408,9 @@ impl Lower<'_> {
                 return Ok(());
             }
             _ => {}
+        }
+        if self.stored_transpose(op)? {
+            return Ok(());
         }
         let tile_args = op.args.iter().any(|a| self.src.ty(*a).is_tile());
         let tile_res = res_ty.as_ref().is_some_and(|t| t.is_tile());

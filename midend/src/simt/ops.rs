@@ -247,12 +247,12 @@ impl Lower<'_> {
 
     /// Index operands of a memory op: for a tile access, the positions of the slice
     /// dimensions; the other indices are scalars.
-    fn indices(&self, args: &[Value]) -> Result<Vec<Value>, SimtError> {
+    pub(super) fn indices(&self, args: &[Value]) -> Result<Vec<Value>, SimtError> {
         args.iter().map(|a| self.scalar(*a)).collect()
     }
 
     /// A scalar memory op at `idx` (one index per dimension).
-    fn access(
+    pub(super) fn access(
         &mut self,
         kind: &OpKind,
         array: Value,

@@ -924,7 +924,8 @@ pub(crate) fn dyn_ranges() -> Vec<Case> {
 /// Transposes of square, tall, wide, partial and single-row tiles (more rows or columns than
 /// 4-16 lanes, fewer than 32), alone, twice, and as an operand of `@`: exact on every target.
 const TRANSPOSE_SRC: &str = "
-kernel transposes<T: float>(A: T[M, N], S: mut T[16, 16], P: mut T[17, 15], Q: mut T[3, 40], W: mut T[40, 3], V: mut T[9, 70], R: mut T[1, 17], D: mut T[15, 17], G: mut T[15, 15]) grid(1) {
+kernel transposes<T: float>(A: T[M, N], S: mut T[16, 16], P: mut T[17, 15], Q: mut T[3, 40], W: mut T[40, 3], V: mut T[9, 70], R: mut T[1, 17], D: mut T[15, 17], G: mut T[15, 15], E: mut T[17, 15], H: mut T[5, 7], K: mut T[7, 5]) grid(1) {
+    // Stored transposed (SIMT: no shuffles).
     S[:, :] = transpose(A[0:16, 0:16]);
     let p = A[0:15, 0:17];
     P[:, :] = transpose(p);
@@ -934,6 +935,12 @@ kernel transposes<T: float>(A: T[M, N], S: mut T[16, 16], P: mut T[17, 15], Q: m
     V[:, :] = transpose(A[0:70, 0:9]);
     R[:, :] = transpose(A[0:17, 0:1]);
     G[:, :] = p[:, 0:15] @ transpose(A[20:35, 2:17]);
+    // Not stored as it is: shuffles.
+    E[:, :] = 2.0 * transpose(p);
+    // Loaded before a store to the same elements, stored transposed after it.
+    let h = H[0:5, 0:7];
+    H[0:5, 0:7] = A[0:5, 0:7];
+    K[:, :] = transpose(h);
 }
 ";
 
@@ -951,9 +958,12 @@ pub(crate) fn transposes() -> Vec<Case> {
         ("R", 1, 17),
         ("D", 15, 17),
         ("G", 15, 15),
+        ("E", 17, 15),
+        ("H", 5, 7),
+        ("K", 7, 5),
     ] {
         arrays.push((name, vec![7.0; r * c], vec![r as u64, c as u64]));
     }
-    let outs = vec!["S", "P", "Q", "W", "V", "R", "D", "G"];
+    let outs = vec!["S", "P", "Q", "W", "V", "R", "D", "G", "E", "H", "K"];
     vec![case(src, "transposes", arrays, vec![], outs)]
 }
