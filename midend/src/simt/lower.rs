@@ -409,9 +409,6 @@ impl Lower<'_> {
             }
             _ => {}
         }
-        if self.stored_transpose(op)? {
-            return Ok(());
-        }
         let tile_args = op.args.iter().any(|a| self.src.ty(*a).is_tile());
         let tile_res = res_ty.as_ref().is_some_and(|t| t.is_tile());
         if !tile_args

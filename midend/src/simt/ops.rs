@@ -126,7 +126,16 @@ impl Lower<'_> {
                 }
                 Some(Lv::Mat { rows, cols, elem, regs: out })
             }
-            OpKind::Transpose => Some(self.transpose(self.get(op.args[0])?)?),
+            OpKind::Transpose => {
+                let t = self.get(op.args[0])?;
+                if self.stored_t.contains_key(&op.results[0]) && matches!(t, Lv::Mat { .. }) {
+                    // Stored transposed by its one store (`transpose.rs`): nothing here.
+                    None
+                } else {
+                    self.stored_t.remove(&op.results[0]);
+                    Some(self.transpose(t)?)
+                }
+            }
             OpKind::Reduce(k, axis) => Some(self.reduce(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Scan(k, axis) => Some(self.scan(*k, *axis, self.get(op.args[0])?)?),
             OpKind::Flip(axis) => Some(self.flip(*axis, self.get(op.args[0])?)?),
@@ -247,12 +256,12 @@ impl Lower<'_> {
 
     /// Index operands of a memory op: for a tile access, the positions of the slice
     /// dimensions; the other indices are scalars.
-    pub(super) fn indices(&self, args: &[Value]) -> Result<Vec<Value>, SimtError> {
+    fn indices(&self, args: &[Value]) -> Result<Vec<Value>, SimtError> {
         args.iter().map(|a| self.scalar(*a)).collect()
     }
 
     /// A scalar memory op at `idx` (one index per dimension).
-    pub(super) fn access(
+    fn access(
         &mut self,
         kind: &OpKind,
         array: Value,
@@ -377,7 +386,12 @@ impl Lower<'_> {
         let array = self.scalar(op.args[0])?;
         let idx = self.indices(&op.args[1..1 + n])?;
         let elem = self.src.ty(op.args[0]).elem().compute();
-        let value = self.get(op.args[1 + n])?;
+        // The value of `transpose(t)` that is only stored: `t`, stored with the roles of the
+        // slice dimensions swapped (`transpose.rs`).
+        let (value, swap) = match self.stored_t.get(&op.args[1 + n]) {
+            Some(t) => (self.get(*t)?, true),
+            None => (self.get(op.args[1 + n])?, false),
+        };
         // A masked store: each register's store index is -1 (out of bounds: skipped) where
         // the mask's register, in the same layout, is false.
         let (kind, mask) = match op.kind {
@@ -430,6 +444,7 @@ impl Lower<'_> {
             }
             (2, Lv::Mat { rows, cols, regs, .. }) => {
                 let ((d1, _), (d2, _)) = (slices[0], slices[1]);
+                let (d1, d2) = if swap { (d2, d1) } else { (d1, d2) };
                 for s in 0..self.slots(rows) {
                     let valid = self.row_lt(s, rows as i64);
                     let r = self.bin(BinOp::Add, idx[d1], self.rows[s as usize], Scalar::I32);

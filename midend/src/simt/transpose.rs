@@ -12,7 +12,8 @@
 //! Delight, 2nd ed., §7-3 ("Transposing a Bit Matrix"), with lanes for rows and registers
 //! for columns.
 //!
-//! A transpose that is only stored needs no shuffles at all ([`stored_transposes`]): the lane
+//! A transpose that is only stored needs no shuffles at all ([`stored_transposes`]): its
+//! store (`ops.rs`) stores the tile with the slice dimensions' roles swapped, so the lane
 //! that holds row `j` of the tile stores it as column `j` of the block (potrs's
 //! `X[..] = transpose(t)`: `potrs_batched` 4096 x 92 x 92 f32 on an H200, 2.29 -> 1.91 ms).
 //! Loads were fused the same way too, a product's right operand `transpose(A[..])` loaded
@@ -70,71 +71,6 @@ fn find_stores(
 }
 
 impl Lower<'_> {
-    /// Lowers `op` if it is part of a stored transpose ([`stored_transposes`]): returns
-    /// whether it did (the transpose lowers to nothing where it stands, its store stores
-    /// `t` transposed).
-    pub(super) fn stored_transpose(&mut self, op: &Op) -> Result<bool, SimtError> {
-        match &op.kind {
-            OpKind::Transpose => {
-                let y = op.results[0];
-                if !self.stored_t.contains_key(&y) {
-                    return Ok(false);
-                }
-                if matches!(self.get(op.args[0])?, Lv::Mat { .. }) {
-                    return Ok(true);
-                }
-                // Not a matrix in registers: transposed by shuffles, stored as any tile.
-                self.stored_t.remove(&y);
-                Ok(false)
-            }
-            OpKind::Store(kinds) => {
-                let n = kinds.len();
-                let Some(t) = self.stored_t.get(&op.args[1 + n]).copied() else {
-                    return Ok(false);
-                };
-                let Lv::Mat { rows, cols, regs, .. } = self.get(t)? else {
-                    return Err(err("a stored transpose of a non-matrix"));
-                };
-                self.store_transposed(kinds, op, rows, cols, &regs)?;
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
-    }
-
-    /// `store` of `transpose(t)`, `t` a `rows x cols` tile in `regs`: the lane that holds row
-    /// `j` of `t` stores it as column `j` of the block; then a barrier, as every tile store.
-    fn store_transposed(
-        &mut self,
-        kinds: &[Index],
-        op: &Op,
-        rows: u32,
-        cols: u32,
-        regs: &[Value],
-    ) -> Result<(), SimtError> {
-        let n = kinds.len();
-        let array = self.scalar(op.args[0])?;
-        let idx = self.indices(&op.args[1..1 + n])?;
-        let elem = self.src.ty(op.args[0]).elem().compute();
-        let sl: Vec<usize> =
-            kinds.iter().enumerate().filter_map(|(d, k)| matches!(k, Index::Slice(_)).then_some(d)).collect();
-        let (d1, d2) = (sl[0], sl[1]);
-        for s in 0..self.slots(rows) {
-            let valid = self.row_lt(s, rows as i64);
-            let c = self.bin(BinOp::Add, idx[d2], self.rows[s as usize], Scalar::I32);
-            let c = self.masked(valid, c);
-            for r in 0..cols {
-                let off = self.i32c(r as i64);
-                let mut ix = idx.clone();
-                ix[d1] = self.bin(BinOp::Add, idx[d1], off, Scalar::I32);
-                ix[d2] = c;
-                self.access(&op.kind, array, ix, Some(regs[(s * cols + r) as usize]), elem, None);
-            }
-        }
-        self.emit(OpKind::Barrier, vec![], vec![]);
-        Ok(())
-    }
-
     /// `transpose(t)` of a `tile<T, R, C>`: a `tile<T, C, R>`.
     pub(super) fn transpose(&mut self, t: Lv) -> Result<Lv, SimtError> {
         let Lv::Mat { rows, cols, elem, regs } = t else {
