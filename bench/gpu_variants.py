@@ -4,9 +4,11 @@ and potrs as `tilec run --target cuda` compiles them (several programs per warp 
 are small: midend `simt::lower_for_warp`) against one program per warp (TILEC_PTX_LANES=32),
 potrf's updates as tile products (the stdlib's `potrf_batched`) against rank-1 updates
 (`examples/cholesky.tile`, out of place), and the stdlib's potrs (right solves on X^T tiles)
-against its earlier left solves on X (`bench/potrs_variants.tile`).
+against its earlier left solves on X (`bench/potrs_variants.tile`), and gemm's tile sizes.
+With `--baseline`, every variant is also timed with a second tilec (an earlier build), run
+right after the first on the same inputs: same-run A/B of a compiler change.
 
-    python3 bench/gpu_variants.py --tilec path/to/tilec [--reps 20] [--out DIR]
+    python3 bench/gpu_variants.py --tilec path/to/tilec [--baseline path/to/old/tilec] [--reps 20] [--out DIR]
 
 Each result is one JSON line (the median of `--reps` timed launches that `tilec run --repeat`
 prints, and max|x - ref| / max|ref| over the first 64 matrices against float64 NumPy), then a
@@ -33,7 +35,7 @@ MEDIAN = re.compile(r"median ([0-9.]+) ms")
 TARGET = "cuda"
 
 
-def run(tilec, src, kernel, arrays, scalars, out, lanes32, reps, tmp, generic=()):
+def run(tilec, src, kernel, arrays, scalars, out, lanes32, reps, tmp, generic=(), extra_env=None):
     """Runs one kernel on TARGET; returns (median ms, output array) or (None, error text)."""
     cmd = [tilec, "run", src, "--kernel", kernel, "--target", TARGET, "--repeat", str(reps)]
     for g in generic:
@@ -48,6 +50,7 @@ def run(tilec, src, kernel, arrays, scalars, out, lanes32, reps, tmp, generic=()
     env.pop("TILEC_PTX_LANES", None)
     if lanes32:
         env["TILEC_PTX_LANES"] = "32"
+    env.update(extra_env or {})
     p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     m = MEDIAN.search(p.stdout + p.stderr)
     if p.returncode != 0 or not m:
@@ -62,6 +65,11 @@ def rel_err(x, ref):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tilec", required=True)
+    ap.add_argument("--baseline", default=None, help="a second tilec, timed on every variant after --tilec")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="also time --tilec with this environment variable set (repeatable: one build each)")
+    ap.add_argument("--quick", action="store_true",
+                    help="potrf 4096x92 and 1024x64 only, stdlib kernels packed, gemm 32x32x32 and 64x64x16")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None, help="folder for variants.jsonl")
     ap.add_argument("--target", default="cuda", help="cpu rehearses the script without a GPU")
@@ -82,9 +90,17 @@ def main():
             log.flush()
         rows.append(rec)
 
+    builds = [("this", args.tilec, {})]
+    builds += [(e, args.tilec, dict([e.split("=", 1)])) for e in args.env]
+    builds += [("baseline", args.baseline, {})] if args.baseline else []
+    lanes_list = (False,) if args.quick else (False, True)
+
     with tempfile.TemporaryDirectory() as tmp:
-        for batch, n, dt in [(4096, 92, "f32"), (4096, 92, "f64"), (4096, 32, "f32"), (4096, 32, "f64"),
-                             (1024, 64, "f32"), (1024, 64, "f64"), (4096, 16, "f32")]:
+        shapes = [(4096, 92, "f32"), (4096, 92, "f64"), (4096, 32, "f32"), (4096, 32, "f64"),
+                  (1024, 64, "f32"), (1024, 64, "f64"), (4096, 16, "f32")]
+        if args.quick:
+            shapes = [s for s in shapes if s[1] in (92, 64)]
+        for batch, n, dt in shapes:
             a = os.path.join(tmp, f"a_{batch}_{n}_{dt}.npy")
             subprocess.run([args.tilec, "gen-spd", "--batch", str(batch), "--n", str(n), "--dtype", dt, "-o", a],
                            check=True, capture_output=True)
@@ -93,13 +109,13 @@ def main():
             ref = np.linalg.cholesky(spd[:k].astype(np.float64))
             zeros = os.path.join(tmp, "zeros.npy")
             np.save(zeros, np.zeros_like(spd))
-            for label, src, kernel, arrays, out in [
-                    ("tile products (stdlib)", STDLIB, "potrf_batched", {"A": a}, "A"),
-                    ("rank-1 (examples/cholesky.tile)", RANK1, "cholesky", {"A": a, "L": zeros}, "L")]:
-                for lanes32 in (False, True):
-                    ms, x = run(args.tilec, src, kernel, arrays, {"eps": "1e-9"}, out, lanes32, args.reps, tmp)
+            variants = [("tile products (stdlib)", STDLIB, "potrf_batched", {"A": a}, "A"),
+                        ("rank-1 (examples/cholesky.tile)", RANK1, "cholesky", {"A": a, "L": zeros}, "L")]
+            for label, src, kernel, arrays, out in variants[:1] if args.quick else variants:
+                for lanes32, (build, tilec, env) in [(l32, b) for l32 in lanes_list for b in builds]:
+                    ms, x = run(tilec, src, kernel, arrays, {"eps": "1e-9"}, out, lanes32, args.reps, tmp, (), env)
                     rec = dict(workload="potrf", shape=f"{batch}x{n}x{n}", dtype=dt, variant=label,
-                               programs="1 per warp" if lanes32 else "packed", median_ms=ms)
+                               programs="1 per warp" if lanes32 else "packed", build=build, median_ms=ms)
                     if ms is None:
                         rec["error"] = x
                     else:
@@ -116,16 +132,16 @@ def main():
                 lk, xk = lf[:k], xs[:k].astype(np.float64)
                 ref_trsm = np.linalg.solve(lk, xk.transpose(0, 2, 1)).transpose(0, 2, 1)
                 ref_potrs = np.linalg.solve(lk @ lk.transpose(0, 2, 1), xk)
-                for work, src, label, kernel, arrays, ref_w in [
-                        ("trsm", STDLIB, "stdlib", "trsm_right_lower_t_batched", {"A": l, "X": xp}, ref_trsm),
-                        ("potrs", STDLIB, "stdlib (right solves on X^T)", "potrs_batched", {"L": l, "X": xp},
-                         ref_potrs),
-                        ("potrs", POTRS_VARIANTS, "left solves on X (until 2026-11-27)", "potrs_left",
-                         {"L": l, "X": xp}, ref_potrs)]:
-                    for lanes32 in (False, True):
-                        ms, x = run(args.tilec, src, kernel, arrays, {}, "X", lanes32, args.reps, tmp)
+                solves = [("trsm", STDLIB, "stdlib", "trsm_right_lower_t_batched", {"A": l, "X": xp}, ref_trsm),
+                          ("potrs", STDLIB, "stdlib (right solves on X^T)", "potrs_batched", {"L": l, "X": xp},
+                           ref_potrs),
+                          ("potrs", POTRS_VARIANTS, "left solves on X (until 2026-11-27)", "potrs_left",
+                           {"L": l, "X": xp}, ref_potrs)]
+                for work, src, label, kernel, arrays, ref_w in solves[:2] if args.quick else solves:
+                    for lanes32, (build, tilec, env) in [(l32, b) for l32 in lanes_list for b in builds]:
+                        ms, x = run(tilec, src, kernel, arrays, {}, "X", lanes32, args.reps, tmp, (), env)
                         rec = dict(workload=work, shape=f"{batch}x{n}x{n}", dtype=dt, variant=label,
-                                   programs="1 per warp" if lanes32 else "packed", median_ms=ms)
+                                   programs="1 per warp" if lanes32 else "packed", build=build, median_ms=ms)
                         if ms is None:
                             rec["error"] = x
                         else:
@@ -142,22 +158,26 @@ def main():
             np.save(paths[name], arr)
         sample = np.arange(0, n, max(n // 64, 1))
         ref = a[sample].astype(np.float64) @ bm.astype(np.float64)
-        for bm_, bn, bk in [(32, 32, 32), (16, 16, 16), (16, 64, 16), (32, 64, 16), (64, 64, 16)]:
+        sizes = [(32, 32, 32), (16, 16, 16), (16, 64, 16), (32, 64, 16), (64, 64, 16), (64, 32, 16), (32, 32, 16),
+                 (32, 64, 32), (64, 32, 32), (128, 32, 8), (64, 64, 8)]
+        if args.quick:
+            sizes = [(32, 32, 32), (64, 64, 16)]
+        for (bm_, bn, bk), (build, tilec, env) in [(t, b) for t in sizes for b in builds]:
             generic = (f"BM={bm_}", f"BN={bn}", f"BK={bk}")
-            ms, c = run(args.tilec, STDLIB, "gemm", paths, {"alpha": "1", "beta": "0"}, "C", False, args.reps, tmp,
-                        generic)
+            ms, c = run(tilec, STDLIB, "gemm", paths, {"alpha": "1", "beta": "0"}, "C", False, args.reps, tmp,
+                        generic, env)
             rec = dict(workload="gemm", shape=f"{n}^3", dtype="f32", variant=f"{bm_}x{bn}x{bk}", programs="packed",
-                       median_ms=ms)
+                       build=build, median_ms=ms)
             if ms is None:
                 rec["error"] = c
             else:
                 rec["max_rel_err"] = rel_err(c[sample], ref)
             emit(rec)
-    print("\n| workload | shape | dtype | variant | programs | median ms | max rel err |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| workload | shape | dtype | variant | programs | build | median ms | max rel err |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         err = f"{r['max_rel_err']:.1e}" if "max_rel_err" in r else r.get("error", "")[:60]
-        print(f"| {r['workload']} | {r['shape']} | {r['dtype']} | {r['variant']} | {r['programs']} | "
+        print(f"| {r['workload']} | {r['shape']} | {r['dtype']} | {r['variant']} | {r['programs']} | {r['build']} | "
               f"{r['median_ms']} | {err} |")
     bad = [r for r in rows if r["median_ms"] is None or r["max_rel_err"] > (1e-4 if r["dtype"] == "f32" else 1e-10)]
     for r in bad:

@@ -59,7 +59,7 @@ pub struct PtxKernel {
     pub programs_per_block: u32,
     /// Layout of the params buffer.
     pub params: ParamsLayout,
-    /// Bytes of static shared memory.
+    /// Bytes of static shared memory per block (every program's copies).
     pub shared_bytes: u32,
     /// The GPU architecture, `sm_80`.
     pub arch: String,
@@ -73,19 +73,15 @@ pub const NOT_BUILT: &str = "this tilec was built without the PTX backend: rebui
      -p tilec --features ptx` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
 
 /// Compiles a kernel in SIMT form to PTX for `arch` (`sm_70` to `sm_90`). The form has 32
-/// lanes, or 4, 8 or 16 and no shared arrays ([`tilec_midend::simt::lower_for_warp`] chooses);
+/// lanes, or 4, 8 or 16 ([`tilec_midend::simt::lower_for_warp`] chooses);
 /// other lane counts are an error.
 pub fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
     if !(arch.starts_with("sm_") && arch[3..].parse::<u32>().is_ok_and(|v| (70..=90).contains(&v))) {
         return Err(PtxError { message: format!("unsupported architecture `{arch}` (sm_70 to sm_90)"), loc: None });
     }
-    let packed = matches!(k.lanes, 4 | 8 | 16) && k.shared_bytes == 0;
-    if k.lanes != 32 && !packed {
+    if !matches!(k.lanes, 4 | 8 | 16 | 32) {
         return Err(PtxError {
-            message: format!(
-                "CUDA warps have 32 lanes; the kernel was lowered for {} (32, or 4, 8 or 16 without shared arrays)",
-                k.lanes
-            ),
+            message: format!("CUDA warps have 32 lanes; the kernel was lowered for {} (32, or 4, 8 or 16)", k.lanes),
             loc: None,
         });
     }

@@ -161,6 +161,28 @@ fn transposes() {
 }
 
 #[test]
+fn products_staged_through_shared_memory() {
+    cases::staged().into_iter().for_each(both);
+}
+
+/// A product's right operand staged through shared memory is read with no shuffles: gemm's
+/// 32 x 32 x 32 blocks load `B` straight into the scratch array, 32 * 32 * 4 bytes.
+#[test]
+fn staged_products_need_no_shuffles() {
+    let src = cases::stdlib();
+    let mut generics: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(Scalar::F32))].into();
+    for b in ["BM", "BN", "BK"] {
+        generics.insert(b.to_string(), GenericArg::Const(32));
+    }
+    let inst = Instances::One { kernel: "gemm".into(), generics };
+    let m = compile(&src, &inst, &CompileOptions::default()).unwrap().module;
+    let simt = tilec_midend::simt::lower_kernel(&m, &m.kernels[0], 32).unwrap();
+    assert_eq!(simt.shared_bytes, 32 * 32 * 4);
+    let text = tilec_midend::print::print_function(&simt.func);
+    assert!(!text.contains("shuffle"), "{text}");
+}
+
+#[test]
 fn rows_and_columns_at_run_time_indices() {
     cases::lines().into_iter().for_each(both);
     for c in cases::lines() {

@@ -79,6 +79,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::optional(),
         cases::lines(),
         cases::transposes(),
+        cases::staged(),
         cases::fn_results(),
         cases::shapes(),
         cases::ranges(),

@@ -3,7 +3,7 @@
 //! value; stores and atomic adds out of bounds do nothing), barriers, and atomic adds
 //! (`atomicrmw add` for integers, `atomicrmw fadd` for floats).
 
-use super::{be, err, Gen, Held, SHARED};
+use super::{be, err, segment, Gen, Held, SHARED};
 use crate::PtxError;
 use inkwell::types::BasicType;
 use inkwell::values::{BasicValueEnum, IntValue, PointerValue};
@@ -133,14 +133,31 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::AllocShared(shape) => {
                 let elem = self.elem(op.results[0]);
                 let len: u32 = shape.iter().product();
-                let arr = self.ty(elem).array_type(len);
+                // One copy per program of the block (`segment.rs`), each 16-byte aligned so
+                // that LLVM merges loads at consecutive constant positions into `ld.shared.v4`
+                // (the staged products of `tilec_midend::simt`).
+                let stride = len.next_multiple_of(16 / elem.bytes().clamp(1, 16));
+                let copies = (segment::WARP / self.k.lanes).max(1);
+                self.shared_bytes += stride * copies * elem.bytes();
+                let arr = self.ty(elem).array_type(stride * copies);
                 let gv = self.m.add_global(
                     arr,
                     Some(AddressSpace::from(SHARED)),
                     &format!("shared{}", self.shared_dims.len()),
                 );
                 gv.set_initializer(&arr.get_undef());
-                let ptr = gv.as_pointer_value();
+                gv.set_alignment(16);
+                let mut ptr = gv.as_pointer_value();
+                if let Some(seg) = self.segment {
+                    let i64t = self.cx.i64_type();
+                    let first = self
+                        .b
+                        .build_int_mul(seg.index, self.cx.i32_type().const_int(stride as u64, false), "")
+                        .map_err(be)?;
+                    let first = self.b.build_int_z_extend(first, i64t, "").map_err(be)?;
+                    // SAFETY (LLVM semantics): segment index < 32 / lanes.
+                    ptr = unsafe { self.b.build_in_bounds_gep(self.ty(elem), ptr, &[first], "") }.map_err(be)?;
+                }
                 self.shared_dims.push(shape.clone());
                 self.held.insert(op.results[0], Held::Shared { ptr, dims: self.shared_dims.len() - 1 });
                 self.zero_shared(ptr, elem, len)?;
@@ -154,10 +171,14 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// Lane `l` clears elements `l, l + lanes, ..` of a shared array; then a barrier.
+    /// Lane `l` clears elements `l, l + lanes, ..` of a shared array (its program's copy);
+    /// then a barrier.
     fn zero_shared(&mut self, ptr: PointerValue<'ctx>, elem: Scalar, len: u32) -> Result<(), PtxError> {
         let i32t = self.cx.i32_type();
-        let lane = self.call("llvm.nvvm.read.ptx.sreg.tid.x", i32t.into(), &[])?.into_int_value();
+        let lane = match self.segment {
+            Some(seg) => seg.lane,
+            None => self.call("llvm.nvvm.read.ptx.sreg.tid.x", i32t.into(), &[])?.into_int_value(),
+        };
         let zero = self.constant(elem, 0.0);
         for start in (0..len).step_by(self.k.lanes as usize) {
             let i = self.b.build_int_add(lane, i32t.const_int(start as u64, false), "").map_err(be)?;
@@ -170,7 +191,10 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.b.build_store(p, zero).map(|_| ()).map_err(be)
             })?;
         }
-        self.call_void("llvm.nvvm.barrier0", &[])
+        match self.segment {
+            Some(seg) => self.call_void("llvm.nvvm.bar.warp.sync", &[seg.mask.into()]),
+            None => self.call_void("llvm.nvvm.barrier0", &[]),
+        }
     }
 
     /// `*p += x` atomically: `atomicrmw add` for integers, `atomicrmw fadd` for floats (one

@@ -64,6 +64,8 @@ pub(crate) struct Gen<'ctx, 'k> {
     pub(crate) params: PointerValue<'ctx>,
     pub(crate) layout: ParamsLayout,
     pub(crate) shared_dims: Vec<Vec<u32>>,
+    /// Bytes of static shared memory per block, every program's copies together.
+    pub(crate) shared_bytes: u32,
     /// The program's segment of the warp, where several programs share one (`segment.rs`).
     pub(crate) segment: Option<segment::Segment<'ctx>>,
 }
@@ -133,6 +135,7 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
         params,
         layout: ParamsLayout::of(&k.kernel),
         shared_dims: Vec::new(),
+        shared_bytes: 0,
         segment: None,
     };
     g.segment = g.segment()?;
@@ -158,7 +161,7 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
         lanes: k.lanes,
         programs_per_block: segment::WARP / k.lanes,
         params: g.layout,
-        shared_bytes: k.shared_bytes,
+        shared_bytes: g.shared_bytes,
         arch: arch.to_string(),
     })
 }

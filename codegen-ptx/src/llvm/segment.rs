@@ -6,8 +6,9 @@
 //! mask and width, as CUDA's `__shfl_sync(mask, v, src, width)`), and its barriers are
 //! `bar.warp.sync` of the segment, which also orders the segment's memory accesses (PTX ISA,
 //! `bar.warp.sync`). So the programs of a warp never wait for each other, and a program
-//! whose id is past the grid returns at entry. Kernels with shared arrays keep 32 lanes
-//! (one program per block), so shared memory is never split.
+//! whose id is past the grid returns at entry. Each program has its own copy of every shared
+//! array (`memory.rs`): the scratch arrays of staged products and reshapes. Kernels that
+//! declare shared arrays keep 32 lanes (one program per block; `lower_for_warp`).
 
 use super::{be, Gen};
 use crate::PtxError;
@@ -26,6 +27,8 @@ pub(crate) struct Segment<'ctx> {
     pub(crate) program: IntValue<'ctx>,
     /// The member mask of the segment's threads, for shuffles and warp barriers.
     pub(crate) mask: IntValue<'ctx>,
+    /// The segment's index in the warp (`tid.x / lanes`): which copy of the shared arrays.
+    pub(crate) index: IntValue<'ctx>,
 }
 
 impl<'ctx> Gen<'ctx, '_> {
@@ -57,7 +60,7 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.position_at_end(exit);
         self.b.build_return(None).map_err(be)?;
         self.b.position_at_end(run);
-        Ok(Some(Segment { lane, program, mask }))
+        Ok(Some(Segment { lane, program, mask, index: sub }))
     }
 
     /// The `c` operand of `shfl.sync.idx`: the clamp lane and the segment mask of `lanes`-wide

@@ -1,7 +1,8 @@
 //! SIMT lowering of matrix products, Cholesky and triangular solves on row-distributed
 //! tiles. Every cross-lane read is a broadcast (`Shuffle` from one lane to all) of a register
 //! with a static index: rows of a matmul's right operand, the diagonal and columns during
-//! Cholesky (Quadrants' Tile16x16 scheme), the triangular factor during solves.
+//! Cholesky (Quadrants' Tile16x16 scheme), the triangular factor during solves. A matmul's
+//! right operand of 64 elements or more is read from shared memory instead (`staged.rs`).
 
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
@@ -28,6 +29,17 @@ impl Lower<'_> {
         v
     }
 
+    /// The accumulator of a product: `c`'s registers, or `len` zeros.
+    fn product_init(&mut self, acc: bool, op: &Op, len: u32, elem: Scalar) -> Result<Vec<Value>, SimtError> {
+        Ok(match (acc, self.get(op.args[0])?) {
+            (true, Lv::Mat { regs, .. }) => regs,
+            _ => {
+                let z = self.elemc(0.0, elem);
+                vec![z; len as usize]
+            }
+        })
+    }
+
     /// `a @ b` or `c + a @ b`.
     pub(super) fn matmul(&mut self, op: &Op) -> Result<Lv, SimtError> {
         let acc = op.kind == OpKind::MatmulAcc;
@@ -37,15 +49,18 @@ impl Lower<'_> {
             return Err(err("matmul of a non-matrix"));
         };
         let slots = self.slots(m);
+        let staged = self.staging.products.get(&op.results[0]).copied();
         match b {
+            Lv::Mat { rows, cols, .. } if staged.is_some() => {
+                let how = staged.expect("staged");
+                // For `b = transpose(t)`, the lowered `b` is `t`, `n x k`.
+                let n = if how == super::staged::Rhs::Transposed { rows } else { cols };
+                let mut out = self.product_init(acc, op, slots * n, elem)?;
+                self.staged_product(how, &b, &ra, &mut out, (k, n), slots, elem)?;
+                Ok(Lv::Mat { rows: m, cols: n, elem, regs: out })
+            }
             Lv::Mat { cols: n, regs: rb, .. } => {
-                let mut out = match (acc, self.get(op.args[0])?) {
-                    (true, Lv::Mat { regs, .. }) => regs,
-                    _ => {
-                        let z = self.elemc(0.0, elem);
-                        vec![z; (slots * n) as usize]
-                    }
-                };
+                let mut out = self.product_init(acc, op, slots * n, elem)?;
                 let mut cache = HashMap::new();
                 for kk in 0..k {
                     for c in 0..n {

@@ -67,6 +67,8 @@ pub(super) struct Lower<'a> {
     /// `transpose(t)` results only stored, with their `t`: stored transposed, with no
     /// shuffles (`transpose.rs`).
     pub(super) stored_t: HashMap<Value, Value>,
+    /// Products whose right operand is staged through the scratch arrays (`staged.rs`).
+    pub(super) staging: super::staged::Staging,
     loc: Loc,
 }
 
@@ -107,6 +109,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         owner: None,
         owner_lane: None,
         stored_t: super::transpose::stored_transposes(src),
+        staging: if lanes >= 4 { super::staged::staging(src) } else { Default::default() },
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -141,6 +144,10 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
     let mut shared = 0u32;
     let mut sizes = HashMap::new();
     reshape_sizes(src, &src.body, &mut sizes);
+    for (elem, n) in &l.staging.sizes {
+        let m = sizes.entry(*elem).or_insert(0);
+        *m = (*m).max(*n);
+    }
     let mut sizes: Vec<(Scalar, u32)> = sizes.into_iter().collect();
     sizes.sort_by_key(|(s, _)| s.name());
     for (elem, n) in sizes {
@@ -162,16 +169,19 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
 /// several programs each (CUDA: `warp` = 32, and `codegen-ptx` runs `warp / lanes` programs
 /// per warp). Lowered for the fewest lanes, a power of two from 4 to `warp`, whose one row
 /// slot holds the kernel's tallest tile (or longest vector): a kernel of 16x16 tiles gets 16
-/// lanes and two programs per warp instead of 16 idle lanes. A form with shared arrays is
-/// lowered again for `warp` lanes (one program per warp: shared memory is the block's).
+/// lanes and two programs per warp instead of 16 idle lanes. A kernel that declares shared
+/// arrays is lowered for `warp` lanes (one program per warp); the lowering's own scratch
+/// arrays (reshapes, staged products) have a copy per program.
 /// Errors: those of [`lower_kernel`].
 pub fn lower_for_warp(m: &Module, k: &Kernel, warp: u32) -> Result<SimtKernel, SimtError> {
-    let lanes = max_rows(&m.funcs[k.body]).next_power_of_two().clamp(4.min(warp), warp);
-    let simt = lower_kernel(m, k, lanes)?;
-    if lanes < warp && simt.shared_bytes > 0 {
-        return lower_kernel(m, k, warp);
-    }
-    Ok(simt)
+    let f = &m.funcs[k.body];
+    let lanes = max_rows(f).next_power_of_two().clamp(4.min(warp), warp);
+    lower_kernel(m, k, if declares_shared(&f.body) { warp } else { lanes })
+}
+
+/// Whether a region (or one nested in it) allocates a shared array.
+fn declares_shared(r: &Region) -> bool {
+    r.ops.iter().any(|op| matches!(op.kind, OpKind::AllocShared(_)) || op.regions.iter().any(declares_shared))
 }
 
 /// The largest tile row count (or vector length) in a function.

@@ -14,10 +14,12 @@
 //!   row-distributed. Longer vectors are distributed like a matrix's rows (`dist.rs`), so that
 //!   their code and registers grow with `N / lanes`.
 //!
-//! Cross-lane traffic is `Shuffle` (read a register of another lane) only, always of a
-//! register with a static index: rank-1 updates need none, matmul and triangular solves
-//! broadcast rows of their right operand, Cholesky broadcasts along the diagonal, and
-//! transposes exchange registers with lane `lane ^ d` (`transpose.rs`).
+//! Cross-lane traffic is `Shuffle` (read a register of another lane), always of a register
+//! with a static index, and the scratch arrays in shared memory: rank-1 updates need none,
+//! triangular solves broadcast their triangular factor, Cholesky broadcasts along the
+//! diagonal, transposes exchange registers with lane `lane ^ d` (`transpose.rs`), matmul reads
+//! its right operand from a scratch array (`staged.rs`; small ones are broadcast), and
+//! reshapes pass through one (`reshape.rs`).
 //!
 //! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Bitcast Select Fma` (`Un` with
 //! `exp log sin cos tanh` on `f32` only: `math.rs` expands the `f64` ones; no float `Min`,
@@ -45,6 +47,7 @@ mod math;
 mod numerics;
 mod ops;
 mod reshape;
+mod staged;
 mod transpose;
 
 pub use lower::{lower_for_warp, lower_kernel};

@@ -84,6 +84,7 @@ impl Lower<'_> {
             OpKind::Fill(f) => Some(self.fill(*f, op, res_ty.expect("tile result"))?),
             OpKind::Bin(k) => Some(self.bin_tile(*k, self.get(op.args[0])?, self.get(op.args[1])?)?),
             OpKind::Un(k) => Some(self.map_regs(self.get(op.args[0])?, |l, x, s| l.un(*k, x, s))),
+            OpKind::Load(kinds) if self.staging.loads.contains(&op.results[0]) => Some(self.staged_load(kinds, op)?),
             OpKind::Load(kinds) => Some(self.load(kinds, op, None)?),
             OpKind::LoadInto(kinds) => {
                 let old = self.get(op.args[0])?;
@@ -128,6 +129,10 @@ impl Lower<'_> {
             }
             OpKind::Transpose => {
                 let t = self.get(op.args[0])?;
+                if self.staging.transposes.contains(&op.results[0]) {
+                    // Read transposed from the scratch array by its one product (`staged.rs`).
+                    return Ok(Some(t));
+                }
                 if self.stored_t.contains_key(&op.results[0]) && matches!(t, Lv::Mat { .. }) {
                     // Stored transposed by its one store (`transpose.rs`): nothing here.
                     None

@@ -65,7 +65,7 @@ impl Lower<'_> {
     }
 
     /// Stores each element of `t` that this lane holds at its row-major position in `a`.
-    fn spill(&mut self, a: Value, t: &Lv) {
+    pub(super) fn spill(&mut self, a: Value, t: &Lv) {
         let (positions, regs) = match t {
             Lv::Mat { rows, cols, regs, .. } => (self.mat_positions(*rows, *cols), regs),
             Lv::Dist { n, regs, .. } => (self.dist_positions(*n), regs),

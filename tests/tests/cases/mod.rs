@@ -944,6 +944,50 @@ kernel transposes<T: float>(A: T[M, N], S: mut T[16, 16], P: mut T[17, 15], Q: m
 }
 ";
 
+const STAGED_SRC: &str = "
+kernel staged<T: float>(A: T[M, N], Z: mut T[8, 8], L: mut T[13, 24], O: mut T[8, 16], Q: mut T[9, 20], G: mut T[9, 8], C: mut T[10, 12], S: mut T[8, 8], W: mut T[8, 8]) grid(1) {
+    // Right operands copied to shared memory at their loads: 12 x 24 (at 16, 32 and 64 lanes
+    // the columns neither divide nor are divided by the lanes), and a 16 x 16 tile half past
+    // the array's end, whose missing elements are 0.
+    L[:, :] = A[0:13, 0:12] @ A[5:17, 0:24];
+    O[:, :] = A[0:8, 0:16] @ A[60:76, 30:46];
+    // Read transposed from the registers of t.
+    Q[:, :] = A[0:9, 0:10] @ transpose(A[10:30, 3:13]);
+    // From registers: a computed operand.
+    G[:, :] = A[0:9, 0:16] @ (A[0:16, 0:8] * 2.0);
+    // A staged load in a loop, accumulated.
+    let acc = tile<T, 10, 12>::zeros();
+    for k in 0..4 {
+        acc += A[0:10, k * 8:k * 8 + 8] @ A[k * 8:k * 8 + 8, 0:12];
+    }
+    C[:, :] = acc;
+    // Another product between the load and its product: staged from registers.
+    let b = A[20:28, 0:8];
+    let c = A[0:8, 0:8] @ A[8:16, 0:8];
+    S[:, :] = c @ b;
+    // A store between the load and its product: the product sees the elements as loaded.
+    let z = Z[0:8, 0:8];
+    Z[0:8, 0:8] = A[30:38, 0:8];
+    W[:, :] = A[40:48, 0:8] @ z;
+}
+";
+
+/// [`STAGED_SRC`] on a 70x40 array: products whose right operand is staged through shared
+/// memory on GPUs (`midend/src/simt/staged.rs`).
+pub(crate) fn staged() -> Vec<Case> {
+    let (m, n) = (70u64, 40u64);
+    let src = SourceSet::with_stdlib("staged.tile", STAGED_SRC);
+    let mut arrays = vec![("A", random_uniform((m * n) as usize, 83), vec![m, n])];
+    arrays.push(("Z", random_uniform(64, 84), vec![8, 8]));
+    for (name, r, c) in
+        [("L", 13, 24), ("O", 8, 16), ("Q", 9, 20), ("G", 9, 8), ("C", 10, 12), ("S", 8, 8), ("W", 8, 8)]
+    {
+        arrays.push((name, vec![7.0; r * c], vec![r as u64, c as u64]));
+    }
+    let outs = vec!["Z", "L", "O", "Q", "G", "C", "S", "W"];
+    vec![case(src, "staged", arrays, vec![], outs)]
+}
+
 /// [`TRANSPOSE_SRC`] on a 70x40 array.
 pub(crate) fn transposes() -> Vec<Case> {
     let (m, n) = (70u64, 40u64);
