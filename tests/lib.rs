@@ -362,7 +362,7 @@ pub fn max_rel_err_chunks(x: &[f64], r: &[f64], chunk: usize) -> f64 {
     worst
 }
 
-/// Runs kernel instance `kernel` of `module` in SIMT form at `lanes` lanes (checked by the
+/// Runs kernel instance `kernel` of `module` in SIMT form (the PTX form) at `lanes` lanes (checked by the
 /// SIMT verifier) with the reference interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
 /// returns every array argument after the run, by parameter name. Errors (lowering or
 /// interpretation) as text.
@@ -373,9 +373,10 @@ pub fn run_simt(
     lanes: u32,
     grid: [i64; 3],
 ) -> Result<HashMap<String, tilec_runtime::HostArray>, String> {
-    use tilec_midend::simt::{interp, lower_kernel};
+    use tilec_midend::simt::{interp, lower_kernel_with};
     use tilec_midend::ParamKind;
-    let simt = lower_kernel(module, kernel, lanes).map_err(|e| e.to_string())?;
+    // The PTX form (products staged through shared memory); lavapipe runs the SPIR-V form.
+    let simt = lower_kernel_with(module, kernel, lanes, true).map_err(|e| e.to_string())?;
     if let Err(es) = tilec_midend::verify::verify_simt(&simt) {
         return Err(es.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n"));
     }

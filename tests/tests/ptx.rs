@@ -13,7 +13,7 @@ use programs::programs;
 use std::collections::HashMap;
 use tilec::{compile, CompileOptions};
 use tilec_frontend::Instances;
-use tilec_midend::simt::{lower_for_warp, lower_kernel};
+use tilec_midend::simt::{lower_for_warp, lower_kernel_with};
 
 /// `(program key, kernel symbol, PTX for arch)` of every kernel instance of the stdlib and
 /// the examples.
@@ -140,7 +140,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         for k in &m.kernels {
             // Both ways a kernel can run: one program per warp, and as `run --target cuda`
             // compiles it (several per warp where its tiles are small).
-            for simt in [lower_kernel(&m, k, 32).unwrap(), lower_for_warp(&m, k, 32).unwrap()] {
+            for simt in [lower_kernel_with(&m, k, 32, true).unwrap(), lower_for_warp(&m, k, 32).unwrap()] {
                 let p = tilec_codegen_ptx::compile(&simt, "sm_80").unwrap_or_else(|e| panic!("{}: {e}", k.symbol));
                 tilec::ptxas(&ptxas, &p.text, "sm_80")
                     .unwrap_or_else(|e| panic!("ptxas rejects {} at {} lanes:\n{e}", k.symbol, simt.lanes));
@@ -174,7 +174,7 @@ fn small_tiles_run_several_programs_per_warp_within_their_segment() {
     assert!(p.text.contains("bar.warp.sync"), "no segment barrier");
     assert!(!p.text.contains("bar.sync") && !p.text.contains("barrier.sync"), "a block barrier in a packed kernel");
     assert!(p.text.contains("%tid.x") && p.text.contains("%ctaid.x"));
-    let one = lower_kernel(&m, k, 32).unwrap();
+    let one = lower_kernel_with(&m, k, 32, true).unwrap();
     let q = tilec_codegen_ptx::compile(&one, "sm_80").unwrap();
     assert_eq!((q.lanes, q.programs_per_block), (32, 1));
     assert!(q.text.lines().filter(|l| l.contains("shfl.sync.idx")).all(|l| l.contains(", 31, -1;")));

@@ -17,7 +17,7 @@ use tilec_midend::{Kernel, Module};
 /// in the environment forces one program per warp whatever the tiles (to compare timings).
 fn ptx_simt(m: &Module, k: &Kernel) -> Result<tilec_midend::simt::SimtKernel, Fail> {
     let simt = match std::env::var("TILEC_PTX_LANES").as_deref() {
-        Ok("32") => tilec_midend::simt::lower_kernel(m, k, 32),
+        Ok("32") => tilec_midend::simt::lower_kernel_with(m, k, 32, true),
         _ => lower_for_warp(m, k, 32),
     };
     simt.map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))

@@ -89,8 +89,17 @@ fn reshape_sizes(f: &Function, r: &Region, out: &mut HashMap<Scalar, u32>) {
 }
 
 /// Lowers kernel `k` of module `m` (after the pass pipeline) to SIMT form for subgroups of
-/// `lanes` lanes (1 to 64).
+/// `lanes` lanes (1 to 64), with every product's right operand broadcast by shuffles (the
+/// SPIR-V form). Errors: an unsupported lane count, an op with no SIMT lowering.
 pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, SimtError> {
+    lower_kernel_with(m, k, lanes, false)
+}
+
+/// [`lower_kernel`], with `stage_products`: large products read their right operand from
+/// shared memory (`staged.rs`), as the PTX form does ([`lower_for_warp`]). Off for SPIR-V:
+/// no Vulkan GPU has timed it, and on lavapipe it made the shaders several times slower to
+/// compile and run.
+pub fn lower_kernel_with(m: &Module, k: &Kernel, lanes: u32, stage_products: bool) -> Result<SimtKernel, SimtError> {
     if !(1..=64).contains(&lanes) {
         return Err(err(format!("{lanes} lanes per subgroup is not supported (1 to 64)")));
     }
@@ -109,7 +118,7 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
         owner: None,
         owner_lane: None,
         stored_t: super::transpose::stored_transposes(src),
-        staging: if lanes >= 4 { super::staged::staging(src) } else { Default::default() },
+        staging: if stage_products && lanes >= 4 { super::staged::staging(src) } else { Default::default() },
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -171,12 +180,13 @@ pub fn lower_kernel(m: &Module, k: &Kernel, lanes: u32) -> Result<SimtKernel, Si
 /// slot holds the kernel's tallest tile (or longest vector): a kernel of 16x16 tiles gets 16
 /// lanes and two programs per warp instead of 16 idle lanes. A kernel that declares shared
 /// arrays is lowered for `warp` lanes (one program per warp); the lowering's own scratch
-/// arrays (reshapes, staged products) have a copy per program.
+/// arrays (reshapes, staged products) have a copy per program. Products are staged
+/// ([`lower_kernel_with`]).
 /// Errors: those of [`lower_kernel`].
 pub fn lower_for_warp(m: &Module, k: &Kernel, warp: u32) -> Result<SimtKernel, SimtError> {
     let f = &m.funcs[k.body];
     let lanes = max_rows(f).next_power_of_two().clamp(4.min(warp), warp);
-    lower_kernel(m, k, if declares_shared(&f.body) { warp } else { lanes })
+    lower_kernel_with(m, k, if declares_shared(&f.body) { warp } else { lanes }, true)
 }
 
 /// Whether a region (or one nested in it) allocates a shared array.

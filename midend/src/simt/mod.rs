@@ -18,7 +18,8 @@
 //! with a static index, and the scratch arrays in shared memory: rank-1 updates need none,
 //! triangular solves broadcast their triangular factor, Cholesky broadcasts along the
 //! diagonal, transposes exchange registers with lane `lane ^ d` (`transpose.rs`), matmul reads
-//! its right operand from a scratch array (`staged.rs`; small ones are broadcast), and
+//! its right operand from a scratch array in the PTX form (`staged.rs`; small ones, and all
+//! in the SPIR-V form, are broadcast), and
 //! reshapes pass through one (`reshape.rs`).
 //!
 //! Ops allowed in SIMT form: scalar `Const Bin Cmp Un Cast Bitcast Select Fma` (`Un` with
@@ -50,7 +51,7 @@ mod reshape;
 mod staged;
 mod transpose;
 
-pub use lower::{lower_for_warp, lower_kernel};
+pub use lower::{lower_for_warp, lower_kernel, lower_kernel_with};
 
 use crate::ir::{Function, Kernel, ParamKind};
 use std::fmt;
