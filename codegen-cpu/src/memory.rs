@@ -197,6 +197,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
             Rmw::Max if signed => AtomicRmwOp::Smax,
             _ => AtomicRmwOp::Umax,
         };
+        if elem.is_half() {
+            return self.rmw_half(k, addr, v, cmp, elem);
+        }
         if !elem.is_float() {
             if k == Rmw::Cas {
                 return self.b.ins().atomic_cas(fl, addr, cmp.expect("comparand"), v);
@@ -257,6 +260,50 @@ impl<M: ClModule> Lower<'_, '_, M> {
         }
     }
 
+    /// [`Self::rmw_elem`] on an `f16`/`bf16` element (IR [`Rmw`]): a compare-and-swap loop on
+    /// its 16 bits, whose new bits are the operands rounded to the half type (`narrow_half`)
+    /// and, for `Add`, the `f32` sum of the old value and the rounded operand, rounded;
+    /// minima and maxima compare `totalOrder` keys of the bits. Returns the old value (`f32`).
+    fn rmw_half(&mut self, k: Rmw, addr: ir::Value, v: ir::Value, cmp: Option<ir::Value>, elem: Scalar) -> ir::Value {
+        let fl = MemFlagsData::new();
+        let vb = self.narrow_half(elem, v);
+        let cb = cmp.map(|c| self.narrow_half(elem, c));
+        let (retry, done) = (self.b.create_block(), self.b.create_block());
+        let cur = self.b.append_block_param(retry, types::I16);
+        let first = self.b.ins().atomic_load(types::I16, fl, addr);
+        self.b.ins().jump(retry, &[first.into()]);
+        self.b.switch_to_block(retry);
+        // totalOrder of half bits: a signed comparison of `b ^ 0x7fff` for negative `b`.
+        let key = |l: &mut Self, b: ir::Value| {
+            let neg = l.b.ins().icmp_imm_s(IntCC::SignedLessThan, b, 0);
+            let flipped = l.b.ins().bxor_imm_s(b, 0x7fff);
+            l.b.ins().select(neg, flipped, b)
+        };
+        let new = match k {
+            Rmw::Xchg => vb,
+            Rmw::Cas => {
+                let same = self.b.ins().icmp(IntCC::Equal, cur, cb.expect("comparand"));
+                self.b.ins().select(same, vb, cur)
+            }
+            Rmw::Min | Rmw::Max => {
+                let (kv, kc) = (key(self, vb), key(self, cur));
+                let cc = if k == Rmw::Min { IntCC::SignedLessThan } else { IntCC::SignedGreaterThan };
+                let pick = self.b.ins().icmp(cc, kv, kc);
+                self.b.ins().select(pick, vb, cur)
+            }
+            Rmw::Add => {
+                let (of, vf) = (self.widen_half(elem, cur), self.widen_half(elem, vb));
+                let sum = self.b.ins().fadd(of, vf);
+                self.narrow_half(elem, sum)
+            }
+        };
+        let seen = self.b.ins().atomic_cas(fl, addr, cur, new);
+        let ok = self.b.ins().icmp(IntCC::Equal, seen, cur);
+        self.b.ins().brif(ok, done, &[], retry, &[seen.into()]);
+        self.b.switch_to_block(done);
+        self.widen_half(elem, cur)
+    }
+
     /// `AtomicRmw(k)`: the update of one element, 0 (and no update) out of bounds.
     pub(crate) fn rmw_scalar(&mut self, op: &Op, k: Rmw) -> Result<ir::Value, CodegenError> {
         let elem = self.f.ty(op.args[0]).elem();
@@ -267,8 +314,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let v = self.val(op.args[n - 1]);
         let cmp = (k == Rmw::Cas).then(|| self.val(op.args[n - 2]));
         let (yes, done) = (self.b.create_block(), self.b.create_block());
-        let res = self.b.append_block_param(done, cl_type(elem));
-        let zero = self.const_val(tilec_midend::Const::Int(0, elem), elem);
+        let c = elem.compute();
+        let res = self.b.append_block_param(done, cl_type(c));
+        let zero = self.const_val(tilec_midend::Const::Int(0, c), c);
         self.b.ins().brif(acc.in_bounds, yes, &[], done, &[zero.into()]);
         self.b.switch_to_block(yes);
         let zero_off = self.b.ins().iconst(types::I64, 0);

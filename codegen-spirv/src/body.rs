@@ -45,6 +45,13 @@ impl Gen<'_> {
 
     /// Emits one op; returns true if it was a `return`.
     fn op(&mut self, op: &Op) -> Result<bool, SpirvError> {
+        if matches!(op.kind, OpKind::AtomicAdd(_) | OpKind::AtomicRmw(_)) && self.elem(op.args[0]).is_half() {
+            let e = self.elem(op.args[0]).name();
+            return Err(err(format!(
+                "atomics on {e} arrays are not supported on Vulkan (no 16-bit atomics); \
+                 run on the CPU or with --target cuda, or update an f32 array"
+            )));
+        }
         match &op.kind {
             OpKind::For => self.for_loop(op)?,
             OpKind::While => self.while_loop(op)?,

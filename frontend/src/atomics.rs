@@ -1,9 +1,10 @@
 //! The atomic read-modify-write family (language §8): `atomic_add`, `atomic_xchg`,
 //! `atomic_min`, `atomic_max` and `atomic_cas` on an element, a slice or a gather of a `mut`
 //! array or a shared array, each giving the elements' old values (Triton's `tl.atomic_*`,
-//! CUDA's `atomicAdd` and `atomicCAS`). A tile access is a `map` over the elements' positions
-//! (as a scatter, `gathers.rs`) whose region updates one element with `AtomicRmw`; the
-//! statement `atomic_add(A[..], v);`, whose old values nobody reads, stays one `AtomicAdd`.
+//! CUDA's `atomicAdd` and `atomicCAS`), on `f16`/`bf16` arrays too. A tile access is a `map`
+//! over the elements' positions (as a scatter, `gathers.rs`) whose region updates one element
+//! with `AtomicRmw`; the statement `atomic_add(A[..], v);`, whose old values nobody reads,
+//! stays one `AtomicAdd`.
 
 use crate::builder::FnBuilder;
 use crate::errors;
@@ -14,7 +15,9 @@ use tilec_midend::{OpKind, Rmw, Type, Value};
 
 impl FnBuilder<'_, '_> {
     /// `atomic_<k>(A[..], v)` and `atomic_cas(A[..], cmp, v)`: `v` (and `cmp`) of exactly the
-    /// access's type (E0201/E0202); a numeric array (E0214), not `f16`/`bf16` (E0214).
+    /// access's type (E0201/E0202); a numeric array (E0214). On `f16`/`bf16` arrays the access
+    /// and the operands are `f32` (or the array's half type) and the update rounds (IR
+    /// [`Rmw`]).
     pub(crate) fn atomic(&mut self, k: Rmw, f: &Ident, args: &[Expr], e: &Expr) -> Ev {
         let want = if k == Rmw::Cas { 3 } else { 2 };
         if args.len() != want {
@@ -27,11 +30,6 @@ impl FnBuilder<'_, '_> {
         };
         if !acc.ty.elem().is_float() && !acc.ty.elem().is_int() {
             self.error(errors::math_operand(args[0].span, &f.name, &acc.ty));
-            return Ev::Err;
-        }
-        let stored = self.ty(acc.array).elem();
-        if stored.is_half() {
-            self.error(errors::atomic_half(args[0].span, &f.name, stored));
             return Ev::Err;
         }
         let mut vals = Vec::new();

@@ -380,12 +380,6 @@ pub(crate) fn present_operand(span: Span) -> Diagnostic {
         .help("optional arrays are declared with `?`: `Bias: f32[N]?`")
 }
 
-pub(crate) fn atomic_half(span: Span, what: &str, stored: Scalar) -> Diagnostic {
-    Diagnostic::error("E0214", format!("`{what}` does not apply to an array of {}", stored.name()))
-        .label(span, format!("this array stores {}", stored.name()))
-        .note("f16 and bf16 arrays are read and written whole; add in f32 and store the sum")
-}
-
 pub(crate) fn outer_operands(span: Span, a: &Type, b: &Type) -> Diagnostic {
     Diagnostic::error("E0214", format!("`outer` needs two vector tiles of one element type, found {a} and {b}"))
         .label(span, "in this call")

@@ -272,13 +272,15 @@ pub enum OpKind {
     /// `(t0, t1, ..) -> tile`: tiles of one shape; applies region 0 (params `(x0, x1, ..)`, one
     /// scalar per tile, ends with `Yield(y)`) to the elements at every position.
     Map,
-    /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements.
+    /// `(array, i0, .., value)`: atomically adds a tile or scalar to the in-bounds elements
+    /// (on `f16`/`bf16` arrays as [`Rmw::Add`] does).
     AtomicAdd(Vec<Index>),
     /// `(array, i0, .., i{rank-1}, [cmp,] v) -> old`: one element (an `i32` index per
     /// dimension; `cmp` only for `Cas`) updated atomically from its old value and `v` (see
     /// [`Rmw`]), the old value as the result. Out of bounds: nothing is written and the result
     /// is 0. Relaxed: atomic with respect to every other atomic op of the launch on that
-    /// element, and ordered with nothing else. Not on `f16`/`bf16` arrays.
+    /// element, and ordered with nothing else. On `f16`/`bf16` arrays the operands and result
+    /// are `f32` values and the update is rounded as [`Rmw`] says.
     AtomicRmw(Rmw),
     /// `(t) -> t`: the inclusive scan of the tile `t` along `axis` (0: down each column, 1:
     /// along each row; 0 for a 1-D tile): element `i` is `t[0] op t[1] op .. op t[i]`,
@@ -322,6 +324,12 @@ pub enum OpKind {
 
 /// The update of an [`OpKind::AtomicRmw`]: the element's new value from its old one and the
 /// operand `v` (and, for `Cas`, the comparand `cmp`).
+///
+/// On an `f16` or `bf16` array (whose elements the op reads and returns as exact `f32`
+/// values) `v` and `cmp` are first rounded to the array's type as a store rounds them; the
+/// update is then that of the half type: `Add` the correctly rounded half sum (the `f32` sum
+/// of the two half values, rounded), `Min`/`Max` in `totalOrder` of the half values, `Cas`
+/// comparing the 16-bit patterns. Targets make it a compare-and-swap loop on the 16 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Rmw {
     /// `old + v` (integers wrap).

@@ -171,8 +171,25 @@ pub fn bin(op: BinOp, a: Const, b: Const, ty: Scalar) -> Result<Const, ScalarErr
 /// compared bit for bit, so `-0.0` and `0.0` differ and a NaN matches its own bits). Float
 /// minima and maxima follow IEEE 754 `totalOrder` (what integer atomics on the bits give:
 /// `-NaN < -inf < .. < -0.0 < 0.0 < .. < inf < NaN`).
+///
+/// For `ty` `f16` or `bf16` the values are `f32` constants holding the element's value (`old`,
+/// exact) and the operands; the operands are rounded to `ty` first and the result is the new
+/// element's value, rounded to `ty` ([`crate::Rmw`]).
 pub fn rmw(k: crate::Rmw, old: Const, v: Const, cmp: Option<Const>, ty: Scalar) -> Result<Const, ScalarError> {
     use crate::Rmw;
+    if ty.is_half() {
+        let bits = |c: Const| crate::half::narrow(ty, c.as_f64() as f32);
+        let round = |c: Const| Const::Float(crate::half::widen(ty, bits(c)), Scalar::F32);
+        let v = round(v);
+        return Ok(match k {
+            Rmw::Cas if cmp.map(bits) == Some(bits(old)) => v,
+            Rmw::Cas => old,
+            // Exact half values: their f32 sum rounded once is the half sum (f32 has more than
+            // 2p + 2 bits, Figueroa 1995); totalOrder is that of their f32 values.
+            Rmw::Add => round(bin(BinOp::Add, old, v, Scalar::F32)?),
+            _ => rmw(k, old, v, None, Scalar::F32)?,
+        });
+    }
     Ok(match k {
         Rmw::Add => bin(BinOp::Add, old, v, ty)?,
         Rmw::Min | Rmw::Max if ty.is_float() => {

@@ -119,7 +119,11 @@ impl V<'_> {
                     let n = rank as usize;
                     let vals = if *k == Rmw::Cas { 2 } else { 1 };
                     bad(mutable, "atomics go to a mut array", &mut errs);
-                    bad(elem.is_float() || elem.is_int(), "atomics on f32, f64 and integer arrays", &mut errs);
+                    bad(
+                        elem.is_float() || elem.is_half() || elem.is_int(),
+                        "atomics on float and integer arrays",
+                        &mut errs,
+                    );
                     bad(
                         op.args.len() == 1 + n + vals,
                         "takes the array, one index per dimension and the operands",
@@ -129,10 +133,14 @@ impl V<'_> {
                         bad(t(1 + i) == Some(Type::Scalar(Scalar::I32)), "indices are i32", &mut errs);
                     }
                     for j in 0..vals {
-                        bad(t(1 + n + j) == Some(Type::Scalar(elem)), "operands have the element type", &mut errs);
+                        bad(
+                            t(1 + n + j) == Some(Type::Scalar(elem.compute())),
+                            "operands have the element's compute type",
+                            &mut errs,
+                        );
                     }
                     bad(
-                        r(0) == Some(Type::Scalar(elem)) && op.results.len() == 1,
+                        r(0) == Some(Type::Scalar(elem.compute())) && op.results.len() == 1,
                         "result is the old element",
                         &mut errs,
                     );
@@ -154,9 +162,6 @@ impl V<'_> {
                         let want =
                             if slices.is_empty() { Type::Scalar(c) } else { Type::Tile { elem: c, shape: slices } };
                         match op.kind {
-                            OpKind::AtomicAdd(_) if elem.is_half() => {
-                                errs.push(format!("`{name}`: no atomic adds to {} arrays", elem.name()));
-                            }
                             OpKind::Store(_) | OpKind::AtomicAdd(_) => {
                                 bad(mutable, "stores go to a mut array", &mut errs);
                                 bad(t(1 + ix.len()) == Some(want), "stored value has the slice's type", &mut errs);

@@ -354,3 +354,20 @@ fn build_several_instances_to_a_file() {
     assert!(written.is_empty(), "files written: {written:?}");
     insta::assert_snapshot!(snap);
 }
+
+/// Atomics on an `f16` array compile for the CPU and CUDA, not for Vulkan (no 16-bit
+/// atomics): E0504 at the atomic, naming the targets that have them.
+#[test]
+fn half_atomics_on_vulkan() {
+    let t = Tmp::new("half-atomics");
+    let src = "kernel hist(X: f32[N], H: mut f16[16]) grid(N) {\n    \
+               let x = X[program_id(0)];\n    \
+               atomic_add(H[0:16], tile<f32, 16>::full(x));\n}\n";
+    let k = t.write("hist.tile", src.as_bytes());
+    let (code, _, err) = t.tilec(&["build", &k, "--target", "cpu", "-o", &t.path("hist.o")]);
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = t.tilec(&["build", &k, "--target", "spirv", "-o", &t.path("hist.spv")]);
+    assert_eq!((code, out.as_str()), (2, ""), "{err}");
+    assert_eq!(t.files(), ["hist.o", "hist.tile", "k.tile"], "nothing written for Vulkan");
+    insta::assert_snapshot!(format!("exit code: {code}\n{err}"));
+}

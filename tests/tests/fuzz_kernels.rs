@@ -11,7 +11,9 @@
 //! scatter-maxima and minima and a fetch-and-add with its old values,
 //! ranges of tiles at run-time starts, vectors longer than 64 elements with run-time element
 //! indices and scans, `f16`/`bf16` storage of the `f32` kernels' arrays and `f16`/`bf16`
-//! arithmetic on the loaded inputs, an optional array given or omitted),
+//! arithmetic on the loaded inputs, atomics on `f16`/`bf16` arrays (which Vulkan must refuse),
+//! `topk`, `join`/`split`, `row`, `inf`/`nan` and a compare-and-swap with its old values, an
+//! optional array given or omitted),
 //! and every one
 //! runs on the CPU (both code generators where the build has LLVM), in SIMT form at 4 to 64
 //! lanes by the reference interpreter, and on Vulkan (lavapipe at 4, 8 and 16 lanes; a
@@ -48,6 +50,10 @@ struct Case {
     args: HashMap<String, ArgValue>,
     /// Whether Vulkan runs it (small tiles and shallow expressions).
     on_vulkan: bool,
+    /// Whether it has atomics on a half array (`HA`): Vulkan must refuse it (E0504).
+    half_atomics: bool,
+    /// Whether it has the `topk`/`join`/`split`/`row`/`inf`/`nan` block and its output `CS`.
+    cas: bool,
 }
 
 struct Gen {
@@ -472,6 +478,48 @@ fn case(seed: u64) -> Case {
             "    let ha = a as {h};\n    let hb = b as {h};\n    let hx = ha * {l} + ha / (abs(hb) + 0.7) - sqrt(abs(ha)) * hb;\n    acc = acc + (where(ha > hb, hx, hb * {l2}) as {t}) + (sum(hb, 1)[0] as {t});\n"
         ));
     }
+    let mut more5 = Rng::new(seed ^ 0x00a7_0f16);
+    let half_atomics = store.is_half() && more5.int(0, 100) < 60;
+    if half_atomics {
+        // Atomics on the half array `HA`: a scatter-maximum or -minimum through repeated
+        // positions (rounding is monotonic, so the order does not matter), or an exchange and
+        // a fetch-and-add at positions only this program updates (old values: the starting
+        // 0.5, then the exchanged values), each operand rounded to the half type.
+        let z = "where(hs == hs, hs, 0.0)";
+        let at = format!("tile<i32, {r}>::iota(0)");
+        body.push_str("    let hs = sum(acc, 1);\n");
+        body.push_str(&match more5.int(0, 3) {
+            0 => format!("    atomic_max(HA[({at} * {} + i) % {} - 1], {z});\n", more5.int(1, 4), m + 1),
+            1 => format!("    atomic_min(HA[({at} * {} + i) % {} - 1], {z});\n", more5.int(1, 4), m + 1),
+            _ => format!(
+                "    if program_id(1) == 0 {{\n        let was = atomic_xchg(HA[{at} + i], {z} * 0.5);\n        atomic_add(HA[{at} + i], was + {z});\n    }}\n"
+            ),
+        });
+    }
+    let mut more6 = Rng::new(seed ^ 0x7095_c0a5);
+    let cas = more6.int(0, 100) < 45;
+    if cas {
+        // `topk`, `join`/`split`, `row`, `inf`/`nan` (in the instance's type; each a no-op on
+        // finite values), then a compare-and-swap at positions only this program updates:
+        // the even ones match the starting value and take the row sums, and the old values
+        // (the starting value everywhere) are added back.
+        let (t, k) = (g.t, more6.int(1, c as i64 + 1));
+        let (one, seven) = if g.float { ("0.5", "7.0") } else { ("1", "7") };
+        let odd = if g.float { " + min(acc, inf) - acc + where(a != a, nan, max(b, -inf)) - b" } else { "" };
+        // `topk` (a sorting network through shared memory on GPUs) only in kernels that
+        // Vulkan does not run: lavapipe's shader compiler takes minutes on them.
+        let (top, tops) = if r * c > 256 {
+            (
+                format!("    let (tv, ti) = topk(a, {k}, 1);\n"),
+                format!(" + tile<{t}, {r}, {c}>::full(sum(tv) + sum(ti as {t}))"),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        body.push_str(&format!(
+            "{top}    let (x0, x1) = split(join(sum(a, 1), max_axis(b, 1)));\n    let ex = acc + column(x0 - x1) + row(sum(b, 0)){odd}{tops};\n    if program_id(1) == 0 {{\n        let at = tile<i32, {r}>::iota(0);\n        let was = atomic_cas(CS[at + i], where(at % 2 == 0, {one}, {seven}), sum(ex, 1));\n        atomic_add(CS[at + i], was);\n    }}\n"
+        ));
+    }
     // An optional array, given or omitted: read under `present` and past it (zeros when
     // omitted), and written (nothing when omitted).
     let opt_given = more4.int(0, 2) == 0;
@@ -481,7 +529,7 @@ fn case(seed: u64) -> Case {
         ));
     }
     let src = format!(
-        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], Opt: {t}[M, N]?, OptOut: mut {t}[M, N]?, s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
+        "fn mix3<U>(x: U, y: U, z: U) -> U {{\n    max(x, y) - z\n}}\n\nfn step2<U>(a: U, x: U) -> U {{\n    max(a - x, x)\n}}\n\nkernel fz{generic}(A: {st}[M, N], B: {st}[M, N], O: mut {st}[M, N], P: mut {t}[M], Q: mut {t}[M], Z: mut {t}[M], Y: mut {t}[M], Y2: mut {t}[M], V: {st}[L], W: mut {t}[201], Opt: {t}[M, N]?, OptOut: mut {t}[M, N]?, HA: mut {st}[M]?, CS: mut {t}[M]?, s: {t}) grid(cdiv(M, {r}), cdiv(N, {c})) {{\n{body}}}\n"
     );
     let mut rng = Rng::new(seed ^ 0xabcdef);
     let vals = |rng: &mut Rng, len: usize| -> Vec<f64> {
@@ -506,11 +554,17 @@ fn case(seed: u64) -> Case {
         args.insert("Opt".to_string(), arr(elem, vals(&mut more4, m * n), &[mu, nu]));
         args.insert("OptOut".to_string(), arr(elem, vec![7.0; m * n], &[mu, nu]));
     }
+    if half_atomics {
+        args.insert("HA".to_string(), arr(store, vec![0.5; m], &[mu]));
+    }
+    if cas {
+        args.insert("CS".to_string(), arr(elem, vec![if elem.is_float() { 0.5 } else { 1.0 }; m], &[mu]));
+    }
     let s = vals(&mut rng, 1)[0];
     let sc = if elem.is_float() { Const::Float(s, elem) } else { Const::Int(s as i64, elem) };
     args.insert("s".to_string(), ArgValue::Scalar(sc));
     let on_vulkan = r * c <= 256;
-    Case { seed, elem, store, src, args, on_vulkan }
+    Case { seed, elem, store, src, args, on_vulkan, half_atomics, cas }
 }
 
 /// How far `got` is from `want`: 0 when they agree (module docs), else a measure above the
@@ -563,9 +617,10 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     };
     let want = |n: &str| reference.array(n).expect("output").to_f64_vec();
     let compare = |target: &str, got: &dyn Fn(&str) -> Vec<f64>| -> Result<(), String> {
-        for out in ["O", "P", "Q", "Z", "W", "Y", "Y2", "OptOut"] {
+        let outs = ["O", "P", "Q", "Z", "W", "Y", "Y2", "OptOut", "HA", "CS"];
+        for out in outs.into_iter().filter(|o| (*o != "HA" || c.half_atomics) && (*o != "CS" || c.cas)) {
             let (g, w) = (got(out), want(out));
-            let tol = tolerance(if out == "O" { c.store } else { c.elem });
+            let tol = tolerance(if out == "O" || out == "HA" { c.store } else { c.elem });
             let d = distance(c.elem, &g, &w);
             if d > tol {
                 let k = g.iter().zip(&w).position(|(x, y)| distance(c.elem, &[*x], &[*y]) > tol);
@@ -602,6 +657,12 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     }
     if let (Some(dev), true) = (vulkan, c.on_vulkan) {
         let mut b = tilec_runtime::bind(kernel, c.args.clone()).expect("binds");
+        if c.half_atomics {
+            return match tilec::vulkan_launch(dev, &module, kernel, &mut b, 1) {
+                Err(d) if format!("{d:?}").contains("not supported on Vulkan") => Ok(()),
+                other => fail(format!("Vulkan: atomics on a half array, not refused: {other:?}")),
+            };
+        }
         if let Err(d) = tilec::vulkan_launch(dev, &module, kernel, &mut b, 1) {
             return fail(format!("Vulkan: {d:?}"));
         }
@@ -748,6 +809,13 @@ fn the_generator_covers_its_constructs() {
         "let ha = a as bf16;",
         "sum(hb, 1)[0] as f64",
         "    if present(Opt) {",
+        "    atomic_max(HA[(tile<i32, ",
+        "    atomic_min(HA[(tile<i32, ",
+        "let was = atomic_xchg(HA[tile<i32, ",
+        "let (tv, ti) = topk(a, ",
+        "split(join(sum(a, 1), ",
+        "where(a != a, nan, max(b, -inf))",
+        "let was = atomic_cas(CS[at + i], ",
     ] {
         assert!(all.contains(construct), "no generated kernel uses `{construct}`");
     }

@@ -123,6 +123,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::dyn_ranges(),
         cases::gathers(),
         cases::atomics(),
+        cases::atomics_half(),
         cases::half_arith(),
         cases::optional(),
         cases::lines(),

@@ -98,6 +98,11 @@ fn atomics_with_old_values() {
 }
 
 #[test]
+fn atomics_on_half_arrays() {
+    cases::atomics_half().into_iter().for_each(both);
+}
+
+#[test]
 fn optional_arrays() {
     cases::optional().into_iter().for_each(both);
 }

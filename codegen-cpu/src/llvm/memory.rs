@@ -460,6 +460,9 @@ impl<'ctx> Gen<'ctx, '_> {
         if !atomic {
             return self.store_at(p, s, x);
         }
+        if s.is_half() {
+            return self.rmw_at(tilec_midend::Rmw::Add, p, x, None, s).map(|_| ());
+        }
         let x = self.to_mem(s, x)?;
         let op = if s.is_float() {
             llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd
@@ -481,7 +484,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let dummy = self.dummy(a.elem)?;
         let safe = self.b.build_select(a.at_ok, p, dummy, "").map_err(be)?.into_pointer_value();
         let old = self.rmw_at(k, safe, x, cmp, a.elem)?;
-        self.b.build_select(a.at_ok, old, self.constant(a.elem, 0.0), "").map_err(be)
+        self.b.build_select(a.at_ok, old, self.constant(a.elem.compute(), 0.0), "").map_err(be)
     }
 
     /// A single element: zero when out of bounds.

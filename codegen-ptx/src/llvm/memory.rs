@@ -200,6 +200,9 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `*p += x` atomically: `atomicrmw add` for integers, `atomicrmw fadd` for floats (one
     /// `red.global.add.f32` / `.f64` instruction, native since sm_60), monotonic ordering.
     fn atomic_add(&mut self, p: PointerValue<'ctx>, x: BasicValueEnum<'ctx>, elem: Scalar) -> Result<(), PtxError> {
+        if elem.is_half() {
+            return self.rmw_half(tilec_midend::Rmw::Add, p, x, None, elem).map(|_| ());
+        }
         let op = if elem.is_float() {
             llvm_sys::LLVMAtomicRMWBinOp::LLVMAtomicRMWBinOpFAdd
         } else {

@@ -900,6 +900,47 @@ pub(crate) fn atomics() -> Vec<Case> {
     vec![Case { compare: Compare::Relative, int_arrays, typed_arrays, ..case(src, "atomics", arrays, vec![], outs) }]
 }
 
+/// The atomic family on `f16`/`bf16` arrays (`tests/tests/cases/atomics_half.tile`): results
+/// that do not depend on the order of the lanes and programs, operands rounded to the half
+/// types. Not on Vulkan, which has no 16-bit atomics (E0504, `cli_errors.rs`).
+#[allow(dead_code)] // not in tests/vulkan.rs: Vulkan refuses atomics on f16 and bf16 arrays
+pub(crate) fn atomics_half() -> Vec<Case> {
+    let src = SourceSet::with_stdlib("atomics_half.tile", include_str!("atomics_half.tile"));
+    let eighths = |n: usize, seed: u64| -> Vec<f64> {
+        random_uniform(n, seed).iter().map(|x| (x * 16.0).round() / 8.0).collect()
+    };
+    let mut v = eighths(40, 101);
+    (v[3], v[4], v[5]) = (-0.0, 0.0, f64::NAN);
+    let w: Vec<f64> = random_uniform(40, 102).iter().map(|x| x * 3.0).collect();
+    let mut i: Vec<i32> = (0..40).map(|k| (k * 7) % 12 - 2).collect();
+    (i[3], i[4]) = (2, 2);
+    let p: Vec<i32> = (0..40).map(|e| (e * 13) % 40).collect();
+    let q: Vec<f64> = (0..120).map(|e| if e % 3 == 0 { 1.0 } else { 7.0 }).collect();
+    let mut arrays = vec![("V", v, vec![40]), ("W", w, vec![40])];
+    for n in ["OA", "OX", "OQ"] {
+        arrays.push((n, vec![0.0; 120], vec![3, 40]));
+    }
+    arrays.push(("OC", vec![0.0; 3], vec![3]));
+    let int_arrays = vec![("I", i, vec![40]), ("P", p, vec![40])];
+    let typed_arrays = vec![
+        ("S", Scalar::F16, vec![7.0; 8], vec![8]),
+        ("SB", Scalar::BF16, vec![7.0; 8], vec![8]),
+        ("MN", Scalar::F16, vec![7.0; 8], vec![8]),
+        ("MX", Scalar::BF16, vec![-7.0; 8], vec![8]),
+        ("A", Scalar::F16, eighths(120, 103), vec![3, 40]),
+        ("X", Scalar::BF16, eighths(120, 104), vec![3, 40]),
+        ("Q", Scalar::F16, q, vec![3, 40]),
+        ("C", Scalar::F16, vec![0.5, -1.25, 3.0], vec![3]),
+    ];
+    let outs = vec!["S", "SB", "MN", "MX", "A", "X", "Q", "C", "OA", "OX", "OQ", "OC"];
+    vec![Case {
+        compare: Compare::Relative,
+        int_arrays,
+        typed_arrays,
+        ..case(src, "atomics_half", arrays, vec![], outs)
+    }]
+}
+
 /// Ranges of tiles starting at run-time positions (inside, and past either end), read and
 /// written: `tests/tests/cases/dyn_ranges.tile`.
 pub(crate) fn dyn_ranges() -> Vec<Case> {

@@ -584,7 +584,8 @@ impl Interp<'_, '_, '_> {
                     let Some(off) = *off else { continue };
                     if atomic {
                         let (elem, data) = self.mem.data_mut(m)?;
-                        let v = bin(BinOp::Add, read(elem, data, off), v, elem)?;
+                        let v = scalar::rmw(crate::Rmw::Add, read(elem, data, off), v, None, elem)
+                            .map_err(|e| InterpError { message: e.to_string() })?;
                         write(elem, data, off, v)?;
                     } else {
                         let (elem, _, _) = self.mem.view(m)?;
@@ -618,7 +619,8 @@ impl Interp<'_, '_, '_> {
                 for (lane, off) in offs.iter().enumerate() {
                     let (elem, data) = self.mem.data_mut(m)?;
                     let Some(off) = *off else {
-                        out.push(if elem.is_float() { Const::Float(0.0, elem) } else { Const::Int(0, elem) });
+                        let c = elem.compute();
+                        out.push(if c.is_float() { Const::Float(0.0, c) } else { Const::Int(0, c) });
                         continue;
                     };
                     let old = read(elem, data, off);
