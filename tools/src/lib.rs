@@ -133,9 +133,39 @@ pub struct Compiled {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Parses, checks and lowers `src` and runs the pass pipeline. Errors are diagnostics (with
-/// the warnings after them); a verifier failure (a compiler bug) is reported as E0900.
+/// Bytes of stack the frontend and the passes run on ([`with_stack`]): their recursion over
+/// a statement's expression tree, which E0005 bounds at 1024 operators, needs more than the
+/// 2 MiB that Rust gives spawned threads; virtual memory, committed only as it is touched.
+pub const COMPILER_STACK: usize = 256 << 20;
+
+/// Runs `f` on a thread of its own with a [`COMPILER_STACK`]-byte stack and returns its result
+/// (a panic in `f` resumes in the caller), so that a deep but legal source never overflows
+/// the caller's stack, whatever thread an embedder compiles from (the way rustc runs its
+/// driver on a thread with a stack of its choosing). Where no thread can be started, `f`
+/// runs on the caller's stack.
+pub fn with_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let job = std::sync::Mutex::new(Some(f));
+    let run = || job.lock().unwrap_or_else(|p| p.into_inner()).take().map(|f| f());
+    let spawned = std::thread::scope(|s| {
+        let h =
+            std::thread::Builder::new().name("tilec-compile".into()).stack_size(COMPILER_STACK).spawn_scoped(s, run);
+        h.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    });
+    match spawned {
+        Ok(Some(r)) => r,
+        _ => run().expect("the job runs once"),
+    }
+}
+
+/// Parses, checks and lowers `src` and runs the pass pipeline ([`with_stack`]). Errors are
+/// diagnostics (with the warnings after them); a verifier failure (a compiler bug) is
+/// reported as E0900.
 pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
+    with_stack(|| compile_here(src, instances, opts))
+}
+
+/// [`compile`] on the caller's stack.
+fn compile_here(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
     let (parsed, mut diags) = src.parse();
     let limits = opts.limits.unwrap_or(tilec_frontend::TargetLimits::CPU);
     let (mut module, more) = tilec_frontend::compile_for(&parsed.sources(), instances, &limits);
@@ -181,9 +211,11 @@ pub fn infer_generics(
     shapes: &HashMap<String, Vec<u64>>,
     fixed: &HashMap<String, GenericArg>,
 ) -> Result<HashMap<String, GenericArg>, Vec<Diagnostic>> {
-    let (parsed, diags) = src.parse();
-    if !diags.is_empty() {
-        return Err(diags);
-    }
-    tilec_frontend::infer_generics(&parsed.sources(), kernel, dtypes, shapes, fixed).map_err(|d| vec![d])
+    with_stack(|| {
+        let (parsed, diags) = src.parse();
+        if !diags.is_empty() {
+            return Err(diags);
+        }
+        tilec_frontend::infer_generics(&parsed.sources(), kernel, dtypes, shapes, fixed).map_err(|d| vec![d])
+    })
 }

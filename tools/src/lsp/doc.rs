@@ -52,11 +52,13 @@ impl Document {
             };
         }
         let run = std::panic::catch_unwind(|| {
-            let (parsed, mut diags) = src.parse();
-            let (_, more, analysis) =
-                tilec_frontend::analyze(&parsed.sources(), &Instances::All { fixed: HashMap::new() });
-            diags.extend(more);
-            (diags, analysis, parsed.main, parsed.syntax_errors)
+            crate::with_stack(|| {
+                let (parsed, mut diags) = src.parse();
+                let (_, more, analysis) =
+                    tilec_frontend::analyze(&parsed.sources(), &Instances::All { fixed: HashMap::new() });
+                diags.extend(more);
+                (diags, analysis, parsed.main, parsed.syntax_errors)
+            })
         });
         let (diags, analysis, ast, syntax_errors) = match run {
             Ok(r) => r,
