@@ -10,7 +10,8 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_module::{Linkage, Module as ClModule};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use tilec_midend::fusion::LeftOperand;
 use tilec_midend::{Function, Kernel, Op, OpKind, Region, Scalar, Type, Value};
 
 /// How an IR value is held in Cranelift code.
@@ -66,6 +67,11 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     libm: HashMap<&'static str, FuncRef>,
     /// How many operands (in all regions) refer to each value.
     uses: HashMap<Value, usize>,
+    /// Left operands of products read in place (`tilec_midend::fusion::left_operands`):
+    /// the product's operand -> the tile it reads, transposed and/or negated.
+    pub(crate) left_views: HashMap<Value, LeftOperand>,
+    /// The `transpose`/`neg` results that those products read through and that are not formed.
+    unformed: HashSet<Value>,
 }
 
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
@@ -79,7 +85,10 @@ pub(crate) fn lower_function<M: ClModule>(
 ) -> Result<(), CodegenError> {
     let mut fctx = FunctionBuilderContext::new();
     let b = FunctionBuilder::new(func, &mut fctx);
-    let slots = slots::assign(f);
+    let mut uses = HashMap::new();
+    f.body.count_uses(&mut uses);
+    let (left_views, unformed) = tilec_midend::fusion::left_operands(f, &uses);
+    let slots = slots::assign(f, &left_views);
     let mut l = Lower {
         b,
         module,
@@ -92,9 +101,10 @@ pub(crate) fn lower_function<M: ClModule>(
         results: None,
         fma: crate::isa::host_has_fma(),
         libm: HashMap::new(),
-        uses: HashMap::new(),
+        uses,
+        left_views,
+        unformed,
     };
-    f.body.count_uses(&mut l.uses);
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);
     l.b.switch_to_block(entry);
@@ -286,9 +296,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn fuses_as_matmul_sub(&self, mm: &Op, sub: &Op) -> bool {
-        tilec_midend::fusion::is_matmul_sub(self.f, &self.uses, mm, sub)
-            && !self.same_slot(sub.results[0], mm.args[0])
-            && !self.same_slot(sub.results[0], mm.args[1])
+        if !tilec_midend::fusion::is_matmul_sub(self.f, &self.uses, mm, sub) {
+            return false;
+        }
+        // The tile the product reads as its left operand (in place, `left_views`).
+        let source = self.left_views.get(&mm.args[0]).map_or(mm.args[0], |v| v.source);
+        !self.same_slot(sub.results[0], source) && !self.same_slot(sub.results[0], mm.args[1])
     }
 
     /// Copies tile `from` into the slot of `to` unless they share it.
@@ -393,6 +406,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        if op.results.first().is_some_and(|r| self.unformed.contains(r)) {
+            // Read in place by its product (`left_views`).
+            return Ok(());
+        }
         match &op.kind {
             OpKind::For => self.for_loop(op),
             OpKind::While => self.while_loop(op),

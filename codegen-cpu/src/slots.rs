@@ -6,6 +6,7 @@
 //! encloses the use but not the definition (a loop keeps its outer operands alive).
 
 use std::collections::HashMap;
+use tilec_midend::fusion::LeftOperand;
 use tilec_midend::{Function, Op, OpKind, Region, Value};
 
 /// A tile slot: index into [`Slots::sizes`].
@@ -196,8 +197,11 @@ impl Alloc<'_> {
     }
 }
 
-/// Assigns slots to every tile value of `f`.
-pub(crate) fn assign(f: &Function) -> Slots {
+/// Assigns slots to every tile value of `f`. `views`: the left operands that products read
+/// in place from another tile (`tilec_midend::fusion::left_operands`): that source tile stays
+/// alive one op past its product, so that neither the product's result nor anything before
+/// it takes the source's slot.
+pub(crate) fn assign(f: &Function, views: &HashMap<Value, LeftOperand>) -> Slots {
     let mut live = Live { def: HashMap::new(), last: HashMap::new() };
     for p in &f.body.params {
         live.def.insert(*p, 0);
@@ -205,6 +209,11 @@ pub(crate) fn assign(f: &Function) -> Slots {
     let mut pos = 0;
     let mut ends = Vec::new();
     number(&f.body, &mut pos, &mut Vec::new(), &mut live, &mut ends);
+    for (a, view) in views {
+        let until = live.last.get(a).copied().unwrap_or(0) + 1;
+        let l = live.last.entry(view.source).or_insert(0);
+        *l = (*l).max(until);
+    }
     let mut a = Alloc { f, live, slots: Slots { of: HashMap::new(), sizes: Vec::new() }, pos: 0 };
     a.region(&f.body);
     a.slots

@@ -1,13 +1,13 @@
 //! Products whose left operand is a transpose used only there (`transpose(A[..]) @ B[..]`, as
-//! in potrs's backward solve), which the LLVM CPU backend reads in place instead of forming
-//! the transpose (`tilec_midend::fusion::left_operands`).
+//! in potrs's backward solve), which both CPU backends read in place instead of forming the
+//! transpose (`tilec_midend::fusion::left_operands`).
 
 use super::*;
 
 /// `transpose(A) @ B` as a product, subtracted (`t -= ..`) and accumulated in a loop (`acc +=
 /// ..`), and negated (`-transpose(A) @ B`, `transpose(-A) @ B` accumulated in a loop), for tiles of 1x1x1 to 77x40x131 (`k` above 32 takes the product's `k` loop) over
 /// arrays smaller than the tiles; against an f64 reference, and the same bits from Cranelift
-/// (which forms the transpose) and LLVM (which does not).
+/// and LLVM.
 #[test]
 fn transposed_left_operands_in_place() {
     for elem in FLOATS {
@@ -70,6 +70,65 @@ fn transposed_left_operands_in_place() {
                     want[(4 * m + i) * n + j] = x0 - 2.0 * p;
                 }
             }
+            let outs = outputs_per_backend(&set, "k", args, "O", &ctx);
+            assert_normwise(&outs[0].1, &want, tol(elem) * 10.0, &ctx);
+            for (be, o) in &outs[1..] {
+                assert_exact(o, &outs[0].1, &format!("{ctx}: {be} against Cranelift"));
+            }
+        }
+    }
+}
+
+/// Products whose left operand is read in place from the tile they update (`t -= transpose(t)
+/// @ B`, `acc += transpose(-acc) @ B` in a loop, `t = transpose(t) @ t`): the tile must not be
+/// overwritten while the product still reads it (on Cranelift the source tile's slot stays
+/// live past its product, `codegen-cpu/src/slots.rs`). Square tiles of 1 to 33 over arrays a
+/// little smaller; against an f64 reference, the same bits from both CPU backends.
+#[test]
+fn left_operands_read_in_place_from_the_updated_tile() {
+    for elem in FLOATS {
+        for m in [1, 5, 16, 33] {
+            let am = (m - m / 4).max(1);
+            let src = format!(
+                "kernel k<T: float>(B: T[M, M], X: T[M, M], O: mut T[3, {m}, {m}]) grid(1) {{
+                    let b = B[0:{m}, 0:{m}];
+                    let t = X[0:{m}, 0:{m}];
+                    t -= transpose(t) @ b;
+                    O[0, 0:{m}, 0:{m}] = t;
+                    let acc = X[0:{m}, 0:{m}];
+                    for r in 0..2 {{ acc += transpose(-acc) @ b; }}
+                    O[1, 0:{m}, 0:{m}] = acc;
+                    let u = X[0:{m}, 0:{m}];
+                    u = transpose(u) @ u;
+                    O[2, 0:{m}, 0:{m}] = u;
+                }}"
+            );
+            let mut rng = Rng::new(97 + m as u64);
+            let (b, x) = (rng.vec(am * am, -1.0, 1.0), rng.vec(am * am, -1.0, 1.0));
+            let args = || -> HashMap<String, ArgValue> {
+                [("B", arr(elem, &b, &[am, am])), ("X", arr(elem, &x, &[am, am])), ("O", sentinel(elem, &[3, m, m]))]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect()
+            };
+            let ctx = format!("{elem:?} {m}x{m}");
+            let set = SourceSet::with_stdlib("test.tile", src.as_str());
+            // Reference: zero-padded tiles, plain f64.
+            let pad = |v: &[f64]| -> Vec<f64> {
+                (0..m * m).map(|e| if e / m < am && e % m < am { v[(e / m) * am + e % m] } else { 0.0 }).collect()
+            };
+            let (bp, xp) = (pad(&b), pad(&x));
+            let tmul = |p: &[f64], q: &[f64], sign: f64| -> Vec<f64> {
+                (0..m * m).map(|e| (0..m).map(|r| sign * p[r * m + e / m] * q[r * m + e % m]).sum()).collect()
+            };
+            let t: Vec<f64> = xp.iter().zip(tmul(&xp, &bp, 1.0)).map(|(x, p)| x - p).collect();
+            let mut acc = xp.clone();
+            for _ in 0..2 {
+                let p = tmul(&acc, &bp, -1.0);
+                acc.iter_mut().zip(p).for_each(|(a, p)| *a += p);
+            }
+            let u = tmul(&xp, &xp, 1.0);
+            let want: Vec<f64> = [t, acc, u].concat();
             let outs = outputs_per_backend(&set, "k", args, "O", &ctx);
             assert_normwise(&outs[0].1, &want, tol(elem) * 10.0, &ctx);
             for (be, o) in &outs[1..] {
