@@ -43,6 +43,16 @@ pub(super) fn reduce_op(k: Reduce) -> BinOp {
     }
 }
 
+/// What a load reads ([`Lower::load_operands`]): the array, one index per dimension, the
+/// elements' compute type (`f16` and `bf16` load as `f32`) and the slice dimensions `(axis,
+/// extent)` in order.
+pub(super) struct LoadOperands {
+    pub(super) array: Value,
+    pub(super) idx: Vec<Value>,
+    pub(super) elem: Scalar,
+    pub(super) slices: Vec<(usize, u32)>,
+}
+
 impl Lower<'_> {
     /// Lowers an operation that has tile operands or results, or accesses memory; a long
     /// vector result is distributed (`dist.rs`).
@@ -300,17 +310,22 @@ impl Lower<'_> {
         }
     }
 
+    /// The operands of a load `op` (of `kinds`) whose array is `op.args[base]`.
+    pub(super) fn load_operands(&self, kinds: &[Index], op: &Op, base: usize) -> Result<LoadOperands, SimtError> {
+        Ok(LoadOperands {
+            array: self.scalar(op.args[base])?,
+            idx: self.indices(&op.args[base + 1..])?,
+            elem: self.src.ty(op.args[base]).elem().compute(),
+            slices: kinds
+                .iter()
+                .enumerate()
+                .filter_map(|(d, k)| if let Index::Slice(n) = k { Some((d, *n)) } else { None })
+                .collect(),
+        })
+    }
+
     fn load(&mut self, kinds: &[Index], op: &Op, old: Option<Lv>) -> Result<Lv, SimtError> {
-        let base = usize::from(old.is_some());
-        let array = self.scalar(op.args[base])?;
-        let idx = self.indices(&op.args[base + 1..])?;
-        // Storage types (`f16`, `bf16`) load as their compute type.
-        let elem = self.src.ty(op.args[base]).elem().compute();
-        let slices: Vec<(usize, u32)> = kinds
-            .iter()
-            .enumerate()
-            .filter_map(|(d, k)| if let Index::Slice(n) = k { Some((d, *n)) } else { None })
-            .collect();
+        let LoadOperands { array, idx, elem, slices } = self.load_operands(kinds, op, usize::from(old.is_some()))?;
         match slices.len() {
             0 => {
                 let o = match old {

@@ -30,16 +30,30 @@ impl Lower<'_> {
     }
 
     /// This lane's masked row-major positions (index -1, out of bounds, for padding rows) of
-    /// the `rows x cols` row-distributed registers, in register order.
-    fn mat_positions(&mut self, rows: u32, cols: u32) -> Vec<Value> {
+    /// the `rows x cols` row-distributed registers, in register order: element `[r][j]` at
+    /// `r * cols + j`, or at `j * rows + r` when `transposed` (its position in the transpose).
+    pub(super) fn mat_positions(&mut self, rows: u32, cols: u32, transposed: bool) -> Vec<Value> {
         let mut out = Vec::new();
         for s in 0..self.slots(rows) {
             let real = self.row_lt(s, rows as i64);
-            let cc = self.i32c(cols as i64);
-            let first = self.bin(BinOp::Mul, self.rows[s as usize], cc, Scalar::I32);
+            let r = self.rows[s as usize];
+            let first = if transposed {
+                None
+            } else {
+                let cc = self.i32c(cols as i64);
+                Some(self.bin(BinOp::Mul, r, cc, Scalar::I32))
+            };
             for j in 0..cols {
-                let jc = self.i32c(j as i64);
-                let i = self.bin(BinOp::Add, first, jc, Scalar::I32);
+                let i = match first {
+                    Some(first) => {
+                        let jc = self.i32c(j as i64);
+                        self.bin(BinOp::Add, first, jc, Scalar::I32)
+                    }
+                    None => {
+                        let jc = self.i32c((j * rows) as i64);
+                        self.bin(BinOp::Add, jc, r, Scalar::I32)
+                    }
+                };
                 out.push(self.masked(real, i));
             }
         }
@@ -56,18 +70,20 @@ impl Lower<'_> {
             .collect()
     }
 
-    fn put(&mut self, a: Value, i: Value, x: Value) {
+    /// `a[i] = x` (one element of a 1-D shared array).
+    pub(super) fn put(&mut self, a: Value, i: Value, x: Value) {
         self.emit(OpKind::Store(vec![Index::At]), vec![a, i, x], vec![]);
     }
 
-    fn get_at(&mut self, a: Value, i: Value, elem: Scalar) -> Value {
+    /// `a[i]` (one element of a 1-D shared array of `elem`).
+    pub(super) fn get_at(&mut self, a: Value, i: Value, elem: Scalar) -> Value {
         self.emit1(OpKind::Load(vec![Index::At]), vec![a, i], Type::Scalar(elem))
     }
 
     /// Stores each element of `t` that this lane holds at its row-major position in `a`.
     pub(super) fn spill(&mut self, a: Value, t: &Lv) {
         let (positions, regs) = match t {
-            Lv::Mat { rows, cols, regs, .. } => (self.mat_positions(*rows, *cols), regs),
+            Lv::Mat { rows, cols, regs, .. } => (self.mat_positions(*rows, *cols, false), regs),
             Lv::Dist { n, regs, .. } => (self.dist_positions(*n), regs),
             Lv::Vec { rep, .. } => {
                 // Element i is stored by lane i % lanes.
@@ -95,7 +111,7 @@ impl Lower<'_> {
         };
         match *shape {
             [rows, cols] => {
-                let p = self.mat_positions(rows, cols);
+                let p = self.mat_positions(rows, cols, false);
                 Lv::Mat { rows, cols, elem, regs: load(self, p) }
             }
             [n] if super::dist::is_dist(n) => {

@@ -143,14 +143,7 @@ impl Lower<'_> {
     /// tile's out-of-bounds elements are copied as 0, as a load gives them. The result holds
     /// no registers: only its product reads it, from the scratch array.
     pub(super) fn staged_load(&mut self, kinds: &[Index], op: &Op) -> Result<Lv, SimtError> {
-        let array = self.scalar(op.args[0])?;
-        let idx = op.args[1..].iter().map(|a| self.scalar(*a)).collect::<Result<Vec<_>, _>>()?;
-        let elem = self.src.ty(op.args[0]).elem().compute();
-        let slices: Vec<(usize, u32)> = kinds
-            .iter()
-            .enumerate()
-            .filter_map(|(d, k)| if let Index::Slice(n) = k { Some((d, *n)) } else { None })
-            .collect();
+        let super::ops::LoadOperands { array, idx, elem, slices } = self.load_operands(kinds, op, 0)?;
         let ((d1, rows), (d2, cols)) = (slices[0], slices[1]);
         let a = self.scratch_of(elem)?;
         let total = rows * cols;
@@ -190,7 +183,7 @@ impl Lower<'_> {
             } else {
                 pos
             };
-            self.emit(OpKind::Store(vec![Index::At]), vec![a, at, x], vec![]);
+            self.put(a, at, x);
         }
         self.emit(OpKind::Barrier, vec![], vec![]);
         Ok(Lv::Mat { rows, cols, elem, regs: Vec::new() })
@@ -227,7 +220,7 @@ impl Lower<'_> {
         for kk in 0..k {
             for c in 0..n {
                 let pc = self.i32c((kk * n + c) as i64);
-                let bkc = self.emit1(OpKind::Load(vec![Index::At]), vec![a, pc], Type::Scalar(elem));
+                let bkc = self.get_at(a, pc, elem);
                 for s in 0..slots {
                     let i = (s * n + c) as usize;
                     out[i] = self.fma(ra[(s * k + kk) as usize], bkc, out[i], elem);
@@ -242,14 +235,9 @@ impl Lower<'_> {
     /// element `[c][kk]` at `kk * n + c`.
     fn spill_transposed(&mut self, a: Value, t: &Lv) {
         let Lv::Mat { rows, cols, regs, .. } = t else { return };
-        for s in 0..self.slots(*rows) {
-            let real = self.row_lt(s, *rows as i64);
-            for j in 0..*cols {
-                let jc = self.i32c((j * rows) as i64);
-                let i = self.bin(BinOp::Add, jc, self.rows[s as usize], Scalar::I32);
-                let at = self.masked(real, i);
-                self.emit(OpKind::Store(vec![Index::At]), vec![a, at, regs[(s * cols + j) as usize]], vec![]);
-            }
+        let positions = self.mat_positions(*rows, *cols, true);
+        for (at, x) in positions.into_iter().zip(regs) {
+            self.put(a, at, *x);
         }
     }
 }
