@@ -192,6 +192,12 @@ pub(crate) fn lower_program(
                         _ => None,
                     })
                     .collect();
+                // Type parameters that take several types: errors name the instance.
+                let varying: Vec<String> = params
+                    .iter()
+                    .filter(|(n, c)| !fixed.contains_key(n) && matches!(c, Choice::Types(ts) if ts.len() > 1))
+                    .map(|(n, _)| n.clone())
+                    .collect();
                 let mut placeholders: Vec<(String, i64)> = Vec::new();
                 for (name, choice) in params {
                     let cands: Vec<GenericArg> = match (fixed.get(&name), choice) {
@@ -225,10 +231,29 @@ pub(crate) fn lower_program(
                         })
                         .collect();
                 }
+                let n_instances = combos.len();
+                let kernel_start = cx.diags.len();
                 for g in combos {
                     let before = cx.diags.len();
                     lower_kernel(&mut cx, *k, &g, limits);
+                    let instance: Vec<String> = varying
+                        .iter()
+                        .filter_map(|n| match g.get(n) {
+                            Some(GenericArg::Type(t)) => Some(format!("{n} = {}", t.name())),
+                            _ => None,
+                        })
+                        .collect();
                     for d in &mut cx.diags[before..] {
+                        if !instance.is_empty() {
+                            let flags: Vec<String> =
+                                instance.iter().map(|i| format!("--generic {}", i.replace(" = ", "="))).collect();
+                            d.notes.push(format!(
+                                "{INSTANCE_NOTE}`{}` with {} (`check` and `build` check every instance; `build {}` builds this one)",
+                                k.item.name.name,
+                                instance.join(", "),
+                                flags.join(" ")
+                            ));
+                        }
                         note_defaults(d, &k.item.name.name, &defaults);
                         for (n, v) in &placeholders {
                             d.notes.push(format!(
@@ -237,6 +262,7 @@ pub(crate) fn lower_program(
                         }
                     }
                 }
+                unnote_common_errors(&mut cx.diags[kernel_start..], n_instances);
             }
             check_uncalled_fns(&mut cx);
         }
@@ -334,6 +360,24 @@ pub fn extent_positions<'k>(k: &'k KernelItem, name: &'k str) -> impl Iterator<I
 
 /// Adds a note to an error in a kernel instance whose text shows the value of a const
 /// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
+/// How the note that names a kernel instance starts (`lower_program`).
+const INSTANCE_NOTE: &str = "in the instance of ";
+
+/// Drops the instance note of the errors that every one of a kernel's `n` instances has (the
+/// same code, message and place): those are not about one instance.
+fn unnote_common_errors(diags: &mut [Diagnostic], n: usize) {
+    let key = |d: &Diagnostic| (d.code, d.message.clone(), d.labels.first().map(|l| l.span), d.source.clone());
+    let mut count: HashMap<_, usize> = HashMap::new();
+    for d in diags.iter() {
+        *count.entry(key(d)).or_insert(0) += 1;
+    }
+    for d in diags.iter_mut() {
+        if count[&key(d)] >= n {
+            d.notes.retain(|t| !t.starts_with(INSTANCE_NOTE));
+        }
+    }
+}
+
 fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     let texts: Vec<&str> =
         std::iter::once(d.message.as_str()).chain(d.labels.iter().map(|l| l.text.as_str())).collect();
