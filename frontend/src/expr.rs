@@ -230,11 +230,51 @@ impl FnBuilder<'_, '_> {
             self.error(errors::bad_unary(e.span, *op, &t));
             return Ev::Err;
         }
+        // `-x as T` as written, not `-(x as T)` (whose cast starts at its parenthesis).
+        if let (UnOp::Neg, ExprKind::Cast(inner, _), Type::Scalar(to)) = (op, &a.kind, &t) {
+            if inner.span.start == a.span.start {
+                self.neg_cast_warning(inner, *to, e.span);
+            }
+        }
         let k = match op {
             UnOp::Neg => ir::UnOp::Neg,
             UnOp::Not => ir::UnOp::Not,
         };
         Ev::Val(self.emit1(OpKind::Un(k), vec![v], t, e.span))
+    }
+
+    /// W0105 for `-x as T` (which is `-(x as T)`, language §6.1, the reverse of Rust) where `x`
+    /// is a constant (literals, `const` items and parameters) and converting `-x` would give
+    /// another value: a float out of `T`'s range or negative for an unsigned `T` (conversions
+    /// saturate). Only in the main file.
+    fn neg_cast_warning(&mut self, inner: &Expr, to: Scalar, span: Span) {
+        if self.source.is_some() {
+            return;
+        }
+        let Ok(c) = self.const_eval(inner) else { return };
+        let Ok(neg) = ir::scalar::un(ir::UnOp::Neg, c, c.ty()) else { return };
+        let Ok(this) = ir::scalar::un(ir::UnOp::Neg, ir::scalar::cast(c, to), to) else { return };
+        let other = ir::scalar::cast(neg, to);
+        let show = |c: Const| match c {
+            Const::Int(v, _) => v.to_string(),
+            Const::Float(v, _) => format!("{v:?}"),
+            Const::Bool(b) => b.to_string(),
+        };
+        if show(this) == show(other) {
+            return;
+        }
+        let t = to.name();
+        let d = tilec_grammar::diag::Diagnostic::warning(
+            "W0105",
+            format!("`-x as {t}` converts first, then negates: {}, not {}", show(this), show(other)),
+        )
+        .label(span, format!("this is `-(x as {t})` = {}", show(this)))
+        .note("in .tile a unary minus applies after `as` (language §6.1), the reverse of Rust")
+        .help(format!(
+            "write `(-x) as {t}` to convert the negative value ({}), or `-(x as {t})` to keep this one",
+            show(other)
+        ));
+        self.error(d);
     }
 
     /// Checks two operands that share an element type: the non-literal one first, so that a
