@@ -961,3 +961,53 @@ fn syrk_example_updates_the_lower_triangle() {
         }
     }
 }
+
+/// `max over b of max |A[b] - L[b] L[b]^T| / max |A[b]|` with `L` its lower triangle (f64).
+fn residual_f64(a: &[f64], l: &[f64], batch: usize, n: usize) -> f64 {
+    let mut worst: f64 = 0.0;
+    for b in 0..batch {
+        let (a, l) = (&a[b * n * n..(b + 1) * n * n], &l[b * n * n..(b + 1) * n * n]);
+        let low = |i: usize, k: usize| if k <= i { l[i * n + k] } else { 0.0 };
+        let amax = a.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let mut d: f64 = 0.0;
+        for i in 0..n {
+            for j in 0..n {
+                let llt: f64 = (0..n).map(|k| low(i, k) * low(j, k)).sum();
+                d = d.max((a[i * n + j] - llt).abs());
+            }
+        }
+        worst = worst.max(d / amax);
+    }
+    worst
+}
+
+/// `residual` of examples/cholesky.tile (the README's demo checks its factor with it): tiny
+/// for a true factor with garbage above its diagonal, and the f64 reference's value for a
+/// random lower triangle; three matrices of order 37 (partial tiles).
+#[test]
+fn cholesky_residual_example_measures_the_factor() {
+    let (batch, n) = (3usize, 37usize);
+    let a = random_spd(batch, n, 31);
+    let junk = random_uniform(batch * n * n, 32);
+    let mut factor = junk.clone();
+    for b in 0..batch {
+        let l = cholesky_f64(&a[b * n * n..(b + 1) * n * n], n);
+        for i in 0..n {
+            for k in 0..=i {
+                factor[b * n * n + i * n + k] = l[i * n + k];
+            }
+        }
+    }
+    let shape = [batch as u64, n as u64, n as u64];
+    for elem in [Scalar::F32, Scalar::F64] {
+        let run_r = |l: &[f64]| {
+            let args = vec![("A", arr(elem, &a, &shape)), ("L", arr(elem, l, &shape)), ("R", arr(elem, &[0.0], &[1]))];
+            run("cholesky.tile", "residual", args, "R")[0]
+        };
+        let small = if elem == Scalar::F32 { 1e-5 } else { 1e-13 };
+        let r = run_r(&factor);
+        assert!(r > 0.0 && r < small, "{elem:?}: residual of a true factor {r:e}");
+        let (r, want) = (run_r(&junk), residual_f64(&rounded(elem, &a), &rounded(elem, &junk), batch, n));
+        assert!((r - want).abs() <= tol(elem) * want, "{elem:?}: residual {r} against {want}");
+    }
+}

@@ -271,3 +271,91 @@ fn cli_omits_optional_arrays() {
     assert!(code != 0 && err.contains("E0407") && err.contains("X: f64[M, N]"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tilec run --print NAME` (the README's demo): small outputs whole, in the element type's
+/// shortest form; large ones as shape, first and last three, minimum and maximum. The demo's
+/// residual of a potrf_batched factor is that of the f64 reference, and tiny.
+#[test]
+fn print_shows_outputs_after_the_run() {
+    let dir = std::env::temp_dir().join(format!("tilec-print-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |n: &str| dir.join(n).display().to_string();
+    let (batch, n) = (5usize, 23usize);
+    let a = random_spd(batch, n, 41);
+    let shape = [batch as u64, n as u64, n as u64];
+    let host = HostArray::from_f64_as(Scalar::F32, &a, &shape).unwrap();
+    tilec_runtime::write_npy_atomic(std::path::Path::new(&p("a.npy")), &host).unwrap();
+    let lib = format!("{}/../stdlib/linalg.tile", env!("CARGO_MANIFEST_DIR"));
+    let ex = format!("{}/../examples/cholesky.tile", env!("CARGO_MANIFEST_DIR"));
+    let (aa, la) = (format!("A={}", p("a.npy")), format!("L={}", p("l.npy")));
+    let out = cli_ok(&[
+        "run",
+        &lib,
+        "--kernel",
+        "potrf_batched",
+        "--arg",
+        &aa,
+        "--arg",
+        "eps=1e-6",
+        "--out",
+        &format!("A={}", p("l.npy")),
+        "--print",
+        "A",
+    ]);
+    let line = out.lines().find(|l| l.starts_with("A = ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(line.starts_with("A = f32[5, 23, 23] [") && line.contains(", .., ") && line.contains(" min "), "{line}");
+    let out = cli_ok(&[
+        "run",
+        &ex,
+        "--kernel",
+        "residual",
+        "--arg",
+        &aa,
+        "--arg",
+        &la,
+        "--out",
+        &format!("R={}", p("r.npy")),
+        "--print",
+        "R",
+    ]);
+    let line = out.lines().find(|l| l.starts_with("R = [")).unwrap_or_else(|| panic!("{out}"));
+    let r: f32 =
+        line.trim_start_matches("R = [").trim_end_matches(']').parse().unwrap_or_else(|e| panic!("{line}: {e}"));
+    let saved = tilec_runtime::read_npy(std::path::Path::new(&p("r.npy"))).unwrap().to_f64_vec();
+    assert_eq!(r as f64, saved[0], "printed as saved");
+    assert!(r > 0.0 && r < 1e-5, "residual {r}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The README's "Your first kernel": its kernel and commands, run as written, print the
+/// result line the README shows.
+#[test]
+fn the_readme_first_kernel_runs_as_shown() {
+    let readme = std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let section = &readme[readme.find("## Your first kernel").expect("the section")..];
+    let block = |fence: &str| {
+        let start = section.find(fence).unwrap_or_else(|| panic!("no {fence} block")) + fence.len();
+        section[start..start + section[start..].find("```").unwrap()].trim().to_string()
+    };
+    let (kernel, commands, shown) = (block("```tile\n"), block("```sh\n"), block("```text\n"));
+    let dir = std::env::temp_dir().join(format!("tilec-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("axpy.tile"), &kernel).unwrap();
+    let mut last = String::new();
+    for cmd in commands.lines().flat_map(|l| l.split("&&")).map(str::trim).filter(|c| c.starts_with("tilec ")) {
+        let argv: Vec<String> = cmd
+            .split_whitespace()
+            .skip(1)
+            .map(|w| match w.split_once('=') {
+                Some((k, f)) if f.ends_with(".npy") => format!("{k}={}", dir.join(f).display()),
+                _ if w.ends_with(".npy") || w.ends_with(".tile") => dir.join(w).display().to_string(),
+                _ => w.to_string(),
+            })
+            .collect();
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        last = cli_ok(&args);
+    }
+    let want = shown.lines().find(|l| l.starts_with("Y = ")).expect("the README shows the Y line");
+    assert!(last.lines().any(|l| l == want), "the README shows\n{want}\nthe run printed\n{last}");
+    std::fs::remove_dir_all(&dir).ok();
+}

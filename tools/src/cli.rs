@@ -147,6 +147,10 @@ enum Cmd {
         /// `NAME=FILE.npy`: write the `mut` array NAME after the run.
         #[arg(long = "out", value_name = "NAME=FILE")]
         outs: Vec<String>,
+        /// Print the `mut` array NAME after the run (all of it up to 16 elements, else its
+        /// first and last three, its minimum and its maximum).
+        #[arg(long = "print", value_name = "NAME")]
+        prints: Vec<String>,
         /// Run the kernel N times and report the median time.
         #[arg(long, default_value_t = 1)]
         repeat: u32,
@@ -409,7 +413,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             }
             build(&src, &file, emit, o, &fixed, dump_after, backend, out, lints)
         }
-        Cmd::Run { file, kernel, args, outs, repeat, target, generics, device, backend: cpu } => {
+        Cmd::Run { file, kernel, args, outs, prints, repeat, target, generics, device, backend: cpu } => {
             let src = read_source(&file, slot)?;
             let backend = match target {
                 Target::Vulkan => Backend::Vulkan { device },
@@ -423,6 +427,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
                 kernel: &kernel,
                 args: &args,
                 outs: &outs,
+                prints: &prints,
                 repeat,
                 fixed: &parse_generics(&generics)?,
                 backend,

@@ -23,6 +23,8 @@ pub(crate) struct RunRequest<'a> {
     pub(crate) kernel: &'a str,
     pub(crate) args: &'a [String],
     pub(crate) outs: &'a [String],
+    /// `mut` arrays to print after the run (`--print`).
+    pub(crate) prints: &'a [String],
     pub(crate) repeat: u32,
     pub(crate) fixed: &'a HashMap<String, GenericArg>,
     pub(crate) backend: Backend,
@@ -87,7 +89,7 @@ pub(crate) fn run(
         }
     }
     let bound = tilec_runtime::bind(&kernel, args).map_err(run_error)?;
-    for (n, _) in &outputs {
+    for n in outputs.iter().map(|(n, _)| n).chain(req.prints) {
         bound.output(&kernel, n).map_err(run_error)?;
     }
     let (bound, launch, mut times, device) = match req.backend {
@@ -121,7 +123,41 @@ pub(crate) fn run(
         line.push_str(&format!(" on {d}"));
     }
     let _ = writeln!(out, "{line}");
+    for n in req.prints {
+        let _ = writeln!(out, "{n} = {}", summary(bound.output(&kernel, n).map_err(run_error)?));
+    }
     Ok(())
+}
+
+/// `--print`: an array's values in its element type's shortest form, all of them up to 16
+/// elements (`[1.5, -2]`), else the first and last three with the shape, minimum and maximum
+/// (`f32[4096, 92] [0.1, 0.2, 0.3, .., 0.7, 0.8, 0.9] min -1 max 1`).
+fn summary(a: &HostArray) -> String {
+    let v = a.to_f64_vec();
+    let show = |x: f64| {
+        let sci = x != 0.0 && x.is_finite() && !(1e-4..1e16).contains(&x.abs()) && a.elem().is_any_float();
+        match a.elem() {
+            Scalar::F32 | Scalar::F16 | Scalar::BF16 if sci => format!("{:e}", x as f32),
+            Scalar::F32 | Scalar::F16 | Scalar::BF16 => format!("{}", x as f32),
+            _ if sci => format!("{x:e}"),
+            _ => format!("{x}"),
+        }
+    };
+    let list = |xs: &[f64]| xs.iter().map(|x| show(*x)).collect::<Vec<_>>().join(", ");
+    if v.len() <= 16 {
+        return format!("[{}]", list(&v));
+    }
+    let dims: Vec<String> = a.shape().iter().map(u64::to_string).collect();
+    let (min, max) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    format!(
+        "{}[{}] [{}, .., {}] min {} max {}",
+        a.elem().name(),
+        dims.join(", "),
+        list(&v[..3]),
+        list(&v[v.len() - 3..]),
+        show(min),
+        show(max)
+    )
 }
 
 /// Whether `a` and `b` name the same file: the same name in the same directory (after

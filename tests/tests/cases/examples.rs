@@ -19,6 +19,17 @@ pub(crate) fn all() -> Vec<Case> {
             vec!["L"],
         ),
         case(
+            example("cholesky.tile"),
+            "residual",
+            vec![
+                ("A", random_spd(2, n, 13), vec![2, n as u64, n as u64]),
+                ("L", random_uniform(2 * n * n, 18), vec![2, n as u64, n as u64]),
+                ("R", vec![0.0], vec![1]),
+            ],
+            vec![],
+            vec!["R"],
+        ),
+        case(
             example("trsm.tile"),
             "whiten16",
             vec![
