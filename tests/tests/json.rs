@@ -74,3 +74,24 @@ fn explain_prints_the_docs_entry() {
     assert_eq!(code, 2);
     assert!(err.contains("E0501"), "{err}");
 }
+
+/// `tilec check` on a program without errors or warnings says in one line what it checked;
+/// `--quiet` and the JSON format print nothing.
+#[test]
+fn check_says_what_it_checked() {
+    let dir = std::env::temp_dir().join(format!("tilec-check-line-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ok.tile");
+    std::fs::write(&file, "kernel k<T: float>(A: mut T[B]) grid(B) {\n    A[0] = 1.0;\n}\n").unwrap();
+    let f = file.to_str().unwrap();
+    let (code, out, err) = tilec(&["check", f]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out, format!("{f}: 1 kernel (2 instances) checked with the CPU's limits: no errors or warnings\n"));
+    let (_, out, _) = tilec(&["check", "--target", "cuda", f]);
+    assert!(out.contains("checked with CUDA's limits"), "{out}");
+    for quiet in [&["check", "--quiet", f][..], &["--error-format", "json", "check", f][..]] {
+        let (code, out, err) = tilec(quiet);
+        assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""), "{quiet:?}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -98,6 +98,9 @@ enum Cmd {
         /// vulkan/spirv or cuda/ptx.
         #[arg(long, value_enum, default_value_t = Target::Cpu)]
         target: Target,
+        /// Print nothing when the program has no errors or warnings.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Print the explanation of an error code from docs/errors.md, e.g. `tilec explain E0201`.
     Explain { code: String },
@@ -293,7 +296,12 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
     };
     let mut src_for_render: Option<SourceSet> = None;
     let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new() };
-    let result = dispatch(cli.cmd, out, &mut src_for_render, &mut lints);
+    // Tools reading JSON diagnostics get no summary line from `check`.
+    let cmd = match cli.cmd {
+        Cmd::Check { file, target, .. } if format == ErrorFormat::Json => Cmd::Check { file, target, quiet: true },
+        c => c,
+    };
+    let result = dispatch(cmd, out, &mut src_for_render, &mut lints);
     let src = src_for_render.unwrap_or_else(|| SourceSet::with_stdlib("<none>", ""));
     let plural = |n: usize| if n == 1 { "" } else { "s" };
     match result {
@@ -370,14 +378,30 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
     match cmd {
         Cmd::Explain { code } => crate::explain::explain(&code, out),
         Cmd::Lsp => crate::lsp::serve_stdio().map_err(|e| usage("E0500", format!("language server: {e}"))),
-        Cmd::Check { file, target } => {
+        Cmd::Check { file, target, quiet } => {
             let src = read_source(&file, slot)?;
-            let limits = match target {
-                Target::Cpu => TargetLimits::CPU,
-                Target::Spirv | Target::Vulkan => TargetLimits::VULKAN,
-                Target::Ptx | Target::Cuda => TargetLimits::CUDA,
+            let (limits, whose) = match target {
+                Target::Cpu => (TargetLimits::CPU, "the CPU"),
+                Target::Spirv | Target::Vulkan => (TargetLimits::VULKAN, "Vulkan"),
+                Target::Ptx | Target::Cuda => (TargetLimits::CUDA, "CUDA"),
             };
-            lints.compile(&src, &Instances::All { fixed: HashMap::new() }, true, None, limits).map_err(program)?;
+            let m = lints
+                .compile(&src, &Instances::All { fixed: HashMap::new() }, true, None, limits)
+                .map_err(program)?
+                .module;
+            if !quiet && lints.found.is_empty() {
+                let mut names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+                let _ = writeln!(
+                    out,
+                    "{}: {} ({}) checked with {whose}'s limits: no errors or warnings",
+                    file.display(),
+                    plural(names.len(), "kernel"),
+                    plural(m.kernels.len(), "instance")
+                );
+            }
             Ok(())
         }
         Cmd::Build { file, target: Target::Ptx, emit, o, generics, arch, report, .. } => {
