@@ -822,7 +822,8 @@ impl<'ctx> Gen<'ctx, '_> {
             let ci = g.b.build_int_add(cd.start, j, "").map_err(be)?;
             let col_ok = g.b.build_int_compare(IntPredicate::ULT, ci, cd.dim, "").map_err(be)?;
             let ok = g.b.build_and(row_ok, col_ok, "").map_err(be)?;
-            let x = g.load_elem(src, s, e)?;
+            // The tile holds the compute type (`f32` for an `f16`/`bf16` array).
+            let x = g.load_elem(src, s.compute(), e)?;
             let p = g.raw_ptr(a, o)?;
             g.guarded(ok, |g| g.put(p, s, x, true))
         })

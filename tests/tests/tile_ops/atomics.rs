@@ -170,7 +170,7 @@ fn nearest_half(elem: Scalar, x: f64) -> f64 {
 /// both CPU backends, bit for bit against a plain reference: operands rounded once to the
 /// array's type, sums of two half values rounded once, minima and maxima in totalOrder (-0.0
 /// below 0.0, NaN above every number), a compare-and-swap whose comparands round to the
-/// stored values, and the old values exact.
+/// stored values, the old values exact, and tile adds to slices (one past the array's end).
 #[test]
 fn atomics_on_half_arrays_round_to_the_array_type() {
     const HALF_SRC: &str = include_str!("../cases/atomics_half.tile");
@@ -207,6 +207,10 @@ fn atomics_on_half_arrays_round_to_the_array_type() {
             }
         }
     }
+    // The slice adds of the three programs: S[0:8] += 0.125, SB[6:10] += 0.25 (6 and 7 inside).
+    s.iter_mut().for_each(|e| *e += 3.0 * 0.125);
+    sb[6] += 3.0 * 0.25;
+    sb[7] += 3.0 * 0.25;
     let (mut a, mut x, mut q) = (a0.clone(), x0.clone(), q0.clone());
     let (mut oa, mut ox, mut oq) = (vec![0.0; 120], vec![0.0; 120], vec![0.0; 120]);
     let (mut c, mut oc) = (c0.to_vec(), vec![0.0; 3]);
