@@ -358,8 +358,6 @@ pub fn extent_positions<'k>(k: &'k KernelItem, name: &'k str) -> impl Iterator<I
     })
 }
 
-/// Adds a note to an error in a kernel instance whose text shows the value of a const
-/// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
 /// How the note that names a kernel instance starts (`lower_program`).
 const INSTANCE_NOTE: &str = "in the instance of ";
 
@@ -378,6 +376,8 @@ fn unnote_common_errors(diags: &mut [Diagnostic], n: usize) {
     }
 }
 
+/// Adds a note to an error in a kernel instance whose text shows the value of a const
+/// parameter taken from its default (`expected tile<f32, 16, 64>` with `HEAD_DIM = 64`).
 fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     let texts: Vec<&str> =
         std::iter::once(d.message.as_str()).chain(d.labels.iter().map(|l| l.text.as_str())).collect();
