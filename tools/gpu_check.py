@@ -226,6 +226,15 @@ def case_ex_cholesky(rng, dt, n):
                 scalars={"eps": "1e-9"}, out="L", ref=np.linalg.cholesky(a.astype(np.float64)))
 
 
+def case_ex_residual(rng, dt, n):
+    a = spd(rng, 3, n).astype(dt)
+    l = rng.uniform(-1, 1, (3, n, n)).astype(dt)
+    a64, l64 = a.astype(np.float64), np.tril(l.astype(np.float64))
+    r = max(np.abs(a64[b] - l64[b] @ l64[b].T).max() / np.abs(a64[b]).max() for b in range(3))
+    return dict(src=example("cholesky.tile"), kernel="residual", arrays={"A": a, "L": l, "R": np.zeros(1, dt)},
+                scalars={}, out="R", ref=np.array([r]))
+
+
 def case_ex_colsum(rng, dt, n):
     x = rng.uniform(-1, 1, (5 * n, 48)).astype(dt)
     return dict(src=example("colsum.tile"), kernel="colsum", arrays={"X": x, "S": np.zeros(48, dt)}, scalars={},
@@ -508,7 +517,8 @@ for _side in ("left", "right"):
             CASES.append((f"trsm_{_side}_{'lower' if _lower else 'upper'}{'_t' if _trans else ''}_batched",
                           case_trsm(_side, _lower, _trans)))
 CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
-          ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/colsum", case_ex_colsum),
+          ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
+          ("examples/colsum", case_ex_colsum),
           ("examples/matmul16", case_ex_matmul16), ("examples/matmul16_batched", case_ex_matmul16_batched),
           ("examples/spd_solve16", case_ex_spd_solve16), ("examples/softmax64", case_ex_softmax64),
           ("examples/whiten16", case_ex_whiten16), ("examples/attention", case_ex_attention),
