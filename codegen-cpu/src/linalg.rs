@@ -112,7 +112,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let bi = l.b.ins().iadd_imm_s(bi, col as i64);
                     let (aa, ba) = (l.at(a, ix, s), l.at(b, bi, s));
                     let (x, y) = (l.ld(s, aa, 0), l.ld(s, ba, 0));
-                    let x = if av.neg { l.negate(s, x) } else { x };
+                    let x = if av.neg { l.neg(s, x) } else { x };
                     let acc = l.b.use_var(var);
                     let nx = l.fma(x, y, acc);
                     l.b.def_var(var, nx);
@@ -171,7 +171,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let acol = l.b.ins().iadd(av.a, acol);
             for r in 0..h {
                 let x = l.b.ins().load(cl_type(s), flags(), acol, ((i0 + r) * av.ai * esz) as i32);
-                let x = if av.neg { l.negate(s, x) } else { x };
+                let x = if av.neg { l.neg(s, x) } else { x };
                 let xs = l.b.ins().splat(vt, x);
                 for (v, bv) in bs.iter().enumerate() {
                     let var = accs[(r * w) as usize + v];
@@ -190,15 +190,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 }
                 self.b.ins().store(flags(), x, c, coff(r, v));
             }
-        }
-    }
-
-    /// `-x` for a scalar of `s` (exact; integers wrap).
-    fn negate(&mut self, s: Scalar, x: ir::Value) -> ir::Value {
-        if s.is_float() {
-            self.b.ins().fneg(x)
-        } else {
-            self.b.ins().ineg(x)
         }
     }
 }

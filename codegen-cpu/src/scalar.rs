@@ -79,11 +79,19 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// A unary operation on a scalar of type `s`.
+    /// `-a` for a scalar (or a vector of floats) of `s`: exact; integers wrap.
+    pub(crate) fn neg(&mut self, s: Scalar, a: ir::Value) -> ir::Value {
+        if s.is_float() {
+            self.b.ins().fneg(a)
+        } else {
+            self.b.ins().ineg(a)
+        }
+    }
+
     pub(crate) fn unary(&mut self, op: UnOp, s: Scalar, a: ir::Value) -> Result<ir::Value, CodegenError> {
         let f32 = s == Scalar::F32;
         let name = match op {
-            UnOp::Neg if s.is_float() => return Ok(self.b.ins().fneg(a)),
-            UnOp::Neg => return Ok(self.b.ins().ineg(a)),
+            UnOp::Neg => return Ok(self.neg(s, a)),
             UnOp::Not => {
                 let one = self.b.ins().iconst(types::I8, 1);
                 return Ok(self.b.ins().bxor(a, one));

@@ -362,15 +362,14 @@ pub fn extent_positions<'k>(k: &'k KernelItem, name: &'k str) -> impl Iterator<I
 const INSTANCE_NOTE: &str = "in the instance of ";
 
 /// Drops the instance note of the errors that every one of a kernel's `n` instances has (the
-/// same code, message and place): those are not about one instance.
+/// same error by `dedup`'s measure, `crate::same_key`): those are not about one instance.
 fn unnote_common_errors(diags: &mut [Diagnostic], n: usize) {
-    let key = |d: &Diagnostic| (d.code, d.message.clone(), d.labels.first().map(|l| l.span), d.source.clone());
-    let mut count: HashMap<_, usize> = HashMap::new();
+    let mut count: HashMap<crate::SameKey, usize> = HashMap::new();
     for d in diags.iter() {
-        *count.entry(key(d)).or_insert(0) += 1;
+        *count.entry(crate::same_key(d)).or_insert(0) += 1;
     }
     for d in diags.iter_mut() {
-        if count[&key(d)] >= n {
+        if count[&crate::same_key(d)] >= n {
             d.notes.retain(|t| !t.starts_with(INSTANCE_NOTE));
         }
     }

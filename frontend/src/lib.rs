@@ -137,17 +137,20 @@ pub fn infer_generics(
     kernel::infer_generics(&program, kernel, args, shapes, fixed)
 }
 
+/// What makes two diagnostics the same one found again: the code and the place (the message
+/// only where there is no label), since the instances of a generic item differ only in types.
+pub(crate) type SameKey = (&'static str, Option<String>, Option<tilec_grammar::span::Span>, Option<String>);
+
+/// The [`SameKey`] of `d`.
+pub(crate) fn same_key(d: &Diagnostic) -> SameKey {
+    (d.code, d.labels.is_empty().then(|| d.message.clone()), d.labels.first().map(|l| l.span), d.source.clone())
+}
+
 /// Removes repeated diagnostics (the same error found in two instances of a generic item).
 fn dedup(diags: &mut Vec<Diagnostic>) {
     let mut seen = Vec::new();
     diags.retain(|d| {
-        // One error per code and place: instances of a generic item differ only in types.
-        let key = (
-            d.code,
-            d.labels.is_empty().then(|| d.message.clone()),
-            d.labels.first().map(|l| l.span),
-            d.source.clone(),
-        );
+        let key = same_key(d);
         if seen.contains(&key) {
             false
         } else {
