@@ -301,7 +301,7 @@ impl FnBuilder<'_, '_> {
 }
 
 /// `shared<f32, 16, 16>`.
-fn shared_name(elem: Scalar, shape: &[u32]) -> String {
+pub(crate) fn shared_name(elem: Scalar, shape: &[u32]) -> String {
     let dims: Vec<String> = shape.iter().map(u32::to_string).collect();
     format!("shared<{}, {}>", elem.name(), dims.join(", "))
 }

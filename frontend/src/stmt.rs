@@ -228,9 +228,11 @@ impl FnBuilder<'_, '_> {
     /// then rewrites it into an assignment).
     fn define_let(&mut self, name: &tilec_grammar::ast::Ident, v: Option<Value>, untyped: Option<Span>) {
         let t = v.map(|v| self.ty(v));
-        let detail = match &t {
-            Some(t) => format!("{}: {t}", name.name),
-            None => name.name.clone(),
+        let shared = v.and_then(|v| self.shared_shapes.get(&v));
+        let detail = match (&t, shared) {
+            (Some(t), Some(shape)) => format!("{}: {}", name.name, crate::memops::shared_name(t.elem(), shape)),
+            (Some(t), None) => format!("{}: {t}", name.name),
+            (None, _) => name.name.clone(),
         };
         self.define(name, DefKind::Local, t.as_ref(), detail);
         if let Some(let_span) = untyped {

@@ -411,3 +411,108 @@ fn hover_on_a_const_shows_its_value() {
     assert!(v.contains("const R: i32 = 4 * 4 (= 16)") && v.contains("Rows per tile."), "{v}");
     c.stop();
 }
+
+/// The labels of a completion answer.
+fn labels(v: &Value) -> Vec<String> {
+    v.as_array().expect("items").iter().filter_map(|i| i["label"].as_str().map(str::to_string)).collect()
+}
+
+/// Completion at the end of the first line of `text` that contains `needle` (the cursor where
+/// an editor has it while typing), after the document is changed to `text`.
+fn complete_at_end(c: &mut Client, version: i32, text: &str, needle: &str) -> Vec<String> {
+    c.change(version, text);
+    let (line, col) = position(text, needle);
+    let col = col + needle.encode_utf16().count() as u32;
+    labels(&c.request(
+        "textDocument/completion",
+        json!({"textDocument": {"uri": URI}, "position": {"line": line, "character": col}}),
+    ))
+}
+
+const GENERIC: &str = "/// Row sums.
+kernel rows<T: float, const BN: i32 = 16>(A: f32[M, K], X: mut T[M, BN], v: T) grid(M) {
+    let m = program_id(0);
+    let t = A[m, 0:BN];
+    let w = tile<T, BN>::zeros();
+    let q = X[m, 0:BN];
+    let sq = tile<T, BN, BN>::eye();
+    X[m, 0:BN] = w + q + v;
+}
+";
+
+#[test]
+fn completion_fits_the_context_and_builtins_have_a_definition() {
+    let mut c = Client::start();
+    c.open(GENERIC);
+    let mut version = 2;
+    let mut at_end = |c: &mut Client, edit: &str| {
+        version += 1;
+        let text = GENERIC.replace("    X[m, 0:BN] = w", &format!("    {edit}\n    X[m, 0:BN] = w"));
+        complete_at_end(c, version, &text, edit)
+    };
+    // Constructors: `iota` for tiles; only `zeros` for shared arrays.
+    let items = at_end(&mut c, "let i = tile<i32, 4>::");
+    assert_eq!(items, ["zeros", "eye", "full", "iota"]);
+    let items = at_end(&mut c, "let s = shared<T, 4, 4>::");
+    assert_eq!(items, ["zeros"]);
+    // Methods by the receiver's type: a 1-D tile has only `eye_`; a square float tile all the
+    // matrix methods; a non-square one only `eye_`; an array none.
+    let items = at_end(&mut c, "w.");
+    assert_eq!(items, ["eye_"]);
+    let items = at_end(&mut c, "sq.");
+    assert!(
+        items.contains(&"cholesky_".to_string()) && items.contains(&"solve_left_lower_t_".to_string()),
+        "{items:?}"
+    );
+    assert_eq!(items.len(), 20, "{items:?}");
+    let items = at_end(&mut c, "q.");
+    assert_eq!(items, ["eye_"]);
+    let items = at_end(&mut c, "A.");
+    assert!(items.is_empty(), "{items:?}");
+    // After `tile<`: the element types first, then the type parameters in scope, nothing else.
+    let items = at_end(&mut c, "let z = tile<");
+    assert_eq!(items, ["f32", "f64", "f16", "bf16", "i32", "i64", "u32", "bool", "T"]);
+    // After `tile<T, `: the constants and const parameters in scope (extents are constants: not
+    // the run-time shape symbols, keywords or functions).
+    let items = at_end(&mut c, "let z = tile<T, ");
+    assert_eq!(items, ["BN"]);
+    c.change(30, GENERIC);
+
+    // Hover on an array parameter shows its shape symbols, not `?`.
+    let h = c.at("textDocument/hover", GENERIC, "A: f32", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("A: f32[M, K]") && !v.contains('?'), "{v}");
+    let h = c.at("textDocument/hover", GENERIC, "X: mut", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("`mut f32[M, BN]` / `mut f64[M, BN]` (one per instance)"), "{v}");
+    // ... and on a shared array, its extents.
+    let text = GENERIC.replace(
+        "let m = program_id(0);",
+        "let m = program_id(0);\n    let part = shared<T, 4, BN>::zeros();\n    part[0, 0] = v;",
+    );
+    c.change(31, &text);
+    let h = c.at("textDocument/hover", &text, "part =", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("part: shared<f32, 4, 16>") && v.contains("`shared<f64, 4, 16>`") && !v.contains('?'), "{v}");
+
+    // Go to definition on a built-in, a method and a constructor: their entries in
+    // docs/language.md, written out next to the standard library.
+    let text = GENERIC.replace("let m = program_id(0);", "let m = program_id(0);\n    let nb = cdiv(M, 4);\n    sq.cholesky_(0.0);\n    let io = tile<i32, 4>::iota(0);\n    let s = sum(t);");
+    c.change(32, &text);
+    for (needle, want) in [
+        ("cdiv(M", "| `cdiv(a, b)`"),
+        ("program_id(0)", "| `program_id(a)`"),
+        ("sum(t)", "`sum(t)`"),
+        ("cholesky_(0.0)", "**`a.cholesky_(eps)`**"),
+        ("iota(0)", "| `::iota(axis)`"),
+    ] {
+        let d = c.at("textDocument/definition", &text, needle, json!({}));
+        let uri = d["uri"].as_str().unwrap_or_else(|| panic!("no definition of {needle}: {d}"));
+        assert!(uri.starts_with("file://") && uri.ends_with("/language.md"), "{uri}");
+        let doc = std::fs::read_to_string(uri.trim_start_matches("file://")).expect("language.md is written");
+        let line = d["range"]["start"]["line"].as_u64().expect("line") as usize;
+        let l = doc.lines().nth(line).unwrap_or("");
+        assert!(l.contains(want), "{needle}: line {line} is {l:?}");
+    }
+    c.stop();
+}

@@ -65,18 +65,56 @@ pub(crate) fn methods() -> Vec<(String, String)> {
     out
 }
 
-/// Tile constructors (`tile<T, R, C>::NAME(..)`).
+/// Tile constructors (`tile<T, R, C>::NAME(..)`, §9.1).
 pub(crate) const CONSTRUCTORS: &[(&str, &str)] = &[
     ("zeros", "`::zeros()`: every element 0"),
     ("eye", "`::eye()`: 1 on the diagonal, 0 elsewhere"),
     ("full", "`::full(x)`: every element `x`, a scalar of type `T`"),
+    ("iota", "`::iota(axis)`: every element its index along `axis` (a constant below the rank), converted to `T`; for index masks, like Triton's `tl.arange`"),
 ];
+
+/// The constructors of shared arrays (`shared<T, R, C>::NAME()`, §3.4): `zeros` only.
+pub(crate) const SHARED_CONSTRUCTORS: &[(&str, &str)] =
+    &[("zeros", "`::zeros()`: a shared array of the program, every element 0 (§3.4)")];
+
+/// The element types, in the order completion offers them after `tile<` and `shared<`.
+pub(crate) const ELEMENT_TYPES: &[&str] = &["f32", "f64", "f16", "bf16", "i32", "i64", "u32", "bool"];
 
 /// Scalar type names and bounds (not reserved words; `tile` and `shared` are keywords).
 pub(crate) const TYPES: &[&str] = &["f32", "f64", "i32", "i64", "u32", "bool", "f16", "bf16", "float", "int"];
 
-/// A folder with the embedded standard library and docs/errors.md written out, so that
-/// editors can open them (go to definition into `linalg`, the error code links). Written
+/// What a name outside the program's own definitions can be: a built-in function (§8), a tile
+/// method (§9.2) or a constructor (§9.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuiltinKind {
+    Function,
+    Method,
+    Constructor,
+}
+
+/// The 0-based line of docs/language.md that documents built-in `name`: its row of the §8
+/// table, its paragraph or table row in §9.2 (a `_unit` solve the row of its non-unit
+/// form), its row of §9.1.
+pub(crate) fn doc_line(kind: BuiltinKind, name: &str) -> Option<usize> {
+    let (section, patterns): (&str, Vec<String>) = match kind {
+        BuiltinKind::Function => ("## 8. Built-in functions", vec![format!("`{name}(")]),
+        BuiltinKind::Constructor => ("### 9.1 Constructors", vec![format!("| `::{name}(")]),
+        BuiltinKind::Method => {
+            ("### 9.2 In-place methods", vec![format!(".{name}("), format!(".{}(", name.replace("_unit_", "_"))])
+        }
+    };
+    let start = LANGUAGE_MD.find(section)?;
+    let first = LANGUAGE_MD[..start].lines().count();
+    let body = &LANGUAGE_MD[start..];
+    let end = body[3..].find("\n## ").map_or(body.len(), |i| i + 3);
+    let lines: Vec<&str> = body[..end].lines().collect();
+    let table_row = |l: &str| kind != BuiltinKind::Function || l.starts_with("| `");
+    patterns.iter().find_map(|p| lines.iter().position(|l| table_row(l) && l.contains(p.as_str()))).map(|i| first + i)
+}
+
+/// A folder with the embedded standard library, docs/errors.md and docs/language.md written
+/// out, so that editors can open them (go to definition into `linalg` and onto built-ins, the
+/// error code links). Written
 /// once per tilec version; `None` if it cannot be written.
 pub(crate) fn materialized() -> Option<PathBuf> {
     static DIR: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
@@ -87,6 +125,7 @@ pub(crate) fn materialized() -> Option<PathBuf> {
             write_if_changed(&dir.join("stdlib").join(format!("{name}.tile")), text)?;
         }
         write_if_changed(&dir.join("errors.md"), crate::explain::ERRORS_MD)?;
+        write_if_changed(&dir.join("language.md"), LANGUAGE_MD)?;
         Some(dir)
     })
     .clone()
@@ -134,6 +173,25 @@ mod tests {
         let calls: Vec<&str> = docs.iter().map(|b| b.call.as_str()).collect();
         for want in ["cdiv(a, b)", "min(a, b)", "max(a, b)", "min(t)", "fma(a, b, c)", "atomic_add(A[..], v)"] {
             assert!(calls.contains(&want), "{want} not in {calls:?}");
+        }
+    }
+
+    #[test]
+    fn every_builtin_method_and_constructor_has_a_line_in_the_docs() {
+        use super::{doc_line, BuiltinKind, LANGUAGE_MD};
+        let line = |k, n: &str| -> String {
+            let i = doc_line(k, n).unwrap_or_else(|| panic!("{n}: no line"));
+            LANGUAGE_MD.lines().nth(i).unwrap_or("").to_string()
+        };
+        for b in tilec_frontend::BUILTINS {
+            assert!(line(BuiltinKind::Function, b).contains(&format!("`{b}(")), "{b}");
+        }
+        for (m, _) in super::methods() {
+            let base = m.replace("_unit_", "_");
+            assert!(line(BuiltinKind::Method, &m).contains(&format!(".{base}(")), "{m}");
+        }
+        for (c, _) in super::CONSTRUCTORS {
+            assert!(line(BuiltinKind::Constructor, c).contains(&format!("`::{c}(")), "{c}");
         }
     }
 

@@ -128,6 +128,22 @@ fn markdown(value: String) -> Hover {
     Hover { contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value }), range: None }
 }
 
+/// A type as the hover shows it: an array with the extents written in the definition's
+/// detail (`f32[M, K]`, `shared<f32, 16>`), which its type does not hold, else as displayed.
+fn shown_type(t: &Type, detail: &str) -> String {
+    let Type::Array { elem, mutable, .. } = t else { return t.to_string() };
+    let written = detail.split_once(": ").map_or("", |(_, w)| w);
+    if let Some(dims) = written.strip_prefix("shared<").and_then(|w| w.split_once(", ")).map(|(_, d)| d) {
+        return format!("shared<{}, {dims}", elem.name());
+    }
+    match (written.find('['), written.rfind(']')) {
+        (Some(a), Some(b)) if a < b => {
+            format!("{}{}[{}]", if *mutable { "mut " } else { "" }, elem.name(), &written[a + 1..b])
+        }
+        _ => t.to_string(),
+    }
+}
+
 /// The hover text of a definition.
 fn def_hover(d: &Def) -> String {
     let mut s = format!("```tile\n{}\n```\n{}", d.detail, d.kind.describe());
@@ -135,7 +151,7 @@ fn def_hover(d: &Def) -> String {
         s.push_str(&format!(" from `{}`", d.at.source.as_deref().unwrap_or("")));
     }
     if !d.types.is_empty() && !matches!(d.kind, DefKind::ShapeVar | DefKind::Param) || d.types.len() > 1 {
-        let ts: Vec<String> = d.types.iter().map(Type::to_string).collect();
+        let ts: Vec<String> = d.types.iter().map(|t| shown_type(t, &d.detail)).collect();
         s.push_str(&format!(": `{}`", ts.join("` / `")));
     }
     if d.types.len() > 1 {
@@ -192,10 +208,29 @@ pub(crate) fn hover(doc: &Document, pos: Position) -> Option<Hover> {
     Some(markdown(s))
 }
 
+/// Go to definition: where a name of the program or the standard library is defined; for a
+/// built-in function, method or constructor, its entry in docs/language.md (written out with
+/// the standard library).
 pub(crate) fn definition(uri: &Uri, doc: &Document, pos: Position) -> Option<GotoDefinitionResponse> {
     let off = LineIndex::new(&doc.text).offset(pos);
-    let d = doc.analysis.def_at(None, off as u32)?;
-    location(uri, doc, &doc.analysis.defs[d].at).map(GotoDefinitionResponse::Scalar)
+    if let Some(d) = doc.analysis.def_at(None, off as u32) {
+        return location(uri, doc, &doc.analysis.defs[d].at).map(GotoDefinitionResponse::Scalar);
+    }
+    let (span, w) = word_at(&doc.text, off)?;
+    let before = doc.text[..span.start as usize].trim_end();
+    let kind = if before.ends_with('.') {
+        docs::BuiltinKind::Method
+    } else if before.ends_with("::") {
+        docs::BuiltinKind::Constructor
+    } else if tilec_frontend::BUILTINS.contains(&w) {
+        docs::BuiltinKind::Function
+    } else {
+        return None;
+    };
+    let line = docs::doc_line(kind, w)? as u32;
+    let uri = file_uri(&docs::materialized()?.join("language.md"))?;
+    let at = Position { line, character: 0 };
+    Some(GotoDefinitionResponse::Scalar(Location { uri, range: Range { start: at, end: at } }))
 }
 
 pub(crate) fn references(uri: &Uri, doc: &Document, pos: Position) -> Option<Vec<Location>> {
@@ -296,34 +331,10 @@ fn completion_kind(k: DefKind) -> CompletionItemKind {
     }
 }
 
-/// Completion: tile methods after `.`, constructors after `::`, else the names visible at the
-/// position (the item's earlier definitions, every item, built-ins), keywords and types.
-pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResponse> {
-    let off = LineIndex::new(&doc.text).offset(pos);
-    let start = word_at(&doc.text, off).map_or(off, |(s, _)| (s.start as usize).min(off));
-    let before = doc.text[..start].trim_end();
-    let doc_item = |label: String, kind, detail: Option<String>, doc: Option<String>| CompletionItem {
-        label,
-        kind: Some(kind),
-        detail,
-        documentation: doc
-            .map(|d| Documentation::MarkupContent(MarkupContent { kind: MarkupKind::Markdown, value: d })),
-        ..Default::default()
-    };
-    if before.ends_with('.') {
-        let items = docs::methods().into_iter().map(|(n, d)| doc_item(n, CompletionItemKind::METHOD, None, Some(d)));
-        return Some(CompletionResponse::Array(items.collect()));
-    }
-    if before.ends_with("::") {
-        let items = docs::CONSTRUCTORS
-            .iter()
-            .map(|(n, d)| doc_item(n.to_string(), CompletionItemKind::CONSTRUCTOR, None, Some(d.to_string())));
-        return Some(CompletionResponse::Array(items.collect()));
-    }
-    let mut out: Vec<CompletionItem> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    // While the text does not parse, the last analysis that did gives the names (an edit in
-    // progress, `A[0] = a` without its `;`, must still complete `acc`).
+/// The definitions of the program visible at byte `off`, innermost first, one per name. While
+/// the text does not parse, the last analysis that did gives them (an edit in progress, `A[0] =
+/// a` without its `;`, must still complete `acc`).
+fn visible_defs(doc: &Document, off: usize) -> Vec<&Def> {
     let (analysis, ast) = match (&doc.fallback, doc.syntax_errors) {
         (Some(f), true) => (&f.0, &f.1),
         _ => (&doc.analysis, &doc.ast),
@@ -332,10 +343,116 @@ pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResp
     let mut defs: Vec<&Def> = analysis.defs.iter().collect();
     // Innermost first: later definitions shadow earlier ones.
     defs.sort_by_key(|d| std::cmp::Reverse(d.at.span.start));
-    for d in defs {
-        if scopes.visible(d, off) && seen.insert(d.name.clone()) {
-            out.push(doc_item(d.name.clone(), completion_kind(d.kind), Some(d.detail.clone()), d.doc.clone()));
+    let mut seen = std::collections::HashSet::new();
+    defs.into_iter().filter(|d| scopes.visible(d, off) && seen.insert(d.name.clone())).collect()
+}
+
+/// The identifier that ends at byte `end` of `text` (before `.`, `::` or `<`), if any.
+fn word_before(text: &str, end: usize) -> Option<&str> {
+    let s = text[..end].trim_end();
+    let w = s.len() - s.bytes().rev().take_while(|c| c.is_ascii_alphanumeric() || *c == b'_').count();
+    (w < s.len()).then(|| &s[w..])
+}
+
+/// Inside the `<..>` of a `tile<..>` or `shared<..>` type that is open at byte `end`: whether
+/// the cursor is at its first argument (the element type) rather than at an extent.
+fn in_tile_generics(text: &str, end: usize) -> Option<bool> {
+    let b = text.as_bytes();
+    let (mut depth, mut commas, mut i) = (0i32, 0u32, end);
+    while i > 0 {
+        i -= 1;
+        match b[i] {
+            b')' | b']' | b'>' => depth += 1,
+            b'(' | b'[' if depth > 0 => depth -= 1,
+            b'<' if depth > 0 => depth -= 1,
+            b'<' => return matches!(word_before(text, i), Some("tile" | "shared")).then_some(commas == 0),
+            b',' if depth == 0 => commas += 1,
+            b'(' | b'[' | b';' | b'{' | b'}' => return None,
+            _ => {}
         }
+    }
+    None
+}
+
+/// Whether method `name` applies to a receiver of type `t`: `eye_` to every tile, the
+/// factorizations and triangular solves to square float matrices (§9.2).
+fn method_applies(name: &str, t: &Type) -> bool {
+    match t {
+        Type::Tile { elem, shape } => name == "eye_" || elem.is_float() && shape.len() == 2 && shape[0] == shape[1],
+        _ => false,
+    }
+}
+
+fn doc_item(label: String, kind: CompletionItemKind, detail: Option<String>, doc: Option<String>) -> CompletionItem {
+    CompletionItem {
+        label,
+        kind: Some(kind),
+        detail,
+        documentation: doc
+            .map(|d| Documentation::MarkupContent(MarkupContent { kind: MarkupKind::Markdown, value: d })),
+        ..Default::default()
+    }
+}
+
+/// Completion, by what the cursor follows: tile methods that apply to the receiver's type after
+/// `.`; constructors after `tile<..>::` (and `zeros` after `shared<..>::`); element types and
+/// type parameters as the first argument of `tile<` or `shared<`, constants and const parameters
+/// as its extents; elsewhere the names visible at the position (the item's earlier definitions,
+/// every item, built-ins), keywords and types.
+pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResponse> {
+    let off = LineIndex::new(&doc.text).offset(pos);
+    let start = word_at(&doc.text, off).map_or(off, |(s, _)| (s.start as usize).min(off));
+    let before = doc.text[..start].trim_end();
+    let array = |items: Vec<CompletionItem>| Some(CompletionResponse::Array(items));
+    if let Some(recv) = before.strip_suffix('.') {
+        // The receiver's types (one per instance); an expression or a name the checker did not
+        // type gets every method.
+        let types = word_before(recv, recv.len())
+            .filter(|w| recv.ends_with(w))
+            .and_then(|w| visible_defs(doc, off).into_iter().find(|d| d.name == w))
+            .map(|d| d.types.clone())
+            .unwrap_or_default();
+        let items = docs::methods()
+            .into_iter()
+            .filter(|(n, _)| types.is_empty() || types.iter().any(|t| method_applies(n, t)))
+            .map(|(n, d)| doc_item(n, CompletionItemKind::METHOD, None, Some(d)));
+        return array(items.collect());
+    }
+    if let Some(ty) = before.strip_suffix("::") {
+        let open = ty.strip_suffix('>').and_then(|t| t.rfind('<'));
+        let list = match open.and_then(|i| word_before(ty, i)) {
+            Some("shared") => docs::SHARED_CONSTRUCTORS,
+            _ => docs::CONSTRUCTORS,
+        };
+        let items = list
+            .iter()
+            .map(|(n, d)| doc_item(n.to_string(), CompletionItemKind::CONSTRUCTOR, None, Some(d.to_string())));
+        return array(items.collect());
+    }
+    if let Some(first) = in_tile_generics(&doc.text, start) {
+        let defs = visible_defs(doc, off);
+        let items: Vec<CompletionItem> = if first {
+            let types = docs::ELEMENT_TYPES
+                .iter()
+                .map(|t| doc_item(t.to_string(), CompletionItemKind::TYPE_PARAMETER, None, None));
+            let params = defs
+                .iter()
+                .filter(|d| d.kind == DefKind::TypeParam)
+                .map(|d| doc_item(d.name.clone(), completion_kind(d.kind), Some(d.detail.clone()), None));
+            types.chain(params).collect()
+        } else {
+            defs.iter()
+                .filter(|d| matches!(d.kind, DefKind::Const | DefKind::ConstParam))
+                .map(|d| doc_item(d.name.clone(), completion_kind(d.kind), Some(d.detail.clone()), d.doc.clone()))
+                .collect()
+        };
+        return array(items);
+    }
+    let mut out: Vec<CompletionItem> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for d in visible_defs(doc, off) {
+        seen.insert(d.name.clone());
+        out.push(doc_item(d.name.clone(), completion_kind(d.kind), Some(d.detail.clone()), d.doc.clone()));
     }
     for b in docs::builtins() {
         if seen.insert(b.name.clone()) {
@@ -349,7 +466,7 @@ pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResp
     for t in docs::TYPES {
         out.push(doc_item(t.to_string(), CompletionItemKind::TYPE_PARAMETER, None, None));
     }
-    Some(CompletionResponse::Array(out))
+    array(out)
 }
 
 /// Splits a parameter list at its top-level commas.

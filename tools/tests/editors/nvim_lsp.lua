@@ -1,6 +1,7 @@
 -- Drives `tilec lsp` from a real editor: headless Neovim 0.11 opens a copy of an example with
 -- an injected mistake, waits for the diagnostics, checks message and position, hovers a tile
--- and jumps to a definition, then fixes the mistake and sees the diagnostics go.
+-- and an array parameter, jumps to a definition and to a built-in's docs, completes
+-- constructors and methods, then fixes the mistake and sees the diagnostics go.
 -- Usage: nvim --headless --clean -l nvim_lsp.lua TILEC REPO_ROOT WORK_DIR
 local tilec, root, work = arg[1], arg[2], arg[3]
 
@@ -78,6 +79,45 @@ local use = pos_of('acc %+=')
 local def = request('textDocument/definition', use)
 local loc = def and (def.range and def or def[1])
 check(loc ~= nil and loc.range.start.line == acc.line, 'definition of acc is its let on line ' .. acc.line)
+
+-- Definition of a built-in opens its entry in docs/language.md.
+local pid = pos_of('program_id%(0%)')
+def = request('textDocument/definition', pid)
+loc = def and (def.range and def or def[1])
+local doc_line = ''
+if loc and loc.uri:match('language%.md$') then
+  local lines = vim.fn.readfile(vim.uri_to_fname(loc.uri))
+  doc_line = lines[loc.range.start.line + 1] or ''
+end
+check(doc_line:find('`program_id%(a%)`') ~= nil, 'definition of program_id is its row of language.md: ' .. doc_line)
+
+-- Hover on an array parameter shows its shape symbols.
+local param = pos_of('%(A: T%[M, K%]')
+param.character = param.character + 1
+h = request('textDocument/hover', param)
+text = h and h.contents and h.contents.value or ''
+check(text:find('`f32%[M, K%]` / `f64%[M, K%]`') ~= nil and text:find('%?') == nil, 'hover on A shows f32[M, K]: ' .. text)
+
+-- Completion: constructors after `tile<..>::` include iota; a 16x16 float tile gets the
+-- matrix methods, a 1-D one only eye_.
+local function labels_at(line_text)
+  local zero = pos_of('let acc = tile')
+  vim.api.nvim_buf_set_lines(buf, zero.line + 1, zero.line + 1, false, { line_text })
+  local res = request('textDocument/completion', { line = zero.line + 1, character = #line_text })
+  vim.api.nvim_buf_set_lines(buf, zero.line + 1, zero.line + 2, false, {})
+  local items = res and (res.items or res) or {}
+  local out = {}
+  for _, it in ipairs(items) do
+    out[#out + 1] = it.label
+  end
+  return table.concat(out, ',')
+end
+local ctors = labels_at('    let io = tile<i32, 16>::')
+check(ctors == 'zeros,eye,full,iota', 'constructors after tile<..>:: are zeros,eye,full,iota: ' .. ctors)
+local methods = labels_at('    acc.')
+check(methods:find('cholesky_') ~= nil and methods:find('solve_left_lower_') ~= nil, 'acc. offers the matrix methods')
+local scalar = labels_at('    i0.')
+check(scalar == '', 'a scalar receiver gets no methods: ' .. scalar)
 
 -- Fixing the mistake clears the diagnostics.
 vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(src, '\n', { plain = true }))
