@@ -169,19 +169,22 @@ impl Program {
         Ok(Program { inner, target: t })
     }
 
-    /// The kernels: a list of dicts `{name, doc, params: [(name, is_array, is_mut)],
-    /// generics: [(name, is_const)]}`.
+    /// The kernels: a list of dicts `{name, doc, params: [(name, is_array, is_mut, type as
+    /// written)], generics: [(name, is_const, declaration as written)], extents: [(const
+    /// parameter, array parameter, axis)]}`.
     fn kernels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         for k in self.inner.kernels() {
             let d = PyDict::new(py);
             d.set_item("name", &k.name)?;
             d.set_item("doc", k.doc.as_deref())?;
-            let params: Vec<(String, bool, bool)> =
-                k.params.iter().map(|p| (p.name.clone(), p.array, p.mutable)).collect();
+            let params: Vec<(String, bool, bool, String)> =
+                k.params.iter().map(|p| (p.name.clone(), p.array, p.mutable, p.ty.clone())).collect();
             d.set_item("params", params)?;
-            let generics: Vec<(String, bool)> = k.generics.iter().map(|g| (g.name.clone(), g.is_const)).collect();
+            let generics: Vec<(String, bool, String)> =
+                k.generics.iter().map(|g| (g.name.clone(), g.is_const, g.text.clone())).collect();
             d.set_item("generics", generics)?;
+            d.set_item("extents", &k.extent_generics)?;
             out.append(d)?;
         }
         Ok(out)

@@ -543,3 +543,54 @@ def test_pytorch_bfloat16_tensors_go_through_dlpack(monkeypatch):
     t.dtype = fake.float16
     on_device, (name, desc, device, stream) = tilec._interface("A", t, [])
     assert on_device and desc["typestr"] == "<f2"
+
+
+def test_kernels_have_signatures_and_docstrings():
+    """`help()`, `inspect.signature` and `repr` show the parameters' types and shapes as
+    declared, the generic parameters with their defaults, and the kernel's `///` docs."""
+    import inspect
+    import pydoc
+
+    gemm = tilec.linalg.gemm
+    assert str(inspect.signature(gemm)) == (
+        "(A: T[M, K], B: T[K, N], C: mut T[M, N], alpha: T, beta: T, *, "
+        "T: float = the arrays' dtypes, BM: i32 = 32, BN: i32 = 32, BK: i32 = 32)"
+    )
+    assert repr(gemm) == (
+        "<tilec kernel gemm<T: float, const BM: i32 = 32, const BN: i32 = 32, const BK: i32 = 32>"
+        "(A: T[M, K], B: T[K, N], C: mut T[M, N], alpha: T, beta: T) on cpu>"
+    )
+    text = pydoc.render_doc(gemm, renderer=pydoc.plaintext)
+    for want in [
+        "C <- alpha A B + beta C",  # the kernel's /// docs
+        "C : mut T[M, N]\n        array, written in place",
+        "BM : const i32 = 32\n        const parameter, a keyword (BM=...); default 32",
+        "T : float\n        element type",
+    ]:
+        assert want in text, text
+    m = tilec.compile(LINEAR)
+    # Optional arrays default to None where every later parameter is optional too.
+    assert str(inspect.signature(m.linear)) == (
+        "(X: f32[M, 16], W: f32[16, 8], Bias: f32[8]?, Y: mut f32[M, 8], Stats: mut f32[M]? = None)"
+    )
+    assert "(Y, Stats), the arrays given" in m.linear.__doc__
+    # A const parameter written as an extent defaults to that extent.
+    g = tilec.compile(GROUP_SUM).group_sum
+    assert str(inspect.signature(g)).endswith("*, T: float = the arrays' dtypes, C: i32 = X.shape[1])")
+    assert g.__doc__.startswith("group_sum<T: float, const C: i32>(X: T[Z * H, C], P: T[H], S: mut T[Z, C])\n\nS[z, :] = sum over h")
+    # The signature binds as the call does.
+    inspect.signature(gemm).bind(1, 2, 3, 1.0, 0.0, BM=64)
+
+
+def test_potrf_leaves_the_tiles_above_the_diagonal_as_docs_python_says():
+    """docs/python.md: the factor is in the lower triangle, the diagonal tiles' strict upper
+    triangles are zeroed, the 16x16 tiles above the diagonal keep the input; np.tril gives L."""
+    a = spd(3, 40, np.float64, seed=4)
+    l = tilec.linalg.potrf_batched(a.copy(), eps=1e-12)
+    want = np.linalg.cholesky(a)
+    assert rel(np.tril(l), want) < 1e-12
+    for i0 in range(0, 40, 16):
+        for j0 in range(i0 + 16, 40, 16):
+            assert np.array_equal(l[:, i0:i0 + 16, j0:j0 + 16], a[:, i0:i0 + 16, j0:j0 + 16])
+        d = l[:, i0:i0 + 16, i0:i0 + 16]
+        assert not np.triu(d, 1).any()

@@ -31,6 +31,7 @@ or fails.
 """
 
 import hashlib
+import inspect
 import os
 import sys
 import threading
@@ -205,20 +206,122 @@ def _interface(name, x, keep):
     return False, (name, int(data[0]), list(shape), strides, ai["typestr"], bool(data[1]))
 
 
+class _Written:
+    """Text from a kernel's source (a type, a default), shown as written in signatures."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+def _generic_defaults(sig):
+    """For each generic parameter of kernel signature ``sig``, what it is when not given: the
+    arrays' dtypes for an element type, the default as written (``32``) or an array extent
+    (``A.shape[1]``) for a const parameter, else None (required)."""
+    extents = {}
+    for g, array, axis in sig.get("extents", []):
+        extents.setdefault(g, f"{array}.shape[{axis}]")
+    out = {}
+    for name, is_const, text in sig["generics"]:
+        if not is_const:
+            out[name] = "the arrays' dtypes"
+        elif " = " in text:
+            out[name] = text.split(" = ", 1)[1]
+        else:
+            out[name] = extents.get(name)
+    return out
+
+
+def _signature(sig):
+    """The :class:`inspect.Signature` of a kernel: its parameters in order, annotated with their
+    types as written (``A: mut T[B, N, N]``; optional arrays default to None), then its generic
+    parameters as keyword-only arguments (``*, T: float = the arrays' dtypes, BM: i32 = 32``)."""
+    P = inspect.Parameter
+    params = sig["params"]
+    out = []
+    for i, (name, _array, _mut, ty) in enumerate(params):
+        # An optional array defaults to None where every later parameter is optional too
+        # (Python's signatures allow no required parameter after a default).
+        optional = all(p[3].endswith("?") for p in params[i:])
+        out.append(P(name, P.POSITIONAL_OR_KEYWORD, default=None if optional else P.empty, annotation=_Written(ty)))
+    defaults = _generic_defaults(sig)
+    for name, is_const, text in sig["generics"]:
+        ann = text.split(":", 1)[1].split(" = ", 1)[0].strip() if ":" in text else "type"
+        default = defaults[name]
+        out.append(
+            P(name, P.KEYWORD_ONLY, default=P.empty if default is None else _Written(default), annotation=_Written(ann))
+        )
+    return inspect.Signature(out)
+
+
+def _header(sig):
+    """``name<generics>(parameters)`` as declared: ``potrf_batched<T: float>(A: mut T[B, N, N], eps: T)``."""
+    gen = ", ".join(g[2] for g in sig["generics"])
+    params = ", ".join(f"{p[0]}: {p[3]}" for p in sig["params"])
+    return f"{sig['name']}{'<' + gen + '>' if gen else ''}({params})"
+
+
+def _docstring(sig):
+    """The kernel's docstring: its declaration, its ``///`` docs, then its parameters (type as
+    written, what is passed, which arrays are written) and generic parameters."""
+    lines = [_header(sig), ""]
+    if sig["doc"]:
+        lines += [sig["doc"].strip(), ""]
+    lines += ["Parameters", "----------"]
+    for name, array, mut, ty in sig["params"]:
+        lines.append(f"{name} : {ty}")
+        if array:
+            what = "array, written in place" if mut else "array, read"
+            if ty.endswith("?"):
+                what += "; optional: None or left out"
+        else:
+            what = "scalar"
+        lines.append(f"    {what}")
+    defaults = _generic_defaults(sig)
+    for name, is_const, text in sig["generics"]:
+        declared = text.split(":", 1)[1].strip() if ":" in text else "type"
+        lines.append(f"{name} : {'const ' if is_const else ''}{declared}")
+        if is_const:
+            d = defaults[name]
+            lines.append(f"    const parameter, a keyword ({name}=...)" + (f"; default {d}" if d else "; required"))
+        else:
+            lines.append(f"    element type, from the arrays' dtypes unless given ({name}=\"f64\" or np.float64)")
+    lines += [
+        "",
+        "Shape symbols (M, N, ...) stand for the arrays' extents; one symbol must have one value",
+        "in a call (E0412 otherwise).",
+    ]
+    mut = [p[0] for p in sig["params"] if p[2]]
+    lines += ["", "Returns", "-------"]
+    if len(mut) == 1:
+        lines.append(f"{mut[0]}, the array given, written in place")
+    elif mut:
+        lines.append(f"({', '.join(mut)}), the arrays given (those not None), written in place")
+    else:
+        lines.append("None")
+    return "\n".join(lines)
+
+
 class Kernel:
-    """A kernel of a :class:`Module`, called as a function (see the package docstring)."""
+    """A kernel of a :class:`Module`, called as a function (see the package docstring). Its
+    ``__signature__`` and docstring give the parameters' types and shapes as declared and the
+    kernel's ``///`` docs (``help(m.kernel)``, ``inspect.signature``)."""
 
     def __init__(self, module, sig):
         self._module = module
         self.name = sig["name"]
-        self.__doc__ = sig["doc"]
+        self.__doc__ = _docstring(sig)
+        self.__signature__ = _signature(sig)
+        self._header = _header(sig)
         self.params = [p[0] for p in sig["params"]]
         self._arrays = {p[0] for p in sig["params"] if p[1]}
         self._mut = [p[0] for p in sig["params"] if p[2]]
         self.generics = [g[0] for g in sig["generics"]]
 
     def __repr__(self):
-        return f"<tilec kernel {self.name}({', '.join(self.params)})>"
+        return f"<tilec kernel {self._header} on {self._module.target}>"
 
     def __call__(self, *args, **kwargs):
         if len(args) > len(self.params):

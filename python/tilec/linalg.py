@@ -3,6 +3,8 @@
 ``trsm_{left,right}_{lower,upper}[_t]_batched(A, X)``, ``potrs_batched(L, X)`` (solves with
 the factor), ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and
 ``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).
+``potrf_batched`` leaves the 16x16 tiles above the diagonal as they were: take
+``np.tril(L)`` for the factor alone.
 
 ``linalg.on("vulkan")`` (or ``"cuda"``, with ``device=``) gives the same kernels on a GPU.
 """

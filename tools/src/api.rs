@@ -348,6 +348,8 @@ pub struct GenericSig {
     /// A `const` parameter (set by the caller; it may have a default) rather than an element
     /// type (inferred from the arrays).
     pub is_const: bool,
+    /// The declaration as written: `T: float`, `const BM: i32 = 32`.
+    pub text: String,
 }
 
 /// The cache key of a compiled instance.
@@ -654,6 +656,22 @@ fn open_cached<D>(
     Ok(d)
 }
 
+/// A generic parameter's declaration as written in `text` (`T: float`, `const BM: i32 = 32`).
+fn generic_text(g: &ast::GenericParam, text: &str) -> String {
+    let src = |s: tilec_grammar::span::Span| text.get(s.start as usize..s.end as usize).unwrap_or_default();
+    match g {
+        ast::GenericParam::Type { name, bound: Some(b) } => format!("{}: {}", name.name, b.name),
+        ast::GenericParam::Type { name, bound: None } => name.name.clone(),
+        ast::GenericParam::Const { name, ty, default } => {
+            let mut s = format!("const {}: {}", name.name, src(ty.span()));
+            if let Some(d) = default {
+                s.push_str(&format!(" = {}", src(d.span)));
+            }
+            s
+        }
+    }
+}
+
 /// The signature of kernel `k`, whose source is `text`.
 fn sig(k: &ast::KernelItem, text: &str) -> KernelSig {
     KernelSig {
@@ -675,7 +693,11 @@ fn sig(k: &ast::KernelItem, text: &str) -> KernelSig {
         generics: k
             .generics
             .iter()
-            .map(|g| GenericSig { name: g.name().name.clone(), is_const: matches!(g, ast::GenericParam::Const { .. }) })
+            .map(|g| GenericSig {
+                name: g.name().name.clone(),
+                is_const: matches!(g, ast::GenericParam::Const { .. }),
+                text: generic_text(g, text),
+            })
             .collect(),
         extent_generics: k
             .generics
