@@ -9,7 +9,7 @@ use crate::semantic::DefKind;
 use crate::{GenericArg, Instances};
 use std::collections::HashMap;
 use tilec_grammar::ast::{ExprKind, GenericParam, KernelItem, TypeExpr};
-use tilec_grammar::diag::Diagnostic;
+use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::dims::{DimExpr, DimOp};
 use tilec_midend::{Const, Dim, FuncKind, Kernel, KernelParam, Loc, Module, OpKind, ParamKind, Scalar, Type, Value};
 
@@ -269,7 +269,24 @@ pub(crate) fn lower_program(
         Instances::One { kernel, generics } => match program.kernel(kernel) {
             Some(k) => {
                 if kernel_params(&mut cx, k.item, k.source).is_some() {
+                    let before = cx.diags.len();
                     lower_kernel(&mut cx, k, generics, limits);
+                    // The instance a caller asked for: its errors name every generic argument
+                    // (a const parameter given 0 is named where its uses fail).
+                    let args: Vec<String> = k
+                        .item
+                        .generics
+                        .iter()
+                        .filter_map(|p| {
+                            let n = &p.name().name;
+                            Some(format!("{n} = {}", generic_arg_text(generics.get(n)?)))
+                        })
+                        .collect();
+                    if !args.is_empty() {
+                        for d in cx.diags[before..].iter_mut().filter(|d| d.severity == Severity::Error) {
+                            d.notes.push(format!("{INSTANCE_NOTE}`{}` with {}", k.item.name.name, args.join(", ")));
+                        }
+                    }
                 }
             }
             None => cx.diags.push(errors::no_kernel(kernel, &program.kernel_names())),
@@ -398,6 +415,15 @@ fn note_defaults(d: &mut Diagnostic, kernel: &str, defaults: &[(String, i64)]) {
     }
 }
 
+/// A generic argument as the instance notes write it: `f32`, `64`, `0.5`.
+fn generic_arg_text(a: &GenericArg) -> String {
+    match a {
+        GenericArg::Type(t) => t.name().to_string(),
+        GenericArg::Const(v) => v.to_string(),
+        GenericArg::Float(bits) => format!("{:?}", f64::from_bits(*bits)),
+    }
+}
+
 /// The integer of an integer generic argument (0 otherwise).
 fn arg_i64(a: &GenericArg) -> i64 {
     match a {
@@ -472,7 +498,10 @@ impl FnBuilder<'_, '_> {
                                 ds.push(Dim::Var(n.name.clone()))
                             }
                             _ => match self.const_eval(d).map_err(|_| self.dim_expr(d)) {
-                                Ok(Const::Int(v, _)) if v >= 0 => ds.push(Dim::Fixed(v as u64)),
+                                Ok(Const::Int(v, _)) if v >= 0 => ds.push(match &d.kind {
+                                    ExprKind::Name(n) => Dim::Named(n.name.clone(), v as u64),
+                                    _ => Dim::Fixed(v as u64),
+                                }),
                                 Err(Some(e)) => {
                                     extent_exprs.push((e.clone(), d.span));
                                     ds.push(Dim::Expr(e));
@@ -498,7 +527,10 @@ impl FnBuilder<'_, '_> {
                         format!("{}: {}", p.name.name, crate::semantic::type_text(&p.ty, &crate::semantic::expr_text));
                     self.define(&p.name, DefKind::Param, Some(&at), detail);
                     let v = self.f.new_value(at);
-                    let fixed = ds.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
+                    let fixed = ds
+                        .iter()
+                        .map(|d| if let Dim::Fixed(n) | Dim::Named(_, n) = d { Some(*n) } else { None })
+                        .collect();
                     self.declare(
                         &p.name.name,
                         Binding::Array { value: v, mutable: *mutable, name: p.name.name.clone(), fixed },

@@ -558,6 +558,9 @@ impl Function {
 pub enum Dim {
     /// A literal extent that the argument must have.
     Fixed(u64),
+    /// A constant extent written as a name, a const parameter or a `const` item (`K`): checked
+    /// as [`Dim::Fixed`], shown by its name (`expected shape [K, K] = [3, 3]`).
+    Named(String, u64),
     /// A shape variable, bound by its first occurrence and checked against the others.
     Var(String),
     /// An extent computed from shape variables, integer scalar parameters and constants
@@ -570,7 +573,7 @@ impl std::fmt::Display for Dim {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Dim::Fixed(n) => write!(f, "{n}"),
-            Dim::Var(v) => f.write_str(v),
+            Dim::Var(v) | Dim::Named(v, _) => f.write_str(v),
             Dim::Expr(e) => write!(f, "{e}"),
         }
     }

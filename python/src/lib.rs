@@ -17,8 +17,10 @@ use tilec_runtime::{DeviceArray, RunError};
 
 pyo3::create_exception!(_tilec, RawError, PyException, "A tilec error: (code, rendered text, every code).");
 
-/// The Python exception of a tilec error.
+/// The Python exception of a tilec error, its advice in Python's terms (`target="cpu"`, not
+/// `--target cpu`).
 fn raise(e: Error) -> PyErr {
+    let e = e.in_python_terms();
     let codes: Vec<&str> = e.diagnostics.iter().map(|d| d.code).collect();
     RawError::new_err((
         e.code().to_string(),
@@ -31,19 +33,25 @@ fn raise_run(e: RunError) -> PyErr {
     raise(Error::from(e))
 }
 
+/// E0501 for an option of a call that has no such value (`target="gpu"`, `T="float33"`).
+fn bad_value(what: String) -> PyErr {
+    let text = format!("error[E0501]: {what}\n");
+    RawError::new_err(("E0501".to_string(), text, vec!["E0501".to_string()]))
+}
+
 /// The target named by the Python caller: `cpu` (with `backend` `cranelift` or `llvm`),
-/// `vulkan` or `cuda`, with an optional device index.
+/// `vulkan` or `cuda`, with an optional device index. Error E0501 for another name.
 fn target(name: &str, device: Option<usize>, backend: &str) -> PyResult<Target> {
-    let bad = |what: String| raise_run(RunError::Mismatch { detail: what });
+    let bad = bad_value;
     Ok(match name {
         "cpu" => Target::Cpu(match backend {
             "cranelift" => CpuBackend::Cranelift,
             "llvm" => CpuBackend::Llvm,
-            _ => return Err(bad(format!("unknown CPU backend `{backend}` (expected `cranelift` or `llvm`)"))),
+            _ => return Err(bad(format!("unknown CPU backend=\"{backend}\" (expected \"cranelift\" or \"llvm\")"))),
         }),
         "vulkan" => Target::Vulkan { device },
         "cuda" => Target::Cuda { device },
-        _ => return Err(bad(format!("unknown target `{name}` (expected `cpu`, `vulkan` or `cuda`)"))),
+        _ => return Err(bad(format!("unknown target=\"{name}\" (expected \"cpu\", \"vulkan\" or \"cuda\")"))),
     })
 }
 
@@ -100,7 +108,7 @@ fn device_array(
         let cai = cuda_array_interface(name, cai, stream)?;
         // SAFETY: the producer describes memory it owns, which the Python side keeps alive
         // (it holds the producer) until the launch returns; nothing on the host reads it.
-        return unsafe { cai.device_array(name, device) }.map_err(raise_run);
+        return unsafe { cai.device_array(name, device) }.map_err(|e| raise_run(e.for_argument(name)));
     }
     let Ok(capsule) = desc.cast::<PyCapsule>() else {
         return Err(unreadable(name, "neither a __cuda_array_interface__ dict nor a DLPack capsule"));
@@ -116,29 +124,46 @@ fn device_array(
         unsafe { interop::dlpack_tensor(name, kind.unwrap_or(c""), ptr.as_ptr()) }.map_err(raise_run)?;
     // SAFETY: the tensor's shape and strides hold `ndim` values (DLPack); its memory is alive
     // as long as the capsule, which the caller holds until the launch returns.
-    unsafe { interop::dlpack_device_array(name, tensor, read_only, stream) }.map_err(raise_run)
+    unsafe { interop::dlpack_device_array(name, tensor, read_only, stream) }.map_err(|e| raise_run(e.for_argument(name)))
 }
 
-/// A scalar from Python: `bool`, then anything with `__index__` (int, numpy integers), then
-/// anything with `__float__`.
+/// A scalar from Python: `bool` (and NumPy's), then an integer (anything whose `__index__`
+/// works: int, NumPy integers and 0-d integer arrays), then anything with `__float__` (float,
+/// NumPy floats, 0-d float arrays). Errors: E0414 naming the argument for an integer beyond
+/// `i64`; E0409 for anything else (`"3"`, `None`), saying what was given.
 fn scalar(name: &str, v: &Bound<'_, PyAny>) -> PyResult<tilec::ScalarArg> {
     if let Ok(b) = v.cast::<PyBool>() {
         return Ok(b.is_true().into());
     }
-    if v.hasattr("__index__")? {
-        if let Ok(i) = v.extract::<i64>() {
+    // NumPy's booleans (`numpy.bool_`, named `bool` since NumPy 2), which have `__index__`.
+    let ty = v.get_type().name()?;
+    if ty == "bool_" || ty == "bool" {
+        return Ok(v.is_truthy()?.into());
+    }
+    // `__index__` exists on every NumPy array but works only for integers.
+    if let Ok(i) = v.call_method0("__index__") {
+        if let Ok(i) = i.extract::<i64>() {
             return Ok(i.into());
         }
         return Err(raise_run(RunError::BadScalar {
-            text: v.str()?.to_string(),
+            text: i.str()?.to_string(),
             ty: Scalar::I64,
-            reason: format!("argument `{name}` is out of range"),
+            reason: "out of range".to_string(),
+            arg: Some(name.to_string()),
         }));
     }
     match v.extract::<f64>() {
         Ok(f) => Ok(f.into()),
         Err(_) => {
-            Err(raise_run(RunError::ArgKind { name: name.to_string(), ty: "a number".into(), given_array: false }))
+            let ty = v.get_type().name()?.to_string();
+            let given = if v.is_none() {
+                "`None`".to_string()
+            } else {
+                let r = v.repr()?.to_string();
+                let r = if r.len() > 40 { format!("{}..", &r[..r.floor_char_boundary(40)]) } else { r };
+                format!("a `{ty}` ({r})")
+            };
+            Err(raise_run(RunError::NotANumber { name: name.to_string(), given }))
         }
     }
 }
@@ -207,6 +232,11 @@ impl Program {
         generics: Vec<(String, Bound<'_, PyAny>)>,
         devices: Vec<(String, Bound<'_, PyAny>, Option<usize>, Option<i64>)>,
     ) -> PyResult<(i64, i64, i64)> {
+        // Names first: a misspelt keyword is E0408, whatever its value.
+        if let Some(sig) = self.inner.kernels().iter().find(|k| k.name == kernel) {
+            let names = scalars.iter().map(|(n, _)| n).chain(arrays.iter().map(|a| &a.0)).chain(devices.iter().map(|d| &d.0));
+            sig.check_names(names.map(String::as_str)).map_err(raise_run)?;
+        }
         let mut fixed: Vec<(String, GenericArg)> = Vec::new();
         for (n, v) in &generics {
             let g = if let Ok(i) = v.extract::<i64>() {
@@ -214,11 +244,14 @@ impl Program {
             } else if let Ok(x) = v.extract::<f64>() {
                 GenericArg::float(x)
             } else {
-                let s: String = v.extract()?;
+                let s: String = v.extract().map_err(|_| {
+                    bad_value(format!("generic argument `{n}` is neither an element type nor a number"))
+                })?;
                 GenericArg::parse(&s).ok_or_else(|| {
-                    raise_run(RunError::Mismatch {
-                        detail: format!("generic argument `{n}={s}` is neither a type nor a number"),
-                    })
+                    bad_value(format!(
+                        "generic argument {n}=\"{s}\" is neither an element type nor a number: pass f32, f64, \
+                         f16, bf16, i32, i64 or u32 (or a NumPy dtype, np.float32), or a number"
+                    ))
                 })?
             };
             fixed.push((n.clone(), g));

@@ -300,7 +300,7 @@ def test_extent_expressions_and_const_parameters_from_shapes(dtype):
         assert rel(s, want) < 10 * TOL[dtype]
     with pytest.raises(tilec.TileValueError) as e:
         m.group_sum(np.zeros((7, 5), dtype), np.zeros(3, dtype), np.zeros((2, 5), dtype))
-    assert e.value.code == "E0412" and "expected shape [Z * H, 5] = [6, 5], got [7, 5]" in str(e.value)
+    assert e.value.code == "E0412" and "expected shape [Z * H, C] = [6, 5], got [7, 5]" in str(e.value)
 
 
 def bf16_bits(x):
@@ -594,3 +594,64 @@ def test_potrf_leaves_the_tiles_above_the_diagonal_as_docs_python_says():
             assert np.array_equal(l[:, i0:i0 + 16, j0:j0 + 16], a[:, i0:i0 + 16, j0:j0 + 16])
         d = l[:, i0:i0 + 16, i0:i0 + 16]
         assert not np.triu(d, 1).any()
+
+
+def test_mistakes_a_new_user_made_get_the_right_code_and_advice_in_python_terms():
+    """Each case as a new user hit it (issue 31): the code, the argument's name, and advice in
+    Python's words, never the command line's (`--target`, `--generic`)."""
+    g = tilec.linalg.gemm
+    p = np.ones((8, 8), np.float32)
+    c = np.zeros((8, 8), np.float32)
+    misaligned = np.zeros(70, np.uint8)[2:66].view(np.float32).reshape(4, 4)
+    square = tilec.compile("kernel sq<const K: i32>(A: mut f32[K, K]) grid(1) { A[0, 0] = 1.0; }").sq
+    small = tilec.compile("kernel k(A: mut f32[N], n: i32) grid(1) { A[0] = n as f32; }").k
+    cases = [
+        # A misspelt keyword names no parameter (not "a scalar parameter").
+        (lambda: g(p, p, y=c, alpha=1.0, beta=0.0), tilec.TileTypeError, "E0408", ["no parameter `y`", "BM"]),
+        # Something that is not a number for a scalar: what was given.
+        (lambda: g(p, p, c, "3", 0.0), tilec.TileTypeError, "E0409", ["`alpha`", "takes a number", "`str` ('3')"]),
+        (lambda: g(p, p, c, None, 0.0), tilec.TileTypeError, "E0409", ["`alpha`", "`None` was given"]),
+        # An integer out of range: the argument named.
+        (lambda: small(np.zeros(2, np.float32), 2**40), tilec.TileValueError, "E0414", ["argument `n`"]),
+        # A const parameter given a float: coded, with the keyword to pass.
+        (lambda: g(p, p, c, 1.0, 0.0, BM=64.0), tilec.CompileError, "E0302", ["takes an integer", "`BM=16`"]),
+        # A const value that breaks the kernel: every error names the instance.
+        (lambda: g(p, p, c, 1.0, 0.0, BM=0), tilec.CompileError, "E0204", ["with T = f32, BM = 0, BN = 32"]),
+        # Unknown type names and targets: a value error with what is accepted.
+        (lambda: g(p, p, c, 1.0, 0.0, T="float33"), tilec.TileValueError, "E0501", ['T="float33"', "np.float32"]),
+        (lambda: tilec.compile("kernel k(A: mut f32[N]) grid(1) { A[0] = 1.0; }", target="gpu"),
+         tilec.TileValueError, "E0501", ['target="gpu"', '"vulkan"']),
+        # Misaligned memory: the argument named.
+        (lambda: tilec.linalg.row_sum(misaligned, np.zeros(4, np.float32)), tilec.TileValueError, "E0439",
+         ["argument `X`"]),
+        # A shape declared with a const parameter: shown by its name.
+        (lambda: square(np.zeros((3, 4), np.float32), K=3), tilec.TileValueError, "E0412",
+         ["expected shape [K, K] = [3, 3], got [3, 4]"]),
+    ]
+    for i, (call, cls, code, wants) in enumerate(cases):
+        with pytest.raises(cls) as e:
+            call()
+        assert e.value.code == code, (i, e.value.code, str(e.value))
+        for w in wants:
+            assert w in str(e.value), (i, w, str(e.value))
+        assert "--generic" not in e.value.rendered and "--target" not in e.value.rendered, (i, e.value.rendered)
+    # Advice from the device layer, in Python's words (whatever the machine has).
+    try:
+        tilec.linalg.on("cuda").row_sum(p, np.zeros(8, np.float32))
+    except tilec.DeviceError as e:
+        assert "--target" not in str(e), str(e)
+    # Element types by NumPy's names, types and dtypes pick the instance.
+    for t in ["float64", np.float64, np.dtype("float64"), "f64"]:
+        c64 = np.zeros((8, 8))
+        g(p.astype(np.float64), p.astype(np.float64), c64, 1.0, 0.0, T=t)
+        assert np.all(c64 == 8.0)
+    # A 0-d array is a scalar.
+    c[:] = 0
+    g(p, p, c, np.array(2.0, np.float32), 0.0)
+    assert np.all(c == 16.0)
+    # The kernels of an imported module are the module's (docs/language.md §2.1).
+    m = tilec.compile("import linalg;\n")
+    assert "potrf_batched" in m.kernels
+    a = spd(2, 5, np.float64)
+    m.potrf_batched(a, 0.0)
+    assert rel(np.tril(a), np.linalg.cholesky(spd(2, 5, np.float64))) < 1e-12

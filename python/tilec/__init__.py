@@ -91,6 +91,8 @@ def _error(code, rendered, codes=None):
     codes = list(codes or [code])
     if code in _TYPE_CODES:
         cls = TileTypeError
+    elif code == "E0501":
+        cls = TileValueError
     elif code in _DEVICE_CODES:
         cls = DeviceError
     elif code.startswith("E04"):
@@ -304,6 +306,32 @@ def _docstring(sig):
     return "\n".join(lines)
 
 
+_DTYPE_NAMES = {
+    "float32": "f32",
+    "float64": "f64",
+    "float16": "f16",
+    "bfloat16": "bf16",
+    "int32": "i32",
+    "int64": "i64",
+    "uint32": "u32",
+}
+
+
+def _generic_value(v):
+    """A generic argument as the extension takes it: numbers as they are; element types as
+    tilec's names, from tilec's own (``"f64"``), NumPy's (``"float64"``, ``np.float64``,
+    ``np.dtype("float64")``, ``ml_dtypes.bfloat16``)."""
+    if isinstance(v, (bool, int, float, np.integer, np.floating)):
+        return v
+    if isinstance(v, str):
+        return _DTYPE_NAMES.get(v, v)
+    try:
+        name = np.dtype(v).name
+    except TypeError:
+        return v
+    return _DTYPE_NAMES.get(name, name)
+
+
 class Kernel:
     """A kernel of a :class:`Module`, called as a function (see the package docstring). Its
     ``__signature__`` and docstring give the parameters' types and shapes as declared and the
@@ -336,9 +364,7 @@ class Kernel:
             if k in values:
                 raise _error("E0408", f"error[E0408]: argument `{k}` of kernel `{self.name}` is given twice\n")
             if k in self.generics:
-                if isinstance(v, type) and issubclass(v, np.generic):
-                    v = {np.float32: "f32", np.float64: "f64", np.int32: "i32"}.get(v, v.__name__)
-                generics.append((k, v))
+                generics.append((k, _generic_value(v)))
             else:
                 values[k] = v
         keep = []
@@ -351,9 +377,10 @@ class Kernel:
                     continue
                 on_device, desc = _interface(k, v, keep)
                 (devices if on_device else arrays).append(desc)
-            elif isinstance(v, np.ndarray) and v.ndim > 0:
+            elif k in self.params and isinstance(v, np.ndarray) and v.ndim > 0:
                 raise _error("E0409", f"error[E0409]: argument `{k}` is a scalar parameter, but an array was given\n")
             else:
+                # Scalars, and names that are no parameter (the extension reports them, E0408).
                 scalars.append((k, v))
         try:
             self._module._program.launch(self.name, arrays, scalars, generics, devices)

@@ -162,7 +162,7 @@ impl HostArray {
         let esize = elem.bytes() as usize;
         let ptr = std::ptr::NonNull::new(ptr)
             .filter(|p| (p.as_ptr() as usize).is_multiple_of(esize))
-            .ok_or(RunError::Misaligned { address: ptr as usize as u64, align: esize as u32 })?;
+            .ok_or(RunError::Misaligned { address: ptr as usize as u64, align: esize as u32, arg: None })?;
         Ok(HostArray { elem, shape: shape.to_vec(), len, storage: Storage::Borrowed { ptr, writable } })
     }
 
@@ -435,7 +435,7 @@ impl DeviceArray {
         let esize = elem.bytes() as usize;
         // Empty tensors may have a null address (PyTorch's); kernels never index them.
         if (ptr == 0 && len > 0) || !ptr.is_multiple_of(esize as u64) {
-            return Err(RunError::Misaligned { address: ptr, align: esize as u32 });
+            return Err(RunError::Misaligned { address: ptr, align: esize as u32, arg: None });
         }
         Ok(DeviceArray { elem, shape: shape.to_vec(), len, ptr, device, stream, writable })
     }

@@ -146,7 +146,7 @@ pub fn convert_scalar(value: Const, ty: Scalar) -> Result<Const, RunError> {
         Const::Int(v, _) => v.to_string(),
         Const::Float(v, _) => format!("{v:?}"),
     };
-    let bad = |reason: &str| RunError::BadScalar { text: text.clone(), ty, reason: reason.to_string() };
+    let bad = |reason: &str| RunError::BadScalar { text: text.clone(), ty, reason: reason.to_string(), arg: None };
     match (value, ty) {
         (Const::Bool(b), Scalar::Bool) => Ok(Const::Bool(b)),
         (_, Scalar::Bool) => Err(bad("expected `true` or `false`")),
@@ -172,7 +172,7 @@ pub fn parse_scalar(text: &str, ty: Scalar) -> Result<Const, RunError> {
     // Scalars of the storage types are values of their compute type (f32).
     let ty = ty.compute();
     let t = text.trim();
-    let bad = |reason: String| RunError::BadScalar { text: text.to_string(), ty, reason };
+    let bad = |reason: String| RunError::BadScalar { text: text.to_string(), ty, reason, arg: None };
     match ty {
         Scalar::Bool => match t {
             "true" | "1" => Ok(Const::Bool(true)),
@@ -307,7 +307,7 @@ pub fn declared_shape(
     let mut out = Vec::with_capacity(dims.len());
     for d in dims {
         let e = match d {
-            Dim::Fixed(n) => {
+            Dim::Fixed(n) | Dim::Named(_, n) => {
                 out.push(*n);
                 continue;
             }
@@ -462,7 +462,7 @@ fn bind_shape(name: &str, dims: &[Dim], actual: &[u64], vars: &mut Vec<(String, 
     let mut expected = Vec::with_capacity(dims.len());
     for (d, &x) in dims.iter().zip(actual) {
         expected.push(match d {
-            Dim::Fixed(n) => *n,
+            Dim::Fixed(n) | Dim::Named(_, n) => *n,
             // Checked once every argument is bound (`check_extent_exprs`).
             Dim::Expr(_) => x,
             Dim::Var(v) => match vars.iter().chain(&new_vars).find(|(n, _)| n == v) {

@@ -49,8 +49,12 @@ pub enum RunError {
     /// E0419: an array has 2^31 elements or more, which the GPU targets' 32-bit element
     /// indices cannot address.
     GpuArrayTooLarge { name: String, elements: u64 },
-    /// E0414: scalar argument text does not parse as the parameter's type.
-    BadScalar { text: String, ty: Scalar, reason: String },
+    /// E0414: scalar argument text does not parse as the parameter's type; `arg` names the
+    /// argument where the caller knows it ([`RunError::for_argument`]).
+    BadScalar { text: String, ty: Scalar, reason: String, arg: Option<String> },
+    /// E0409: a value that is not a number (`given` says what it is: ``a `str` ('3')``,
+    /// `None`) for scalar argument `name`.
+    NotANumber { name: String, given: String },
     /// E0415: the launch function could not be evaluated.
     Eval { kernel: String, error: EvalError },
     /// E0416: a grid extent is above `i32::MAX`, or the grid has too many programs.
@@ -113,8 +117,8 @@ pub enum RunError {
     /// assume their arrays do not alias.
     Overlap { name: String, other: String },
     /// E0439: caller memory passed as an array is null or not aligned to its element size
-    /// (`align` bytes).
-    Misaligned { address: u64, align: u32 },
+    /// (`align` bytes); `arg` names the argument where the caller knows it.
+    Misaligned { address: u64, align: u32, arg: Option<String> },
     /// E0440: an array argument from Python is not C-contiguous (`strides` in bytes) or does
     /// not expose its memory; tilec never copies arrays on the way in.
     NotContiguous { name: String, detail: String },
@@ -133,6 +137,20 @@ pub enum RunError {
 }
 
 impl RunError {
+    /// The error with argument `name` filled in where it concerns one argument but was made
+    /// without its name (a scalar's conversion, E0414; an array's address, E0439).
+    pub fn for_argument(self, name: &str) -> RunError {
+        match self {
+            RunError::BadScalar { text, ty, reason, arg: None } => {
+                RunError::BadScalar { text, ty, reason, arg: Some(name.to_string()) }
+            }
+            RunError::Misaligned { address, align, arg: None } => {
+                RunError::Misaligned { address, align, arg: Some(name.to_string()) }
+            }
+            e => e,
+        }
+    }
+
     /// The stable error code, `E0400` to `E0443`.
     pub fn code(&self) -> &'static str {
         match self {
@@ -145,7 +163,7 @@ impl RunError {
             RunError::UnsupportedElem { .. } => "E0406",
             RunError::MissingArg { .. } => "E0407",
             RunError::UnknownArg { .. } => "E0408",
-            RunError::ArgKind { .. } => "E0409",
+            RunError::ArgKind { .. } | RunError::NotANumber { .. } => "E0409",
             RunError::DtypeMismatch { .. } => "E0410",
             RunError::RankMismatch { .. } => "E0411",
             RunError::ShapeMismatch { .. } => "E0412",
@@ -267,8 +285,14 @@ impl fmt::Display for RunError {
                  (their element indices are 32-bit); split the array or use --target cpu",
                 i32::MAX
             ),
-            RunError::BadScalar { text, ty, reason } => {
+            RunError::BadScalar { text, ty, reason, arg } => {
+                if let Some(a) = arg {
+                    write!(f, "argument `{a}`: ")?;
+                }
                 write!(f, "`{text}` is not a valid {}: {reason}", ty.name())
+            }
+            RunError::NotANumber { name, given } => {
+                write!(f, "argument `{name}` is a scalar parameter and takes a number, but {given} was given")
             }
             RunError::Eval { kernel, error } => {
                 write!(f, "cannot compute the launch grid of kernel `{kernel}`: {error}")
@@ -384,7 +408,10 @@ impl fmt::Display for RunError {
                 f,
                 "the memory of argument `{name}`, which the kernel writes, overlaps that of argument `{other}`"
             ),
-            RunError::Misaligned { address, align } => {
+            RunError::Misaligned { address, align, arg } => {
+                if let Some(a) = arg {
+                    write!(f, "argument `{a}`: ")?;
+                }
                 write!(f, "array memory at address {address:#x} is not aligned to its element size ({align} bytes)")
             }
             RunError::NotContiguous { name, detail } => write!(f, "argument `{name}` {detail}"),

@@ -81,6 +81,56 @@ impl Error {
     pub fn rendered(&self) -> &str {
         &self.rendered
     }
+
+    /// The error with the command line's advice in the terms of a Python caller (the `tilec`
+    /// package): `--target cpu` becomes `target="cpu"`, `--backend llvm` `backend="llvm"`,
+    /// `--generic BM=16` the keyword argument `BM=16`; the note that says which `build`
+    /// command builds an instance is cut to the instance.
+    pub fn in_python_terms(mut self) -> Error {
+        for d in &mut self.diagnostics {
+            d.message = python_terms(&d.message);
+            d.help = d.help.as_deref().map(python_terms);
+            d.notes.iter_mut().for_each(|n| *n = python_terms(n));
+            d.labels.iter_mut().for_each(|l| l.text = python_terms(&l.text));
+        }
+        self.rendered = python_terms(&self.rendered);
+        self
+    }
+}
+
+/// [`Error::in_python_terms`] of one text.
+fn python_terms(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        // "in the instance of `k` with T = f32 (`check` and `build` check every instance;
+        // `build --generic T=f32` builds this one)": the instance is what a caller needs.
+        let line = match (line.find(" (`check` and `build` check every instance"), line.find("builds this one)")) {
+            (Some(a), Some(b)) if a < b => format!("{}{}", &line[..a], &line[b + "builds this one)".len()..]),
+            _ => line.to_string(),
+        };
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("--") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 2..];
+            let flag_len = after.find(|c: char| !(c.is_ascii_lowercase() || c == '-')).unwrap_or(after.len());
+            let (flag, tail) = after.split_at(flag_len);
+            let value = tail.strip_prefix(' ');
+            let word = |v: &str| v.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(v.len());
+            match (flag, value) {
+                ("target" | "backend", Some(v)) if word(v) > 0 => {
+                    out.push_str(&format!("{flag}=\"{}\"", &v[..word(v)]));
+                    rest = &v[word(v)..];
+                }
+                ("generic", Some(v)) => rest = v,
+                _ => {
+                    out.push_str("--");
+                    rest = after;
+                }
+            }
+        }
+        out.push_str(rest);
+    }
+    out
 }
 
 impl std::fmt::Display for Error {
@@ -187,7 +237,7 @@ impl<'a> Args<'a> {
         match array {
             Ok(a) => self.arrays.push((name.to_string(), a)),
             Err(e) => {
-                self.error.get_or_insert(e);
+                self.error.get_or_insert(e.for_argument(name));
             }
         }
         self
@@ -330,6 +380,28 @@ pub struct KernelSig {
     pub extent_generics: Vec<(String, String, usize)>,
 }
 
+impl KernelSig {
+    /// Checks that every name in `names` is a parameter or a generic parameter of the kernel:
+    /// E0408 for the first one that is not (in the order given), listing both.
+    pub fn check_names<'n>(&self, names: impl IntoIterator<Item = &'n str>) -> Result<(), RunError> {
+        let known = |n: &str| self.params.iter().any(|p| p.name == n) || self.generics.iter().any(|g| g.name == n);
+        match names.into_iter().find(|n| !known(n)) {
+            Some(n) => Err(RunError::UnknownArg {
+                kernel: self.name.clone(),
+                name: n.to_string(),
+                params: self
+                    .params
+                    .iter()
+                    .map(|p| &p.name)
+                    .chain(self.generics.iter().map(|g| &g.name))
+                    .cloned()
+                    .collect(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A kernel parameter as declared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamSig {
@@ -402,13 +474,27 @@ impl Program {
             return Err(Error::new(diags, &src));
         }
         let (parsed, _) = src.parse();
-        let sigs =
-            parsed
-                .main
-                .items
-                .iter()
-                .filter_map(|i| if let ast::Item::Kernel(k) = i { Some(sig(k, text)) } else { None });
-        Ok(Program { sigs: sigs.collect(), src, cache: Mutex::new(HashMap::new()) })
+        // The main file's kernels, then those of the modules it imports (transitively), which
+        // can be launched by name too (docs/language.md §2.1).
+        let mut files: Vec<(&ast::File, &str)> = vec![(&parsed.main, text)];
+        let mut i = 0;
+        while i < files.len() {
+            for item in &files[i].0.items {
+                let ast::Item::Import(m) = item else { continue };
+                let found = parsed.modules.iter().zip(&src.modules).find(|((n, _), _)| *n == m.name);
+                if let Some(((_, f), (_, t))) = found {
+                    if !files.iter().any(|(g, _)| std::ptr::eq(*g, f)) {
+                        files.push((f, t));
+                    }
+                }
+            }
+            i += 1;
+        }
+        let sigs = files.iter().flat_map(|(f, t)| {
+            f.items.iter().filter_map(move |i| if let ast::Item::Kernel(k) = i { Some(sig(k, t)) } else { None })
+        });
+        let sigs = sigs.collect();
+        Ok(Program { sigs, src, cache: Mutex::new(HashMap::new()) })
     }
 
     /// Reads and checks the program in file `path`. Errors: E0400 when it cannot be read,
@@ -472,6 +558,10 @@ impl Program {
         }
         let target = launch_target(target, args).map_err(|e| Error::run(e, &self.src))?;
         let sig = self.sigs.iter().find(|k| k.name == kernel);
+        if let Some(sig) = sig.filter(|_| launch) {
+            let names = args.arrays.iter().map(|(n, _)| n).chain(args.scalars.iter().map(|(n, _)| n));
+            sig.check_names(names.map(String::as_str)).map_err(|e| Error::run(e, &self.src))?;
+        }
         for p in sig.iter().flat_map(|k| &k.params).filter(|p| launch && p.mutable) {
             if args.arrays.iter().any(|(n, a)| *n == p.name && !a.is_writable()) {
                 let e = RunError::ReadOnlyArg { name: p.name.clone(), ty: p.ty.clone() };
@@ -575,7 +665,7 @@ impl Program {
         for (n, c) in args.scalars {
             let ty = inst.kernel.params.iter().find(|p| p.name == n).map(|p| &p.kind);
             let c = match ty {
-                Some(ParamKind::Scalar(ty)) => convert_scalar(c, *ty).map_err(fail)?,
+                Some(ParamKind::Scalar(ty)) => convert_scalar(c, *ty).map_err(|e| fail(e.for_argument(&n)))?,
                 _ => c,
             };
             if values.insert(n.clone(), ArgValue::Scalar(c)).is_some() {
@@ -708,5 +798,21 @@ fn sig(k: &ast::KernelItem, text: &str) -> KernelSig {
                 tilec_frontend::extent_positions(k, name).map(move |(p, axis)| (name.to_string(), p.to_string(), axis))
             })
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn python_terms() {
+        let t = super::python_terms;
+        assert_eq!(t("use --target cpu or --target vulkan, or"), "use target=\"cpu\" or target=\"vulkan\", or");
+        assert_eq!(t("help: pass `--generic BM=16`"), "help: pass `BM=16`");
+        assert_eq!(t("with --backend llvm."), "with backend=\"llvm\".");
+        assert_eq!(
+            t("note: in the instance of `k` with T = f32 (`check` and `build` check every instance; `build --generic T=f32` builds this one)\n"),
+            "note: in the instance of `k` with T = f32\n"
+        );
+        assert_eq!(t("x -- y --deny warnings"), "x -- y --deny warnings");
     }
 }

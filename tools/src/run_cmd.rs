@@ -80,7 +80,8 @@ pub(crate) fn run(
     // Scalars take the types of their parameters.
     for (n, v) in scalars {
         let ty = kernel.params.iter().find(|p| p.name == n).and_then(|p| p.kind.scalar_type()).unwrap_or(Scalar::F64);
-        args.insert(n, ArgValue::Scalar(parse_scalar(&v, ty).map_err(run_error)?));
+        let value = parse_scalar(&v, ty).map_err(|e| run_error(e.for_argument(&n)))?;
+        args.insert(n, ArgValue::Scalar(value));
     }
     for (n, _) in &outputs {
         if !args.contains_key(n) {

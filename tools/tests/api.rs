@@ -163,6 +163,54 @@ fn bad_arguments_have_the_cli_codes() {
 }
 
 #[test]
+fn errors_name_the_argument_and_the_instance() {
+    let p = program();
+    let a = vec![1.0f32; 6];
+    let mut c = vec![0.0f32; 6];
+    let mut out = vec![0i32; 2];
+    // A misspelt name is E0408 whatever it holds, listing the parameters and the generic ones.
+    let e = p.launch("scale", Target::CPU, Args::new().array("A", &a, &[2, 3]).array_mut("c", &mut c, &[2, 3]), &[]);
+    let e = e.err().unwrap();
+    assert_eq!(e.code(), "E0408");
+    assert!(e.to_string().contains("kernel `scale` has no parameter `c` (its parameters: A, C, s, T)"), "{e}");
+    // A scalar out of range, and misaligned memory: the argument named.
+    let r = p.launch("count", Target::CPU, Args::new().scalar("n", 1i64 << 40).array_mut("out", &mut out, &[2]), &[]);
+    let e = r.err().unwrap();
+    assert!(e.to_string().contains("error[E0414]: argument `n`: `1099511627776` is not a valid i32"), "{e}");
+    let mut buf = vec![0u8; 32];
+    // SAFETY: `buf` outlives the arguments; the launch fails before reading it (misaligned).
+    let args = unsafe { Args::new().raw("A", Scalar::F32, &[4], buf.as_mut_ptr().add(1), true) };
+    let e = p.launch("twice", Target::CPU, args, &[]).err().unwrap();
+    assert_eq!(e.code(), "E0439");
+    assert!(e.to_string().contains("argument `A`: array memory at address"), "{e}");
+    // A const parameter's value that breaks the kernel: each error names the instance.
+    let q = Program::new("q.tile", "kernel z<const R: i32>(A: mut f32[R]) grid(1) { A[0:R] = tile<f32, R>::zeros(); }")
+        .unwrap();
+    let mut z = vec![1.0f32; 4];
+    let r = q.launch("z", Target::CPU, Args::new().array_mut("A", &mut z, &[4]), &[("R", GenericArg::Const(0))]);
+    let e = r.err().unwrap();
+    assert_eq!(e.code(), "E0204");
+    assert!(e.to_string().contains("in the instance of `z` with R = 0"), "{e}");
+    // A shape declared with a const parameter is shown by its name.
+    let r = q.launch("z", Target::CPU, Args::new().array_mut("A", &mut z, &[4]), &[("R", GenericArg::Const(3))]);
+    let e = r.err().unwrap();
+    assert!(e.to_string().contains("argument `A`: expected shape [R] = [3], got [4]"), "{e}");
+}
+
+#[test]
+fn kernels_of_imported_modules_are_the_programs() {
+    let p = Program::new("i.tile", "import linalg;\n").unwrap();
+    let names: Vec<&str> = p.kernels().iter().map(|k| k.name.as_str()).collect();
+    assert!(names.contains(&"potrf_batched") && names.contains(&"gemm"), "{names:?}");
+    let gemm = p.kernels().iter().find(|k| k.name == "gemm").unwrap();
+    assert_eq!(gemm.generics[1].text, "const BM: i32 = 32");
+    let mut a = vec![4.0f64, 0.0, 0.0, 9.0];
+    p.launch("potrf_batched", Target::CPU, Args::new().array_mut("A", &mut a, &[1, 2, 2]).scalar("eps", 0.0), &[])
+        .unwrap();
+    assert_eq!(a, [2.0, 0.0, 0.0, 3.0]);
+}
+
+#[test]
 fn compile_errors_carry_every_diagnostic_rendered() {
     let e =
         Program::new("bad.tile", "kernel k(A: mut f32[N]) grid(N) block(16) {\n    A[0] = x + y;\n}\n").err().unwrap();
