@@ -10,7 +10,7 @@
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyCapsuleMethods, PyDict, PyList};
-use tilec::{Args, CpuBackend, Error, GenericArg, Program as RsProgram, Target};
+use tilec::{Args, Error, GenericArg, Program as RsProgram, Target};
 use tilec_midend::Scalar;
 use tilec_runtime::interop::{self, CudaArrayInterface, DLDevice, Memory};
 use tilec_runtime::{DeviceArray, RunError};
@@ -39,20 +39,9 @@ fn bad_value(what: String) -> PyErr {
     RawError::new_err(("E0501".to_string(), text, vec!["E0501".to_string()]))
 }
 
-/// The target named by the Python caller: `cpu` (with `backend` `cranelift` or `llvm`),
-/// `vulkan` or `cuda`, with an optional device index. Error E0501 for another name.
+/// The target named by the Python caller ([`Target::from_names`]).
 fn target(name: &str, device: Option<usize>, backend: &str) -> PyResult<Target> {
-    let bad = bad_value;
-    Ok(match name {
-        "cpu" => Target::Cpu(match backend {
-            "cranelift" => CpuBackend::Cranelift,
-            "llvm" => CpuBackend::Llvm,
-            _ => return Err(bad(format!("unknown CPU backend=\"{backend}\" (expected \"cranelift\" or \"llvm\")"))),
-        }),
-        "vulkan" => Target::Vulkan { device },
-        "cuda" => Target::Cuda { device },
-        _ => return Err(bad(format!("unknown target=\"{name}\" (expected \"cpu\", \"vulkan\" or \"cuda\")"))),
-    })
+    Target::from_names(name, device, backend).map_err(raise)
 }
 
 /// E0440 for argument `name`, whose CUDA array description (`__cuda_array_interface__` or

@@ -620,7 +620,7 @@ def test_mistakes_a_new_user_made_get_the_right_code_and_advice_in_python_terms(
         # Unknown type names and targets: a value error with what is accepted.
         (lambda: g(p, p, c, 1.0, 0.0, T="float33"), tilec.TileValueError, "E0501", ['T="float33"', "np.float32"]),
         (lambda: tilec.compile("kernel k(A: mut f32[N]) grid(1) { A[0] = 1.0; }", target="gpu"),
-         tilec.TileValueError, "E0501", ['target="gpu"', '"vulkan"']),
+         tilec.TileValueError, "E0501", ['target "gpu"', '"vulkan"']),
         # Misaligned memory: the argument named.
         (lambda: tilec.linalg.row_sum(misaligned, np.zeros(4, np.float32)), tilec.TileValueError, "E0439",
          ["argument `X`"]),

@@ -14,8 +14,10 @@ use crate::error::RunError;
 /// `1 + rank` slots `[data pointer, extent0, .., extent{rank-1}]` (extents as `i64`); a scalar
 /// takes one slot holding its bit pattern zero-extended (`f32::to_bits`, `i32 as u32`,
 /// `f64::to_bits`, `i64` as is, `bool` as 0 or 1). `ids` points to six `i64`:
-/// `[program_id0, program_id1, program_id2, grid0, grid1, grid2]`.
-pub use tilec_codegen_cpu::KernelFn as CpuKernelFn;
+/// `[program_id0, program_id1, program_id2, grid0, grid1, grid2]`. (The CPU code generators
+/// produce functions of this type, `tilec_codegen_cpu::KernelFn`; the runtime names it itself
+/// and does not depend on them.)
+pub type CpuKernelFn = unsafe extern "C" fn(args: *const u64, ids: *const i64);
 
 /// The bit pattern of a scalar in its argument slot.
 fn scalar_slot(c: Const) -> u64 {

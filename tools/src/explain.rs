@@ -1,7 +1,7 @@
 //! `tilec explain CODE`: the entry of `docs/errors.md` for an error or warning code, embedded
 //! at build time so that the installed binary needs no docs folder.
 
-use crate::cli::{usage, Fail};
+use crate::Error;
 use std::io::Write;
 
 /// The text of `docs/errors.md`.
@@ -18,12 +18,12 @@ pub(crate) fn entry(code: &str) -> Option<&'static str> {
     Some(rest[..end].trim_end())
 }
 
-pub(crate) fn explain(code: &str, out: &mut dyn Write) -> Result<(), Fail> {
+pub(crate) fn explain(code: &str, out: &mut dyn Write) -> Result<(), Error> {
     match entry(code) {
         Some(text) => {
             let _ = writeln!(out, "{text}");
             Ok(())
         }
-        None => Err(usage("E0501", format!("`{code}` is not an error code of tilec (see docs/errors.md)"))),
+        None => Err(Error::usage("E0501", format!("`{code}` is not an error code of tilec (see docs/errors.md)"))),
     }
 }

@@ -17,23 +17,18 @@
 
 mod api;
 pub mod cli;
+pub mod driver;
 mod explain;
-mod gpu;
-mod header;
 pub mod lsp;
-mod ptx;
-pub use gpu::vulkan_launch;
-pub use ptx::{cuda_launch, find_ptxas, find_ptxas_13, ptxas, PtxasReport};
 mod render;
-mod report;
-mod run;
-mod run_cmd;
 
-pub use api::{Args, Element, Error, GenericSig, Instance, KernelSig, Launched, ParamSig, Program, ScalarArg, Target};
+pub use api::{Args, Element, Launched, Program, ScalarArg};
+pub use driver::{cuda_launch, find_ptxas, find_ptxas_13, ptxas, vulkan_launch, PtxasReport};
+pub use driver::{dtypes_of, shapes_of, CpuRunner, RunOutcome};
+pub use driver::{Error, ErrorKind, GenericSig, Instance, KernelSig, ParamSig, Target};
 /// The `half` crate, whose `f16` and `bf16` slices are `f16`/`bf16` array arguments.
 pub use half;
 pub use render::{render_diagnostics, ErrorFormat};
-pub use run::{dtypes_of, shapes_of, CpuRunner, RunOutcome};
 pub use tilec_codegen_cpu::CpuBackend;
 pub use tilec_frontend::GenericArg;
 
@@ -161,12 +156,30 @@ pub fn with_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// diagnostics (with the warnings after them); a verifier failure (a compiler bug) is
 /// reported as E0900.
 pub fn compile(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
-    with_stack(|| compile_here(src, instances, opts))
+    with_stack(|| {
+        let (parsed, diags) = src.parse();
+        compile_here(&parsed, diags, instances, opts)
+    })
+}
+
+/// [`compile`] of sources already parsed (`parsed`, with the syntax errors `parse_diags`),
+/// as a [`driver::Session`] keeps them.
+pub(crate) fn compile_parsed(
+    parsed: &Parsed,
+    parse_diags: &[Diagnostic],
+    instances: &Instances,
+    opts: &CompileOptions,
+) -> Result<Compiled, Vec<Diagnostic>> {
+    with_stack(|| compile_here(parsed, parse_diags.to_vec(), instances, opts))
 }
 
 /// [`compile`] on the caller's stack.
-fn compile_here(src: &SourceSet, instances: &Instances, opts: &CompileOptions) -> Result<Compiled, Vec<Diagnostic>> {
-    let (parsed, mut diags) = src.parse();
+fn compile_here(
+    parsed: &Parsed,
+    mut diags: Vec<Diagnostic>,
+    instances: &Instances,
+    opts: &CompileOptions,
+) -> Result<Compiled, Vec<Diagnostic>> {
     let limits = opts.limits.unwrap_or(tilec_frontend::TargetLimits::CPU);
     let (mut module, more) = tilec_frontend::compile_for(&parsed.sources(), instances, &limits);
     diags.extend(more);

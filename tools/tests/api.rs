@@ -159,7 +159,8 @@ fn bad_arguments_have_the_cli_codes() {
     // No such kernel.
     let e = p.launch("scal", Target::CPU, Args::new(), &[]).err().unwrap();
     assert_eq!(e.code(), "E0107");
-    assert!(e.to_string().contains("the program's kernels: scale, twice, count"), "{e}");
+    assert!(e.to_string().contains("kernels in this program: scale, twice, count"), "{e}");
+    assert!(e.to_string().contains("did you mean `scale`?"), "{e}");
 }
 
 #[test]

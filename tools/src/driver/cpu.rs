@@ -67,7 +67,7 @@ impl CpuRunner {
             return Err(vec![Diagnostic::error("E0107", "the module has no kernel instance")]);
         };
         let jit = compile_jit_with(&module, &k, backend)
-            .map_err(|e| crate::cli::codegen_fail("E0901", &module, &k, e.to_string(), e.loc).diags)?;
+            .map_err(|e| crate::Error::codegen("E0901", &module, &k, e.to_string(), e.loc).diagnostics)?;
         Ok(CpuRunner { module, kernel: k, jit })
     }
 

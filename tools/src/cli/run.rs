@@ -3,20 +3,18 @@
 //! `--repeat` times from the same inputs, report the median kernel time, and write the
 //! outputs atomically.
 
-use crate::cli::{program, run_error, usage, zeros_for_output, Fail};
-use crate::{infer_generics, SourceSet};
+use super::{run_error, zeros_for_output};
+use crate::Error;
+use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-use tilec_frontend::{GenericArg, Instances};
-use tilec_midend::{Kernel, Module, Scalar};
-use tilec_runtime::{
-    check_output_path, parse_scalar, read_npy, write_npys_atomic, ArgValue, Bound, HostArray, LaunchValues,
-};
+use tilec_frontend::GenericArg;
+use tilec_midend::Scalar;
+use tilec_runtime::{check_output_path, parse_scalar, read_npy, write_npys_atomic, ArgValue, HostArray};
 
 /// Where a kernel runs: the embedding API's [`crate::Target`].
-pub(crate) use crate::api::Target as Backend;
+pub(crate) use crate::Target as Backend;
 
 /// A parsed `tilec run` request.
 pub(crate) struct RunRequest<'a> {
@@ -30,8 +28,8 @@ pub(crate) struct RunRequest<'a> {
     pub(crate) backend: Backend,
 }
 
-fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), Fail> {
-    s.split_once('=').ok_or_else(|| usage("E0501", format!("`--{flag} {s}`: expected {want}")))
+fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), Error> {
+    s.split_once('=').ok_or_else(|| Error::usage("E0501", format!("`--{flag} {s}`: expected {want}")))
 }
 
 /// Runs the request; prints one line with the grid and the median time.
@@ -39,15 +37,15 @@ pub(crate) fn run(
     src: &SourceSet,
     req: &RunRequest<'_>,
     out: &mut dyn Write,
-    lints: &mut crate::cli::Lints,
-) -> Result<(), Fail> {
+    lints: &mut super::Lints,
+) -> Result<(), Error> {
     // Outputs first: a missing or read-only directory is reported before a long run.
     let mut outputs: Vec<(String, PathBuf)> = Vec::new();
     for o in req.outs {
         let (n, p) = split("out", o, "NAME=FILE.npy")?;
         let p = PathBuf::from(p);
         if let Some((m, _)) = outputs.iter().find(|(_, q)| same_file(q, &p)) {
-            return Err(usage("E0501", format!("`--out {o}`: `{m}` is written to the same file")));
+            return Err(Error::usage("E0501", format!("`--out {o}`: `{m}` is written to the same file")));
         }
         check_output_path(&p).map_err(run_error)?;
         outputs.push((n.to_string(), p));
@@ -58,7 +56,7 @@ pub(crate) fn run(
     for a in req.args {
         let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
         if args.contains_key(n) || scalars.iter().any(|(m, _)| m == n) {
-            return Err(usage("E0501", format!("`--arg {a}`: `{n}` is given twice")));
+            return Err(Error::usage("E0501", format!("`--arg {a}`: `{n}` is given twice")));
         }
         if v.ends_with(".npy") {
             args.insert(n.to_string(), ArgValue::Array(read_npy(v).map_err(run_error)?));
@@ -66,17 +64,18 @@ pub(crate) fn run(
             scalars.push((n.to_string(), v.to_string()));
         }
     }
-    let compile_fail = |d: Vec<tilec_grammar::diag::Diagnostic>| {
-        let code = if d.iter().any(|x| !x.labels.is_empty()) { 1 } else { 2 };
-        Fail { diags: d, code }
-    };
-    let dtypes = crate::dtypes_of(&args);
-    let shapes = crate::run::shapes_of(&args);
-    let generics = infer_generics(src, req.kernel, &dtypes, &shapes, req.fixed).map_err(compile_fail)?;
-    let inst = Instances::One { kernel: req.kernel.to_string(), generics };
-    let module =
-        lints.compile(src, &inst, false, None, tilec_frontend::TargetLimits::CPU).map_err(compile_fail)?.module;
-    let kernel = module.kernels.first().cloned().ok_or_else(|| program(vec![]))?;
+    let session = crate::driver::Session::new(
+        src.clone(),
+        crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false },
+    );
+    let typed = args.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
+    let (dtypes, shapes) = typed.map(|(n, (e, s))| ((n.clone(), e), (n, s.to_vec()))).unzip();
+    let generics = req.fixed.iter().map(|(n, g)| (n.clone(), *g)).collect();
+    let request = crate::driver::InstanceRequest { dtypes, shapes, generics };
+    let inst = session.instance(req.kernel, req.backend, &request);
+    lints.found.append(&mut session.take_warnings());
+    let inst = inst?;
+    let kernel = inst.kernel().clone();
     // Scalars take the types of their parameters.
     for (n, v) in scalars {
         let ty = kernel.params.iter().find(|p| p.name == n).and_then(|p| p.kind.scalar_type()).unwrap_or(Scalar::F64);
@@ -89,15 +88,11 @@ pub(crate) fn run(
             args.insert(n.clone(), ArgValue::Array(arr));
         }
     }
-    let bound = tilec_runtime::bind(&kernel, args).map_err(run_error)?;
+    let mut bound = tilec_runtime::bind(&kernel, args).map_err(run_error)?;
     for n in outputs.iter().map(|(n, _)| n).chain(req.prints) {
         bound.output(&kernel, n).map_err(run_error)?;
     }
-    let (bound, launch, mut times, device) = match req.backend {
-        Backend::Cpu(cg) => run_cpu(&module, &kernel, bound, req.repeat, cg)?,
-        Backend::Vulkan { device } => run_vulkan(&module, &kernel, bound, req.repeat, device)?,
-        Backend::Cuda { device } => run_cuda(&module, &kernel, bound, req.repeat, device)?,
-    };
+    let crate::driver::Launch { values: launch, mut times, device } = session.launch(&inst, &mut bound, req.repeat)?;
     // All outputs or none: every file is written to a temporary first, then all are renamed.
     let mut arrays: Vec<(&Path, &HostArray)> = Vec::new();
     for (n, p) in &outputs {
@@ -172,69 +167,4 @@ fn same_file(a: &Path, b: &Path) -> bool {
         (Some(x), Some(y)) => x == y,
         _ => a == b,
     }
-}
-
-type Ran = (Bound, LaunchValues, Vec<Duration>, Option<String>);
-
-/// Repeated runs start from the same inputs: in-place kernels would otherwise see their own
-/// output.
-fn run_cpu(
-    module: &Module,
-    kernel: &Kernel,
-    pristine: Bound,
-    repeat: u32,
-    backend: tilec_codegen_cpu::CpuBackend,
-) -> Result<Ran, Fail> {
-    let jit = tilec_codegen_cpu::compile_jit_with(module, kernel, backend)
-        .map_err(|e| crate::cli::codegen_fail("E0901", module, kernel, e.to_string(), e.loc))?;
-    let mut times = Vec::new();
-    let mut last = None;
-    for _ in 0..repeat.max(1) {
-        let mut bound = pristine.clone();
-        let t0 = Instant::now();
-        // SAFETY: the function was compiled from this kernel, so it implements the packed
-        // argument ABI for exactly the parameters `bind` checked.
-        let launch = unsafe { tilec_runtime::run_cpu(jit.entry(), module, kernel, &mut bound) }.map_err(run_error)?;
-        times.push(t0.elapsed());
-        last = Some((bound, launch));
-    }
-    let (bound, launch) = last.expect("at least one run");
-    Ok((bound, launch, times, None))
-}
-
-fn run_vulkan(
-    module: &Module,
-    kernel: &Kernel,
-    pristine: Bound,
-    repeat: u32,
-    device: Option<usize>,
-) -> Result<Ran, Fail> {
-    let dev = tilec_runtime::VulkanDevice::open(device).map_err(run_error)?;
-    let mut bound = pristine;
-    let (launch, mut times) =
-        crate::gpu::vulkan_launch(&dev, module, kernel, &mut bound, repeat).map_err(|diags| Fail { diags, code: 2 })?;
-    if times.is_empty() {
-        times.push(Duration::ZERO);
-    }
-    let name = format!("{} (subgroup {})", dev.name(), dev.subgroup_size());
-    Ok((bound, launch, times, Some(name)))
-}
-
-fn run_cuda(
-    module: &Module,
-    kernel: &Kernel,
-    pristine: Bound,
-    repeat: u32,
-    device: Option<usize>,
-) -> Result<Ran, Fail> {
-    // The driver first: without it, say so before compiling anything.
-    let dev = tilec_runtime::CudaDevice::open(device).map_err(run_error)?;
-    let mut bound = pristine;
-    let (launch, mut times) =
-        crate::ptx::cuda_launch(&dev, module, kernel, &mut bound, repeat).map_err(|diags| Fail { diags, code: 2 })?;
-    if times.is_empty() {
-        times.push(Duration::ZERO);
-    }
-    let name = dev.name();
-    Ok((bound, launch, times, Some(name)))
 }

@@ -1,34 +1,29 @@
-//! `tilec build --target ptx`: PTX for NVIDIA GPUs (one `.ptx` per kernel instance), and
-//! `--report`: registers per lane, spill bytes and shared memory of each kernel from
-//! `ptxas -v`, pointing at the kernel in the source.
+//! The CUDA target of the driver: kernel instances lowered to SIMT form for a 32-lane warp,
+//! compiled to PTX and launched; and `ptxas`, found and run to check PTX.
 
-use crate::cli::{instance_path, usage, write_out, Emit, Fail};
-use crate::SourceSet;
-use std::collections::HashMap;
-use std::io::Write;
+use crate::Error;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tilec_frontend::GenericArg;
 use tilec_midend::simt::lower_for_warp;
 use tilec_midend::{Kernel, Module};
 
 /// The SIMT form `run --target cuda` and `build --target ptx` compile: for a 32-lane warp,
 /// one program per warp or several of fewer lanes (`lower_for_warp`); `TILEC_PTX_LANES=32`
 /// in the environment forces one program per warp whatever the tiles (to compare timings).
-fn ptx_simt(m: &Module, k: &Kernel) -> Result<tilec_midend::simt::SimtKernel, Fail> {
+pub(crate) fn ptx_simt(m: &Module, k: &Kernel) -> Result<tilec_midend::simt::SimtKernel, Error> {
     let simt = match std::env::var("TILEC_PTX_LANES").as_deref() {
         Ok("32") => tilec_midend::simt::lower_kernel_with(m, k, 32, true),
         _ => lower_for_warp(m, k, 32),
     };
-    simt.map_err(|e| usage("E0504", format!("kernel `{}`: {e}", k.symbol)))
+    simt.map_err(|e| Error::coded("E0504", format!("kernel `{}`: {e}", k.symbol)))
 }
 
 /// Lowers a kernel to SIMT form ([`ptx_simt`]) and compiles it to PTX.
-pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Fail> {
+pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Error> {
     let simt = ptx_simt(m, k)?;
     tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
         let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
-        crate::cli::codegen_fail(code, m, k, e.to_string(), e.loc)
+        crate::Error::codegen(code, m, k, e.to_string(), e.loc)
     })
 }
 
@@ -42,9 +37,9 @@ pub fn cuda_launch(
     kernel: &Kernel,
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
-) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Vec<tilec_grammar::diag::Diagnostic>> {
-    let rerr = |e| crate::cli::run_error(e).diags;
-    let p = ptx_kernel(module, kernel, &dev.arch()).map_err(|f| f.diags)?;
+) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
+    let rerr = Error::run;
+    let p = ptx_kernel(module, kernel, &dev.arch())?;
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
     let mut times = dev.launch(&p, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
     if times.len() > 1 {
@@ -125,68 +120,4 @@ pub fn ptxas(ptxas: &Path, text: &str, arch: &str) -> Result<PtxasReport, String
         }
     }
     Ok(r)
-}
-
-/// The file name and line (1-based) of kernel `k`'s name in the source that defines it.
-fn kernel_line(src: &SourceSet, m: &Module, k: &Kernel) -> (String, usize) {
-    let (file, text) = src.text_of(m.source_of(k.loc).as_deref());
-    let at = (k.loc.start as usize).min(text.len());
-    (file, text.as_bytes()[..at].iter().filter(|&&c| c == b'\n').count() + 1)
-}
-
-/// `tilec build --target ptx`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn build_ptx(
-    src: &SourceSet,
-    file: &Path,
-    emit: Emit,
-    o: Option<PathBuf>,
-    fixed: &HashMap<String, GenericArg>,
-    arch: &str,
-    report: bool,
-    out: &mut dyn Write,
-    lints: &mut crate::cli::Lints,
-) -> Result<(), Fail> {
-    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::CUDA)?;
-    let tool = if report {
-        Some(find_ptxas().ok_or_else(|| {
-            usage(
-                "E0506",
-                "`--report` needs ptxas: set TILEC_PTXAS, put it on the PATH, or `pip install nvidia-cuda-nvcc-cu12`",
-            )
-        })?)
-    } else {
-        None
-    };
-    let several = m.kernels.len() > 1;
-    let mut text = String::new();
-    for k in &m.kernels {
-        let p = ptx_kernel(&m, k, arch)?;
-        if let Some(t) = &tool {
-            let r =
-                ptxas(t, &p.text, arch).map_err(|e| usage("E0506", format!("ptxas rejected `{}`:\n{e}", k.symbol)))?;
-            let (f, line) = kernel_line(src, &m, k);
-            let _ = writeln!(
-                out,
-                "{f}:{line}: kernel {} ({arch}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared",
-                k.symbol, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes
-            );
-            continue;
-        }
-        match emit {
-            Emit::Obj => {
-                let path = instance_path(&o, several, file, &k.symbol, "ptx")?;
-                write_out(&Some(path), None, p.text.as_bytes(), out)?;
-            }
-            Emit::Simt => {
-                let simt = ptx_simt(&m, k)?;
-                text.push_str(&tilec_midend::print::print_function(&simt.func));
-            }
-            _ => return Err(usage("E0503", "`--target ptx` emits obj (PTX) or simt")),
-        }
-    }
-    if !text.is_empty() {
-        write_out(&o, None, text.as_bytes(), out)?;
-    }
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! `tilec build --target cpu --report`: how long each kernel instance takes to compile, so
 //! that compile time is watched per instance (the goal is milliseconds, like the kernels).
 
-use crate::cli::{program, Fail};
+use crate::Error;
 use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,18 +17,18 @@ pub(crate) fn cpu_compile_times(
     fixed: &HashMap<String, GenericArg>,
     backend: tilec_codegen_cpu::CpuBackend,
     out: &mut dyn Write,
-    lints: &mut crate::cli::Lints,
-) -> Result<(), Fail> {
+    lints: &mut super::Lints,
+) -> Result<(), Error> {
     let t0 = Instant::now();
     let compiled = lints
         .compile(src, &Instances::All { fixed: fixed.clone() }, false, None, tilec_frontend::TargetLimits::CPU)
-        .map_err(program)?;
+        .map_err(Error::program)?;
     let front = t0.elapsed();
     let m = &compiled.module;
     for k in &m.kernels {
         let t = Instant::now();
         tilec_codegen_cpu::compile_jit_with(m, k, backend)
-            .map_err(|e| crate::cli::codegen_fail("E0901", m, k, e.to_string(), e.loc))?;
+            .map_err(|e| crate::Error::codegen("E0901", m, k, e.to_string(), e.loc))?;
         let _ = writeln!(out, "{}: {:.1} ms ({backend})", k.symbol, t.elapsed().as_secs_f64() * 1e3);
     }
     let _ = writeln!(

@@ -2,9 +2,16 @@
 //! to the writers it is given, so tests run it in-process. Exit codes: 0 success, 1 errors in
 //! the program, 2 usage or input errors.
 
-use crate::run_cmd::{Backend, RunRequest};
+use crate::driver::{Error, ErrorKind};
+mod header;
+mod ptx;
+mod report;
+mod run;
+mod spirv;
+
 use crate::{compile, render_diagnostics, CompileOptions, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
+use run::{Backend, RunRequest};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -226,40 +233,17 @@ impl Lints {
         src: &SourceSet,
         fixed: &HashMap<String, GenericArg>,
         limits: TargetLimits,
-    ) -> Result<tilec_midend::Module, Fail> {
-        Ok(self.compile(src, &Instances::All { fixed: fixed.clone() }, true, None, limits).map_err(program)?.module)
+    ) -> Result<tilec_midend::Module, Error> {
+        Ok(self
+            .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, limits)
+            .map_err(Error::program)?
+            .module)
     }
 }
 
-/// An error that ends a command: diagnostics with their exit code.
-pub(crate) struct Fail {
-    pub(crate) diags: Vec<Diagnostic>,
-    pub(crate) code: i32,
-}
-
-pub(crate) fn usage(code: &'static str, msg: impl Into<String>) -> Fail {
-    Fail { diags: vec![Diagnostic::error(code, msg)], code: 2 }
-}
-
-/// A code-generation failure of kernel `k` of `m` (E0504 GPU, E0901 CPU), pointing at the
-/// op's source location when the backend gives one (in the op's own source: an op inlined
-/// from a stdlib `fn` points into that module).
-pub(crate) fn codegen_fail(
-    code: &'static str,
-    m: &tilec_midend::Module,
-    k: &tilec_midend::Kernel,
-    msg: String,
-    loc: Option<tilec_midend::Loc>,
-) -> Fail {
-    let mut d = Diagnostic::error(code, format!("kernel `{}`: {msg}", k.symbol));
-    if let Some(l) = loc {
-        d = d.label(tilec_grammar::span::Span { start: l.start, end: l.end }, "code generation failed here");
-        d.source = m.source_of(l);
-    }
-    Fail { diags: vec![d], code: 2 }
-}
-
-pub(crate) fn run_error(e: RunError) -> Fail {
+/// The coded error of reading, binding or launching, with the help of this command line for a
+/// missing argument (`--arg NAME=FILE.npy`).
+pub(crate) fn run_error(e: RunError) -> Error {
     let mut d = Diagnostic::error(e.code(), e.to_string());
     if let RunError::MissingArg { name, ty, .. } = &e {
         // How to give it on this command line (the message itself serves the Rust and Python
@@ -272,11 +256,7 @@ pub(crate) fn run_error(e: RunError) -> Fail {
             format!("pass it with `--arg {name}=VALUE`")
         });
     }
-    Fail { diags: vec![d], code: 2 }
-}
-
-pub(crate) fn program(diags: Vec<Diagnostic>) -> Fail {
-    Fail { diags, code: 1 }
+    Error::bare(ErrorKind::of_code(e.code()), vec![d])
 }
 
 /// Runs the command line `args` (including the program name); returns the exit code.
@@ -316,17 +296,17 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
             0
         }
         Err(f) => {
-            let _ = write!(err, "{}", render_diagnostics(&f.diags, &src, format, color));
+            let _ = write!(err, "{}", render_diagnostics(&f.diagnostics, &src, format, color));
             if format == ErrorFormat::Human {
-                let n = f.diags.iter().filter(|d| d.severity == Severity::Error).count();
-                let w = f.diags.len() - n;
+                let n = f.diagnostics.iter().filter(|d| d.severity == Severity::Error).count();
+                let w = f.diagnostics.len() - n;
                 let mut line = format!("error: {n} error{} found", plural(n));
                 if w > 0 {
                     line.push_str(&format!(", {w} warning{}", plural(w)));
                 }
                 let _ = writeln!(err, "{line}");
             }
-            f.code
+            f.kind().exit_code()
         }
     }
 }
@@ -334,14 +314,15 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
 /// Reads the program `file`; `-` is standard input (named `<stdin>` in diagnostics).
 /// A program that is not UTF-8 is an error in the program (E0004, exit code 1), shown at its
 /// first invalid byte.
-fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Fail> {
+fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, Error> {
     let (name, bytes) = if file == Path::new("-") {
         let mut t = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut t)
-            .map_err(|e| usage("E0500", format!("cannot read standard input: {e}")))?;
+            .map_err(|e| Error::usage("E0500", format!("cannot read standard input: {e}")))?;
         ("<stdin>".to_string(), t)
     } else {
-        let t = std::fs::read(file).map_err(|e| usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
+        let t =
+            std::fs::read(file).map_err(|e| Error::usage("E0500", format!("cannot read `{}`: {e}", file.display())))?;
         (file.display().to_string(), t)
     };
     let (text, bad) = match String::from_utf8(bytes) {
@@ -356,28 +337,32 @@ fn read_source(file: &Path, slot: &mut Option<SourceSet>) -> Result<SourceSet, F
         let d = Diagnostic::error("E0004", "the source file is not valid UTF-8")
             .label(span, "the first byte that is not UTF-8")
             .help("save the file as UTF-8");
-        return Err(program(vec![d]));
+        return Err(Error::program(vec![d]));
     }
     Ok(s)
 }
 
-fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Fail> {
+fn parse_generics(list: &[String]) -> Result<HashMap<String, GenericArg>, Error> {
     let mut m = HashMap::new();
     for g in list {
         let Some((n, t)) = g.split_once('=') else {
-            return Err(usage("E0501", format!("`--generic {g}`: expected NAME=TYPE or NAME=NUMBER, e.g. T=f32")));
+            return Err(Error::usage(
+                "E0501",
+                format!("`--generic {g}`: expected NAME=TYPE or NAME=NUMBER, e.g. T=f32"),
+            ));
         };
-        let v = GenericArg::parse(t.trim())
-            .ok_or_else(|| usage("E0501", format!("`--generic {g}`: `{t}` is neither a scalar type nor a number")))?;
+        let v = GenericArg::parse(t.trim()).ok_or_else(|| {
+            Error::usage("E0501", format!("`--generic {g}`: `{t}` is neither a scalar type nor a number"))
+        })?;
         m.insert(n.trim().to_string(), v);
     }
     Ok(m)
 }
 
-fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: &mut Lints) -> Result<(), Fail> {
+fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: &mut Lints) -> Result<(), Error> {
     match cmd {
         Cmd::Explain { code } => crate::explain::explain(&code, out),
-        Cmd::Lsp => crate::lsp::serve_stdio().map_err(|e| usage("E0500", format!("language server: {e}"))),
+        Cmd::Lsp => crate::lsp::serve_stdio().map_err(|e| Error::usage("E0500", format!("language server: {e}"))),
         Cmd::Check { file, target, quiet } => {
             let src = read_source(&file, slot)?;
             let (limits, whose) = match target {
@@ -387,7 +372,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             };
             let m = lints
                 .compile(&src, &Instances::All { fixed: HashMap::new() }, true, None, limits)
-                .map_err(program)?
+                .map_err(Error::program)?
                 .module;
             if !quiet && lints.found.is_empty() {
                 let mut names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
@@ -406,34 +391,34 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
         }
         Cmd::Build { file, target: Target::Ptx, emit, o, generics, arch, report, .. } => {
             let src = read_source(&file, slot)?;
-            crate::ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out, lints)
+            ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out, lints)
         }
         Cmd::Build { target: Target::Cuda, .. } => {
-            Err(usage("E0503", "`build --target cuda`: use `--target ptx` to build PTX"))
+            Err(Error::usage("E0503", "`build --target cuda`: use `--target ptx` to build PTX"))
         }
         Cmd::Run { target: Target::Ptx, .. } => {
-            Err(usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
+            Err(Error::usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
         }
         Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, report, .. } => {
             let src = read_source(&file, slot)?;
             let fixed = parse_generics(&generics)?;
             if report {
-                return crate::gpu::spirv_report(&src, &fixed, lanes, out, lints);
+                return spirv::spirv_report(&src, &fixed, lanes, out, lints);
             }
-            crate::gpu::build_spirv(&src, &file, emit, o, &fixed, lanes, out, lints)
+            spirv::build_spirv(&src, &file, emit, o, &fixed, lanes, out, lints)
         }
         Cmd::Build { target: Target::Vulkan, .. } => {
-            Err(usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))
+            Err(Error::usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))
         }
         Cmd::Run { target: Target::Spirv, .. } => {
-            Err(usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
+            Err(Error::usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
         }
         Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, report, backend, .. } => {
             let src = read_source(&file, slot)?;
             let fixed = parse_generics(&generics)?;
             cpu_backend_built(backend)?;
             if report {
-                return crate::report::cpu_compile_times(&src, &fixed, backend.into(), out, lints);
+                return report::cpu_compile_times(&src, &fixed, backend.into(), out, lints);
             }
             build(&src, &file, emit, o, &fixed, dump_after, backend, out, lints)
         }
@@ -456,14 +441,15 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
                 fixed: &parse_generics(&generics)?,
                 backend,
             };
-            crate::run_cmd::run(&src, &req, out, lints)
+            run::run(&src, &req, out, lints)
         }
         Cmd::GenUniform { shape, dtype, seed, o } => {
             let elem = gen_dtype(&dtype)?;
             let dims: Result<Vec<u64>, _> = shape.split(',').map(|d| d.trim().parse::<u64>()).collect();
-            let dims = dims.map_err(|_| usage("E0501", format!("`--shape {shape}`: expected extents like 512,512")))?;
+            let dims =
+                dims.map_err(|_| Error::usage("E0501", format!("`--shape {shape}`: expected extents like 512,512")))?;
             let len = dims.iter().try_fold(1u64, |a, d| a.checked_mul(*d)).filter(|n| *n <= 1 << 32);
-            let len = len.ok_or_else(|| usage("E0501", format!("`--shape {shape}`: too many elements")))?;
+            let len = len.ok_or_else(|| Error::usage("E0501", format!("`--shape {shape}`: too many elements")))?;
             let data = tilec_runtime::random_uniform(len as usize, seed);
             let arr = HostArray::from_f64_as(elem, &data, &dims).map_err(run_error)?;
             write_npy_atomic(&o, &arr).map_err(run_error)?;
@@ -481,13 +467,13 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
     }
 }
 
-fn gen_dtype(dtype: &str) -> Result<Scalar, Fail> {
+fn gen_dtype(dtype: &str) -> Result<Scalar, Error> {
     match dtype {
         "f32" => Ok(Scalar::F32),
         "f64" => Ok(Scalar::F64),
         "f16" => Ok(Scalar::F16),
         "bf16" => Ok(Scalar::BF16),
-        _ => Err(usage("E0501", format!("`--dtype {dtype}`: expected f32, f64, f16 or bf16"))),
+        _ => Err(Error::usage("E0501", format!("`--dtype {dtype}`: expected f32, f64, f16 or bf16"))),
     }
 }
 
@@ -500,18 +486,18 @@ pub(crate) fn instance_path(
     file: &std::path::Path,
     symbol: &str,
     ext: &str,
-) -> Result<PathBuf, Fail> {
+) -> Result<PathBuf, Error> {
     // An existing directory (or a path written with a trailing `/`) takes one file per instance.
     let dir_like = |p: &PathBuf| p.is_dir() || p.as_os_str().to_string_lossy().ends_with(std::path::MAIN_SEPARATOR);
     match (o, several) {
         (Some(dir), _) if dir_like(dir) => {
             if !dir.is_dir() {
-                return Err(usage("E0501", format!("`-o {}`: no such directory", dir.display())));
+                return Err(Error::usage("E0501", format!("`-o {}`: no such directory", dir.display())));
             }
             Ok(dir.join(format!("{symbol}.{ext}")))
         }
         (Some(p), false) => Ok(p.clone()),
-        (Some(p), true) => Err(usage(
+        (Some(p), true) => Err(Error::usage(
             "E0501",
             format!(
                 "`-o {}` is not a directory, but `{}` has several kernel instances (one `.{ext}` file \
@@ -529,25 +515,25 @@ pub(crate) fn write_out(
     default: Option<PathBuf>,
     bytes: &[u8],
     out: &mut dyn Write,
-) -> Result<(), Fail> {
+) -> Result<(), Error> {
     match path.clone().or(default) {
         Some(p) => {
-            let arr_err = |e: std::io::Error| usage("E0400", format!("cannot write `{}`: {e}", p.display()));
+            let arr_err = |e: std::io::Error| Error::usage("E0400", format!("cannot write `{}`: {e}", p.display()));
             let tmp = p.with_extension("tmp~");
             std::fs::write(&tmp, bytes).map_err(arr_err)?;
             std::fs::rename(&tmp, &p).map_err(arr_err)?;
             Ok(())
         }
-        None => out.write_all(bytes).map_err(|e| usage("E0400", format!("cannot write output: {e}"))),
+        None => out.write_all(bytes).map_err(|e| Error::usage("E0400", format!("cannot write output: {e}"))),
     }
 }
 
 /// E0505 when the chosen CPU code generator is not part of this build.
-fn cpu_backend_built(g: CpuGen) -> Result<(), Fail> {
+fn cpu_backend_built(g: CpuGen) -> Result<(), Error> {
     if tilec_codegen_cpu::CpuBackend::from(g).available() {
         Ok(())
     } else {
-        Err(usage("E0505", tilec_codegen_cpu::LLVM_NOT_BUILT))
+        Err(Error::coded("E0505", tilec_codegen_cpu::LLVM_NOT_BUILT))
     }
 }
 
@@ -562,7 +548,7 @@ fn build(
     backend: CpuGen,
     out: &mut dyn Write,
     lints: &mut Lints,
-) -> Result<(), Fail> {
+) -> Result<(), Error> {
     match emit {
         Emit::Tokens => {
             let lexed = tilec_grammar::lexer::lex(&src.main_src);
@@ -575,7 +561,7 @@ fn build(
         Emit::Ast => {
             let (parsed, diags) = src.parse();
             if !diags.is_empty() {
-                return Err(program(diags));
+                return Err(Error::program(diags));
             }
             return write_out(&o, None, format!("{:#?}\n", parsed.main).as_bytes(), out);
         }
@@ -583,7 +569,7 @@ fn build(
     }
     let compiled = lints
         .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
-        .map_err(program)?;
+        .map_err(Error::program)?;
     // The module the chosen backend compiles: a copy after its own passes (`guard-select`, and
     // `block-rank1` with LLVM), for `--emit tir` and `--dump-after` one of them.
     let mut dump = compiled.dump;
@@ -592,7 +578,7 @@ fn build(
         let mut m = compiled.module.clone();
         let popts = PipelineOptions { verify: true, dump_after: dump_after.clone().filter(|_| dump.is_none()) };
         let cpu_dump = tilec_midend::passes::run_cpu_passes(&mut m, backend == CpuGen::Llvm, &popts)
-            .map_err(|e| program(vec![crate::verifier_failure(e)]))?;
+            .map_err(|e| Error::program(vec![crate::verifier_failure(e)]))?;
         dump = dump.or(cpu_dump);
         cpu_module = Some(m);
     }
@@ -602,7 +588,7 @@ fn build(
         let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
         let cpu: Vec<&str> = tilec_midend::passes::CPU_PASSES.iter().map(|p| p.name).collect();
         let llvm: Vec<&str> = tilec_midend::passes::LLVM_CPU_PASSES.iter().map(|p| p.name).collect();
-        return Err(usage(
+        return Err(Error::usage(
             "E0501",
             format!(
                 "`--dump-after {p}`: no such pass ({}, {}; with `--backend llvm`: {})",
@@ -618,28 +604,28 @@ fn build(
     };
     match emit {
         Emit::Simt | Emit::SpirvAsm => {
-            Err(usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
+            Err(Error::usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
         }
         Emit::Tir => write_out(&o, None, tilec_midend::print::print_module(m).as_bytes(), out),
         Emit::Header => {
             let stem = file.file_stem().map_or("tilec".into(), |s| s.to_string_lossy().into_owned());
             let ident: String =
                 stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
-            let text = crate::header::header(m, &format!("TILEC_{ident}_H"));
+            let text = header::header(m, &format!("TILEC_{ident}_H"));
             write_out(&o, Some(file.with_extension("h")), text.as_bytes(), out)
         }
         Emit::Clif | Emit::Llvm => {
             let text = if emit == Emit::Clif { tilec_codegen_cpu::emit_clif } else { tilec_codegen_cpu::emit_llvm };
             let mut s = String::new();
             for k in &m.kernels {
-                s.push_str(&text(m, k).map_err(|e| usage("E0901", e.to_string()))?);
+                s.push_str(&text(m, k).map_err(|e| Error::coded("E0901", e.to_string()))?);
                 s.push('\n');
             }
             write_out(&o, None, s.as_bytes(), out)
         }
         _ => {
-            let bytes =
-                tilec_codegen_cpu::compile_object_with(m, backend.into()).map_err(|e| usage("E0901", e.to_string()))?;
+            let bytes = tilec_codegen_cpu::compile_object_with(m, backend.into())
+                .map_err(|e| Error::coded("E0901", e.to_string()))?;
             write_out(&o, Some(file.with_extension("o")), &bytes, out)
         }
     }
@@ -651,13 +637,13 @@ pub(crate) fn zeros_for_output(
     kernel: &tilec_midend::Kernel,
     args: &HashMap<String, ArgValue>,
     name: &str,
-) -> Result<HostArray, Fail> {
+) -> Result<HostArray, Error> {
     let (elem, shape) = tilec_runtime::output_shape(kernel, args, name).map_err(|e| match e {
-        tilec_runtime::RunError::NotAnOutput { .. } => usage(
+        tilec_runtime::RunError::NotAnOutput { .. } => Error::usage(
             "E0418",
             format!("`--out {name}`: `{name}` is not a `mut` array parameter of kernel `{}`", kernel.name),
         ),
-        tilec_runtime::RunError::ExtentExpr { expr, unbound: true, .. } => usage(
+        tilec_runtime::RunError::ExtentExpr { expr, unbound: true, .. } => Error::usage(
             "E0502",
             format!(
                 "`--out {name}`: the extent `{expr}` is not bound by another argument; pass `--arg {name}=FILE.npy`"
@@ -679,11 +665,11 @@ mod tests {
         std::fs::create_dir_all(&dir).expect("dir");
         let f = Path::new("prog.tile");
         for several in [false, true] {
-            let p = instance_path(&Some(dir.clone()), several, f, "k__f32", "spv").ok().expect("a path");
+            let p = instance_path(&Some(dir.clone()), several, f, "k__f32", "spv").expect("a path");
             assert_eq!(p, dir.join("k__f32.spv"));
         }
         let slash = PathBuf::from(format!("{}/", dir.display()));
-        assert_eq!(instance_path(&Some(slash), false, f, "k", "ptx").ok().expect("a path"), dir.join("k.ptx"));
+        assert_eq!(instance_path(&Some(slash), false, f, "k", "ptx").expect("a path"), dir.join("k.ptx"));
         // A file name with one instance is that file; a missing directory is an error.
         assert_eq!(instance_path(&Some(dir.join("x.spv")), false, f, "k", "spv").ok(), Some(dir.join("x.spv")));
         assert!(instance_path(&Some(dir.join("nope/")), false, f, "k", "spv").is_err());

@@ -1,0 +1,276 @@
+//! A session: one program's sources, parsed once, with its options and its cache of compiled
+//! kernel instances; everything from the element types and extents of a launch's arguments to
+//! a launched kernel goes through it, on every target and from every entry point (the command
+//! line's `run`, [`crate::Program`] and so Python, the tests).
+
+use super::signature::{sig, KernelSig};
+use super::{Error, Target};
+use crate::{CpuRunner, Parsed, SourceSet};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tilec_frontend::{GenericArg, Instances};
+use tilec_grammar::ast;
+use tilec_grammar::diag::Diagnostic;
+use tilec_midend::{Kernel, Module, Scalar};
+use tilec_runtime::{Bound, LaunchValues, RunError};
+
+/// Options that hold for every compile of a session.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SessionOptions {
+    /// Treat warnings as errors (`--deny warnings`).
+    pub deny_warnings: bool,
+    /// Run the IR verifier before and after every pass (always in debug builds).
+    pub verify: bool,
+}
+
+/// What a launch asks of an instance: the element types and extents of its array arguments,
+/// by parameter name, and the generic arguments its caller gives (`T = f64`, `BM = 64`).
+#[derive(Debug, Clone, Default)]
+pub struct InstanceRequest {
+    pub dtypes: Vec<(String, Scalar)>,
+    pub shapes: Vec<(String, Vec<u64>)>,
+    pub generics: Vec<(String, GenericArg)>,
+}
+
+/// The cache key of a compiled instance: the generic arguments given, then the const
+/// parameters that take an argument's extent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct InstanceKey {
+    kernel: String,
+    target: Target,
+    dtypes: Vec<(String, Scalar)>,
+    generics: Vec<(String, GenericArg)>,
+}
+
+/// A kernel compiled for one target and one set of generic arguments, with what launches it.
+pub struct Instance {
+    pub(crate) module: Module,
+    pub(crate) kernel: Kernel,
+    exec: Exec,
+}
+
+enum Exec {
+    Cpu(Box<CpuRunner>),
+    /// The device and the instance's shaders, generated on first use.
+    Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
+    Cuda(Arc<tilec_runtime::CudaDevice>),
+}
+
+impl Instance {
+    /// The kernel instance (its symbol, parameters with their types after instantiation).
+    pub fn kernel(&self) -> &Kernel {
+        &self.kernel
+    }
+}
+
+/// What one call of [`Session::launch`] did: the grid and flop count, the time of each run,
+/// and the device it ran on (`None` for the CPU).
+pub struct Launch {
+    pub values: LaunchValues,
+    pub times: Vec<Duration>,
+    pub device: Option<String>,
+}
+
+/// A program: its sources parsed once, its kernels' signatures, the session's options, and
+/// the instances compiled so far.
+pub struct Session {
+    src: SourceSet,
+    parsed: Parsed,
+    /// The syntax errors, reported by every compile.
+    parse_diags: Vec<Diagnostic>,
+    sigs: Vec<KernelSig>,
+    opts: SessionOptions,
+    cache: Mutex<HashMap<InstanceKey, Arc<Instance>>>,
+    /// Warnings of the instances compiled so far, for the command line to print.
+    warnings: Mutex<Vec<Diagnostic>>,
+}
+
+impl Session {
+    /// Parses `src` (syntax errors are reported by the first compile or check) and reads its
+    /// kernels: the main file's, then those of the modules it imports, transitively, which
+    /// run by name too (docs/language.md §2.1).
+    pub fn new(src: SourceSet, opts: SessionOptions) -> Session {
+        let (parsed, parse_diags) = crate::with_stack(|| src.parse());
+        let sigs = {
+            let mut files: Vec<(&ast::File, &str)> = vec![(&parsed.main, src.main_src.as_str())];
+            let mut i = 0;
+            while i < files.len() {
+                for item in &files[i].0.items {
+                    let ast::Item::Import(m) = item else { continue };
+                    let found = parsed.modules.iter().zip(&src.modules).find(|((n, _), _)| *n == m.name);
+                    if let Some(((_, f), (_, t))) = found {
+                        if !files.iter().any(|(g, _)| std::ptr::eq(*g, f)) {
+                            files.push((f, t));
+                        }
+                    }
+                }
+                i += 1;
+            }
+            let kernels = files.iter().flat_map(|(f, t)| {
+                f.items.iter().filter_map(move |i| if let ast::Item::Kernel(k) = i { Some(sig(k, t)) } else { None })
+            });
+            kernels.collect()
+        };
+        Session { src, parsed, parse_diags, sigs, opts, cache: Mutex::new(HashMap::new()), warnings: Mutex::default() }
+    }
+
+    /// The sources.
+    pub fn source(&self) -> &SourceSet {
+        &self.src
+    }
+
+    /// The kernels: the main file's in source order, then the imported modules'.
+    pub fn kernels(&self) -> &[KernelSig] {
+        &self.sigs
+    }
+
+    /// Takes the warnings of the compiles so far.
+    pub fn take_warnings(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Checks every kernel instance (type parameters take every type their bound allows)
+    /// under `target`'s limits. Errors: every diagnostic of the program.
+    pub fn check(&self, target: Target) -> Result<crate::Compiled, Error> {
+        self.compile(&Instances::All { fixed: HashMap::new() }, target)
+    }
+
+    fn compile(&self, instances: &Instances, target: Target) -> Result<crate::Compiled, Error> {
+        let opts = crate::CompileOptions {
+            verify: self.opts.verify,
+            dump_after: None,
+            deny_warnings: self.opts.deny_warnings,
+            limits: Some(target.limits()),
+        };
+        let mut c = crate::compile_parsed(&self.parsed, &self.parse_diags, instances, &opts).map_err(Error::compile)?;
+        self.warnings.lock().unwrap_or_else(|p| p.into_inner()).append(&mut c.warnings);
+        Ok(c)
+    }
+
+    /// The instance of `kernel` for `target` and `request`, compiled on first use and cached:
+    /// the element types come from the arrays' dtypes unless given, const parameters written
+    /// as an extent (`A: T[B, N, N]` with `const N`) from that extent unless given, the rest
+    /// from their defaults (all inference is here). The program is checked for the instance
+    /// under the target's limits before the device is opened. Errors: no such kernel (E0107), generic arguments that fit nothing, the
+    /// program's errors for this instance under the target's limits, code generation (E0901
+    /// CPU, E0504 GPU), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
+    pub fn instance(&self, kernel: &str, target: Target, request: &InstanceRequest) -> Result<Arc<Instance>, Error> {
+        // (An unknown kernel is the frontend's E0107, with its spelling suggestion.)
+        let sig = self.sigs.iter().find(|k| k.name == kernel);
+        let mut generics = request.generics.clone();
+        for (g, param, axis) in sig.iter().flat_map(|s| &s.extent_generics) {
+            if generics.iter().any(|(n, _)| n == g) {
+                continue;
+            }
+            let extent = request.shapes.iter().find(|(n, _)| n == param).and_then(|(_, s)| s.get(*axis));
+            if let Some(&x) = extent {
+                generics.push((g.clone(), GenericArg::Const(x as i64)));
+            }
+        }
+        generics.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut dtypes = request.dtypes.clone();
+        dtypes.sort();
+        let key = InstanceKey { kernel: kernel.to_string(), target, dtypes, generics };
+        let cached = |c: &Mutex<HashMap<InstanceKey, Arc<Instance>>>| {
+            c.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).get(&key).cloned()
+        };
+        if let Some(inst) = cached(&self.cache) {
+            return Ok(inst);
+        }
+        let inst = Arc::new(self.build(&key, &request.shapes)?);
+        let mut c = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(c.entry(key).or_insert(inst).clone())
+    }
+
+    fn build(&self, key: &InstanceKey, shapes: &[(String, Vec<u64>)]) -> Result<Instance, Error> {
+        let dtypes: HashMap<String, Scalar> = key.dtypes.iter().cloned().collect();
+        let shapes: HashMap<String, Vec<u64>> = shapes.iter().cloned().collect();
+        let fixed: HashMap<String, GenericArg> = key.generics.iter().cloned().collect();
+        let generics = crate::with_stack(|| {
+            tilec_frontend::infer_generics(&self.parsed.sources(), &key.kernel, &dtypes, &shapes, &fixed)
+        })
+        .map_err(|d| Error::compile(vec![d]))?;
+        let inst = Instances::One { kernel: key.kernel.clone(), generics };
+        // The program's errors under the target's limits come first, whatever the machine has;
+        // then the device, before any code is generated for it.
+        let module = self.compile(&inst, key.target)?.module;
+        let Some(kernel) = module.kernels.first().cloned() else {
+            return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
+        };
+        let exec = match key.target {
+            Target::Cpu(backend) => {
+                Exec::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(Error::compile)?))
+            }
+            Target::Vulkan { device } => {
+                static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
+                Exec::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open)?, Default::default())
+            }
+            Target::Cuda { device } => {
+                static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
+                Exec::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?)
+            }
+        };
+        Ok(Instance { module, kernel, exec })
+    }
+
+    /// Launches `inst` on the arguments in `bound` `repeat` times (at least once), each run
+    /// from the same inputs, and leaves the last run's results in `bound`. On the CPU `mut`
+    /// arrays are written in place; on a GPU they are copied to the device and back, except
+    /// device arrays on CUDA, used in place. Errors: the E04xx codes of binding and launching,
+    /// code generation for the device (E0504).
+    pub fn launch(&self, inst: &Instance, bound: &mut Bound, repeat: u32) -> Result<Launch, Error> {
+        match &inst.exec {
+            Exec::Cpu(runner) => {
+                let runs = repeat.max(1);
+                let mut times = Vec::with_capacity(runs as usize);
+                // Every run but the last on a copy: in-place kernels would otherwise see their
+                // own output.
+                for _ in 1..runs {
+                    let mut b = bound.clone();
+                    let t0 = Instant::now();
+                    runner.run_bound(&mut b).map_err(Error::run)?;
+                    times.push(t0.elapsed());
+                }
+                let t0 = Instant::now();
+                let values = runner.run_bound(bound).map_err(Error::run)?;
+                times.push(t0.elapsed());
+                Ok(Launch { values, times, device: None })
+            }
+            Exec::Vulkan(dev, shaders) => {
+                let (values, mut times) =
+                    super::vulkan::vulkan_launch_cached(dev, &inst.module, &inst.kernel, bound, repeat, shaders)?;
+                if times.is_empty() {
+                    times.push(Duration::ZERO);
+                }
+                let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
+                Ok(Launch { values, times, device })
+            }
+            Exec::Cuda(dev) => {
+                let (values, mut times) = super::cuda::cuda_launch(dev, &inst.module, &inst.kernel, bound, repeat)?;
+                if times.is_empty() {
+                    times.push(Duration::ZERO);
+                }
+                Ok(Launch { values, times, device: Some(dev.name()) })
+            }
+        }
+    }
+}
+
+/// Devices opened by this process, by index: each is opened once and shared by all sessions.
+type Devices<D> = OnceLock<Mutex<HashMap<Option<usize>, Arc<D>>>>;
+
+/// The device `index` from `devices`, opened with `open` on first use.
+fn open_cached<D>(
+    devices: &Devices<D>,
+    index: Option<usize>,
+    open: fn(Option<usize>) -> Result<D, RunError>,
+) -> Result<Arc<D>, Error> {
+    let mut map = devices.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(d) = map.get(&index) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(open(index)?);
+    map.insert(index, d.clone());
+    Ok(d)
+}
