@@ -166,10 +166,11 @@ struct Program {
 
 #[pymethods]
 impl Program {
-    /// `Program(source, name, target="cpu", device=None, backend="cranelift")`: checks the
-    /// program (every diagnostic raised at once).
+    /// `Program(source, name, target="cpu", device=None, backend="cranelift",
+    /// deny_warnings=False)`: checks the program (every diagnostic raised at once; with
+    /// `deny_warnings` warnings are errors, here and in every instance compiled later).
     #[new]
-    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend="cranelift"))]
+    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend="cranelift", deny_warnings=false))]
     fn new(
         py: Python<'_>,
         source: &str,
@@ -177,9 +178,11 @@ impl Program {
         target_name: &str,
         device: Option<usize>,
         backend: &str,
+        deny_warnings: bool,
     ) -> PyResult<Program> {
         let t = target(target_name, device, backend)?;
-        let inner = py.detach(|| RsProgram::new(name, source)).map_err(raise)?;
+        let opts = tilec::SessionOptions { deny_warnings, verify: false };
+        let inner = py.detach(|| RsProgram::with_options(name, source, opts)).map_err(raise)?;
         Ok(Program { inner, target: t })
     }
 

@@ -655,3 +655,33 @@ def test_mistakes_a_new_user_made_get_the_right_code_and_advice_in_python_terms(
     a = spd(2, 5, np.float64)
     m.potrf_batched(a, 0.0)
     assert rel(np.tril(a), np.linalg.cholesky(spd(2, 5, np.float64))) < 1e-12
+
+
+def test_entry_points_agree():
+    """tests/entry_points.json through the Python package: the same code, texts and source
+    label as `tilec run` and the Rust API give (tests/tests/entry_points.rs)."""
+    import json
+
+    table = json.loads((ROOT / "tests" / "entry_points.json").read_text())
+    dtypes = {"f32": np.float32, "f64": np.float64, "i32": np.int32}
+    for case in table["cases"]:
+        kwargs = {n: np.zeros(shape, dtypes[d]) for n, (d, shape) in case["arrays"].items()}
+        for n, v in case.get("scalars", {}).items():
+            kwargs[n] = int(v) if v.lstrip("-").isdigit() else float(v)
+        for n, v in case.get("generics", {}).items():
+            kwargs[n] = int(v) if v.lstrip("-").isdigit() else v
+        try:
+            m = tilec.compile(case["program"], target=case["target"], deny_warnings=case.get("deny_warnings", False))
+            getattr(m, case["kernel"])(**kwargs)
+            got = None
+        except tilec.TileError as e:
+            got = e
+        what = case["name"]
+        if case["code"] is None:
+            assert got is None, (what, got and got.rendered)
+            continue
+        assert got is not None, f"{what}: succeeded, expected {case['code']}"
+        assert got.code == case["code"], (what, got.rendered)
+        for s in case.get("contains", []):
+            assert s in got.rendered, (what, s, got.rendered)
+        assert ("╭─[" in got.rendered) == case.get("label", False), (what, got.rendered)

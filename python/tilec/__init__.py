@@ -49,6 +49,7 @@ __all__ = [
     "TileTypeError",
     "TileValueError",
     "DeviceError",
+    "UnknownKernelError",
     "linalg",
 ]
 
@@ -79,6 +80,10 @@ class TileValueError(TileError, ValueError):
     kernel's (E0443), or a scalar out of its parameter's range."""
 
 
+class UnknownKernelError(TileError, AttributeError):
+    """A module has no kernel of that name (E0107); the message suggests the closest one."""
+
+
 class DeviceError(TileError, RuntimeError):
     """No Vulkan or CUDA device or driver, or the device failed."""
 
@@ -89,7 +94,9 @@ _DEVICE_CODES = {f"E04{n}" for n in range(20, 37) if n != 29} | {"E0505"}
 
 def _error(code, rendered, codes=None):
     codes = list(codes or [code])
-    if code in _TYPE_CODES:
+    if code == "E0107":
+        cls = UnknownKernelError
+    elif code in _TYPE_CODES:
         cls = TileTypeError
     elif code == "E0501":
         cls = TileValueError
@@ -403,7 +410,15 @@ class Module:
         kernels = self.__dict__.get("kernels", {})
         if name in kernels:
             return kernels[name]
-        raise AttributeError(f"module {self.name!r} has no kernel {name!r} (kernels: {', '.join(kernels)})")
+        program = self.__dict__.get("_program")
+        if name.startswith("_") or program is None:
+            raise AttributeError(name)
+        # The driver's E0107, with the spelling suggestion every entry point gives.
+        try:
+            program.launch(name, [], [], [])
+        except _tilec.RawError as e:
+            raise _convert(e) from None
+        raise AttributeError(name)
 
     def __dir__(self):
         return list(super().__dir__()) + list(self.kernels)
@@ -416,11 +431,12 @@ _programs = {}
 _lock = threading.Lock()
 
 
-def compile(source, *, target="cpu", device=None, backend="cranelift", name=None):
+def compile(source, *, target="cpu", device=None, backend="cranelift", name=None, deny_warnings=False):
     """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
     ``device`` picks a GPU by index: by default the first, or for CUDA the device of the CUDA
     tensors passed, whose launches run on their device; ``backend="llvm"`` picks the CPU's LLVM code generator
-    where tilec was built with it). ``source`` is a path (``str`` ending in ``.tile`` or
+    where tilec was built with it; ``deny_warnings=True`` makes every warning an error, as
+    ``tilec --deny warnings``). ``source`` is a path (``str`` ending in ``.tile`` or
     ``os.PathLike``) or the source text. Raises :class:`CompileError` with every diagnostic.
     Modules are cached by source hash, name and target."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.endswith(".tile")):
@@ -434,13 +450,13 @@ def compile(source, *, target="cpu", device=None, backend="cranelift", name=None
     else:
         text = source
         name = name or "<string>.tile"
-    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend)
+    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend, deny_warnings)
     with _lock:
         module = _programs.get(key)
     if module is not None:
         return module
     try:
-        program = _tilec.Program(text, name, target, device, backend)
+        program = _tilec.Program(text, name, target, device, backend, deny_warnings)
     except _tilec.RawError as e:
         raise _convert(e) from None
     with _lock:

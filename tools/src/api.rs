@@ -252,10 +252,24 @@ pub struct Program {
 impl Program {
     /// Parses and checks `text` (named `name` in diagnostics). Errors: every diagnostic of the
     /// program (syntax, names, types and shapes of every kernel instance), as `tilec check`
-    /// reports them.
+    /// reports them, except that a const parameter without a default (E0302 for `check`) is
+    /// left to each launch to give, as `tilec run --generic` does.
     pub fn new(name: &str, text: &str) -> Result<Program, Error> {
-        let session = Session::new(SourceSet::with_stdlib(name, text), SessionOptions::default());
-        session.check(Target::CPU).map_err(|e| e.with_source(session.source()))?;
+        Program::with_options(name, text, SessionOptions::default())
+    }
+
+    /// [`Program::new`] with options: `deny_warnings` makes every warning an error, in the
+    /// check and in every instance compiled later (`tilec --deny warnings`).
+    pub fn with_options(name: &str, text: &str, options: SessionOptions) -> Result<Program, Error> {
+        let session = Session::new(SourceSet::with_stdlib(name, text), options);
+        if let Err(mut e) = session.check(Target::CPU) {
+            // A const parameter without a default (E0302) gets its value with each launch, as
+            // `tilec run --generic R=..` gives it: the instances launched are checked then.
+            e.diagnostics.retain(|d| d.code != "E0302");
+            if e.diagnostics.iter().any(|d| d.severity == tilec_grammar::diag::Severity::Error) {
+                return Err(e.with_source(session.source()));
+            }
+        }
         session.take_warnings();
         Ok(Program { session })
     }

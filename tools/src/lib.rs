@@ -25,7 +25,7 @@ mod render;
 pub use api::{Args, Element, Launched, Program, ScalarArg};
 pub use driver::{cuda_launch, find_ptxas, find_ptxas_13, ptxas, vulkan_launch, PtxasReport};
 pub use driver::{dtypes_of, shapes_of, CpuRunner, RunOutcome};
-pub use driver::{Error, ErrorKind, GenericSig, Instance, KernelSig, ParamSig, Target};
+pub use driver::{Error, ErrorKind, GenericSig, Instance, KernelSig, ParamSig, SessionOptions, Target};
 /// The `half` crate, whose `f16` and `bf16` slices are `f16`/`bf16` array arguments.
 pub use half;
 pub use render::{render_diagnostics, ErrorFormat};
