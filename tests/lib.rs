@@ -47,6 +47,25 @@ pub fn cpu_runner(
     CpuRunner::with_backend(src, kernel, args, fixed, cpu_backend())
 }
 
+/// Compiles `kernel` of `src` for `target` (element types from the arrays' dtypes unless
+/// fixed in `fixed`), binds `args` and launches it once, through the driver's session as
+/// `tilec run` and the APIs do; returns the arguments after the launch. The tests' one way to
+/// run a kernel on a target (the IR verifier runs after every pass).
+pub fn run_on(
+    target: tilec::Target,
+    src: &SourceSet,
+    kernel: &str,
+    args: HashMap<String, ArgValue>,
+    fixed: &HashMap<String, GenericArg>,
+) -> Result<tilec_runtime::Bound, tilec::Error> {
+    let session =
+        tilec::driver::Session::new(src.clone(), tilec::SessionOptions { verify: true, deny_warnings: false });
+    let inst = session.instance(kernel, target, &tilec::driver::InstanceRequest::of_args(&args, fixed))?;
+    let mut bound = tilec_runtime::bind(inst.kernel(), args)?;
+    session.launch(&inst, &mut bound, 1)?;
+    Ok(bound)
+}
+
 /// Plain unblocked Cholesky in f64 (Cholesky–Banachiewicz, row by row) of one `n x n`
 /// row-major SPD matrix; returns the lower factor with zeros above the diagonal.
 /// Independent of the compiler: this is the oracle for `potrf_batched` and the examples.

@@ -30,8 +30,8 @@
 //! (`TILEC_FUZZ_SECONDS`).
 
 use std::collections::HashMap;
-use tilec::{compile, CompileOptions, CpuBackend, CpuRunner, SourceSet};
-use tilec_frontend::Instances;
+use tilec::driver::InstanceRequest;
+use tilec::{CpuBackend, SessionOptions, SourceSet, Target};
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{ArgValue, HostArray};
 use tilec_tests::Rng;
@@ -607,11 +607,21 @@ fn tolerance(elem: Scalar) -> f64 {
 fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), String> {
     let set = SourceSet::with_stdlib("fuzz.tile", c.src.clone());
     let fail = |what: String| Err(format!("seed {}: {what}\n{}", c.seed, c.src));
-    let runner = match CpuRunner::with_backend(&set, "fz", &c.args, &HashMap::new(), CpuBackend::Cranelift) {
-        Ok(r) => r,
-        Err(d) => return fail(format!("the generated kernel does not compile: {d:?}")),
+    // Every target through the driver's session, as `tilec run` and the APIs launch; the IR
+    // verifier runs after every pass.
+    let session = tilec::driver::Session::new(set, SessionOptions { verify: true, deny_warnings: false });
+    let request = InstanceRequest::of_args(&c.args, &HashMap::new());
+    let launch_on = |target: Target| -> Result<(tilec_runtime::Bound, tilec_runtime::LaunchValues), tilec::Error> {
+        let inst = session.instance("fz", target, &request)?;
+        let mut b = tilec_runtime::bind(inst.kernel(), c.args.clone())?;
+        let l = session.launch(&inst, &mut b, 1)?;
+        Ok((b, l.values))
     };
-    let (reference, launch) = match runner.run(c.args.clone()) {
+    let cpu = match session.instance("fz", Target::CPU, &request) {
+        Ok(i) => i,
+        Err(e) => return fail(format!("the generated kernel does not compile: {e}")),
+    };
+    let (reference, launch) = match launch_on(Target::CPU) {
         Ok(x) => x,
         Err(e) => return fail(format!("CPU launch failed: {e}")),
     };
@@ -632,40 +642,29 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     };
     let vulkan_only = std::env::var("TILEC_FUZZ_VULKAN_ONLY").as_deref() == Ok("1");
     if CpuBackend::Llvm.available() && !vulkan_only {
-        let r = CpuRunner::with_backend(&set, "fz", &c.args, &HashMap::new(), CpuBackend::Llvm)
-            .map_err(|d| format!("seed {}: LLVM: {d:?}", c.seed))?;
-        let (b, _) = r.run(c.args.clone()).map_err(|e| format!("seed {}: LLVM launch: {e}", c.seed))?;
+        let (b, _) = launch_on(Target::Cpu(CpuBackend::Llvm)).map_err(|e| format!("seed {}: LLVM: {e}", c.seed))?;
         compare("CPU (LLVM)", &|n| b.array(n).expect("output").to_f64_vec())?;
     }
-    let generics = match tilec::infer_generics(&set, "fz", &tilec::dtypes_of(&c.args), &HashMap::new(), &HashMap::new())
-    {
-        Ok(g) => g,
-        Err(d) => return fail(format!("generics: {d:?}")),
-    };
-    let inst = Instances::One { kernel: "fz".into(), generics };
-    let module = match compile(&set, &inst, &CompileOptions { verify: true, ..Default::default() }) {
-        Ok(m) => m.module,
-        Err(d) => return fail(format!("compile with the verifier: {d:?}")),
-    };
-    let kernel = &module.kernels[0];
+    let (module, kernel) = (cpu.module(), cpu.kernel());
     for lanes in [4, 8, 16, 32, 64].into_iter().filter(|_| !vulkan_only) {
-        let arrays = match tilec_tests::run_simt(&module, kernel, &c.args, lanes, launch.grid) {
+        let arrays = match tilec_tests::run_simt(module, kernel, &c.args, lanes, launch.grid) {
             Ok(a) => a,
             Err(e) => return fail(format!("SIMT form at {lanes} lanes: {e}")),
         };
         compare(&format!("SIMT form at {lanes} lanes"), &|n| arrays[n].to_f64_vec())?;
     }
     if let (Some(dev), true) = (vulkan, c.on_vulkan) {
-        let mut b = tilec_runtime::bind(kernel, c.args.clone()).expect("binds");
+        let ran = launch_on(Target::Vulkan { device: None });
         if c.half_atomics {
-            return match tilec::vulkan_launch(dev, &module, kernel, &mut b, 1) {
-                Err(d) if format!("{d:?}").contains("not supported on Vulkan") => Ok(()),
-                other => fail(format!("Vulkan: atomics on a half array, not refused: {other:?}")),
+            return match ran {
+                Err(e) if e.to_string().contains("not supported on Vulkan") => Ok(()),
+                other => fail(format!("Vulkan: atomics on a half array, not refused: {:?}", other.err())),
             };
         }
-        if let Err(d) = tilec::vulkan_launch(dev, &module, kernel, &mut b, 1) {
-            return fail(format!("Vulkan: {d:?}"));
-        }
+        let b = match ran {
+            Ok((b, _)) => b,
+            Err(e) => return fail(format!("Vulkan: {e}")),
+        };
         compare(&format!("Vulkan on {}", dev.name()), &|n| b.array(n).expect("output").to_f64_vec())?;
     }
     Ok(())

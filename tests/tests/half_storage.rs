@@ -271,10 +271,9 @@ fn vulkan_converts_and_computes_storage_types() {
         let c = case(s, 1);
         let mut out = HashMap::new();
         for (kernel, args) in [("conv", &c.conv), ("rows", &c.rows)] {
-            let m = module(&c, kernel);
-            let k = &m.kernels[0];
-            let mut b = tilec_runtime::bind(k, args.clone()).expect("binds");
-            tilec::vulkan_launch(&dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
+            let vulkan = tilec::Target::Vulkan { device: None };
+            let b = tilec_tests::run_on(vulkan, &c.src, kernel, args.clone(), &HashMap::new())
+                .unwrap_or_else(|e| panic!("{e}"));
             keep_outputs(&b, &mut out);
         }
         check(&format!("Vulkan on {}", dev.name()), &c, &|n| out[n].clone());
@@ -299,9 +298,10 @@ fn ptx_of_storage_types_assembles_and_runs_where_a_gpu_exists() {
             assert!(p.text.contains("cvt.f32.f16") == (s == Scalar::F16), "f16 loads use cvt");
             let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs it)");
             tilec::ptxas(&ptxas, &p.text, "sm_80").unwrap_or_else(|e| panic!("ptxas: {e}"));
-            if let Some(dev) = &dev {
-                let mut b = tilec_runtime::bind(k, args.clone()).expect("binds");
-                tilec::cuda_launch(dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
+            if dev.is_some() {
+                let cuda = tilec::Target::Cuda { device: None };
+                let b = tilec_tests::run_on(cuda, &c.src, kernel, args.clone(), &HashMap::new())
+                    .unwrap_or_else(|e| panic!("{e}"));
                 keep_outputs(&b, &mut out);
             }
         }

@@ -357,6 +357,11 @@ fn module(t: &Table) -> Module {
     compile(&t.src, &inst, &CompileOptions { verify: true, ..Default::default() }).expect("compiles").module
 }
 
+/// The table's kernel run on `target` ([`tilec_tests::run_on`]).
+fn run_on(target: tilec::Target, t: &Table) -> Result<Bound, tilec::Error> {
+    tilec_tests::run_on(target, &t.src, "semantics", t.args.clone(), &HashMap::new())
+}
+
 fn check_bound(target: &str, t: &Table, b: &Bound, ulps: u64) {
     check(target, t.s, &t.rows, &t.xs, &t.ys, &|n| read(b.array(n).expect("output")), ulps);
 }
@@ -394,10 +399,7 @@ fn vulkan_follows_the_scalar_semantics() {
         return;
     };
     for t in TYPES.into_iter().filter(|&s| s != Scalar::F64 || dev.supports_f64()).flat_map(tables) {
-        let m = module(&t);
-        let k = &m.kernels[0];
-        let mut b = tilec_runtime::bind(k, t.args.clone()).expect("binds");
-        tilec::vulkan_launch(&dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
+        let b = run_on(tilec::Target::Vulkan { device: None }, &t).unwrap_or_else(|e| panic!("{e}"));
         check_bound(&format!("Vulkan on {}", dev.name()), &t, &b, 3);
     }
 }
@@ -419,10 +421,7 @@ fn cuda_follows_the_scalar_semantics() {
         return;
     };
     for t in TYPES.into_iter().flat_map(tables) {
-        let m = module(&t);
-        let k = &m.kernels[0];
-        let mut b = tilec_runtime::bind(k, t.args.clone()).expect("binds");
-        tilec::cuda_launch(&dev, &m, k, &mut b, 1).unwrap_or_else(|d| panic!("{d:?}"));
+        let b = run_on(tilec::Target::Cuda { device: None }, &t).unwrap_or_else(|e| panic!("{e}"));
         check_bound(&format!("CUDA on {}", dev.name()), &t, &b, 0);
     }
 }

@@ -10,8 +10,7 @@ mod cases;
 use cases::Case;
 use std::collections::HashMap;
 use std::process::Command;
-use tilec::{compile, CompileOptions};
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::GenericArg;
 use tilec_midend::Scalar;
 use tilec_runtime::VulkanDevice;
 
@@ -25,13 +24,9 @@ fn check(dev: &VulkanDevice, c: &Case, elem: Scalar, tol: f64) {
     let runner = tilec_tests::cpu_runner(&c.src, c.kernel, &cpu_args, &HashMap::new()).expect("compiles");
     let (cpu, _) = runner.run(cpu_args).expect("runs on the CPU");
     let fixed: HashMap<String, GenericArg> = [("T".to_string(), GenericArg::Type(elem))].into();
-    let shapes = tilec::shapes_of(&c.args(elem));
-    let generics = tilec::infer_generics(&c.src, c.kernel, &HashMap::new(), &shapes, &fixed).expect("generics");
-    let inst = Instances::One { kernel: c.kernel.to_string(), generics };
-    let module = compile(&c.src, &inst, &CompileOptions::default()).expect("compiles").module;
-    let kernel = module.kernels[0].clone();
-    let mut bound = tilec_runtime::bind(&kernel, c.args(elem)).expect("binds");
-    tilec::vulkan_launch(dev, &module, &kernel, &mut bound, 1).unwrap_or_else(|d| panic!("{}: {d:?}", c.kernel));
+    let vulkan = tilec::Target::Vulkan { device: None };
+    let bound = tilec_tests::run_on(vulkan, &c.src, c.kernel, c.args(elem), &fixed)
+        .unwrap_or_else(|e| panic!("{}: {e}", c.kernel));
     for out in &c.outs {
         let got = bound.array(out).unwrap().to_f64_vec();
         let want = cpu.array(out).unwrap().to_f64_vec();

@@ -68,10 +68,7 @@ pub(crate) fn run(
         src.clone(),
         crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false },
     );
-    let typed = args.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
-    let (dtypes, shapes) = typed.map(|(n, (e, s))| ((n.clone(), e), (n, s.to_vec()))).unzip();
-    let generics = req.fixed.iter().map(|(n, g)| (n.clone(), *g)).collect();
-    let request = crate::driver::InstanceRequest { dtypes, shapes, generics };
+    let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);
     let inst = session.instance(req.kernel, req.backend, &request);
     lints.found.append(&mut session.take_warnings());
     let inst = inst?;

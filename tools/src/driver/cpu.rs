@@ -1,10 +1,10 @@
 //! One-call CPU launches: compile a kernel instance for the argument dtypes, JIT it, bind
 //! arguments and run every program of the grid in parallel.
 
-use crate::{compile, infer_generics, CompileOptions, SourceSet};
+use crate::SourceSet;
 use std::collections::HashMap;
 use tilec_codegen_cpu::{compile_jit_with, CpuBackend, JitKernel};
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::GenericArg;
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Kernel, Module, Scalar};
 use tilec_runtime::{bind, run_cpu, ArgValue, Bound, LaunchValues, RunError};
@@ -50,13 +50,12 @@ impl CpuRunner {
         fixed: &HashMap<String, GenericArg>,
         backend: CpuBackend,
     ) -> Result<CpuRunner, Vec<Diagnostic>> {
-        let generics = infer_generics(src, kernel, &dtypes_of(args), &shapes_of(args), fixed)?;
-        let inst = Instances::One { kernel: kernel.to_string(), generics };
-        let compiled = compile(src, &inst, &CompileOptions::default())?;
-        if compiled.module.kernels.is_empty() {
-            return Err(vec![Diagnostic::error("E0107", format!("no kernel named `{kernel}`"))]);
-        }
-        CpuRunner::from_module(compiled.module, backend)
+        // Through a session, as every launch: the same inference and checks.
+        let session = super::Session::new(src.clone(), super::SessionOptions::default());
+        let request = super::InstanceRequest::of_args(args, fixed);
+        let inst = session.instance(kernel, super::Target::Cpu(backend), &request).map_err(|e| e.diagnostics)?;
+        drop(session);
+        Ok(super::session::into_cpu_runner(inst))
     }
 
     /// JIT-compiles the first kernel instance of an already compiled `module` (as

@@ -62,6 +62,25 @@ impl Instance {
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
     }
+
+    /// The module of the instance after the pass pipeline (its body, launch and `fn`s): what
+    /// the SIMT lowering and the code generators start from.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+}
+
+impl InstanceRequest {
+    /// The request of a launch of `args` (the element types and extents of its arrays) with
+    /// the generic arguments `generics` given.
+    pub fn of_args(
+        args: &HashMap<String, tilec_runtime::ArgValue>,
+        generics: &HashMap<String, GenericArg>,
+    ) -> InstanceRequest {
+        let typed = args.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
+        let (dtypes, shapes) = typed.map(|(n, (e, s))| ((n.clone(), e), (n, s.to_vec()))).unzip();
+        InstanceRequest { dtypes, shapes, generics: generics.iter().map(|(n, g)| (n.clone(), *g)).collect() }
+    }
 }
 
 /// What one call of [`Session::launch`] did: the grid and flop count, the time of each run,
@@ -254,6 +273,15 @@ impl Session {
                 Ok(Launch { values, times, device: Some(dev.name()) })
             }
         }
+    }
+}
+
+/// The CPU runner of an instance for the CPU that no session holds any more (its session
+/// dropped): what [`CpuRunner::with_backend`] returns.
+pub(super) fn into_cpu_runner(inst: Arc<Instance>) -> CpuRunner {
+    match Arc::try_unwrap(inst).map(|i| i.exec) {
+        Ok(Exec::Cpu(runner)) => *runner,
+        _ => unreachable!("a CPU instance of a dropped session"),
     }
 }
 
