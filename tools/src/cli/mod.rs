@@ -2,20 +2,20 @@
 //! to the writers it is given, so tests run it in-process. Exit codes: 0 success, 1 errors in
 //! the program, 2 usage or input errors.
 
-use crate::driver::{Error, ErrorKind};
+use crate::driver::{Error, ErrorKind, Session, SessionOptions};
 mod header;
 mod ptx;
 mod report;
 mod run;
 mod spirv;
 
-use crate::{compile, render_diagnostics, CompileOptions, ErrorFormat, SourceSet};
+use crate::{render_diagnostics, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
 use run::{Backend, RunRequest};
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use tilec_frontend::{GenericArg, Instances, TargetLimits};
+use tilec_frontend::GenericArg;
 use tilec_grammar::diag::{Diagnostic, Severity};
 use tilec_midend::passes::PipelineOptions;
 use tilec_midend::Scalar;
@@ -211,33 +211,31 @@ pub(crate) struct Lints {
 }
 
 impl Lints {
-    /// [`compile`] with `--deny warnings` applied; keeps the warnings to print at the end.
+    /// Every kernel instance of `src` (type parameters not in `fixed` take every type their
+    /// bound allows) compiled through a driver session under `target`'s limits, with
+    /// `--deny warnings` applied; keeps the warnings to print at the end.
     pub(crate) fn compile(
         &mut self,
         src: &SourceSet,
-        instances: &Instances,
+        fixed: &HashMap<String, GenericArg>,
         verify: bool,
         dump_after: Option<String>,
-        limits: TargetLimits,
-    ) -> Result<crate::Compiled, Vec<Diagnostic>> {
-        let opts = CompileOptions { verify, dump_after, deny_warnings: self.deny, limits: Some(limits) };
-        let mut c = compile(src, instances, &opts)?;
-        self.found.append(&mut c.warnings);
-        Ok(c)
+        target: crate::Target,
+    ) -> Result<crate::Compiled, Error> {
+        let session = Session::new(src.clone(), SessionOptions { deny_warnings: self.deny, verify });
+        let c = session.compile_all(fixed, target, dump_after);
+        self.found.append(&mut session.take_warnings());
+        c
     }
 
-    /// Every kernel instance of `src` (type parameters not in `fixed` take every type their
-    /// bound allows), verified, under a GPU target's `limits`: the module the GPU builds use.
+    /// The module the GPU builds use: every instance, verified, under a GPU `target`'s limits.
     pub(crate) fn gpu_module(
         &mut self,
         src: &SourceSet,
         fixed: &HashMap<String, GenericArg>,
-        limits: TargetLimits,
+        target: crate::Target,
     ) -> Result<tilec_midend::Module, Error> {
-        Ok(self
-            .compile(src, &Instances::All { fixed: fixed.clone() }, true, None, limits)
-            .map_err(Error::program)?
-            .module)
+        Ok(self.compile(src, fixed, true, None, target)?.module)
     }
 }
 
@@ -365,15 +363,12 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
         Cmd::Lsp => crate::lsp::serve_stdio().map_err(|e| Error::usage("E0500", format!("language server: {e}"))),
         Cmd::Check { file, target, quiet } => {
             let src = read_source(&file, slot)?;
-            let (limits, whose) = match target {
-                Target::Cpu => (TargetLimits::CPU, "the CPU"),
-                Target::Spirv | Target::Vulkan => (TargetLimits::VULKAN, "Vulkan"),
-                Target::Ptx | Target::Cuda => (TargetLimits::CUDA, "CUDA"),
+            let (run_target, whose) = match target {
+                Target::Cpu => (crate::Target::CPU, "the CPU"),
+                Target::Spirv | Target::Vulkan => (crate::Target::Vulkan { device: None }, "Vulkan"),
+                Target::Ptx | Target::Cuda => (crate::Target::Cuda { device: None }, "CUDA"),
             };
-            let m = lints
-                .compile(&src, &Instances::All { fixed: HashMap::new() }, true, None, limits)
-                .map_err(Error::program)?
-                .module;
+            let m = lints.compile(&src, &HashMap::new(), true, None, run_target)?.module;
             if !quiet && lints.found.is_empty() {
                 let mut names: Vec<&str> = m.kernels.iter().map(|k| k.name.as_str()).collect();
                 names.sort_unstable();
@@ -567,9 +562,7 @@ fn build(
         }
         _ => {}
     }
-    let compiled = lints
-        .compile(src, &Instances::All { fixed: fixed.clone() }, true, dump_after.clone(), TargetLimits::CPU)
-        .map_err(Error::program)?;
+    let compiled = lints.compile(src, fixed, true, dump_after.clone(), crate::Target::CPU)?;
     // The module the chosen backend compiles: a copy after its own passes (`guard-select`, and
     // `block-rank1` with LLVM), for `--emit tir` and `--dump-after` one of them.
     let mut dump = compiled.dump;

@@ -32,7 +32,7 @@ pub(crate) fn build_ptx(
     out: &mut dyn Write,
     lints: &mut super::Lints,
 ) -> Result<(), Error> {
-    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::CUDA)?;
+    let m = lints.gpu_module(src, fixed, crate::Target::Cuda { device: None })?;
     let tool = if report {
         Some(find_ptxas().ok_or_else(|| {
             Error::usage(

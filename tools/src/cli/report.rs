@@ -6,7 +6,7 @@ use crate::SourceSet;
 use std::collections::HashMap;
 use std::io::Write;
 use std::time::Instant;
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::GenericArg;
 
 /// Compiles every instance of `src` (with the `--generic` values in `fixed`) and prints one
 /// line per instance with its compile time (Cranelift or LLVM) in milliseconds (JIT, as `tilec run`
@@ -20,9 +20,7 @@ pub(crate) fn cpu_compile_times(
     lints: &mut super::Lints,
 ) -> Result<(), Error> {
     let t0 = Instant::now();
-    let compiled = lints
-        .compile(src, &Instances::All { fixed: fixed.clone() }, false, None, tilec_frontend::TargetLimits::CPU)
-        .map_err(Error::program)?;
+    let compiled = lints.compile(src, fixed, false, None, crate::Target::CPU)?;
     let front = t0.elapsed();
     let m = &compiled.module;
     for k in &m.kernels {

@@ -20,7 +20,7 @@ pub(crate) fn spirv_report(
     out: &mut dyn Write,
     lints: &mut super::Lints,
 ) -> Result<(), Error> {
-    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::VULKAN)?;
+    let m = lints.gpu_module(src, fixed, crate::Target::Vulkan { device: None })?;
     for k in &m.kernels {
         let t = std::time::Instant::now();
         let (_, spv) = spirv_kernel(&m, k, lanes, &tilec_codegen_spirv::SpirvOptions::default())?;
@@ -44,7 +44,7 @@ pub(crate) fn build_spirv(
     out: &mut dyn Write,
     lints: &mut super::Lints,
 ) -> Result<(), Error> {
-    let m = lints.gpu_module(src, fixed, tilec_frontend::TargetLimits::VULKAN)?;
+    let m = lints.gpu_module(src, fixed, crate::Target::Vulkan { device: None })?;
     let mut text = String::new();
     let several = m.kernels.len() > 1;
     for k in &m.kernels {

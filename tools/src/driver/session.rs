@@ -152,17 +152,35 @@ impl Session {
     /// Checks every kernel instance (type parameters take every type their bound allows)
     /// under `target`'s limits. Errors: every diagnostic of the program.
     pub fn check(&self, target: Target) -> Result<crate::Compiled, Error> {
-        self.compile(&Instances::All { fixed: HashMap::new() }, target)
+        self.compile_all(&HashMap::new(), target, None)
     }
 
-    fn compile(&self, instances: &Instances, target: Target) -> Result<crate::Compiled, Error> {
+    /// Compiles every kernel instance (type parameters not in `fixed` take every type their
+    /// bound allows; const parameters their value in `fixed`, else their default) under
+    /// `target`'s limits, with the IR after pass `dump_after` if asked: what `tilec check`
+    /// and `tilec build` compile. Errors: every diagnostic of the program.
+    pub fn compile_all(
+        &self,
+        fixed: &HashMap<String, GenericArg>,
+        target: Target,
+        dump_after: Option<String>,
+    ) -> Result<crate::Compiled, Error> {
+        self.compile(&Instances::All { fixed: fixed.clone() }, target, dump_after).map_err(Error::program)
+    }
+
+    fn compile(
+        &self,
+        instances: &Instances,
+        target: Target,
+        dump_after: Option<String>,
+    ) -> Result<crate::Compiled, Vec<Diagnostic>> {
         let opts = crate::CompileOptions {
             verify: self.opts.verify,
-            dump_after: None,
+            dump_after,
             deny_warnings: self.opts.deny_warnings,
             limits: Some(target.limits()),
         };
-        let mut c = crate::compile_parsed(&self.parsed, &self.parse_diags, instances, &opts).map_err(Error::compile)?;
+        let mut c = crate::compile_parsed(&self.parsed, &self.parse_diags, instances, &opts)?;
         self.warnings.lock().unwrap_or_else(|p| p.into_inner()).append(&mut c.warnings);
         Ok(c)
     }
@@ -213,7 +231,7 @@ impl Session {
         let inst = Instances::One { kernel: key.kernel.clone(), generics };
         // The program's errors under the target's limits come first, whatever the machine has;
         // then the device, before any code is generated for it.
-        let module = self.compile(&inst, key.target)?.module;
+        let module = self.compile(&inst, key.target, None).map_err(Error::compile)?.module;
         let Some(kernel) = module.kernels.first().cloned() else {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
