@@ -1,6 +1,8 @@
-//! The `tilec` command line: `check`, `build`, `run` and `gen-spd`. Everything it prints goes
-//! to the writers it is given, so tests run it in-process. Exit codes: 0 success, 1 errors in
-//! the program, 2 usage or input errors.
+//! The `tilec` command line: `check`, `build`, `run`, `explain`, `lsp`, `gen-uniform` and
+//! `gen-spd`, each compiling and launching through the driver (`crate::driver`). Everything it
+//! prints goes to the writers it is given, so tests run it in-process. Exit codes: 0 success,
+//! 1 errors in the program, 2 the others (usage, inputs, devices, code generation:
+//! [`crate::ErrorKind::exit_code`]).
 
 use crate::driver::{Error, ErrorKind, Session, SessionOptions};
 mod header;
@@ -168,7 +170,8 @@ enum Cmd {
         target: Target,
         #[arg(long = "generic", value_name = "NAME=TYPE")]
         generics: Vec<String>,
-        /// The Vulkan device (`--target vulkan`; default: the first discrete GPU, else any).
+        /// The device: for `--target vulkan` in the loader's order (default: the first discrete
+        /// GPU, else any), for `--target cuda` in the driver's (default: 0).
         #[arg(long)]
         device: Option<usize>,
         /// The code generator for `--target cpu`.

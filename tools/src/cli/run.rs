@@ -1,7 +1,7 @@
-//! `tilec run`: read the `.npy` inputs, infer the kernel's element types from their dtypes,
-//! compile for the target (CPU JIT or Vulkan), bind and check every argument, launch
-//! `--repeat` times from the same inputs, report the median kernel time, and write the
-//! outputs atomically.
+//! `tilec run`: read the `.npy` inputs, then through the driver's session infer the kernel's
+//! generic arguments from their dtypes and extents and compile it for the target (the CPU,
+//! Vulkan or CUDA), bind and check every argument, launch `--repeat` times from the same
+//! inputs, report the median kernel time, and write the outputs atomically.
 
 use super::{run_error, zeros_for_output};
 use crate::Error;

@@ -38,8 +38,32 @@ pub fn cuda_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
+    cuda_launch_cached(dev, module, kernel, bound, repeat, &PtxCache::default())
+}
+
+/// The PTX of one kernel instance for its device, generated on its first launch, so that
+/// later launches of the instance (each call from Python) do not lower and compile it again.
+pub(crate) type PtxCache = std::sync::Mutex<Option<std::sync::Arc<tilec_codegen_ptx::PtxKernel>>>;
+
+/// [`cuda_launch`] with the PTX taken from (or put into) `cache`.
+pub(crate) fn cuda_launch_cached(
+    dev: &tilec_runtime::CudaDevice,
+    module: &Module,
+    kernel: &Kernel,
+    bound: &mut tilec_runtime::Bound,
+    repeat: u32,
+    cache: &PtxCache,
+) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
     let rerr = Error::run;
-    let p = ptx_kernel(module, kernel, &dev.arch())?;
+    let known = cache.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let p = match known {
+        Some(p) => p,
+        None => {
+            let p = std::sync::Arc::new(ptx_kernel(module, kernel, &dev.arch())?);
+            *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
+            p
+        }
+    };
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
     let mut times = dev.launch(&p, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
     if times.len() > 1 {

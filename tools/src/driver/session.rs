@@ -54,7 +54,8 @@ enum Exec {
     Cpu(Box<CpuRunner>),
     /// The device and the instance's shaders, generated on first use.
     Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
-    Cuda(Arc<tilec_runtime::CudaDevice>),
+    /// The device and the instance's PTX, generated on first use.
+    Cuda(Arc<tilec_runtime::CudaDevice>, super::cuda::PtxCache),
 }
 
 impl Instance {
@@ -245,7 +246,7 @@ impl Session {
             }
             Target::Cuda { device } => {
                 static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
-                Exec::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?)
+                Exec::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
             }
         };
         Ok(Instance { module, kernel, exec })
@@ -283,8 +284,9 @@ impl Session {
                 let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
                 Ok(Launch { values, times, device })
             }
-            Exec::Cuda(dev) => {
-                let (values, mut times) = super::cuda::cuda_launch(dev, &inst.module, &inst.kernel, bound, repeat)?;
+            Exec::Cuda(dev, ptx) => {
+                let (values, mut times) =
+                    super::cuda::cuda_launch_cached(dev, &inst.module, &inst.kernel, bound, repeat, ptx)?;
                 if times.is_empty() {
                     times.push(Duration::ZERO);
                 }
