@@ -14,7 +14,7 @@ use tilec_runtime::ArgValue;
 pub fn cpu_backend() -> CpuBackend {
     match std::env::var("TILEC_TEST_CPU_BACKEND").as_deref() {
         Ok("llvm") => {
-            assert!(CpuBackend::Llvm.available(), "TILEC_TEST_CPU_BACKEND=llvm needs `--features ptx`");
+            assert!(CpuBackend::Llvm.available(), "TILEC_TEST_CPU_BACKEND=llvm needs `--features llvm`");
             CpuBackend::Llvm
         }
         Ok("cranelift") | Err(_) => CpuBackend::Cranelift,

@@ -124,7 +124,7 @@ impl CpuBackend {
 
 /// The message for builds without the LLVM backend.
 pub const LLVM_NOT_BUILT: &str = "this tilec was built without the LLVM CPU backend: rebuild with `cargo build \
-     --release -p tilec --features ptx` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
+     --release -p tilec --features llvm` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
 
 /// What owns a JIT-compiled kernel's code.
 enum CodeOwner {

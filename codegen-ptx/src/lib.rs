@@ -70,7 +70,7 @@ pub const AVAILABLE: bool = cfg!(feature = "ptx");
 
 /// The message for builds without the backend.
 pub const NOT_BUILT: &str = "this tilec was built without the PTX backend: rebuild with `cargo build --release \
-     -p tilec --features ptx` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
+     -p tilec --features llvm` (needs LLVM 16: `apt-get install llvm-16-dev libpolly-16-dev`)";
 
 /// Compiles a kernel in SIMT form to PTX for `arch` (`sm_70` to `sm_90`). The form has 32
 /// lanes, or 4, 8 or 16 ([`tilec_midend::simt::lower_for_warp`] chooses);

@@ -41,11 +41,11 @@ fn run_on_cuda_without_a_driver_fails_cleanly() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-#[cfg(not(feature = "ptx"))]
+#[cfg(not(feature = "llvm"))]
 #[test]
 fn ptx_without_the_backend_says_how_to_get_it() {
     let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
     let (code, err) = tilec(&["build", &format!("{root}/examples/gemm.tile"), "--target", "ptx"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("E0505") && err.contains("--features ptx") && err.contains("llvm-16-dev"), "{err}");
+    assert!(err.contains("E0505") && err.contains("--features llvm") && err.contains("llvm-16-dev"), "{err}");
 }

@@ -2,7 +2,7 @@
 //! and stores round `f32` to nearest with ties to even, as `tilec_midend::half` (the `half`
 //! crate) defines them; kernels computing on such arrays match an f64 reference.
 //!
-//! Targets: both CPU code generators (LLVM in a `--features ptx` build), the SIMT form at 4
+//! Targets: both CPU code generators (LLVM in a `--features llvm` build), the SIMT form at 4
 //! to 64 lanes by its reference interpreter, Vulkan (lavapipe in CI; skipped without a device
 //! unless `TILEC_REQUIRE_VULKAN=1`) and PTX through ptxas (a run where a CUDA device exists).
 //! Conversions must be identical bit for bit, NaN payloads aside.

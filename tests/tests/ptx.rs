@@ -1,8 +1,8 @@
-//! PTX (built with `--features ptx`): every kernel instance of the stdlib and the examples
+//! PTX (built with `--features llvm`): every kernel instance of the stdlib and the examples
 //! assembles with ptxas (12.x) for sm_80 and sm_90, with no spills (up to 256 bytes for the
 //! examples' f64 instances), and with ptxas from CUDA 13.0 for sm_90, as the JIT of the GPU
 //! machines' driver (580) will; the PTX of the f32 instances for sm_80 is snapshotted.
-#![cfg(feature = "ptx")]
+#![cfg(feature = "llvm")]
 
 // Only the cases' sources are used here (the run tests use the rest).
 #[allow(dead_code)]

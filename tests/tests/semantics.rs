@@ -3,7 +3,7 @@
 //! each scalar type on a table of edge values (zeros of both signs, infinities, NaN, the
 //! integer limits, values beyond the integer ranges), as scalars and as tile operations.
 //!
-//! Targets: both CPU code generators (LLVM in a `--features ptx` build), the SIMT form at 4
+//! Targets: both CPU code generators (LLVM in a `--features llvm` build), the SIMT form at 4
 //! to 64 lanes by its reference interpreter, Vulkan (lavapipe in CI; skipped without a device
 //! unless `TILEC_REQUIRE_VULKAN=1`) and CUDA (only where a driver and GPU exist). Results
 //! must be identical bit for bit, NaN payloads aside, except where the language leaves the

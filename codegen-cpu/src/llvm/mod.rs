@@ -52,6 +52,7 @@ use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, OptimizationLevel};
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
+use tilec_codegen_llvm::Ir;
 use tilec_midend::fusion::LeftOperand;
 use tilec_midend::{FuncKind, Function, Kernel, Scalar, Type, Value};
 
@@ -64,6 +65,12 @@ pub(crate) fn err(m: impl std::fmt::Display) -> CodegenError {
 /// Maps inkwell's builder errors.
 pub(crate) fn be(e: impl std::fmt::Display) -> CodegenError {
     err(format!("LLVM builder: {e}"))
+}
+
+impl From<tilec_codegen_llvm::LlvmError> for CodegenError {
+    fn from(e: tilec_codegen_llvm::LlvmError) -> CodegenError {
+        err(e)
+    }
 }
 
 /// How an IR value is held.
@@ -371,37 +378,25 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.b.build_int_truncate(v, self.cx.i32_type(), "").map_err(be)?.into())
     }
 
+    /// The shared LLVM layer on this function's builder (`tilec-codegen-llvm`).
+    pub(crate) fn ir(&self) -> Ir<'_, 'ctx> {
+        Ir { cx: self.cx, m: self.m, b: &self.b }
+    }
+
     /// The LLVM type of a scalar (`bool` is `i1`).
     pub(crate) fn ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
-        match s {
-            Scalar::Bool => self.cx.bool_type().into(),
-            Scalar::I32 | Scalar::U32 => self.cx.i32_type().into(),
-            Scalar::I64 => self.cx.i64_type().into(),
-            Scalar::F32 => self.cx.f32_type().into(),
-            Scalar::F64 => self.cx.f64_type().into(),
-            // Storage types are computed in f32.
-            Scalar::F16 | Scalar::BF16 => self.cx.f32_type().into(),
-        }
+        self.ir().ty(s)
     }
 
     /// The type of a scalar in memory: `bool` is a byte (0 or 1), as in the Cranelift backend;
     /// `f16` is `half` and `bf16` its 16 bits.
     pub(crate) fn mem_ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
-        match s {
-            Scalar::Bool => self.cx.i8_type().into(),
-            Scalar::F16 => self.cx.f16_type().into(),
-            Scalar::BF16 => self.cx.i16_type().into(),
-            _ => self.ty(s),
-        }
+        self.ir().mem_ty(s, self.cx.i8_type().into())
     }
 
     /// `<n x s>`.
     pub(crate) fn vty(&self, s: Scalar, n: u32) -> VectorType<'ctx> {
-        match self.ty(s) {
-            BasicTypeEnum::FloatType(t) => t.vec_type(n),
-            BasicTypeEnum::IntType(t) => t.vec_type(n),
-            _ => unreachable!("scalar types are ints or floats"),
-        }
+        self.ir().vty(s, n)
     }
 
     /// The scalar value of `v`.
@@ -433,52 +428,18 @@ impl<'ctx> Gen<'ctx, '_> {
         self.cx.i32_type().const_int(v as u64, true)
     }
 
-    /// A constant of type `s` (floats from `v`, integers truncating it).
+    /// A constant of type `s` (floats from `v`, integers truncating and wrapping it).
     pub(crate) fn constant(&self, s: Scalar, v: f64) -> V<'ctx> {
-        match s {
-            Scalar::Bool => self.cx.bool_type().const_int((v != 0.0) as u64, false).into(),
-            Scalar::I32 => self.cx.i32_type().const_int(v as i64 as u64, true).into(),
-            Scalar::U32 => self.cx.i32_type().const_int(v as i64 as u32 as u64, false).into(),
-            Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
-            Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
-            Scalar::F64 => self.cx.f64_type().const_float(v).into(),
-            Scalar::F16 | Scalar::BF16 => self.constant(Scalar::F32, v),
-        }
-    }
-
-    /// A declared function (an intrinsic or a C library function).
-    fn declared(
-        &self,
-        name: &str,
-        ret: Option<BasicTypeEnum<'ctx>>,
-        args: &[BasicTypeEnum<'ctx>],
-    ) -> FunctionValue<'ctx> {
-        if let Some(f) = self.m.get_function(name) {
-            return f;
-        }
-        let a: Vec<_> = args.iter().map(|t| (*t).into()).collect();
-        let fty = match ret {
-            Some(r) => r.fn_type(&a, false),
-            None => self.cx.void_type().fn_type(&a, false),
-        };
-        self.m.add_function(name, fty, None)
+        self.ir().constant(s, v)
     }
 
     /// A call of `name` returning a value of type `ret`.
     pub(crate) fn call(&self, name: &str, ret: BasicTypeEnum<'ctx>, args: &[V<'ctx>]) -> Result<V<'ctx>, CodegenError> {
-        let tys: Vec<_> = args.iter().map(|a| a.get_type()).collect();
-        let f = self.declared(name, Some(ret), &tys);
-        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
-        let c = self.b.build_call(f, &a, "").map_err(be)?;
-        c.try_as_basic_value().basic().ok_or_else(|| err(format!("{name} returns nothing")))
+        Ok(self.ir().call(name, ret, args)?)
     }
 
     /// A call of `name` without result.
     pub(crate) fn call_void(&self, name: &str, args: &[V<'ctx>]) -> Result<(), CodegenError> {
-        let tys: Vec<_> = args.iter().map(|a| a.get_type()).collect();
-        let f = self.declared(name, None, &tys);
-        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
-        self.b.build_call(f, &a, "").map_err(be)?;
-        Ok(())
+        Ok(self.ir().call_void(name, args)?)
     }
 }

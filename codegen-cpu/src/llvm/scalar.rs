@@ -33,17 +33,7 @@ pub(crate) fn suffix(v: V<'_>) -> String {
 impl<'ctx> Gen<'ctx, '_> {
     /// `x` as a vector of `n` copies (`n` = 0: `x` itself).
     pub(crate) fn splat(&self, x: V<'ctx>, n: u32) -> Result<V<'ctx>, CodegenError> {
-        if n == 0 {
-            return Ok(x);
-        }
-        let vt = match x.get_type() {
-            BasicTypeEnum::FloatType(t) => t.vec_type(n),
-            BasicTypeEnum::IntType(t) => t.vec_type(n),
-            _ => return Err(err("splat of a non-scalar")),
-        };
-        let v = self.b.build_insert_element(vt.get_undef(), x, self.i32c(0), "").map_err(be)?;
-        let mask = self.cx.i32_type().vec_type(n).const_zero();
-        Ok(self.b.build_shuffle_vector(v, vt.get_undef(), mask, "").map_err(be)?.into())
+        Ok(self.ir().splat(x, n)?)
     }
 
     /// A constant of type `s` shaped like `like` (a scalar or a vector).
@@ -61,31 +51,19 @@ impl<'ctx> Gen<'ctx, '_> {
         a: V<'ctx>,
         b: V<'ctx>,
     ) -> Result<V<'ctx>, CodegenError> {
-        self.b.build_binop(op, a, b, "").map_err(be)
+        Ok(self.ir().op2(op, a, b)?)
     }
 
     pub(super) fn select(&self, c: V<'ctx>, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
-        match c {
-            V::IntValue(c) => self.b.build_select(c, a, b, "").map_err(be),
-            V::VectorValue(c) => self.b.build_select(c, a, b, "").map_err(be),
-            _ => Err(err("select condition")),
-        }
+        Ok(self.ir().select(c, a, b)?)
     }
 
     fn icmp(&self, p: IntPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
-        Ok(match (a, b) {
-            (V::IntValue(a), V::IntValue(b)) => self.b.build_int_compare(p, a, b, "").map_err(be)?.into(),
-            (V::VectorValue(a), V::VectorValue(b)) => self.b.build_int_compare(p, a, b, "").map_err(be)?.into(),
-            _ => return Err(err("integer compare operands")),
-        })
+        Ok(self.ir().icmp(p, a, b)?)
     }
 
     pub(super) fn fcmp(&self, p: FloatPredicate, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
-        Ok(match (a, b) {
-            (V::FloatValue(a), V::FloatValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),
-            (V::VectorValue(a), V::VectorValue(b)) => self.b.build_float_compare(p, a, b, "").map_err(be)?.into(),
-            _ => return Err(err("float compare operands")),
-        })
+        Ok(self.ir().fcmp(p, a, b)?)
     }
 
     /// `a op b` for element type `s`.
@@ -192,30 +170,9 @@ impl<'ctx> Gen<'ctx, '_> {
 
     pub(crate) fn cmp(&self, k: CmpOp, s: Scalar, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         if s.is_float() {
-            let p = match k {
-                CmpOp::Eq => FloatPredicate::OEQ,
-                CmpOp::Ne => FloatPredicate::UNE,
-                CmpOp::Lt => FloatPredicate::OLT,
-                CmpOp::Le => FloatPredicate::OLE,
-                CmpOp::Gt => FloatPredicate::OGT,
-                CmpOp::Ge => FloatPredicate::OGE,
-            };
-            return self.fcmp(p, a, b);
+            return self.fcmp(tilec_codegen_llvm::float_predicate(k), a, b);
         }
-        let u = s == Scalar::U32 || s == Scalar::Bool;
-        let p = match (k, u) {
-            (CmpOp::Eq, _) => IntPredicate::EQ,
-            (CmpOp::Ne, _) => IntPredicate::NE,
-            (CmpOp::Lt, false) => IntPredicate::SLT,
-            (CmpOp::Le, false) => IntPredicate::SLE,
-            (CmpOp::Gt, false) => IntPredicate::SGT,
-            (CmpOp::Ge, false) => IntPredicate::SGE,
-            (CmpOp::Lt, true) => IntPredicate::ULT,
-            (CmpOp::Le, true) => IntPredicate::ULE,
-            (CmpOp::Gt, true) => IntPredicate::UGT,
-            (CmpOp::Ge, true) => IntPredicate::UGE,
-        };
-        self.icmp(p, a, b)
+        self.icmp(tilec_codegen_llvm::int_predicate(k, s), a, b)
     }
 
     /// A unary operation on a scalar or a vector of `s`.

@@ -9,7 +9,7 @@
 use super::{be, err, Gen};
 use crate::PtxError;
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValueEnum, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
 use llvm_sys::LLVMAtomicRMWBinOp as RmwOp;
 use tilec_midend::{Op, Rmw, Scalar};
@@ -126,11 +126,8 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(r.as_basic_value())
     }
 
-    /// The update `k` of the `f16`/`bf16` element at `p` (IR [`Rmw`]): a `cmpxchg` loop on its
-    /// 16 bits (LLVM makes it `atom.cas.b32` on the enclosing word), whose new bits are the
-    /// operands rounded to the half type and, for `Add`, the `f32` sum of the old value and the
-    /// rounded operand, rounded; minima and maxima compare `totalOrder` keys of the bits.
-    /// Returns the old value (`f32`).
+    /// [`tilec_codegen_llvm::Ir::rmw_half`]: an atomic read-modify-write of an `f16`/`bf16`
+    /// element, a `cmpxchg` loop on its 16 bits. Returns the old value (`f32`).
     pub(super) fn rmw_half(
         &mut self,
         k: Rmw,
@@ -139,60 +136,6 @@ impl<'ctx> Gen<'ctx, '_> {
         cmp: Option<V<'ctx>>,
         s: Scalar,
     ) -> Result<V<'ctx>, PtxError> {
-        let i16t = self.cx.i16_type();
-        let bits = |g: &Self, v: V<'ctx>| -> Result<_, PtxError> {
-            let h = g.narrow_mem(s, v)?;
-            Ok(g.b.build_bit_cast(h, i16t, "").map_err(be)?.into_int_value())
-        };
-        let value = |g: &Self, b: IntValue<'ctx>| -> Result<V<'ctx>, PtxError> {
-            let h = g.b.build_bit_cast(b, g.mem_ty(s), "").map_err(be)?;
-            g.widen_mem(s, h)
-        };
-        let xb = bits(self, x)?;
-        let cb = cmp.map(|c| bits(self, c)).transpose()?;
-        let mono = AtomicOrdering::Monotonic;
-        let first = self.b.build_load(i16t, p, "").map_err(be)?;
-        let load = first.as_instruction_value().ok_or_else(|| err("a load"))?;
-        load.set_alignment(2).map_err(be)?;
-        load.set_atomic_ordering(mono).map_err(be)?;
-        let entry = self.b.get_insert_block().ok_or_else(|| err("no insert block"))?;
-        let (retry, done) = (self.cx.append_basic_block(self.f, "cas"), self.cx.append_basic_block(self.f, "cased"));
-        self.b.build_unconditional_branch(retry).map_err(be)?;
-        self.b.position_at_end(retry);
-        let cur = self.b.build_phi(i16t, "").map_err(be)?;
-        let c = cur.as_basic_value().into_int_value();
-        // totalOrder of half bits: a signed comparison of `b ^ 0x7fff` for negative `b`.
-        let key = |g: &Self, b: IntValue<'ctx>| -> Result<_, PtxError> {
-            let neg = g.b.build_int_compare(IntPredicate::SLT, b, i16t.const_zero(), "").map_err(be)?;
-            let flipped = g.b.build_xor(b, i16t.const_int(0x7fff, false), "").map_err(be)?;
-            Ok(g.b.build_select(neg, flipped, b, "").map_err(be)?.into_int_value())
-        };
-        let new = match k {
-            Rmw::Xchg => xb,
-            Rmw::Cas => {
-                let cb = cb.ok_or_else(|| err("compare-and-swap without a comparand"))?;
-                let same = self.b.build_int_compare(IntPredicate::EQ, c, cb, "").map_err(be)?;
-                self.b.build_select(same, xb, c, "").map_err(be)?.into_int_value()
-            }
-            Rmw::Min | Rmw::Max => {
-                let (kx, kc) = (key(self, xb)?, key(self, c)?);
-                let pred = if k == Rmw::Min { IntPredicate::SLT } else { IntPredicate::SGT };
-                let pick = self.b.build_int_compare(pred, kx, kc, "").map_err(be)?;
-                self.b.build_select(pick, xb, c, "").map_err(be)?.into_int_value()
-            }
-            Rmw::Add => {
-                let (cf, xf) = (value(self, c)?, value(self, xb)?);
-                let sum = self.b.build_float_add(cf.into_float_value(), xf.into_float_value(), "").map_err(be)?;
-                bits(self, sum.into())?
-            }
-        };
-        let pair = self.b.build_cmpxchg(p, c, new, mono, mono).map_err(be)?;
-        let seen = self.b.build_extract_value(pair, 0, "").map_err(be)?;
-        let ok = self.b.build_extract_value(pair, 1, "").map_err(be)?.into_int_value();
-        let last = self.b.get_insert_block().ok_or_else(|| err("no insert block"))?;
-        cur.add_incoming(&[(&first, entry), (&seen, last)]);
-        self.b.build_conditional_branch(ok, done, retry).map_err(be)?;
-        self.b.position_at_end(done);
-        value(self, c)
+        Ok(self.ir().rmw_half(self.f, k, p, x, cmp, s)?)
     }
 }

@@ -5,7 +5,7 @@ use super::{be, err, Gen, Held};
 use crate::PtxError;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::BasicValueEnum;
-use inkwell::{FloatPredicate, IntPredicate};
+use inkwell::IntPredicate;
 use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Region, Scalar, UnOp};
 
 type V<'ctx> = BasicValueEnum<'ctx>;
@@ -193,34 +193,9 @@ impl<'ctx> Gen<'ctx, '_> {
 
     fn cmp(&mut self, k: CmpOp, s: Scalar, x: V<'ctx>, y: V<'ctx>) -> Result<V<'ctx>, PtxError> {
         if s.is_float() {
-            let p = match k {
-                CmpOp::Eq => FloatPredicate::OEQ,
-                CmpOp::Ne => FloatPredicate::UNE,
-                CmpOp::Lt => FloatPredicate::OLT,
-                CmpOp::Le => FloatPredicate::OLE,
-                CmpOp::Gt => FloatPredicate::OGT,
-                CmpOp::Ge => FloatPredicate::OGE,
-            };
-            return Ok(self
-                .b
-                .build_float_compare(p, x.into_float_value(), y.into_float_value(), "")
-                .map_err(be)?
-                .into());
+            return Ok(self.ir().fcmp(tilec_codegen_llvm::float_predicate(k), x, y)?);
         }
-        let u = s == Scalar::U32 || s == Scalar::Bool;
-        let p = match (k, u) {
-            (CmpOp::Eq, _) => IntPredicate::EQ,
-            (CmpOp::Ne, _) => IntPredicate::NE,
-            (CmpOp::Lt, false) => IntPredicate::SLT,
-            (CmpOp::Le, false) => IntPredicate::SLE,
-            (CmpOp::Gt, false) => IntPredicate::SGT,
-            (CmpOp::Ge, false) => IntPredicate::SGE,
-            (CmpOp::Lt, true) => IntPredicate::ULT,
-            (CmpOp::Le, true) => IntPredicate::ULE,
-            (CmpOp::Gt, true) => IntPredicate::UGT,
-            (CmpOp::Ge, true) => IntPredicate::UGE,
-        };
-        Ok(self.b.build_int_compare(p, x.into_int_value(), y.into_int_value(), "").map_err(be)?.into())
+        Ok(self.ir().icmp(tilec_codegen_llvm::int_predicate(k, s), x, y)?)
     }
 
     fn unary(&mut self, k: UnOp, s: Scalar, x: V<'ctx>) -> Result<V<'ctx>, PtxError> {

@@ -15,10 +15,11 @@ use inkwell::context::Context;
 use inkwell::module::Module;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
-use inkwell::types::{BasicType, BasicTypeEnum};
+use inkwell::types::BasicTypeEnum;
 use inkwell::values::{AnyValue, BasicValueEnum, FunctionValue, PointerValue};
 use inkwell::{AddressSpace, OptimizationLevel};
 use std::collections::HashMap;
+use tilec_codegen_llvm::Ir;
 use tilec_midend::simt::{ParamsLayout, SimtKernel};
 use tilec_midend::{Scalar, Type, Value};
 
@@ -35,6 +36,12 @@ pub(crate) fn err(m: impl Into<String>) -> PtxError {
 
 pub(crate) fn be(e: impl std::fmt::Display) -> PtxError {
     err(e.to_string())
+}
+
+impl From<tilec_codegen_llvm::LlvmError> for PtxError {
+    fn from(e: tilec_codegen_llvm::LlvmError) -> PtxError {
+        err(e.0)
+    }
 }
 
 /// How an IR value is held.
@@ -187,17 +194,14 @@ fn set_llvm_options() {
 }
 
 impl<'ctx> Gen<'ctx, '_> {
+    /// The shared LLVM layer on this kernel's builder (`tilec-codegen-llvm`).
+    pub(crate) fn ir(&self) -> Ir<'_, 'ctx> {
+        Ir { cx: self.cx, m: &self.m, b: &self.b }
+    }
+
     /// The LLVM type of a scalar (`bool` is `i1`).
     pub(crate) fn ty(&self, s: Scalar) -> BasicTypeEnum<'ctx> {
-        match s {
-            Scalar::Bool => self.cx.bool_type().into(),
-            Scalar::I32 | Scalar::U32 => self.cx.i32_type().into(),
-            Scalar::I64 => self.cx.i64_type().into(),
-            Scalar::F32 => self.cx.f32_type().into(),
-            Scalar::F64 => self.cx.f64_type().into(),
-            // Storage types are computed in f32.
-            Scalar::F16 | Scalar::BF16 => self.cx.f32_type().into(),
-        }
+        self.ir().ty(s)
     }
 
     /// The value of a scalar.
@@ -212,20 +216,6 @@ impl<'ctx> Gen<'ctx, '_> {
         self.k.func.ty(v).elem()
     }
 
-    /// A declared intrinsic or external function.
-    pub(crate) fn intrinsic(
-        &self,
-        name: &str,
-        ret: BasicTypeEnum<'ctx>,
-        args: &[BasicTypeEnum<'ctx>],
-    ) -> FunctionValue<'ctx> {
-        if let Some(f) = self.m.get_function(name) {
-            return f;
-        }
-        let a: Vec<_> = args.iter().map(|t| (*t).into()).collect();
-        self.m.add_function(name, ret.fn_type(&a, false), None)
-    }
-
     /// A call of an intrinsic returning a value.
     pub(crate) fn call(
         &self,
@@ -233,41 +223,20 @@ impl<'ctx> Gen<'ctx, '_> {
         ret: BasicTypeEnum<'ctx>,
         args: &[BasicValueEnum<'ctx>],
     ) -> Result<BasicValueEnum<'ctx>, PtxError> {
-        let tys: Vec<BasicTypeEnum<'ctx>> = args.iter().map(|a| a.get_type()).collect();
-        let f = self.intrinsic(name, ret, &tys);
-        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
-        let c = self.b.build_call(f, &a, "").map_err(be)?;
-        c.try_as_basic_value().basic().ok_or_else(|| err(format!("{name} returns nothing")))
+        Ok(self.ir().call(name, ret, args)?)
     }
 
     /// A call of an intrinsic without result.
     pub(crate) fn call_void(&self, name: &str, args: &[BasicValueEnum<'ctx>]) -> Result<(), PtxError> {
-        let f = match self.m.get_function(name) {
-            Some(f) => f,
-            None => {
-                let a: Vec<_> = args.iter().map(|v| v.get_type().into()).collect();
-                self.m.add_function(name, self.cx.void_type().fn_type(&a, false), None)
-            }
-        };
-        let a: Vec<_> = args.iter().map(|v| (*v).into()).collect();
-        self.b.build_call(f, &a, "").map_err(be)?;
-        Ok(())
+        Ok(self.ir().call_void(name, args)?)
     }
 
     pub(crate) fn i32c(&self, v: i64) -> BasicValueEnum<'ctx> {
         self.cx.i32_type().const_int(v as u64, true).into()
     }
 
-    /// A constant of type `s`.
+    /// A constant of type `s` (floats from `v`, integers truncating and wrapping it).
     pub(crate) fn constant(&self, s: Scalar, v: f64) -> BasicValueEnum<'ctx> {
-        match s {
-            Scalar::Bool => self.cx.bool_type().const_int((v != 0.0) as u64, false).into(),
-            Scalar::I32 => self.cx.i32_type().const_int(v as i64 as u64, true).into(),
-            Scalar::U32 => self.cx.i32_type().const_int(v as u32 as u64, false).into(),
-            Scalar::I64 => self.cx.i64_type().const_int(v as i64 as u64, true).into(),
-            Scalar::F32 => self.cx.f32_type().const_float(v as f32 as f64).into(),
-            Scalar::F64 => self.cx.f64_type().const_float(v).into(),
-            Scalar::F16 | Scalar::BF16 => self.constant(Scalar::F32, v),
-        }
+        self.ir().constant(s, v)
     }
 }

@@ -86,7 +86,7 @@ fn compiled(set: &SourceSet, kernel: &str, args: &HashMap<String, ArgValue>) -> 
     tilec::compile(set, &inst, &tilec::CompileOptions::default()).expect("compiles").module
 }
 
-/// The CPU backends this tilec has (Cranelift, and LLVM with `--features ptx`).
+/// The CPU backends this tilec has (Cranelift, and LLVM with `--features llvm`).
 fn cpu_backends() -> Vec<tilec::CpuBackend> {
     [tilec::CpuBackend::Cranelift, tilec::CpuBackend::Llvm].into_iter().filter(|b| b.available()).collect()
 }

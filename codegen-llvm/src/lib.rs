@@ -1,0 +1,22 @@
+//! The LLVM layer that tilec's two LLVM code generators share: the CPU backend's
+//! (`tilec-codegen-cpu`, feature `llvm`, `--backend llvm`) and the PTX backend
+//! (`tilec-codegen-ptx`, feature `ptx`). Both build LLVM 16 IR through inkwell from Tile IR (the
+//! CPU) or its SIMT form (PTX); what does not depend on the target is defined here once, so
+//! that the two cannot drift: the LLVM types of scalars and of their storage, constants,
+//! calls of intrinsics and library functions, comparison predicates, the `f16`/`bf16`
+//! conversions (on scalars and vectors alike) and the atomics on `f16`/`bf16` elements.
+//!
+//! [`Ir`] is a view of a backend's context, module and builder; the backends keep their own
+//! generator state and error types ([`LlvmError`] converts into them).
+//!
+//! Without the feature `llvm` the crate is empty, so that the default build needs no LLVM.
+
+#[cfg(feature = "llvm")]
+mod atomics;
+#[cfg(feature = "llvm")]
+mod half;
+#[cfg(feature = "llvm")]
+mod ir;
+
+#[cfg(feature = "llvm")]
+pub use ir::{float_predicate, int_predicate, Ir, LlvmError, V};
