@@ -1,12 +1,107 @@
-//! Atomics on `f16` and `bf16` array elements, the same loop on the CPU and in PTX (LLVM's
-//! NVPTX backend turns the 16-bit `cmpxchg` into an `atom.cas.b32` on the enclosing word).
+//! Atomic read-modify-writes of one array element, the same on the CPU and in PTX:
+//! `atomicrmw` where LLVM has the operation, `cmpxchg` for compare-and-swap, `totalOrder`
+//! float minima and maxima on the bits, and `f16`/`bf16` elements as a `cmpxchg` loop on their
+//! 16 bits (LLVM's NVPTX backend turns the 16-bit `cmpxchg` into an `atom.cas.b32` on the
+//! enclosing word).
 
 use crate::ir::{Ir, LlvmError, V};
-use inkwell::values::{BasicValue, FunctionValue, IntValue, PointerValue};
+use inkwell::values::{AsValueRef, BasicValue, BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AtomicOrdering, IntPredicate};
+use llvm_sys::LLVMAtomicRMWBinOp as RmwOp;
 use tilec_midend::{Rmw, Scalar};
 
 impl<'ctx> Ir<'_, 'ctx> {
+    /// `atomicrmw op p, x monotonic` for any operand type LLVM 16 takes (inkwell's builder
+    /// takes integers only).
+    pub fn atomicrmw(&self, op: RmwOp, p: PointerValue<'ctx>, x: V<'ctx>) -> Result<V<'ctx>, LlvmError> {
+        // SAFETY: the builder is positioned in a function; `p` points to an element of `x`'s
+        // type.
+        let r = unsafe {
+            llvm_sys::core::LLVMBuildAtomicRMW(
+                self.b.as_mut_ptr(),
+                op,
+                p.as_value_ref(),
+                x.as_value_ref(),
+                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
+                0,
+            )
+        };
+        if r.is_null() {
+            return Err(LlvmError("LLVM could not build an atomicrmw".into()));
+        }
+        // SAFETY: `r` is the instruction just built, a value of `x`'s type.
+        Ok(unsafe { BasicValueEnum::new(r) })
+    }
+
+    /// The atomic update `k` (IR [`Rmw`], the semantics of `tilec_midend::scalar::rmw`) of the
+    /// element of `s` at `p` with `x` (and the comparand `cmp` of `Cas`), generated in function
+    /// `func`; returns the old value. `atomicrmw` for integer updates and float additions and
+    /// exchanges, `cmpxchg` for compare-and-swap (on the bits of floats), float minima and
+    /// maxima in IEEE 754 `totalOrder` as integer ones on the bits chosen by the operand's sign,
+    /// `f16`/`bf16` elements as [`Ir::rmw_half`]. Monotonic ordering throughout.
+    pub fn rmw_at(
+        &self,
+        func: FunctionValue<'ctx>,
+        k: Rmw,
+        p: PointerValue<'ctx>,
+        x: V<'ctx>,
+        cmp: Option<V<'ctx>>,
+        s: Scalar,
+    ) -> Result<V<'ctx>, LlvmError> {
+        if s.is_half() {
+            return self.rmw_half(func, k, p, x, cmp, s);
+        }
+        let it = if s.bytes() == 8 { self.cx.i64_type() } else { self.cx.i32_type() };
+        let unsigned = s == Scalar::U32;
+        let native = match (k, s.is_float()) {
+            (Rmw::Add, false) => Some(RmwOp::LLVMAtomicRMWBinOpAdd),
+            (Rmw::Add, true) => Some(RmwOp::LLVMAtomicRMWBinOpFAdd),
+            (Rmw::Xchg, _) => Some(RmwOp::LLVMAtomicRMWBinOpXchg),
+            (Rmw::Min, false) if unsigned => Some(RmwOp::LLVMAtomicRMWBinOpUMin),
+            (Rmw::Min, false) => Some(RmwOp::LLVMAtomicRMWBinOpMin),
+            (Rmw::Max, false) if unsigned => Some(RmwOp::LLVMAtomicRMWBinOpUMax),
+            (Rmw::Max, false) => Some(RmwOp::LLVMAtomicRMWBinOpMax),
+            _ => None,
+        };
+        if let Some(op) = native {
+            return self.atomicrmw(op, p, x);
+        }
+        let bits = |v: V<'ctx>| -> Result<IntValue<'ctx>, LlvmError> {
+            Ok(self.b.build_bit_cast(v, it, "")?.into_int_value())
+        };
+        let mono = AtomicOrdering::Monotonic;
+        if k == Rmw::Cas {
+            let c = cmp.ok_or_else(|| LlvmError("compare-and-swap without a comparand".into()))?;
+            let (cb, xb) = (bits(c)?, bits(x)?);
+            let pair = self.b.build_cmpxchg(p, cb, xb, mono, mono)?;
+            let old = self.b.build_extract_value(pair, 0, "")?;
+            return Ok(self.b.build_bit_cast(old, self.ty(s), "")?);
+        }
+        // A float minimum or maximum in totalOrder: a signed min (max) of the bits for an `x`
+        // with the sign bit clear, an unsigned max (min) for one with it set.
+        let xb = bits(x)?;
+        let set = self.b.build_int_compare(IntPredicate::SLT, xb, it.const_zero(), "")?;
+        let block = |name| self.cx.append_basic_block(func, name);
+        let (pos, neg, join) = (block("pos"), block("neg"), block("minmax"));
+        self.b.build_conditional_branch(set, neg, pos)?;
+        let mut from = Vec::new();
+        for (block, signed) in [(pos, true), (neg, false)] {
+            self.b.position_at_end(block);
+            let op = match (k == Rmw::Min, signed) {
+                (true, true) => RmwOp::LLVMAtomicRMWBinOpMin,
+                (true, false) => RmwOp::LLVMAtomicRMWBinOpUMax,
+                (false, true) => RmwOp::LLVMAtomicRMWBinOpMax,
+                (false, false) => RmwOp::LLVMAtomicRMWBinOpUMin,
+            };
+            from.push((self.atomicrmw(op, p, xb.into())?, block));
+            self.b.build_unconditional_branch(join)?;
+        }
+        self.b.position_at_end(join);
+        let old = self.b.build_phi(it, "")?;
+        old.add_incoming(&[(&from[0].0, from[0].1), (&from[1].0, from[1].1)]);
+        Ok(self.b.build_bit_cast(old.as_basic_value(), self.ty(s), "")?)
+    }
+
     /// An atomic read-modify-write of the `f16`/`bf16` element at `p` (IR [`Rmw`], the semantics
     /// of `tilec_midend::scalar::rmw`), generated in function `func`: a `cmpxchg` loop on its 16
     /// bits, whose new bits are the operands rounded to the half type and, for `Add`, the `f32`

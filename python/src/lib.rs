@@ -113,7 +113,8 @@ fn device_array(
         unsafe { interop::dlpack_tensor(name, kind.unwrap_or(c""), ptr.as_ptr()) }.map_err(raise_run)?;
     // SAFETY: the tensor's shape and strides hold `ndim` values (DLPack); its memory is alive
     // as long as the capsule, which the caller holds until the launch returns.
-    unsafe { interop::dlpack_device_array(name, tensor, read_only, stream) }.map_err(|e| raise_run(e.for_argument(name)))
+    unsafe { interop::dlpack_device_array(name, tensor, read_only, stream) }
+        .map_err(|e| raise_run(e.for_argument(name)))
 }
 
 /// A scalar from Python: `bool` (and NumPy's), then an integer (anything whose `__index__`
@@ -226,7 +227,8 @@ impl Program {
     ) -> PyResult<(i64, i64, i64)> {
         // Names first: a misspelt keyword is E0408, whatever its value.
         if let Some(sig) = self.inner.kernels().iter().find(|k| k.name == kernel) {
-            let names = scalars.iter().map(|(n, _)| n).chain(arrays.iter().map(|a| &a.0)).chain(devices.iter().map(|d| &d.0));
+            let names =
+                scalars.iter().map(|(n, _)| n).chain(arrays.iter().map(|a| &a.0)).chain(devices.iter().map(|d| &d.0));
             sig.check_names(names.map(String::as_str)).map_err(raise_run)?;
         }
         let mut fixed: Vec<(String, GenericArg)> = Vec::new();

@@ -9,34 +9,16 @@
 use super::{be, err, Gen};
 use crate::PtxError;
 use inkwell::basic_block::BasicBlock;
-use inkwell::values::{AsValueRef, BasicValueEnum, PointerValue};
-use inkwell::{AtomicOrdering, IntPredicate};
+use inkwell::values::{BasicValueEnum, PointerValue};
 use llvm_sys::LLVMAtomicRMWBinOp as RmwOp;
 use tilec_midend::{Op, Rmw, Scalar};
 
 type V<'ctx> = BasicValueEnum<'ctx>;
 
 impl<'ctx> Gen<'ctx, '_> {
-    /// `atomicrmw op p, x monotonic` for any operand type LLVM 16 takes (inkwell's builder
-    /// takes integers only).
+    /// `atomicrmw op p, x monotonic` for any operand type LLVM 16 takes.
     pub(super) fn atomicrmw(&self, op: RmwOp, p: PointerValue<'ctx>, x: V<'ctx>) -> Result<V<'ctx>, PtxError> {
-        // SAFETY: the builder is positioned in this function; `p` points to an element of
-        // `x`'s type.
-        let r = unsafe {
-            llvm_sys::core::LLVMBuildAtomicRMW(
-                self.b.as_mut_ptr(),
-                op,
-                p.as_value_ref(),
-                x.as_value_ref(),
-                llvm_sys::LLVMAtomicOrdering::LLVMAtomicOrderingMonotonic,
-                0,
-            )
-        };
-        if r.is_null() {
-            return Err(err("LLVM could not build an atomicrmw"));
-        }
-        // SAFETY: `r` is the instruction just built, a value of `x`'s type.
-        Ok(unsafe { BasicValueEnum::new(r) })
+        Ok(self.ir().atomicrmw(op, p, x)?)
     }
 
     /// `AtomicRmw(k)`: `(array, i.., [cmp,] x) -> old`.
@@ -50,61 +32,7 @@ impl<'ctx> Gen<'ctx, '_> {
         let (yes, done) = (self.cx.append_basic_block(self.f, "rmw"), self.cx.append_basic_block(self.f, "rmwed"));
         self.b.build_conditional_branch(inb, yes, done).map_err(be)?;
         self.b.position_at_end(yes);
-        if s.is_half() {
-            let old = self.rmw_half(k, p, x, cmp, s)?;
-            return self.rmw_join(old, entry, done, s);
-        }
-        let it = if s.bytes() == 8 { self.cx.i64_type() } else { self.cx.i32_type() };
-        let mono = AtomicOrdering::Monotonic;
-        let bits = |g: &Self, v: V<'ctx>| -> Result<_, PtxError> {
-            Ok(g.b.build_bit_cast(v, it, "").map_err(be)?.into_int_value())
-        };
-        let unsigned = s == Scalar::U32;
-        let native = match (k, s.is_float()) {
-            (Rmw::Add, false) => Some(RmwOp::LLVMAtomicRMWBinOpAdd),
-            (Rmw::Add, true) => Some(RmwOp::LLVMAtomicRMWBinOpFAdd),
-            (Rmw::Xchg, _) => Some(RmwOp::LLVMAtomicRMWBinOpXchg),
-            (Rmw::Min, false) if unsigned => Some(RmwOp::LLVMAtomicRMWBinOpUMin),
-            (Rmw::Min, false) => Some(RmwOp::LLVMAtomicRMWBinOpMin),
-            (Rmw::Max, false) if unsigned => Some(RmwOp::LLVMAtomicRMWBinOpUMax),
-            (Rmw::Max, false) => Some(RmwOp::LLVMAtomicRMWBinOpMax),
-            _ => None,
-        };
-        let old = if let Some(o) = native {
-            self.atomicrmw(o, p, x)?
-        } else if let Some(c) = cmp {
-            let (cb, xb) = (bits(self, c)?, bits(self, x)?);
-            let pair = self.b.build_cmpxchg(p, cb, xb, mono, mono).map_err(be)?;
-            let old = self.b.build_extract_value(pair, 0, "").map_err(be)?;
-            self.b.build_bit_cast(old, self.ty(s), "").map_err(be)?
-        } else {
-            // A float minimum or maximum in totalOrder: a signed min (max) of the bits for an
-            // `x` with the sign bit clear, an unsigned max (min) for one with it set.
-            let xb = bits(self, x)?;
-            let set = self.b.build_int_compare(IntPredicate::SLT, xb, it.const_zero(), "").map_err(be)?;
-            let (pos, neg, join) = (
-                self.cx.append_basic_block(self.f, "pos"),
-                self.cx.append_basic_block(self.f, "neg"),
-                self.cx.append_basic_block(self.f, "minmax"),
-            );
-            self.b.build_conditional_branch(set, neg, pos).map_err(be)?;
-            let mut from = Vec::new();
-            for (block, signed) in [(pos, true), (neg, false)] {
-                self.b.position_at_end(block);
-                let o = match (k == Rmw::Min, signed) {
-                    (true, true) => RmwOp::LLVMAtomicRMWBinOpMin,
-                    (true, false) => RmwOp::LLVMAtomicRMWBinOpUMax,
-                    (false, true) => RmwOp::LLVMAtomicRMWBinOpMax,
-                    (false, false) => RmwOp::LLVMAtomicRMWBinOpUMin,
-                };
-                from.push((self.atomicrmw(o, p, xb.into())?, block));
-                self.b.build_unconditional_branch(join).map_err(be)?;
-            }
-            self.b.position_at_end(join);
-            let old = self.b.build_phi(it, "").map_err(be)?;
-            old.add_incoming(&[(&from[0].0, from[0].1), (&from[1].0, from[1].1)]);
-            self.b.build_bit_cast(old.as_basic_value(), self.ty(s), "").map_err(be)?
-        };
+        let old = self.ir().rmw_at(self.f, k, p, x, cmp, s)?;
         self.rmw_join(old, entry, done, s)
     }
 
