@@ -4,7 +4,8 @@
 //! CPU) or its SIMT form (PTX); what does not depend on the target is defined here once, so
 //! that the two cannot drift: the LLVM types of scalars and of their storage, constants,
 //! calls of intrinsics and library functions, comparison predicates, the `f16`/`bf16`
-//! conversions (on scalars and vectors alike) and the atomics on `f16`/`bf16` elements.
+//! conversions (on scalars and vectors alike), the atomic read-modify-writes, and the target
+//! machines and optimisation pipeline (each target initialised once per process).
 //!
 //! [`Ir`] is a view of a backend's context, module and builder; the backends keep their own
 //! generator state and error types ([`LlvmError`] converts into them).
@@ -17,6 +18,10 @@ mod atomics;
 mod half;
 #[cfg(feature = "llvm")]
 mod ir;
+#[cfg(feature = "llvm")]
+mod machine;
 
 #[cfg(feature = "llvm")]
 pub use ir::{float_predicate, int_predicate, Ir, LlvmError, V};
+#[cfg(feature = "llvm")]
+pub use machine::{initialize, optimize, target_machine, Arch};

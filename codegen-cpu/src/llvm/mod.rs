@@ -45,8 +45,7 @@ use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::execution_engine::ExecutionEngine;
 use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetMachine};
+use inkwell::targets::{CodeModel, FileType, RelocMode, TargetMachine};
 use inkwell::types::{BasicType, BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValueEnum, FunctionValue, IntValue, PointerValue};
 use inkwell::{AddressSpace, OptimizationLevel};
@@ -127,24 +126,14 @@ pub(crate) struct Gen<'ctx, 'f> {
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
 /// object files.
 fn host_machine(pic: bool) -> Result<TargetMachine, CodegenError> {
-    // LLVM's target registry is global: initialise it once, not from several threads at once
-    // (tests and library users compile kernels in parallel).
-    static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-    INIT.get_or_init(|| Target::initialize_native(&InitializationConfig::default())).clone().map_err(err)?;
+    use tilec_codegen_llvm::{target_machine, Arch};
+    tilec_codegen_llvm::initialize(Arch::Host)?;
     let triple = TargetMachine::get_default_triple();
-    let target = Target::from_triple(&triple).map_err(err)?;
     let cpu = TargetMachine::get_host_cpu_name().to_string();
     let features = TargetMachine::get_host_cpu_features().to_string();
-    target
-        .create_target_machine(
-            &triple,
-            &cpu,
-            &features,
-            OptimizationLevel::Aggressive,
-            if pic { RelocMode::PIC } else { RelocMode::Default },
-            if pic { CodeModel::Default } else { CodeModel::JITDefault },
-        )
-        .ok_or_else(|| err("LLVM has no target machine for this host"))
+    let (reloc, model) =
+        if pic { (RelocMode::PIC, CodeModel::Default) } else { (RelocMode::Default, CodeModel::JITDefault) };
+    Ok(target_machine(Arch::Host, &triple, &cpu, &features, reloc, model)?)
 }
 
 /// Builds the module of `kernels` (each kernel body, and with `launch` its `__grid` function)
@@ -186,9 +175,7 @@ fn build<'ctx>(
     // No loop unrolling by LLVM: the lowering unrolls what it wants (small tiles, short `k`
     // loops) and keeps its other loops, such as the matmul's row blocks, whose accumulators
     // then stay in registers.
-    let opts = PassBuilderOptions::create();
-    opts.set_loop_unrolling(false);
-    m.run_passes("default<O3>", tm, opts).map_err(err)?;
+    tilec_codegen_llvm::optimize(&m, tm, false)?;
     Ok(m)
 }
 

@@ -13,11 +13,10 @@ use crate::{PtxError, PtxKernel};
 use inkwell::builder::Builder;
 use inkwell::context::Context;
 use inkwell::module::Module;
-use inkwell::passes::PassBuilderOptions;
-use inkwell::targets::{CodeModel, FileType, InitializationConfig, RelocMode, Target, TargetTriple};
+use inkwell::targets::{CodeModel, FileType, RelocMode, TargetTriple};
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{AnyValue, BasicValueEnum, FunctionValue, PointerValue};
-use inkwell::{AddressSpace, OptimizationLevel};
+use inkwell::AddressSpace;
 use std::collections::HashMap;
 use tilec_codegen_llvm::Ir;
 use tilec_midend::simt::{ParamsLayout, SimtKernel};
@@ -79,22 +78,13 @@ pub(crate) struct Gen<'ctx, 'k> {
 
 /// Compiles a SIMT kernel to PTX for `arch`.
 pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError> {
-    Target::initialize_nvptx(&InitializationConfig::default());
     set_llvm_options();
     let cx = Context::create();
     let m = cx.create_module("tilec");
     let triple = TargetTriple::create("nvptx64-nvidia-cuda");
-    let target = Target::from_triple(&triple).map_err(be)?;
-    let tm = target
-        .create_target_machine(
-            &triple,
-            arch,
-            "+ptx78",
-            OptimizationLevel::Aggressive,
-            RelocMode::Default,
-            CodeModel::Default,
-        )
-        .ok_or_else(|| err(format!("LLVM has no NVPTX target machine for {arch}")))?;
+    let nvptx = tilec_codegen_llvm::Arch::Nvptx;
+    let tm =
+        tilec_codegen_llvm::target_machine(nvptx, &triple, arch, "+ptx78", RelocMode::Default, CodeModel::Default)?;
     m.set_triple(&triple);
     m.set_data_layout(&tm.get_target_data().get_data_layout());
     let gptr = cx.ptr_type(AddressSpace::from(GLOBAL));
@@ -159,7 +149,7 @@ pub(crate) fn compile(k: &SimtKernel, arch: &str) -> Result<PtxKernel, PtxError>
     if !g.f.verify(false) {
         return Err(err(format!("LLVM rejected the generated function:\n{}", g.f.print_to_string())));
     }
-    g.m.run_passes("default<O3>", &tm, PassBuilderOptions::create()).map_err(be)?;
+    tilec_codegen_llvm::optimize(&g.m, &tm, true)?;
     let buf = tm.write_to_memory_buffer(&g.m, FileType::Assembly).map_err(be)?;
     let text = String::from_utf8_lossy(buf.as_slice()).trim_end_matches('\0').to_string();
     Ok(PtxKernel {

@@ -1,7 +1,6 @@
 //! The driver: the one way from a `.tile` source to a launched kernel, which the command line
-//! (`check`, `build`, `run`), the Rust API ([`crate::Program`]), the Python extension and the
-//! tests share. (The language server reads the frontend's semantic model instead, on the
-//! driver's stack: [`crate::with_stack`].) [`Target`] says where an instance runs and what it is checked against; [`Error`] is
+//! (`check`, `build`, `run`), the Rust API ([`crate::Program`]), the Python extension, the
+//! language server (its analysis: [`Session::analyze`]) and the tests share. [`Target`] says where an instance runs and what it is checked against; [`Error`] is
 //! every failure, with a kind that the command line maps to its exit code.
 
 mod cpu;

@@ -145,6 +145,24 @@ impl Session {
         &self.sigs
     }
 
+    /// The semantic model of the program, every kernel instance checked with the CPU's limits,
+    /// and its diagnostics (syntax errors first): what the language server shows. Runs on the
+    /// driver's stack ([`crate::with_stack`]).
+    pub fn analyze(&self) -> (Vec<Diagnostic>, tilec_frontend::semantic::Analysis) {
+        crate::with_stack(|| {
+            let all = Instances::All { fixed: HashMap::new() };
+            let (_, more, analysis) = tilec_frontend::analyze(&self.parsed.sources(), &all);
+            let mut diags = self.parse_diags.clone();
+            diags.extend(more);
+            (diags, analysis)
+        })
+    }
+
+    /// The main file's syntax tree, and whether the sources have syntax errors.
+    pub fn main_ast(&self) -> (&ast::File, bool) {
+        (&self.parsed.main, self.parsed.syntax_errors)
+    }
+
     /// Takes the warnings of the compiles so far.
     pub fn take_warnings(&self) -> Vec<Diagnostic> {
         std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|p| p.into_inner()))

@@ -5,7 +5,6 @@
 use crate::SourceSet;
 use std::collections::HashMap;
 use tilec_frontend::semantic::Analysis;
-use tilec_frontend::Instances;
 use tilec_grammar::ast;
 use tilec_grammar::diag::Diagnostic;
 
@@ -51,14 +50,12 @@ impl Document {
                 fallback: None,
             };
         }
+        // Through a driver session, as every command: the same sources, parsed once.
         let run = std::panic::catch_unwind(|| {
-            crate::with_stack(|| {
-                let (parsed, mut diags) = src.parse();
-                let (_, more, analysis) =
-                    tilec_frontend::analyze(&parsed.sources(), &Instances::All { fixed: HashMap::new() });
-                diags.extend(more);
-                (diags, analysis, parsed.main, parsed.syntax_errors)
-            })
+            let session = crate::driver::Session::new(src.clone(), crate::SessionOptions::default());
+            let (diags, analysis) = session.analyze();
+            let (ast, syntax_errors) = session.main_ast();
+            (diags, analysis, ast.clone(), syntax_errors)
         });
         let (diags, analysis, ast, syntax_errors) = match run {
             Ok(r) => r,
