@@ -33,10 +33,9 @@ fn raise_run(e: RunError) -> PyErr {
     raise(Error::from(e))
 }
 
-/// E0501 for an option of a call that has no such value (`target="gpu"`, `T="float33"`).
+/// E0501 for an option of a call that has no such value (`T="float33"`).
 fn bad_value(what: String) -> PyErr {
-    let text = format!("error[E0501]: {what}\n");
-    RawError::new_err(("E0501".to_string(), text, vec!["E0501".to_string()]))
+    raise(Error::usage("E0501", what))
 }
 
 /// The target named by the Python caller ([`Target::from_names`]).

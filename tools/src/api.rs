@@ -346,10 +346,9 @@ impl Program {
                 return Err(Error::run(RunError::ReadOnlyArg { name: p.name.clone(), ty: p.ty.clone() }));
             }
         }
-        let typed = args.arrays.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
-        let (dtypes, shapes) = typed.map(|(n, (e, s))| ((n.clone(), e), (n, s.to_vec()))).unzip();
-        let generics = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
-        self.session.instance(kernel, target, &InstanceRequest { dtypes, shapes, generics })
+        let arrays = args.arrays.iter().map(|(n, a)| (n, a));
+        let request = InstanceRequest::of_arrays(arrays, generics.iter().map(|(n, g)| (n.to_string(), *g)));
+        self.session.instance(kernel, target, &request)
     }
 
     /// Launches `kernel` once on `args` ([`Program::instance`], then [`Program::run`]; their

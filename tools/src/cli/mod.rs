@@ -13,7 +13,7 @@ mod spirv;
 
 use crate::{render_diagnostics, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
-use run::{Backend, RunRequest};
+use run::RunRequest;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -422,12 +422,12 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
         }
         Cmd::Run { file, kernel, args, outs, prints, repeat, target, generics, device, backend: cpu } => {
             let src = read_source(&file, slot)?;
-            let backend = match target {
-                Target::Vulkan => Backend::Vulkan { device },
-                Target::Cuda => Backend::Cuda { device },
+            let run_target = match target {
+                Target::Vulkan => crate::Target::Vulkan { device },
+                Target::Cuda => crate::Target::Cuda { device },
                 _ => {
                     cpu_backend_built(cpu)?;
-                    Backend::Cpu(cpu.into())
+                    crate::Target::Cpu(cpu.into())
                 }
             };
             let req = RunRequest {
@@ -437,7 +437,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
                 prints: &prints,
                 repeat,
                 fixed: &parse_generics(&generics)?,
-                backend,
+                target: run_target,
             };
             run::run(&src, &req, out, lints)
         }

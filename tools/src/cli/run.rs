@@ -13,9 +13,6 @@ use tilec_frontend::GenericArg;
 use tilec_midend::Scalar;
 use tilec_runtime::{check_output_path, parse_scalar, read_npy, write_npys_atomic, ArgValue, HostArray};
 
-/// Where a kernel runs: the embedding API's [`crate::Target`].
-pub(crate) use crate::Target as Backend;
-
 /// A parsed `tilec run` request.
 pub(crate) struct RunRequest<'a> {
     pub(crate) kernel: &'a str,
@@ -25,7 +22,7 @@ pub(crate) struct RunRequest<'a> {
     pub(crate) prints: &'a [String],
     pub(crate) repeat: u32,
     pub(crate) fixed: &'a HashMap<String, GenericArg>,
-    pub(crate) backend: Backend,
+    pub(crate) target: crate::Target,
 }
 
 fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), Error> {
@@ -69,7 +66,7 @@ pub(crate) fn run(
         crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false },
     );
     let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);
-    let inst = session.instance(req.kernel, req.backend, &request);
+    let inst = session.instance(req.kernel, req.target, &request);
     lints.found.append(&mut session.take_warnings());
     let inst = inst?;
     let kernel = inst.kernel().clone();

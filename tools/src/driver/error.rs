@@ -85,8 +85,9 @@ impl Error {
         Error::bare(ErrorKind::of_code(code), vec![Diagnostic::error(code, message)])
     }
 
-    /// A command-line or option value that cannot be used.
-    pub(crate) fn usage(code: &'static str, message: impl Into<String>) -> Error {
+    /// A command-line or option value that cannot be used (E05xx; also the Python package's
+    /// options).
+    pub fn usage(code: &'static str, message: impl Into<String>) -> Error {
         Error::bare(ErrorKind::Usage, vec![Diagnostic::error(code, message)])
     }
 

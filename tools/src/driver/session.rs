@@ -78,9 +78,18 @@ impl InstanceRequest {
         args: &HashMap<String, tilec_runtime::ArgValue>,
         generics: &HashMap<String, GenericArg>,
     ) -> InstanceRequest {
-        let typed = args.iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
+        InstanceRequest::of_arrays(args, generics.iter().map(|(n, g)| (n.clone(), *g)))
+    }
+
+    /// The request of a launch whose arguments are `args` (by name; scalars are skipped), with
+    /// the generic arguments `generics` given.
+    pub fn of_arrays<'a>(
+        args: impl IntoIterator<Item = (&'a String, &'a tilec_runtime::ArgValue)>,
+        generics: impl IntoIterator<Item = (String, GenericArg)>,
+    ) -> InstanceRequest {
+        let typed = args.into_iter().filter_map(|(n, a)| Some((n.clone(), a.array_type()?)));
         let (dtypes, shapes) = typed.map(|(n, (e, s))| ((n.clone(), e), (n, s.to_vec()))).unzip();
-        InstanceRequest { dtypes, shapes, generics: generics.iter().map(|(n, g)| (n.clone(), *g)).collect() }
+        InstanceRequest { dtypes, shapes, generics: generics.into_iter().collect() }
     }
 }
 
