@@ -61,9 +61,7 @@ pub fn run_on(
     let session =
         tilec::driver::Session::new(src.clone(), tilec::SessionOptions { verify: true, deny_warnings: false });
     let inst = session.instance(kernel, target, &tilec::driver::InstanceRequest::of_args(&args, fixed))?;
-    let mut bound = tilec_runtime::bind(inst.kernel(), args)?;
-    session.launch(&inst, &mut bound, 1)?;
-    Ok(bound)
+    Ok(session.run(&inst, args, 1)?.1)
 }
 
 /// Plain unblocked Cholesky in f64 (Cholesky–Banachiewicz, row by row) of one `n x n`

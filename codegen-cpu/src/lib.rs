@@ -225,10 +225,32 @@ pub fn emit_llvm(module: &Module, kernel: &Kernel) -> Result<String, CodegenErro
 
 /// An object file of every kernel instance with the chosen backend (see [`compile_object`]).
 pub fn compile_object_with(module: &Module, backend: CpuBackend) -> Result<Vec<u8>, CodegenError> {
+    compile_object_for(module, backend, None)
+}
+
+/// The CPU models an LLVM object file can be built for besides the host's own
+/// ([`compile_object_for`]): the x86-64 micro-architecture levels (psABI: v2 SSE4.2, v3 AVX2
+/// and FMA, v4 AVX-512) on x86-64 hosts, a generic core and Neoverse cores on AArch64 hosts.
+pub const LLVM_CPUS: &[&str] = if cfg!(target_arch = "aarch64") {
+    &["generic", "neoverse-n1", "neoverse-v1", "neoverse-v2"]
+} else {
+    &["x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"]
+};
+
+/// [`compile_object_with`] for CPU model `cpu` (one of [`LLVM_CPUS`]; `None`: the host's CPU
+/// and features), so that an object file can be built for machines other than the one
+/// building it. Errors: a model with Cranelift, or one not in [`LLVM_CPUS`].
+pub fn compile_object_for(module: &Module, backend: CpuBackend, cpu: Option<&str>) -> Result<Vec<u8>, CodegenError> {
+    if let Some(c) = cpu.filter(|c| !LLVM_CPUS.contains(c)) {
+        return Err(err(format!("unknown CPU model `{c}` (expected one of {})", LLVM_CPUS.join(", "))));
+    }
     match backend {
+        CpuBackend::Cranelift if cpu.is_some() => {
+            Err(err("a CPU model is chosen for the LLVM backend only: Cranelift builds for the host"))
+        }
         CpuBackend::Cranelift => compile_object(module),
         #[cfg(feature = "llvm")]
-        CpuBackend::Llvm => llvm::compile_object(module),
+        CpuBackend::Llvm => llvm::compile_object(module, cpu),
         #[cfg(not(feature = "llvm"))]
         CpuBackend::Llvm => Err(err(LLVM_NOT_BUILT)),
     }

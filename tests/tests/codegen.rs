@@ -66,6 +66,25 @@ fn tile_ir_text_round_trips() {
     }
 }
 
+/// The LLVM CPU backend's object code of every program, built for a fixed CPU model
+/// (`x86-64-v3`, so that it does not depend on the machine running the test): its length and
+/// FNV-1a digest, so that any change of the bytes shows in review. A refactoring of the code
+/// generators (codegen-llvm) must leave them as they are.
+#[cfg(all(feature = "llvm", target_arch = "x86_64"))]
+#[test]
+fn llvm_cpu_object_code_snapshots() {
+    for (key, src) in programs() {
+        let m = compiled(&src);
+        let bytes = tilec_codegen_cpu::compile_object_for(&m, tilec::CpuBackend::Llvm, Some("x86-64-v3"))
+            .unwrap_or_else(|e| panic!("{}: {e}", src.main_name));
+        let digest =
+            bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        let symbols: Vec<&str> = m.kernels.iter().map(|k| k.symbol.as_str()).collect();
+        let text = format!("{} bytes, FNV-1a {digest:016x}\n{}\n", bytes.len(), symbols.join("\n"));
+        insta::assert_snapshot!(format!("llvm_obj_{key}"), text);
+    }
+}
+
 /// `tilec build --target cpu` writes an object and `--emit header` its C header, whose
 /// `potrf_batched__f64` follows the C ABI documented in codegen-cpu: a C program includes the
 /// header (`-Wall -Werror`), links the object and factors a 3x3 matrix.

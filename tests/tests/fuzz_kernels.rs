@@ -613,8 +613,7 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     let request = InstanceRequest::of_args(&c.args, &HashMap::new());
     let launch_on = |target: Target| -> Result<(tilec_runtime::Bound, tilec_runtime::LaunchValues), tilec::Error> {
         let inst = session.instance("fz", target, &request)?;
-        let mut b = tilec_runtime::bind(inst.kernel(), c.args.clone())?;
-        let l = session.launch(&inst, &mut b, 1)?;
+        let (l, b) = session.run(&inst, c.args.clone(), 1)?;
         Ok((b, l.values))
     };
     let cpu = match session.instance("fz", Target::CPU, &request) {

@@ -24,14 +24,13 @@
 
 use crate::driver::{Instance, InstanceRequest, KernelSig, Session, SessionOptions};
 use crate::{Error, SourceSet, Target};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::Arc;
 use tilec_frontend::GenericArg;
 use tilec_grammar::diag::Diagnostic;
-use tilec_midend::{Const, ParamKind, Scalar};
-use tilec_runtime::{bind, convert_scalar, ArgValue, Bound, DeviceArray, HostArray, LaunchValues, RunError};
+use tilec_midend::{Const, Scalar};
+use tilec_runtime::{ArgValue, Bound, DeviceArray, HostArray, LaunchValues, RunError};
 
 /// An element type of arrays passed to kernels: `f32`, `f64`, `i32`, and the storage types
 /// `half::f16` and `half::bf16` (`tilec::half`; kernels compute on them in `f32`).
@@ -379,25 +378,9 @@ impl Program {
         if let Some(e) = args.error {
             return Err(Error::run(e));
         }
-        let mut values: HashMap<String, ArgValue> = HashMap::with_capacity(args.arrays.len() + args.scalars.len());
-        let twice = |n: &str| Error::run(RunError::Mismatch { detail: format!("argument `{n}` is given twice") });
-        for (n, a) in args.arrays {
-            if values.insert(n.clone(), a).is_some() {
-                return Err(twice(&n));
-            }
-        }
-        for (n, c) in args.scalars {
-            let ty = inst.kernel().params.iter().find(|p| p.name == n).map(|p| &p.kind);
-            let c = match ty {
-                Some(ParamKind::Scalar(ty)) => convert_scalar(c, *ty).map_err(|e| Error::run(e.for_argument(&n)))?,
-                _ => c,
-            };
-            if values.insert(n.clone(), ArgValue::Scalar(c)).is_some() {
-                return Err(twice(&n));
-            }
-        }
-        let mut bound = bind(inst.kernel(), values)?;
-        let values = self.session.launch(inst, &mut bound, 1)?.values;
+        let values = args.arrays.into_iter().chain(args.scalars.into_iter().map(|(n, c)| (n, ArgValue::Scalar(c))));
+        let (launch, bound) = self.session.run(inst, values, 1)?;
+        let values = launch.values;
         Ok(Launched { values, bound })
     }
 }

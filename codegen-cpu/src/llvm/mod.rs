@@ -126,11 +126,19 @@ pub(crate) struct Gen<'ctx, 'f> {
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
 /// object files.
 fn host_machine(pic: bool) -> Result<TargetMachine, CodegenError> {
+    machine(pic, None)
+}
+
+/// The target machine of the host's architecture for CPU `cpu` (an LLVM CPU name, with the
+/// features it implies), or for the host's own CPU and features.
+fn machine(pic: bool, cpu: Option<&str>) -> Result<TargetMachine, CodegenError> {
     use tilec_codegen_llvm::{target_machine, Arch};
     tilec_codegen_llvm::initialize(Arch::Host)?;
     let triple = TargetMachine::get_default_triple();
-    let cpu = TargetMachine::get_host_cpu_name().to_string();
-    let features = TargetMachine::get_host_cpu_features().to_string();
+    let (cpu, features) = match cpu {
+        Some(c) => (c.to_string(), String::new()),
+        None => (TargetMachine::get_host_cpu_name().to_string(), TargetMachine::get_host_cpu_features().to_string()),
+    };
     let (reloc, model) =
         if pic { (RelocMode::PIC, CodeModel::Default) } else { (RelocMode::Default, CodeModel::JITDefault) };
     Ok(target_machine(Arch::Host, &triple, &cpu, &features, reloc, model)?)
@@ -150,8 +158,8 @@ fn build<'ctx>(
     m.set_triple(&tm.get_triple());
     m.set_data_layout(&tm.get_target_data().get_data_layout());
     let ptr = cx.ptr_type(AddressSpace::default());
-    let cpu = TargetMachine::get_host_cpu_name().to_string();
-    let features = TargetMachine::get_host_cpu_features().to_string();
+    let cpu = tm.get_cpu().to_string();
+    let features = tm.get_feature_string().to_string_lossy().into_owned();
     for k in kernels {
         let mut fns = vec![(k.symbol.clone(), &module.funcs[k.body], 2)];
         if launch {
@@ -309,9 +317,10 @@ pub(crate) fn emit_llvm(module: &tilec_midend::Module, kernel: &Kernel) -> Resul
     Ok(m.print_to_string().to_string())
 }
 
-/// An object file of every kernel instance and its launch function (see the crate docs).
-pub(crate) fn compile_object(module: &tilec_midend::Module) -> Result<Vec<u8>, CodegenError> {
-    let tm = host_machine(true)?;
+/// An object file of every kernel instance and its launch function (see the crate docs), for
+/// CPU `cpu` (`None`: the host's).
+pub(crate) fn compile_object(module: &tilec_midend::Module, cpu: Option<&str>) -> Result<Vec<u8>, CodegenError> {
+    let tm = machine(true, cpu)?;
     let cx = Context::create();
     let kernels: Vec<&Kernel> = module.kernels.iter().collect();
     let m = build(&cx, module, &kernels, true, &tm)?;

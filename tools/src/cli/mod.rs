@@ -5,11 +5,8 @@
 //! [`crate::ErrorKind::exit_code`]).
 
 use crate::driver::{Error, ErrorKind, Session, SessionOptions};
-mod header;
-mod ptx;
-mod report;
+mod build;
 mod run;
-mod spirv;
 
 use crate::{render_diagnostics, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -19,7 +16,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use tilec_frontend::GenericArg;
 use tilec_grammar::diag::{Diagnostic, Severity};
-use tilec_midend::passes::PipelineOptions;
 use tilec_midend::Scalar;
 use tilec_runtime::{write_npy_atomic, ArgValue, HostArray, RunError};
 
@@ -147,6 +143,11 @@ enum Cmd {
         /// The code generator for `--target cpu`.
         #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
         backend: CpuGen,
+        /// The CPU model of the object file with `--backend llvm`: x86-64, x86-64-v2,
+        /// x86-64-v3 (AVX2, FMA) or x86-64-v4 (AVX-512) on x86-64 hosts (default: the host's
+        /// CPU and features, which other machines may lack).
+        #[arg(long)]
+        cpu: Option<String>,
     },
     /// Run a kernel on .npy inputs.
     Run {
@@ -229,16 +230,6 @@ impl Lints {
         let c = session.compile_all(fixed, target, dump_after);
         self.found.append(&mut session.take_warnings());
         c
-    }
-
-    /// The module the GPU builds use: every instance, verified, under a GPU `target`'s limits.
-    pub(crate) fn gpu_module(
-        &mut self,
-        src: &SourceSet,
-        fixed: &HashMap<String, GenericArg>,
-        target: crate::Target,
-    ) -> Result<tilec_midend::Module, Error> {
-        Ok(self.compile(src, fixed, true, None, target)?.module)
     }
 }
 
@@ -387,38 +378,29 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             }
             Ok(())
         }
-        Cmd::Build { file, target: Target::Ptx, emit, o, generics, arch, report, .. } => {
-            let src = read_source(&file, slot)?;
-            ptx::build_ptx(&src, &file, emit, o, &parse_generics(&generics)?, &arch, report, out, lints)
-        }
-        Cmd::Build { target: Target::Cuda, .. } => {
-            Err(Error::usage("E0503", "`build --target cuda`: use `--target ptx` to build PTX"))
-        }
         Cmd::Run { target: Target::Ptx, .. } => {
             Err(Error::usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
-        }
-        Cmd::Build { file, target: Target::Spirv, emit, o, generics, lanes, report, .. } => {
-            let src = read_source(&file, slot)?;
-            let fixed = parse_generics(&generics)?;
-            if report {
-                return spirv::spirv_report(&src, &fixed, lanes, out, lints);
-            }
-            spirv::build_spirv(&src, &file, emit, o, &fixed, lanes, out, lints)
-        }
-        Cmd::Build { target: Target::Vulkan, .. } => {
-            Err(Error::usage("E0503", "`build --target vulkan`: use `--target spirv` to build SPIR-V"))
         }
         Cmd::Run { target: Target::Spirv, .. } => {
             Err(Error::usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
         }
-        Cmd::Build { file, target: Target::Cpu, emit, o, generics, dump_after, report, backend, .. } => {
+        Cmd::Build { file, target, emit, o, generics, dump_after, lanes, arch, report, backend, cpu } => {
             let src = read_source(&file, slot)?;
-            let fixed = parse_generics(&generics)?;
-            cpu_backend_built(backend)?;
-            if report {
-                return report::cpu_compile_times(&src, &fixed, backend.into(), out, lints);
-            }
-            build(&src, &file, emit, o, &fixed, dump_after, backend, out, lints)
+            let generics = parse_generics(&generics)?;
+            let req = build::BuildRequest {
+                file: &file,
+                target,
+                emit,
+                o,
+                generics,
+                dump_after,
+                lanes,
+                arch,
+                report,
+                backend,
+                cpu,
+            };
+            build::build(&src, req, out, lints)
         }
         Cmd::Run { file, kernel, args, outs, prints, repeat, target, generics, device, backend: cpu } => {
             let src = read_source(&file, slot)?;
@@ -532,98 +514,6 @@ fn cpu_backend_built(g: CpuGen) -> Result<(), Error> {
         Ok(())
     } else {
         Err(Error::coded("E0505", tilec_codegen_cpu::LLVM_NOT_BUILT))
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn build(
-    src: &SourceSet,
-    file: &Path,
-    emit: Emit,
-    o: Option<PathBuf>,
-    fixed: &HashMap<String, GenericArg>,
-    dump_after: Option<String>,
-    backend: CpuGen,
-    out: &mut dyn Write,
-    lints: &mut Lints,
-) -> Result<(), Error> {
-    match emit {
-        Emit::Tokens => {
-            let lexed = tilec_grammar::lexer::lex(&src.main_src);
-            let mut s = String::new();
-            for (a, t, b) in &lexed.tokens {
-                s.push_str(&format!("{a}..{b} {t}\n"));
-            }
-            return write_out(&o, None, s.as_bytes(), out);
-        }
-        Emit::Ast => {
-            let (parsed, diags) = src.parse();
-            if !diags.is_empty() {
-                return Err(Error::program(diags));
-            }
-            return write_out(&o, None, format!("{:#?}\n", parsed.main).as_bytes(), out);
-        }
-        _ => {}
-    }
-    let compiled = lints.compile(src, fixed, true, dump_after.clone(), crate::Target::CPU)?;
-    // The module the chosen backend compiles: a copy after its own passes (`guard-select`, and
-    // `block-rank1` with LLVM), for `--emit tir` and `--dump-after` one of them.
-    let mut dump = compiled.dump;
-    let mut cpu_module = None;
-    if emit == Emit::Tir || (dump.is_none() && dump_after.is_some()) {
-        let mut m = compiled.module.clone();
-        let popts = PipelineOptions { verify: true, dump_after: dump_after.clone().filter(|_| dump.is_none()) };
-        let cpu_dump = tilec_midend::passes::run_cpu_passes(&mut m, backend == CpuGen::Llvm, &popts)
-            .map_err(|e| Error::program(vec![crate::verifier_failure(e)]))?;
-        dump = dump.or(cpu_dump);
-        cpu_module = Some(m);
-    }
-    if let Some(d) = dump {
-        write_out(&None, None, d.as_bytes(), out)?;
-    } else if let Some(p) = dump_after {
-        let names: Vec<&str> = tilec_midend::passes::PASSES.iter().map(|p| p.name).collect();
-        let cpu: Vec<&str> = tilec_midend::passes::CPU_PASSES.iter().map(|p| p.name).collect();
-        let llvm: Vec<&str> = tilec_midend::passes::LLVM_CPU_PASSES.iter().map(|p| p.name).collect();
-        return Err(Error::usage(
-            "E0501",
-            format!(
-                "`--dump-after {p}`: no such pass ({}, {}; with `--backend llvm`: {})",
-                names.join(", "),
-                cpu.join(", "),
-                llvm.join(", ")
-            ),
-        ));
-    }
-    let m = match (emit, &cpu_module) {
-        (Emit::Tir, Some(m)) => m,
-        _ => &compiled.module,
-    };
-    match emit {
-        Emit::Simt | Emit::SpirvAsm => {
-            Err(Error::usage("E0503", "`--emit simt` and `--emit spirv-asm` need `--target spirv`"))
-        }
-        Emit::Tir => write_out(&o, None, tilec_midend::print::print_module(m).as_bytes(), out),
-        Emit::Header => {
-            let stem = file.file_stem().map_or("tilec".into(), |s| s.to_string_lossy().into_owned());
-            let ident: String =
-                stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
-            let text = header::header(m, &format!("TILEC_{ident}_H"));
-            write_out(&o, Some(file.with_extension("h")), text.as_bytes(), out)
-        }
-        Emit::Clif | Emit::Llvm => {
-            let text = if emit == Emit::Clif { tilec_codegen_cpu::emit_clif } else { tilec_codegen_cpu::emit_llvm };
-            let mut s = String::new();
-            for k in &m.kernels {
-                s.push_str(&text(m, k).map_err(|e| Error::coded("E0901", e.to_string()))?);
-                s.push('\n');
-            }
-            write_out(&o, None, s.as_bytes(), out)
-        }
-        _ => {
-            let bytes = tilec_codegen_cpu::compile_object_with(m, backend.into())
-                .map_err(|e| Error::coded("E0901", e.to_string()))?;
-            write_out(&o, Some(file.with_extension("o")), &bytes, out)
-        }
     }
 }
 

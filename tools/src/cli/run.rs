@@ -82,7 +82,8 @@ pub(crate) fn run(
             args.insert(n.clone(), ArgValue::Array(arr));
         }
     }
-    let mut bound = tilec_runtime::bind(&kernel, args).map_err(run_error)?;
+    // (The command line's advice for a missing argument: `--arg NAME=FILE.npy`.)
+    let mut bound = session.bind(&inst, args).map_err(|e| e.run_error().map_or(e.clone(), |r| run_error(r.clone())))?;
     for n in outputs.iter().map(|(n, _)| n).chain(req.prints) {
         bound.output(&kernel, n).map_err(run_error)?;
     }

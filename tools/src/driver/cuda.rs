@@ -1,30 +1,26 @@
 //! The CUDA target of the driver: kernel instances lowered to SIMT form for a 32-lane warp,
 //! compiled to PTX and launched; and `ptxas`, found and run to check PTX.
 
+use super::Target;
 use crate::Error;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tilec_midend::simt::lower_for_warp;
 use tilec_midend::{Kernel, Module};
 
-/// The SIMT form `run --target cuda` and `build --target ptx` compile: for a 32-lane warp,
-/// one program per warp or several of fewer lanes (`lower_for_warp`); `TILEC_PTX_LANES=32`
-/// in the environment forces one program per warp whatever the tiles (to compare timings).
+/// The SIMT form `run --target cuda` and `build --target ptx` compile ([`Target::simt`] for a
+/// warp).
 pub(crate) fn ptx_simt(m: &Module, k: &Kernel) -> Result<tilec_midend::simt::SimtKernel, Error> {
-    let simt = match std::env::var("TILEC_PTX_LANES").as_deref() {
-        Ok("32") => tilec_midend::simt::lower_kernel_with(m, k, 32, true),
-        _ => lower_for_warp(m, k, 32),
-    };
-    simt.map_err(|e| Error::coded("E0504", format!("kernel `{}`: {e}", k.symbol)))
+    CUDA.simt(m, k, super::target::WARP)
 }
 
-/// Lowers a kernel to SIMT form ([`ptx_simt`]) and compiles it to PTX.
+const CUDA: Target = Target::Cuda { device: None };
+
+/// Lowers a kernel to SIMT form ([`ptx_simt`]) and compiles it to PTX for `arch`. Errors:
+/// E0504, E0505 in a build without LLVM.
 pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_codegen_ptx::PtxKernel, Error> {
     let simt = ptx_simt(m, k)?;
-    tilec_codegen_ptx::compile(&simt, arch).map_err(|e| {
-        let code = if tilec_codegen_ptx::AVAILABLE { "E0504" } else { "E0505" };
-        crate::Error::codegen(code, m, k, e.to_string(), e.loc)
-    })
+    tilec_codegen_ptx::compile(&simt, arch)
+        .map_err(|e| Error::codegen(CUDA.code_generator().error_code(), m, k, e.to_string(), e.loc))
 }
 
 /// Runs a kernel instance of `module` on a CUDA device: SIMT lowering ([`ptx_simt`]), PTX for

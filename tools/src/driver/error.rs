@@ -53,6 +53,9 @@ pub struct Error {
     pub diagnostics: Vec<Diagnostic>,
     kind: ErrorKind,
     rendered: String,
+    /// The runtime's error it was made of, for callers that add advice in their own terms
+    /// (the command line's `--arg NAME=FILE.npy`).
+    cause: Option<Box<RunError>>,
 }
 
 impl Error {
@@ -64,7 +67,7 @@ impl Error {
         } else {
             diagnostics.iter().map(|d| format!("error[{}]: {}\n", d.code, d.message)).collect()
         };
-        Error { diagnostics, kind, rendered }
+        Error { diagnostics, kind, rendered, cause: None }
     }
 
     /// Errors in the program (exit code 1).
@@ -93,7 +96,14 @@ impl Error {
 
     /// The coded error of reading, binding or launching (E04xx), which points at no source.
     pub(crate) fn run(e: RunError) -> Error {
-        Error::coded(e.code(), e.to_string())
+        let mut err = Error::coded(e.code(), e.to_string());
+        err.cause = Some(Box::new(e));
+        err
+    }
+
+    /// The runtime's error (binding or launching) this error was made of, if any.
+    pub fn run_error(&self) -> Option<&RunError> {
+        self.cause.as_deref()
     }
 
     /// A code-generation failure of kernel `k` of `m` (E0504 GPU, E0901 CPU), pointing at the

@@ -3,17 +3,18 @@
 //! a launched kernel goes through it, on every target and from every entry point (the command
 //! line's `run`, [`crate::Program`] and so Python, the tests).
 
+use super::launcher::Launcher;
 use super::signature::{sig, KernelSig};
 use super::{Error, Target};
 use crate::{CpuRunner, Parsed, SourceSet};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::ast;
 use tilec_grammar::diag::Diagnostic;
-use tilec_midend::{Kernel, Module, Scalar};
-use tilec_runtime::{Bound, LaunchValues, RunError};
+use tilec_midend::{Kernel, Module, ParamKind, Scalar};
+use tilec_runtime::{convert_scalar, ArgValue, Bound, LaunchValues, RunError};
 
 /// Options that hold for every compile of a session.
 #[derive(Debug, Clone, Copy, Default)]
@@ -47,15 +48,7 @@ struct InstanceKey {
 pub struct Instance {
     pub(crate) module: Module,
     pub(crate) kernel: Kernel,
-    exec: Exec,
-}
-
-enum Exec {
-    Cpu(Box<CpuRunner>),
-    /// The device and the instance's shaders, generated on first use.
-    Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
-    /// The device and the instance's PTX, generated on first use.
-    Cuda(Arc<tilec_runtime::CudaDevice>, super::cuda::PtxCache),
+    launcher: Launcher,
 }
 
 impl Instance {
@@ -243,12 +236,12 @@ impl Session {
         if let Some(inst) = cached(&self.cache) {
             return Ok(inst);
         }
-        let inst = Arc::new(self.build(&key, &request.shapes)?);
+        let inst = Arc::new(self.build_instance(&key, &request.shapes)?);
         let mut c = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         Ok(c.entry(key).or_insert(inst).clone())
     }
 
-    fn build(&self, key: &InstanceKey, shapes: &[(String, Vec<u64>)]) -> Result<Instance, Error> {
+    fn build_instance(&self, key: &InstanceKey, shapes: &[(String, Vec<u64>)]) -> Result<Instance, Error> {
         let dtypes: HashMap<String, Scalar> = key.dtypes.iter().cloned().collect();
         let shapes: HashMap<String, Vec<u64>> = shapes.iter().cloned().collect();
         let fixed: HashMap<String, GenericArg> = key.generics.iter().cloned().collect();
@@ -263,20 +256,8 @@ impl Session {
         let Some(kernel) = module.kernels.first().cloned() else {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
-        let exec = match key.target {
-            Target::Cpu(backend) => {
-                Exec::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(Error::compile)?))
-            }
-            Target::Vulkan { device } => {
-                static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
-                Exec::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open)?, Default::default())
-            }
-            Target::Cuda { device } => {
-                static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
-                Exec::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
-            }
-        };
-        Ok(Instance { module, kernel, exec })
+        let launcher = key.target.launcher(&module)?;
+        Ok(Instance { module, kernel, launcher })
     }
 
     /// Launches `inst` on the arguments in `bound` `repeat` times (at least once), each run
@@ -285,67 +266,52 @@ impl Session {
     /// device arrays on CUDA, used in place. Errors: the E04xx codes of binding and launching,
     /// code generation for the device (E0504).
     pub fn launch(&self, inst: &Instance, bound: &mut Bound, repeat: u32) -> Result<Launch, Error> {
-        match &inst.exec {
-            Exec::Cpu(runner) => {
-                let runs = repeat.max(1);
-                let mut times = Vec::with_capacity(runs as usize);
-                // Every run but the last on a copy: in-place kernels would otherwise see their
-                // own output.
-                for _ in 1..runs {
-                    let mut b = bound.clone();
-                    let t0 = Instant::now();
-                    runner.run_bound(&mut b).map_err(Error::run)?;
-                    times.push(t0.elapsed());
+        inst.launcher.launch(&inst.module, &inst.kernel, bound, repeat)
+    }
+
+    /// Binds `args` (by parameter name) to the parameters of `inst`: scalars are converted to
+    /// their parameters' types (exactly, or E0414 naming the argument), then every argument is
+    /// checked against its parameter (`tilec_runtime::bind`: dtypes, ranks, extents, `mut`
+    /// arrays writable and not overlapping other arguments, optional arrays). Errors: an
+    /// argument given twice (E0409), the E04xx codes of binding.
+    pub fn bind(&self, inst: &Instance, args: impl IntoIterator<Item = (String, ArgValue)>) -> Result<Bound, Error> {
+        let mut values: HashMap<String, ArgValue> = HashMap::new();
+        for (name, value) in args {
+            let value = match (value, inst.kernel.params.iter().find(|p| p.name == name).map(|p| &p.kind)) {
+                (ArgValue::Scalar(c), Some(ParamKind::Scalar(ty))) => {
+                    ArgValue::Scalar(convert_scalar(c, *ty).map_err(|e| Error::run(e.for_argument(&name)))?)
                 }
-                let t0 = Instant::now();
-                let values = runner.run_bound(bound).map_err(Error::run)?;
-                times.push(t0.elapsed());
-                Ok(Launch { values, times, device: None })
+                (v, _) => v,
+            };
+            if values.contains_key(&name) {
+                let detail = format!("argument `{name}` is given twice");
+                return Err(Error::run(RunError::Mismatch { detail }));
             }
-            Exec::Vulkan(dev, shaders) => {
-                let (values, mut times) =
-                    super::vulkan::vulkan_launch_cached(dev, &inst.module, &inst.kernel, bound, repeat, shaders)?;
-                if times.is_empty() {
-                    times.push(Duration::ZERO);
-                }
-                let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
-                Ok(Launch { values, times, device })
-            }
-            Exec::Cuda(dev, ptx) => {
-                let (values, mut times) =
-                    super::cuda::cuda_launch_cached(dev, &inst.module, &inst.kernel, bound, repeat, ptx)?;
-                if times.is_empty() {
-                    times.push(Duration::ZERO);
-                }
-                Ok(Launch { values, times, device: Some(dev.name()) })
-            }
+            values.insert(name, value);
         }
+        Ok(tilec_runtime::bind(&inst.kernel, values)?)
+    }
+
+    /// Binds `args` to `inst` ([`Session::bind`]) and launches it `repeat` times
+    /// ([`Session::launch`]); returns the launch and the arguments after it. Errors: those of
+    /// both.
+    pub fn run(
+        &self,
+        inst: &Instance,
+        args: impl IntoIterator<Item = (String, ArgValue)>,
+        repeat: u32,
+    ) -> Result<(Launch, Bound), Error> {
+        let mut bound = self.bind(inst, args)?;
+        let launch = self.launch(inst, &mut bound, repeat)?;
+        Ok((launch, bound))
     }
 }
 
 /// The CPU runner of an instance for the CPU that no session holds any more (its session
 /// dropped): what [`CpuRunner::with_backend`] returns.
 pub(super) fn into_cpu_runner(inst: Arc<Instance>) -> CpuRunner {
-    match Arc::try_unwrap(inst).map(|i| i.exec) {
-        Ok(Exec::Cpu(runner)) => *runner,
+    match Arc::try_unwrap(inst).map(|i| i.launcher) {
+        Ok(Launcher::Cpu(runner)) => *runner,
         _ => unreachable!("a CPU instance of a dropped session"),
     }
-}
-
-/// Devices opened by this process, by index: each is opened once and shared by all sessions.
-type Devices<D> = OnceLock<Mutex<HashMap<Option<usize>, Arc<D>>>>;
-
-/// The device `index` from `devices`, opened with `open` on first use.
-fn open_cached<D>(
-    devices: &Devices<D>,
-    index: Option<usize>,
-    open: fn(Option<usize>) -> Result<D, RunError>,
-) -> Result<Arc<D>, Error> {
-    let mut map = devices.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(d) = map.get(&index) {
-        return Ok(d.clone());
-    }
-    let d = Arc::new(open(index)?);
-    map.insert(index, d.clone());
-    Ok(d)
 }

@@ -4,7 +4,7 @@
 use crate::Error;
 use rspirv::binary::Disassemble;
 use std::collections::HashMap;
-use tilec_midend::simt::{lower_kernel, SimtKernel};
+use tilec_midend::simt::SimtKernel;
 use tilec_midend::{Kernel, Module};
 
 /// Lowers a kernel instance to SIMT form and compiles it to SPIR-V, as diagnostics on failure.
@@ -14,7 +14,7 @@ pub(crate) fn spirv_kernel(
     lanes: u32,
     opts: &tilec_codegen_spirv::SpirvOptions,
 ) -> Result<(SimtKernel, tilec_codegen_spirv::SpirvKernel), Error> {
-    let simt = lower_kernel(m, k, lanes).map_err(|e| Error::coded("E0504", format!("kernel `{}`: {e}", k.symbol)))?;
+    let simt = super::Target::Vulkan { device: None }.simt(m, k, lanes)?;
     let spv = tilec_codegen_spirv::compile_with(&simt, opts)
         .map_err(|e| crate::Error::codegen("E0504", m, k, e.to_string(), e.loc))?;
     Ok((simt, spv))

@@ -1,0 +1,105 @@
+//! Launchers: what runs a compiled kernel instance on its target. The CPU JIT-compiles it
+//! once and runs its programs on rayon's threads; Vulkan and CUDA open their device (once per
+//! process) and generate SPIR-V or PTX on the instance's first launch.
+
+use super::{CpuRunner, Error, Launch, Target};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tilec_midend::{Kernel, Module};
+use tilec_runtime::{Bound, RunError};
+
+/// The launcher of one kernel instance.
+pub(crate) enum Launcher {
+    Cpu(Box<CpuRunner>),
+    /// The device and the instance's shaders, generated on first use.
+    Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
+    /// The device and the instance's PTX, generated on first use.
+    Cuda(Arc<tilec_runtime::CudaDevice>, super::cuda::PtxCache),
+}
+
+impl Target {
+    /// The launcher of the first kernel instance of `module` on this target: on the CPU its
+    /// code, compiled now; on a GPU the device, opened now. Errors: E0901 (CPU code
+    /// generation), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
+    pub(crate) fn launcher(self, module: &Module) -> Result<Launcher, Error> {
+        Ok(match self {
+            Target::Cpu(backend) => {
+                Launcher::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(Error::compile)?))
+            }
+            Target::Vulkan { device } => {
+                static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
+                Launcher::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open)?, Default::default())
+            }
+            Target::Cuda { device } => {
+                static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
+                Launcher::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
+            }
+        })
+    }
+}
+
+impl Launcher {
+    /// Launches `kernel` of `module` on the arguments in `bound` `repeat` times (at least
+    /// once), each run from the same inputs, and leaves the last run's results in `bound`.
+    pub(crate) fn launch(
+        &self,
+        module: &Module,
+        kernel: &Kernel,
+        bound: &mut Bound,
+        repeat: u32,
+    ) -> Result<Launch, Error> {
+        match self {
+            Launcher::Cpu(runner) => {
+                let runs = repeat.max(1);
+                let mut times = Vec::with_capacity(runs as usize);
+                // Every run but the last on a copy: in-place kernels would otherwise see their
+                // own output.
+                for _ in 1..runs {
+                    let mut b = bound.clone();
+                    let t0 = Instant::now();
+                    runner.run_bound(&mut b).map_err(Error::run)?;
+                    times.push(t0.elapsed());
+                }
+                let t0 = Instant::now();
+                let values = runner.run_bound(bound).map_err(Error::run)?;
+                times.push(t0.elapsed());
+                Ok(Launch { values, times, device: None })
+            }
+            Launcher::Vulkan(dev, shaders) => {
+                let (values, mut times) =
+                    super::vulkan::vulkan_launch_cached(dev, module, kernel, bound, repeat, shaders)?;
+                if times.is_empty() {
+                    times.push(Duration::ZERO);
+                }
+                let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
+                Ok(Launch { values, times, device })
+            }
+            Launcher::Cuda(dev, ptx) => {
+                let (values, mut times) = super::cuda::cuda_launch_cached(dev, module, kernel, bound, repeat, ptx)?;
+                if times.is_empty() {
+                    times.push(Duration::ZERO);
+                }
+                Ok(Launch { values, times, device: Some(dev.name()) })
+            }
+        }
+    }
+}
+
+/// Devices opened by this process, by index: each is opened once and shared by all sessions.
+type Devices<D> = OnceLock<Mutex<HashMap<Option<usize>, Arc<D>>>>;
+
+/// The device `index` from `devices`, opened with `open` on first use.
+fn open_cached<D>(
+    devices: &Devices<D>,
+    index: Option<usize>,
+    open: fn(Option<usize>) -> Result<D, RunError>,
+) -> Result<Arc<D>, Error> {
+    let mut map = devices.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(d) = map.get(&index) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(open(index)?);
+    map.insert(index, d.clone());
+    Ok(d)
+}
