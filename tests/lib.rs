@@ -59,7 +59,7 @@ pub fn run_on(
     fixed: &HashMap<String, GenericArg>,
 ) -> Result<tilec_runtime::Bound, tilec::Error> {
     let session =
-        tilec::driver::Session::new(src.clone(), tilec::SessionOptions { verify: true, deny_warnings: false });
+        tilec::driver::Session::new(src.clone(), tilec::SessionOptions { verify: true, ..Default::default() });
     let inst = session.instance(kernel, target, &tilec::driver::InstanceRequest::of_args(&args, fixed))?;
     Ok(session.run(&inst, args, 1)?.1)
 }

@@ -750,6 +750,41 @@ pub(crate) fn const_default_range(span: Span, p: &Ident, s: Scalar, v: i64) -> D
     .label(span, format!("not a {}", s.name()))
 }
 
+pub(crate) fn tuning_candidate(span: Span, p: &Ident, s: Scalar) -> Diagnostic {
+    Diagnostic::error(
+        "E0308",
+        format!("a tuning candidate of the const parameter `{}` is not a constant {}", p.name, s.name()),
+    )
+    .label(span, format!("not a constant {}", s.name()))
+    .help(format!("list constants of the parameter's type: `const {}: i32 = 64 in [32, 64, 128]`", p.name))
+}
+
+pub(crate) fn tuning_twice(span: Span, p: &Ident) -> Diagnostic {
+    Diagnostic::error("E0308", format!("a tuning candidate of the const parameter `{}` is listed twice", p.name))
+        .label(span, "already listed")
+}
+
+pub(crate) fn tuning_default(span: Span, p: &Ident) -> Diagnostic {
+    Diagnostic::error(
+        "E0308",
+        format!("the default of the const parameter `{}` is not one of its tuning candidates", p.name),
+    )
+    .label(span, "not in the list after `in`")
+    .help("list the default among the candidates: a kernel runs with it until it is tuned")
+}
+
+pub(crate) fn tuning_without_default(span: Span, p: &Ident) -> Diagnostic {
+    Diagnostic::error("E0308", format!("the const parameter `{}` has tuning candidates but no default", p.name))
+        .label(span, "candidates")
+        .help(format!("give it a default among them: `const {}: i32 = 64 in [32, 64, 128]`", p.name))
+}
+
+pub(crate) fn tuning_in_fn(span: Span, p: &Ident) -> Diagnostic {
+    Diagnostic::error("E0308", format!("the const parameter `{}` of a `fn` has tuning candidates", p.name))
+        .label(span, "tuning candidates")
+        .help("only a kernel's const parameters are tuned; a `fn` takes its value from the kernel that calls it")
+}
+
 pub(crate) fn const_param_conflict(kernel: &str, g: &str, a: &str, x: u64, b: &str, y: u64) -> Diagnostic {
     let who = if a == b { format!("extents of argument `{a}`") } else { format!("arguments `{a}` and `{b}`") };
     Diagnostic::error(

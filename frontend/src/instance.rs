@@ -112,7 +112,7 @@ impl FnBuilder<'_, '_> {
         };
         for p in &decl.generics {
             match p {
-                GenericParam::Const { name, ty, default: Some(d) } if !g.contains_key(&name.name) => {
+                GenericParam::Const { name, ty, default: Some(d), .. } if !g.contains_key(&name.name) => {
                     let Some(s) = crate::kernel::const_param_scalar(ty) else {
                         return Ev::Err; // E0307, reported once by `check_generic_decls`
                     };

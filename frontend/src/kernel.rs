@@ -53,21 +53,27 @@ fn kernel_params(cx: &mut Checker<'_>, k: &KernelItem, source: Option<&str>) -> 
                 }
                 Err(()) => errors::unknown_bound(bound.as_ref().expect("bound")),
             },
-            GenericParam::Const { name, ty, default } => {
+            GenericParam::Const { name, ty, default, candidates } => {
                 let Some(s) = const_param_scalar(ty) else {
                     ok = false; // E0307, reported by `check_generic_decls`
                     continue;
                 };
-                let Some(e) = default else {
+                let ((Some(e), _) | (None, Some(e))) = (default.as_ref(), candidates.first()) else {
                     out.push((name.name.clone(), Choice::Const(None)));
                     continue;
                 };
-                match const_default(cx, name, s, e) {
-                    Ok(c) => {
-                        out.push((name.name.clone(), Choice::Const(Some(c))));
-                        continue;
+                if default.is_none() {
+                    errors::tuning_without_default(e.span, name)
+                } else {
+                    match const_default(cx, name, s, e)
+                        .and_then(|c| tuning_candidates(cx, name, s, (e, c), candidates).map(|_| c))
+                    {
+                        Ok(c) => {
+                            out.push((name.name.clone(), Choice::Const(Some(c))));
+                            continue;
+                        }
+                        Err(d) => d,
                     }
-                    Err(d) => d,
                 }
             }
         };
@@ -108,6 +114,11 @@ fn check_generic_decls(cx: &mut Checker<'_>) {
                     out.push((errors::unknown_bound(b), f.source));
                 }
             }
+            if let GenericParam::Const { name, candidates: tuned, .. } = g {
+                if let Some(c) = tuned.first() {
+                    out.push((errors::tuning_in_fn(c.span, name), f.source));
+                }
+            }
         }
     }
     for (mut d, source) in out {
@@ -142,6 +153,31 @@ pub(crate) fn const_default(
         Err(crate::consteval::NotConst::Error(d)) => Err(d),
         Err(crate::consteval::NotConst::Runtime(_)) => Err(errors::not_const(e.span, "a const parameter's default")),
     }
+}
+
+/// The values a tuner may give the const parameter `name` of type `s` whose default
+/// expression and value are `default` (`const BM: i32 = 64 in [32, 64, 128]`), in the order
+/// written; empty when none are listed. Errors (E0308): a candidate that is not a constant of
+/// `s`, one listed twice, or a default that is not among them.
+pub(crate) fn tuning_candidates(
+    cx: &mut Checker<'_>,
+    name: &tilec_grammar::ast::Ident,
+    s: Scalar,
+    default: (&tilec_grammar::ast::Expr, Const),
+    candidates: &[tilec_grammar::ast::Expr],
+) -> Result<Vec<Const>, Diagnostic> {
+    let mut values: Vec<Const> = Vec::with_capacity(candidates.len());
+    for e in candidates {
+        let v = const_default(cx, name, s, e).map_err(|_| errors::tuning_candidate(e.span, name, s))?;
+        if values.contains(&v) {
+            return Err(errors::tuning_twice(e.span, name));
+        }
+        values.push(v);
+    }
+    if !values.is_empty() && !values.contains(&default.1) {
+        return Err(errors::tuning_default(default.0.span, name));
+    }
+    Ok(values)
 }
 
 /// The type of a const parameter declared with `ty` (`i32`, `i64`, `u32`, `f32` or `f64`), if
@@ -331,7 +367,7 @@ fn check_uncalled_fns(cx: &mut Checker<'_>) {
                     Ok(c) => GenericVal::Type(c[0]),
                     Err(()) => break,
                 },
-                GenericParam::Const { name, ty, default: Some(d) } => {
+                GenericParam::Const { name, ty, default: Some(d), .. } => {
                     let Some(s) = const_param_scalar(ty) else {
                         break; // E0307
                     };
@@ -839,6 +875,38 @@ fn lower_kernel(
 }
 
 /// Infers a kernel's element-type parameters from its array arguments' dtypes.
+/// The value of the `const` item `n` (whose value is a literal or names other items, at most
+/// 8 deep).
+fn const_item(program: &Program<'_>, n: &str, depth: u32) -> Option<Const> {
+    let c = program.consts.get(n)?;
+    let mut look = |m: &str| if depth < 8 { const_item(program, m, depth + 1) } else { None };
+    crate::consteval::eval(&c.item.value, &mut look).ok()
+}
+
+/// The tuning space of `kernel`: each const parameter declared with candidates
+/// (`const BM: i32 = 64 in [32, 64, 128]`) and their values, in declaration order. Errors:
+/// no such kernel (E0107); candidates that are not constants are left out (the program's
+/// check reports them, E0308).
+pub(crate) fn tuning_space(program: &Program<'_>, kernel: &str) -> Result<Vec<(String, Vec<GenericArg>)>, Diagnostic> {
+    let Some(k) = program.kernel(kernel) else {
+        return Err(errors::no_kernel(kernel, &program.kernel_names()));
+    };
+    let mut space = Vec::new();
+    for g in &k.item.generics {
+        let GenericParam::Const { name, ty, candidates, .. } = g else { continue };
+        let Some(s) = const_param_scalar(ty).filter(|_| !candidates.is_empty()) else { continue };
+        let values = candidates.iter().filter_map(|e| {
+            Some(match crate::consteval::eval(e, &mut |n| const_item(program, n, 0)).ok()? {
+                Const::Int(v, _) if s.is_float() => GenericArg::float(s.round(v as f64)),
+                Const::Float(x, _) => GenericArg::float(s.round(x)),
+                c => generic_arg(c),
+            })
+        });
+        space.push((name.name.clone(), values.collect()));
+    }
+    Ok(space)
+}
+
 pub(crate) fn infer_generics(
     program: &Program<'_>,
     kernel: &str,
@@ -878,18 +946,7 @@ pub(crate) fn infer_generics(
             GenericParam::Type { name, bound } => (name, bound),
             GenericParam::Const { name, default: Some(e), .. } => {
                 // Defaults may name `const` items (whose values are literals or other items).
-                fn item(program: &Program<'_>, n: &str, depth: u32) -> Option<Const> {
-                    let c = program.consts.get(n)?;
-                    let mut look = |m: &str| {
-                        if depth < 8 {
-                            item(program, m, depth + 1)
-                        } else {
-                            None
-                        }
-                    };
-                    crate::consteval::eval(&c.item.value, &mut look).ok()
-                }
-                if let Ok(c) = crate::consteval::eval(e, &mut |n| item(program, n, 0)) {
+                if let Ok(c) = crate::consteval::eval(e, &mut |n| const_item(program, n, 0)) {
                     out.insert(name.name.clone(), generic_arg(c));
                     continue;
                 }

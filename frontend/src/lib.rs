@@ -137,6 +137,14 @@ pub fn infer_generics(
     kernel::infer_generics(&program, kernel, args, shapes, fixed)
 }
 
+/// The tuning space of `kernel` in `sources`: each const parameter declared with candidates
+/// (`const BM: i32 = 64 in [32, 64, 128]`, docs/language.md §2.4) and their values, in
+/// declaration order; empty for a kernel without any. Errors: no such kernel (E0107).
+pub fn tuning_space(sources: &Sources<'_>, kernel: &str) -> Result<Vec<(String, Vec<GenericArg>)>, Diagnostic> {
+    let (program, _) = Program::collect(sources);
+    kernel::tuning_space(&program, kernel)
+}
+
 /// What makes two diagnostics the same one found again: the code and the place (the message
 /// only where there is no label), since the instances of a generic item differ only in types.
 pub(crate) type SameKey = (&'static str, Option<String>, Option<tilec_grammar::span::Span>, Option<String>);

@@ -344,10 +344,14 @@ pub(crate) fn generics_text(gs: &[GenericParam]) -> String {
         .map(|g| match g {
             GenericParam::Type { name, bound: Some(b) } => format!("{}: {}", name.name, b.name),
             GenericParam::Type { name, bound: None } => name.name.clone(),
-            GenericParam::Const { name, ty, default } => {
+            GenericParam::Const { name, ty, default, candidates } => {
                 let mut s = format!("const {}: {}", name.name, type_text(ty, &expr_text));
                 if let Some(d) = default {
                     s.push_str(&format!(" = {}", expr_text(d)));
+                }
+                if !candidates.is_empty() {
+                    let c: Vec<String> = candidates.iter().map(expr_text).collect();
+                    s.push_str(&format!(" in [{}]", c.join(", ")));
                 }
                 s
             }

@@ -47,11 +47,13 @@ pub enum GenericParam {
         name: Ident,
         bound: Option<Ident>,
     },
-    /// `const R: i32`, with a default value for kernels (`const BM: i32 = 64`).
+    /// `const R: i32`, with a default value for kernels (`const BM: i32 = 64`) and the
+    /// values a tuner may try (`const BM: i32 = 64 in [32, 64, 128]`; empty: not tuned).
     Const {
         name: Ident,
         ty: TypeExpr,
         default: Option<Expr>,
+        candidates: Vec<Expr>,
     },
 }
 

@@ -181,7 +181,11 @@ impl Program {
         deny_warnings: bool,
     ) -> PyResult<Program> {
         let t = target(target_name, device, backend)?;
-        let opts = tilec::SessionOptions { deny_warnings, verify: false };
+        let opts = tilec::SessionOptions {
+            deny_warnings,
+            cache_dir: tilec::driver::cache::default_dir(),
+            ..Default::default()
+        };
         let inner = py.detach(|| RsProgram::with_options(name, source, opts)).map_err(raise)?;
         Ok(Program { inner, target: t })
     }
@@ -212,9 +216,11 @@ impl Program {
     /// `(name, value)` with a type name (`"f64"`) or an integer; `devices`: CUDA arrays,
     /// `(name, description, device or None, stream or None)` with a `__cuda_array_interface__`
     /// dict or a DLPack capsule (see [`device_array`]). The caller keeps the arrays (and
-    /// capsules) alive during the call. Returns the grid.
-    #[allow(clippy::type_complexity)]
-    #[pyo3(signature = (kernel, arrays, scalars, generics, devices=Vec::new()))]
+    /// capsules) alive during the call. `autotune`: tune the kernel first where its tuned
+    /// parameters are left open and no tuning record decides them. Returns the grid.
+    // One argument per piece of the Python call, as `tilec/__init__.py` passes them.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
+    #[pyo3(signature = (kernel, arrays, scalars, generics, devices=Vec::new(), autotune=false))]
     fn launch(
         &self,
         py: Python<'_>,
@@ -223,6 +229,7 @@ impl Program {
         scalars: Vec<(String, Bound<'_, PyAny>)>,
         generics: Vec<(String, Bound<'_, PyAny>)>,
         devices: Vec<(String, Bound<'_, PyAny>, Option<usize>, Option<i64>)>,
+        autotune: bool,
     ) -> PyResult<(i64, i64, i64)> {
         // Names first: a misspelt keyword is E0408, whatever its value.
         if let Some(sig) = self.inner.kernels().iter().find(|k| k.name == kernel) {
@@ -268,7 +275,17 @@ impl Program {
         }
         let generics: Vec<(&str, GenericArg)> = fixed.iter().map(|(n, g)| (n.as_str(), *g)).collect();
         let (inner, t) = (&self.inner, self.target);
-        let r = py.detach(move || inner.launch(kernel, t, args, &generics).map(|l| l.values.grid));
+        let r = py.detach(move || {
+            // `autotune`: tune what the call leaves open, unless a record decides it.
+            if autotune {
+                let space = inner.tuning_space(kernel)?;
+                let open = space.iter().any(|(n, _)| generics.iter().all(|(m, _)| m != n));
+                if open && inner.instance(kernel, t, &args, &generics)?.tuned().is_empty() {
+                    inner.tune(kernel, t, &args, &generics)?;
+                }
+            }
+            inner.launch(kernel, t, args, &generics).map(|l| l.values.grid)
+        });
         let g = r.map_err(raise)?;
         Ok((g[0], g[1], g[2]))
     }

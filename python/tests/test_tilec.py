@@ -4,6 +4,7 @@ threads, the GPU targets (Vulkan on lavapipe; CUDA skipped without a driver), an
 example on a local cluster."""
 
 import ctypes
+import json
 import os
 import pathlib
 import subprocess
@@ -557,14 +558,15 @@ def test_kernels_have_signatures_and_docstrings():
         "T: float = the arrays' dtypes, BM: i32 = 32, BN: i32 = 32, BK: i32 = 32)"
     )
     assert repr(gemm) == (
-        "<tilec kernel gemm<T: float, const BM: i32 = 32, const BN: i32 = 32, const BK: i32 = 32>"
+        "<tilec kernel gemm<T: float, const BM: i32 = 32 in [16, 32, 64], "
+        "const BN: i32 = 32 in [16, 32, 64, 128], const BK: i32 = 32 in [16, 32, 64]>"
         "(A: T[M, K], B: T[K, N], C: mut T[M, N], alpha: T, beta: T) on cpu>"
     )
     text = pydoc.render_doc(gemm, renderer=pydoc.plaintext)
     for want in [
         "C <- alpha A B + beta C",  # the kernel's /// docs
         "C : mut T[M, N]\n        array, written in place",
-        "BM : const i32 = 32\n        const parameter, a keyword (BM=...); default 32",
+        "BM : const i32 = 32\n        const parameter, a keyword (BM=...); default 32; tuned among 16, 32, 64",
         "T : float\n        element type",
     ]:
         assert want in text, text
@@ -685,3 +687,33 @@ def test_entry_points_agree():
         for s in case.get("contains", []):
             assert s in got.rendered, (what, s, got.rendered)
         assert ("╭─[" in got.rendered) == case.get("label", False), (what, got.rendered)
+
+
+def test_autotune_tunes_on_first_call_and_records_the_winner(tmp_path, monkeypatch):
+    """``autotune=True``: the first call tunes (`REPS` 2000 is far slower than 1, both give the
+    same result) and records the winner in the cache folder; the results are right."""
+    monkeypatch.setenv("TILEC_CACHE_DIR", str(tmp_path))
+    src = """
+kernel work<const REPS: i32 = 2000 in [1, 2000]>(X: f32[N], Y: mut f32[N]) grid(cdiv(N, 1024)) {
+    let i0 = program_id(0) * 1024;
+    let t = tile<f32, 1024>::zeros();
+    t[:] = X[i0:i0+1024];
+    let acc = tile<f32, 1024>::zeros();
+    for r in 0..REPS {
+        acc = acc * 0.0 + t * 2.0;
+    }
+    Y[i0:i0+1024] = acc;
+}
+"""
+    m = tilec.compile(src, name="autotune.tile", autotune=True)
+    x = np.arange(1 << 15, dtype=np.float32) % 7
+    y = np.zeros_like(x)
+    m.work(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    records = list((tmp_path / "tune").glob("*.json"))
+    assert len(records) == 1
+    record = json.loads(records[0].read_text())
+    assert record["kernel"] == "work" and record["config"] == {"REPS": "1"}
+    y2 = np.zeros_like(x)
+    m.work(x, y2)
+    np.testing.assert_array_equal(y2, 2 * x)

@@ -237,7 +237,7 @@ def _generic_defaults(sig):
         if not is_const:
             out[name] = "the arrays' dtypes"
         elif " = " in text:
-            out[name] = text.split(" = ", 1)[1]
+            out[name] = text.split(" = ", 1)[1].split(" in [", 1)[0]
         else:
             out[name] = extents.get(name)
     return out
@@ -290,11 +290,13 @@ def _docstring(sig):
         lines.append(f"    {what}")
     defaults = _generic_defaults(sig)
     for name, is_const, text in sig["generics"]:
-        declared = text.split(":", 1)[1].strip() if ":" in text else "type"
+        declared, _, candidates = text.partition(" in [")
+        declared = declared.split(":", 1)[1].strip() if ":" in declared else "type"
         lines.append(f"{name} : {'const ' if is_const else ''}{declared}")
         if is_const:
             d = defaults[name]
-            lines.append(f"    const parameter, a keyword ({name}=...)" + (f"; default {d}" if d else "; required"))
+            tuned = f"; tuned among {candidates.rstrip(']')} (`tilec tune`, autotune=True)" if candidates else ""
+            lines.append(f"    const parameter, a keyword ({name}=...)" + (f"; default {d}" if d else "; required") + tuned)
         else:
             lines.append(f"    element type, from the arrays' dtypes unless given ({name}=\"f64\" or np.float64)")
     lines += [
@@ -390,7 +392,7 @@ class Kernel:
                 # Scalars, and names that are no parameter (the extension reports them, E0408).
                 scalars.append((k, v))
         try:
-            self._module._program.launch(self.name, arrays, scalars, generics, devices)
+            self._module._program.launch(self.name, arrays, scalars, generics, devices, self._module.autotune)
         except _tilec.RawError as e:
             raise _convert(e) from None
         out = tuple(values[m] for m in self._mut if values.get(m) is not None)
@@ -404,6 +406,7 @@ class Module:
         self._program = program
         self.name = name
         self.target = target
+        self.autotune = False
         self.kernels = {s["name"]: Kernel(self, s) for s in program.kernels()}
 
     def __getattr__(self, name):
@@ -431,12 +434,16 @@ _programs = {}
 _lock = threading.Lock()
 
 
-def compile(source, *, target="cpu", device=None, backend="cranelift", name=None, deny_warnings=False):
+def compile(source, *, target="cpu", device=None, backend="cranelift", name=None, deny_warnings=False, autotune=False):
     """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
     ``device`` picks a GPU by index: by default the first, or for CUDA the device of the CUDA
     tensors passed, whose launches run on their device; ``backend="llvm"`` picks the CPU's LLVM code generator
     where tilec was built with it; ``deny_warnings=True`` makes every warning an error, as
-    ``tilec --deny warnings``). ``source`` is a path (``str`` ending in ``.tile`` or
+    ``tilec --deny warnings``; ``autotune=True`` tunes a kernel with tuning candidates, ``const
+    BM: i32 = 64 in [32, 64, 128]``, on its first call for each target, dtypes and extents
+    (rounded up to powers of two), as ``tilec tune`` does, unless a tuning record exists or the
+    call gives a tuned parameter; every call uses the recorded configuration either way).
+    ``source`` is a path (``str`` ending in ``.tile`` or
     ``os.PathLike``) or the source text. Raises :class:`CompileError` with every diagnostic.
     Modules are cached by source hash, name and target."""
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source and source.endswith(".tile")):
@@ -450,7 +457,7 @@ def compile(source, *, target="cpu", device=None, backend="cranelift", name=None
     else:
         text = source
         name = name or "<string>.tile"
-    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend, deny_warnings)
+    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend, deny_warnings, autotune)
     with _lock:
         module = _programs.get(key)
     if module is not None:
@@ -459,8 +466,10 @@ def compile(source, *, target="cpu", device=None, backend="cranelift", name=None
         program = _tilec.Program(text, name, target, device, backend, deny_warnings)
     except _tilec.RawError as e:
         raise _convert(e) from None
+    module = Module(program, name, target)
+    module.autotune = autotune
     with _lock:
-        return _programs.setdefault(key, Module(program, name, target))
+        return _programs.setdefault(key, module)
 
 
 from . import linalg  # noqa: E402  (uses `compile`)

@@ -14,7 +14,7 @@ fn root() -> String {
 
 fn session(path: &str) -> Session {
     let text = std::fs::read_to_string(format!("{}/{path}", root())).expect("the program");
-    Session::new(SourceSet::with_stdlib(path, text), SessionOptions { verify: true, deny_warnings: false })
+    Session::new(SourceSet::with_stdlib(path, text), SessionOptions { verify: true, ..Default::default() })
 }
 
 fn build(s: &Session, target: Target, emit: Emit) -> Build {

@@ -92,7 +92,7 @@ fn through_cli(c: &Case, dir: &std::path::Path) -> Outcome {
 
 fn through_api(c: &Case) -> Outcome {
     let fail = |e: tilec::Error| Err((e.code().to_string(), e.rendered().to_string()));
-    let opts = SessionOptions { deny_warnings: c.deny_warnings, verify: false };
+    let opts = SessionOptions { deny_warnings: c.deny_warnings, ..Default::default() };
     let p = match Program::with_options("prog.tile", &c.program, opts) {
         Ok(p) => p,
         Err(e) => return fail(e),

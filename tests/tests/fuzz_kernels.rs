@@ -609,7 +609,7 @@ fn check(c: &Case, vulkan: Option<&tilec_runtime::VulkanDevice>) -> Result<(), S
     let fail = |what: String| Err(format!("seed {}: {what}\n{}", c.seed, c.src));
     // Every target through the driver's session, as `tilec run` and the APIs launch; the IR
     // verifier runs after every pass.
-    let session = tilec::driver::Session::new(set, SessionOptions { verify: true, deny_warnings: false });
+    let session = tilec::driver::Session::new(set, SessionOptions { verify: true, ..Default::default() });
     let request = InstanceRequest::of_args(&c.args, &HashMap::new());
     let launch_on = |target: Target| -> Result<(tilec_runtime::Bound, tilec_runtime::LaunchValues), tilec::Error> {
         let inst = session.instance("fz", target, &request)?;

@@ -254,11 +254,14 @@ impl Program {
     /// reports them, except that a const parameter without a default (E0302 for `check`) is
     /// left to each launch to give, as `tilec run --generic` does.
     pub fn new(name: &str, text: &str) -> Result<Program, Error> {
-        Program::with_options(name, text, SessionOptions::default())
+        let cache_dir = crate::driver::cache::default_dir();
+        Program::with_options(name, text, SessionOptions { cache_dir, ..Default::default() })
     }
 
     /// [`Program::new`] with options: `deny_warnings` makes every warning an error, in the
-    /// check and in every instance compiled later (`tilec --deny warnings`).
+    /// check and in every instance compiled later (`tilec --deny warnings`); `cache_dir` is
+    /// where tuning records are read and written (`Program::new` takes the user's cache
+    /// folder, `driver::cache::default_dir`; `None`: none).
     pub fn with_options(name: &str, text: &str, options: SessionOptions) -> Result<Program, Error> {
         let session = Session::new(SourceSet::with_stdlib(name, text), options);
         if let Err(mut e) = session.check(Target::CPU) {
@@ -301,6 +304,13 @@ impl Program {
     /// it imports.
     pub fn kernels(&self) -> &[KernelSig] {
         self.session.kernels()
+    }
+
+    /// The tuning space of `kernel`: its const parameters declared with candidates
+    /// (`const BM: i32 = 64 in [32, 64, 128]`) and their values. Errors: no such kernel
+    /// (E0107).
+    pub fn tuning_space(&self, kernel: &str) -> Result<crate::driver::Space, Error> {
+        self.session.tuning_space(kernel)
     }
 
     /// The instance of `kernel` for `target`, the element types of `args`' arrays and the
@@ -348,6 +358,33 @@ impl Program {
         let arrays = args.arrays.iter().map(|(n, a)| (n, a));
         let request = InstanceRequest::of_arrays(arrays, generics.iter().map(|(n, g)| (n.to_string(), *g)));
         self.session.instance(kernel, target, &request)
+    }
+
+    /// Tunes `kernel` on `target` for `args` (copies of them: the caller's arrays are not
+    /// written) and `generics` (tuned parameters given there are not tuned): every
+    /// configuration of its tuning candidates timed, checked against the default's outputs
+    /// and the fastest recorded in the cache folder, which later launches with the same
+    /// target, dtypes and extents (rounded up to powers of two) then use (`Session::tune`).
+    /// Errors: the default configuration's, E0444 for a kernel with nothing to tune or
+    /// arguments in device memory.
+    pub fn tune(
+        &self,
+        kernel: &str,
+        target: Target,
+        args: &Args<'_>,
+        generics: &[(&str, GenericArg)],
+    ) -> Result<crate::driver::Tuning, Error> {
+        let run = || {
+            if let Some(e) = &args.error {
+                return Err(Error::run(e.clone()));
+            }
+            let target = launch_target(target, args)?;
+            let mut values: std::collections::HashMap<String, ArgValue> = args.arrays.iter().cloned().collect();
+            values.extend(args.scalars.iter().map(|(n, c)| (n.clone(), ArgValue::Scalar(*c))));
+            let fixed = generics.iter().map(|(n, g)| (n.to_string(), *g)).collect();
+            self.session.tune(kernel, target, &values, &fixed, &crate::driver::TuneOptions::default(), &mut |_, _| {})
+        };
+        run().map_err(|e| e.with_source(self.session.source()))
     }
 
     /// Launches `kernel` once on `args` ([`Program::instance`], then [`Program::run`]; their

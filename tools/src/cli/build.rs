@@ -57,7 +57,11 @@ pub(crate) fn build(
     }
     let session = Session::new(
         src.clone(),
-        SessionOptions { deny_warnings: lints.deny, verify: !(req.report && req.target == Target::Cpu) },
+        SessionOptions {
+            deny_warnings: lints.deny,
+            verify: !(req.report && req.target == Target::Cpu),
+            ..Default::default()
+        },
     );
     let opts = BuildOptions {
         generics: req.generics.clone(),

@@ -7,6 +7,7 @@
 use crate::driver::{Error, ErrorKind, Session, SessionOptions};
 mod build;
 mod run;
+mod tune;
 
 use crate::{render_diagnostics, ErrorFormat, SourceSet};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -28,6 +29,10 @@ struct Cli {
     /// `--deny warnings`: every warning is an error.
     #[arg(long, value_enum, global = true)]
     deny: Option<Deny>,
+    /// The cache folder for tuning records (default: `$TILEC_CACHE_DIR`, else
+    /// `$XDG_CACHE_HOME/tilec`, else `~/.cache/tilec`).
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -92,6 +97,23 @@ impl From<CpuGen> for tilec_codegen_cpu::CpuBackend {
             CpuGen::Llvm => tilec_codegen_cpu::CpuBackend::Llvm,
         }
     }
+}
+
+/// Where `run` and `tune` launch, and with which generic arguments.
+#[derive(clap::Args, Debug)]
+struct Launching {
+    #[arg(long, value_enum, default_value_t = Target::Cpu)]
+    target: Target,
+    /// Fix a generic parameter: `T=f32`, `BM=64` (for `tune`, a tuned one is then not tuned).
+    #[arg(long = "generic", value_name = "NAME=TYPE")]
+    generics: Vec<String>,
+    /// The device: for `--target vulkan` in the loader's order (default: the first discrete
+    /// GPU, else any), for `--target cuda` in the driver's (default: 0).
+    #[arg(long)]
+    device: Option<usize>,
+    /// The code generator for `--target cpu`.
+    #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
+    backend: CpuGen,
 }
 
 #[derive(Subcommand, Debug)]
@@ -167,17 +189,24 @@ enum Cmd {
         /// Run the kernel N times and report the median time.
         #[arg(long, default_value_t = 1)]
         repeat: u32,
-        #[arg(long, value_enum, default_value_t = Target::Cpu)]
-        target: Target,
-        #[arg(long = "generic", value_name = "NAME=TYPE")]
-        generics: Vec<String>,
-        /// The device: for `--target vulkan` in the loader's order (default: the first discrete
-        /// GPU, else any), for `--target cuda` in the driver's (default: 0).
+        #[command(flatten)]
+        on: Launching,
+    },
+    /// Time every configuration of a kernel's tuning candidates (`const BM: i32 = 64 in [32,
+    /// 64, 128]`) on .npy inputs, check each against the default's outputs, and record the
+    /// fastest for later runs with the same target, dtypes and shapes.
+    Tune {
+        file: PathBuf,
         #[arg(long)]
-        device: Option<usize>,
-        /// The code generator for `--target cpu`.
-        #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
-        backend: CpuGen,
+        kernel: String,
+        /// `NAME=FILE.npy` for arrays, `NAME=VALUE` for scalars.
+        #[arg(long = "arg", value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// Timed launches per configuration (the median counts).
+        #[arg(long, default_value_t = 5)]
+        repeat: u32,
+        #[command(flatten)]
+        on: Launching,
     },
     /// Write an array of random numbers, uniform in [-1, 1), as .npy.
     GenUniform {
@@ -212,6 +241,8 @@ pub(crate) struct Lints {
     /// `--deny warnings`.
     pub(crate) deny: bool,
     pub(crate) found: Vec<Diagnostic>,
+    /// The cache folder of tuning records (`--cache-dir`, else the user's).
+    pub(crate) cache_dir: Option<PathBuf>,
 }
 
 impl Lints {
@@ -226,7 +257,8 @@ impl Lints {
         dump_after: Option<String>,
         target: crate::Target,
     ) -> Result<crate::Compiled, Error> {
-        let session = Session::new(src.clone(), SessionOptions { deny_warnings: self.deny, verify });
+        let session =
+            Session::new(src.clone(), SessionOptions { deny_warnings: self.deny, verify, ..Default::default() });
         let c = session.compile_all(fixed, target, dump_after);
         self.found.append(&mut session.take_warnings());
         c
@@ -267,7 +299,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
         Format::Json => ErrorFormat::Json,
     };
     let mut src_for_render: Option<SourceSet> = None;
-    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new() };
+    let cache_dir = cli.cache_dir.or_else(crate::driver::cache::default_dir);
+    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new(), cache_dir };
     // Tools reading JSON diagnostics get no summary line from `check`.
     let cmd = match cli.cmd {
         Cmd::Check { file, target, .. } if format == ErrorFormat::Json => Cmd::Check { file, target, quiet: true },
@@ -378,10 +411,10 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             }
             Ok(())
         }
-        Cmd::Run { target: Target::Ptx, .. } => {
+        Cmd::Run { on: Launching { target: Target::Ptx, .. }, .. } => {
             Err(Error::usage("E0503", "`run --target ptx`: use `--target cuda` to run PTX"))
         }
-        Cmd::Run { target: Target::Spirv, .. } => {
+        Cmd::Run { on: Launching { target: Target::Spirv, .. }, .. } => {
             Err(Error::usage("E0503", "`run --target spirv`: use `--target vulkan` to run SPIR-V"))
         }
         Cmd::Build { file, target, emit, o, generics, dump_after, lanes, arch, report, backend, cpu } => {
@@ -402,16 +435,22 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             };
             build::build(&src, req, out, lints)
         }
-        Cmd::Run { file, kernel, args, outs, prints, repeat, target, generics, device, backend: cpu } => {
+        Cmd::Tune { file, kernel, args, repeat, on: Launching { target, generics, device, backend } } => {
             let src = read_source(&file, slot)?;
-            let run_target = match target {
-                Target::Vulkan => crate::Target::Vulkan { device },
-                Target::Cuda => crate::Target::Cuda { device },
-                _ => {
-                    cpu_backend_built(cpu)?;
-                    crate::Target::Cpu(cpu.into())
-                }
-            };
+            let target = run_target(target, device, backend)?;
+            tune::tune(&src, &kernel, &args, &parse_generics(&generics)?, target, repeat, out, lints)
+        }
+        Cmd::Run {
+            file,
+            kernel,
+            args,
+            outs,
+            prints,
+            repeat,
+            on: Launching { target, generics, device, backend: cpu },
+        } => {
+            let src = read_source(&file, slot)?;
+            let run_target = run_target(target, device, cpu)?;
             let req = RunRequest {
                 kernel: &kernel,
                 args: &args,
@@ -445,6 +484,23 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
             Ok(())
         }
     }
+}
+
+/// The driver's target of `run` and `tune`: `--target`, `--device` and `--backend`. Errors:
+/// E0503 for a build-only target, E0505 for a CPU backend this build lacks.
+fn run_target(target: Target, device: Option<usize>, cpu: CpuGen) -> Result<crate::Target, Error> {
+    Ok(match target {
+        Target::Vulkan => crate::Target::Vulkan { device },
+        Target::Cuda => crate::Target::Cuda { device },
+        Target::Ptx => return Err(Error::usage("E0503", "`--target ptx` builds PTX: use `--target cuda` to run it")),
+        Target::Spirv => {
+            return Err(Error::usage("E0503", "`--target spirv` builds SPIR-V: use `--target vulkan` to run it"))
+        }
+        Target::Cpu => {
+            cpu_backend_built(cpu)?;
+            crate::Target::Cpu(cpu.into())
+        }
+    })
 }
 
 fn gen_dtype(dtype: &str) -> Result<Scalar, Error> {

@@ -29,6 +29,44 @@ fn split<'s>(flag: &str, s: &'s str, want: &str) -> Result<(&'s str, &'s str), E
     s.split_once('=').ok_or_else(|| Error::usage("E0501", format!("`--{flag} {s}`: expected {want}")))
 }
 
+/// Scalar `--arg` values by name, as written.
+pub(crate) type ScalarTexts = Vec<(String, String)>;
+
+/// The `--arg` values: arrays read from their `.npy` files, scalars kept as text (their types
+/// are their parameters', known once the kernel is instantiated: [`add_scalars`]). Errors:
+/// E0501 for a malformed or repeated `--arg`, the `.npy` reader's.
+pub(crate) fn read_args(flags: &[String]) -> Result<(HashMap<String, ArgValue>, ScalarTexts), Error> {
+    let mut args: HashMap<String, ArgValue> = HashMap::new();
+    let mut scalars: Vec<(String, String)> = Vec::new();
+    for a in flags {
+        let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
+        if args.contains_key(n) || scalars.iter().any(|(m, _)| m == n) {
+            return Err(Error::usage("E0501", format!("`--arg {a}`: `{n}` is given twice")));
+        }
+        if v.ends_with(".npy") {
+            args.insert(n.to_string(), ArgValue::Array(read_npy(v).map_err(run_error)?));
+        } else {
+            scalars.push((n.to_string(), v.to_string()));
+        }
+    }
+    Ok((args, scalars))
+}
+
+/// Adds the scalar `--arg` values to `args`, parsed as their parameters' types (`f64` for a
+/// name that is no parameter: binding reports it). Errors: E0414 naming the argument.
+pub(crate) fn add_scalars(
+    kernel: &tilec_midend::Kernel,
+    scalars: ScalarTexts,
+    args: &mut HashMap<String, ArgValue>,
+) -> Result<(), Error> {
+    for (n, v) in scalars {
+        let ty = kernel.params.iter().find(|p| p.name == n).and_then(|p| p.kind.scalar_type()).unwrap_or(Scalar::F64);
+        let value = parse_scalar(&v, ty).map_err(|e| run_error(e.for_argument(&n)))?;
+        args.insert(n, ArgValue::Scalar(value));
+    }
+    Ok(())
+}
+
 /// Runs the request; prints one line with the grid and the median time.
 pub(crate) fn run(
     src: &SourceSet,
@@ -48,34 +86,17 @@ pub(crate) fn run(
         outputs.push((n.to_string(), p));
     }
     // Arrays are read next: their dtypes choose the kernel's element types.
-    let mut args: HashMap<String, ArgValue> = HashMap::new();
-    let mut scalars: Vec<(String, String)> = Vec::new();
-    for a in req.args {
-        let (n, v) = split("arg", a, "NAME=FILE.npy or NAME=VALUE")?;
-        if args.contains_key(n) || scalars.iter().any(|(m, _)| m == n) {
-            return Err(Error::usage("E0501", format!("`--arg {a}`: `{n}` is given twice")));
-        }
-        if v.ends_with(".npy") {
-            args.insert(n.to_string(), ArgValue::Array(read_npy(v).map_err(run_error)?));
-        } else {
-            scalars.push((n.to_string(), v.to_string()));
-        }
-    }
+    let (mut args, scalars) = read_args(req.args)?;
     let session = crate::driver::Session::new(
         src.clone(),
-        crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false },
+        crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false, cache_dir: lints.cache_dir.clone() },
     );
     let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);
     let inst = session.instance(req.kernel, req.target, &request);
     lints.found.append(&mut session.take_warnings());
     let inst = inst?;
     let kernel = inst.kernel().clone();
-    // Scalars take the types of their parameters.
-    for (n, v) in scalars {
-        let ty = kernel.params.iter().find(|p| p.name == n).and_then(|p| p.kind.scalar_type()).unwrap_or(Scalar::F64);
-        let value = parse_scalar(&v, ty).map_err(|e| run_error(e.for_argument(&n)))?;
-        args.insert(n, ArgValue::Scalar(value));
-    }
+    add_scalars(&kernel, scalars, &mut args)?;
     for (n, _) in &outputs {
         if !args.contains_key(n) {
             let arr = zeros_for_output(&kernel, &args, n)?;
@@ -112,6 +133,9 @@ pub(crate) fn run(
     }
     if let Some(d) = device {
         line.push_str(&format!(" on {d}"));
+    }
+    if !inst.tuned().is_empty() {
+        line.push_str(&format!(" (tuned: {})", crate::driver::config_text(inst.tuned())));
     }
     let _ = writeln!(out, "{line}");
     for n in req.prints {

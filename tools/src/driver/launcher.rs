@@ -27,17 +27,33 @@ impl Target {
             Target::Cpu(backend) => {
                 Launcher::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(Error::compile)?))
             }
-            Target::Vulkan { device } => {
-                static DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
-                Launcher::Vulkan(open_cached(&DEVICES, device, tilec_runtime::VulkanDevice::open)?, Default::default())
-            }
+            Target::Vulkan { device } => Launcher::Vulkan(
+                open_cached(&VULKAN_DEVICES, device, tilec_runtime::VulkanDevice::open)?,
+                Default::default(),
+            ),
             Target::Cuda { device } => {
-                static DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
-                Launcher::Cuda(open_cached(&DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
+                Launcher::Cuda(open_cached(&CUDA_DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
             }
         })
     }
 }
+
+impl Target {
+    /// The name of the machine this target runs on: `cpu (Cranelift)` for the CPU, the device's
+    /// name for Vulkan and CUDA (opening it: E0420/E0422, E0430/E0432).
+    pub fn device_name(self) -> Result<String, Error> {
+        Ok(match self {
+            Target::Cpu(backend) => format!("cpu ({backend})"),
+            Target::Vulkan { device } => {
+                open_cached(&VULKAN_DEVICES, device, tilec_runtime::VulkanDevice::open)?.name().to_string()
+            }
+            Target::Cuda { device } => open_cached(&CUDA_DEVICES, device, tilec_runtime::CudaDevice::open)?.name(),
+        })
+    }
+}
+
+static VULKAN_DEVICES: Devices<tilec_runtime::VulkanDevice> = OnceLock::new();
+static CUDA_DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
 
 impl Launcher {
     /// Launches `kernel` of `module` on the arguments in `bound` `repeat` times (at least

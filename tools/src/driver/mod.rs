@@ -8,6 +8,7 @@
 //! line maps to its exit code.
 
 mod build;
+pub mod cache;
 mod cpu;
 pub(crate) mod cuda;
 mod error;
@@ -16,6 +17,7 @@ mod launcher;
 mod session;
 mod signature;
 mod target;
+mod tune;
 pub(crate) mod vulkan;
 
 pub use build::{Artifact, Build, BuildOptions, Emit};
@@ -25,4 +27,5 @@ pub use error::{Error, ErrorKind};
 pub use session::{Instance, InstanceRequest, Launch, Session, SessionOptions};
 pub use signature::{GenericSig, KernelSig, ParamSig};
 pub use target::{CodeGenerator, Lanes, Target};
+pub use tune::{arg_text, config_text, Space, Trial, TuneOptions, Tuning, Verdict};
 pub use vulkan::vulkan_launch;

@@ -17,12 +17,16 @@ use tilec_midend::{Kernel, Module, ParamKind, Scalar};
 use tilec_runtime::{convert_scalar, ArgValue, Bound, LaunchValues, RunError};
 
 /// Options that hold for every compile of a session.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
     /// Treat warnings as errors (`--deny warnings`).
     pub deny_warnings: bool,
     /// Run the IR verifier before and after every pass (always in debug builds).
     pub verify: bool,
+    /// The cache folder whose tuning records ([`Session::tune`]) launches use when the caller
+    /// fixes none of a kernel's tuned parameters; `None`: no records are read or written (the
+    /// command line, `Program::new` and Python use [`super::cache::default_dir`]).
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 /// What a launch asks of an instance: the element types and extents of its array arguments,
@@ -48,6 +52,8 @@ struct InstanceKey {
 pub struct Instance {
     pub(crate) module: Module,
     pub(crate) kernel: Kernel,
+    /// The tuned configuration it was compiled with (from a tuning record), if any.
+    pub(crate) tuned: Vec<(String, GenericArg)>,
     launcher: Launcher,
 }
 
@@ -55,6 +61,12 @@ impl Instance {
     /// The kernel instance (its symbol, parameters with their types after instantiation).
     pub fn kernel(&self) -> &Kernel {
         &self.kernel
+    }
+
+    /// The tuned parameters it was compiled with, from the cache's tuning record for its
+    /// kernel, target, device, dtypes and shapes (`BM = 64`); empty when none was used.
+    pub fn tuned(&self) -> &[(String, GenericArg)] {
+        &self.tuned
     }
 
     /// The module of the instance after the pass pipeline (its body, launch and `fn`s): what
@@ -106,6 +118,8 @@ pub struct Session {
     cache: Mutex<HashMap<InstanceKey, Arc<Instance>>>,
     /// Warnings of the instances compiled so far, for the command line to print.
     warnings: Mutex<Vec<Diagnostic>>,
+    /// The tuning space of each kernel asked about so far.
+    spaces: Mutex<HashMap<String, super::tune::Space>>,
 }
 
 impl Session {
@@ -134,12 +148,36 @@ impl Session {
             });
             kernels.collect()
         };
-        Session { src, parsed, parse_diags, sigs, opts, cache: Mutex::new(HashMap::new()), warnings: Mutex::default() }
+        Session {
+            src,
+            parsed,
+            parse_diags,
+            sigs,
+            opts,
+            cache: Mutex::new(HashMap::new()),
+            warnings: Mutex::default(),
+            spaces: Mutex::default(),
+        }
     }
 
     /// The sources.
     pub fn source(&self) -> &SourceSet {
         &self.src
+    }
+
+    /// The options.
+    pub fn options(&self) -> &SessionOptions {
+        &self.opts
+    }
+
+    /// The parsed sources, for the frontend.
+    pub(crate) fn parsed(&self) -> &Parsed {
+        &self.parsed
+    }
+
+    /// The tuning spaces asked about so far, by kernel.
+    pub(crate) fn spaces(&self) -> &Mutex<HashMap<String, super::tune::Space>> {
+        &self.spaces
     }
 
     /// The kernels: the main file's in source order, then the imported modules'.
@@ -214,6 +252,20 @@ impl Session {
     /// program's errors for this instance under the target's limits, code generation (E0901
     /// CPU, E0504 GPU), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
     pub fn instance(&self, kernel: &str, target: Target, request: &InstanceRequest) -> Result<Arc<Instance>, Error> {
+        let tuned = self.tuned(kernel, target, request);
+        let mut with_tuned = request.clone();
+        with_tuned.generics.extend(tuned.iter().cloned());
+        self.instance_as(kernel, target, &with_tuned, tuned)
+    }
+
+    /// [`Session::instance`] without a tuning record's configuration.
+    pub(crate) fn instance_as(
+        &self,
+        kernel: &str,
+        target: Target,
+        request: &InstanceRequest,
+        tuned: Vec<(String, GenericArg)>,
+    ) -> Result<Arc<Instance>, Error> {
         // (An unknown kernel is the frontend's E0107, with its spelling suggestion.)
         let sig = self.sigs.iter().find(|k| k.name == kernel);
         let mut generics = request.generics.clone();
@@ -236,12 +288,17 @@ impl Session {
         if let Some(inst) = cached(&self.cache) {
             return Ok(inst);
         }
-        let inst = Arc::new(self.build_instance(&key, &request.shapes)?);
+        let inst = Arc::new(self.build_instance(&key, &request.shapes, tuned)?);
         let mut c = self.cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         Ok(c.entry(key).or_insert(inst).clone())
     }
 
-    fn build_instance(&self, key: &InstanceKey, shapes: &[(String, Vec<u64>)]) -> Result<Instance, Error> {
+    fn build_instance(
+        &self,
+        key: &InstanceKey,
+        shapes: &[(String, Vec<u64>)],
+        tuned: Vec<(String, GenericArg)>,
+    ) -> Result<Instance, Error> {
         let dtypes: HashMap<String, Scalar> = key.dtypes.iter().cloned().collect();
         let shapes: HashMap<String, Vec<u64>> = shapes.iter().cloned().collect();
         let fixed: HashMap<String, GenericArg> = key.generics.iter().cloned().collect();
@@ -257,7 +314,7 @@ impl Session {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
         let launcher = key.target.launcher(&module)?;
-        Ok(Instance { module, kernel, launcher })
+        Ok(Instance { module, kernel, tuned, launcher })
     }
 
     /// Launches `inst` on the arguments in `bound` `repeat` times (at least once), each run

@@ -58,7 +58,7 @@ pub struct GenericSig {
     /// A `const` parameter (set by the caller; it may have a default) rather than an element
     /// type (inferred from the arrays).
     pub is_const: bool,
-    /// The declaration as written: `T: float`, `const BM: i32 = 32`.
+    /// The declaration as written: `T: float`, `const BM: i32 = 32 in [16, 32, 64]`.
     pub text: String,
 }
 
@@ -68,10 +68,14 @@ fn generic_text(g: &ast::GenericParam, text: &str) -> String {
     match g {
         ast::GenericParam::Type { name, bound: Some(b) } => format!("{}: {}", name.name, b.name),
         ast::GenericParam::Type { name, bound: None } => name.name.clone(),
-        ast::GenericParam::Const { name, ty, default } => {
+        ast::GenericParam::Const { name, ty, default, candidates } => {
             let mut s = format!("const {}: {}", name.name, src(ty.span()));
             if let Some(d) = default {
                 s.push_str(&format!(" = {}", src(d.span)));
+            }
+            if !candidates.is_empty() {
+                let c: Vec<&str> = candidates.iter().map(|e| src(e.span)).collect();
+                s.push_str(&format!(" in [{}]", c.join(", ")));
             }
             s
         }
