@@ -29,7 +29,7 @@ cargo clippy -p tilec-codegen-ptx -p tilec-codegen-cpu -p tilec -p tilec-tests -
 fix_dev_null
 cargo test --workspace -j"$jobs"
 fix_dev_null
-cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda -j"$jobs"
+cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda --test compile_cache -j"$jobs"
 # The same run tests with the LLVM CPU backend (`--backend llvm`) instead of Cranelift.
 fix_dev_null
 TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \

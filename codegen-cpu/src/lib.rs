@@ -131,6 +131,9 @@ enum CodeOwner {
     Cranelift(#[allow(dead_code)] Box<JITModule>),
     #[cfg(feature = "llvm")]
     Llvm(#[allow(dead_code)] llvm::LlvmJit),
+    /// Code loaded from an object file ([`load_jit_object`]).
+    #[cfg(feature = "llvm")]
+    Orc(#[allow(dead_code)] llvm::orc::OrcJit),
 }
 
 /// A JIT-compiled kernel; the code lives as long as this value.
@@ -207,6 +210,58 @@ pub fn compile_jit_with(module: &Module, kernel: &Kernel, backend: CpuBackend) -
         }
         #[cfg(not(feature = "llvm"))]
         CpuBackend::Llvm => Err(err(LLVM_NOT_BUILT)),
+    }
+}
+
+/// The object code of one kernel instance for this host's JIT, from the LLVM backend (the
+/// kernel function alone, position-independent, for the host's CPU and features): what a
+/// persistent compile cache keeps, to load with [`load_jit_object`]. Errors: code generation;
+/// [`LLVM_NOT_BUILT`] without the `llvm` feature.
+pub fn compile_jit_object(module: &Module, kernel: &Kernel) -> Result<Vec<u8>, CodegenError> {
+    #[cfg(feature = "llvm")]
+    {
+        llvm::compile_jit_object(module, kernel)
+    }
+    #[cfg(not(feature = "llvm"))]
+    {
+        let _ = (module, kernel);
+        Err(err(LLVM_NOT_BUILT))
+    }
+}
+
+/// Links an object of [`compile_jit_object`] into the process (LLVM's ORC LLJIT) and returns
+/// the kernel. Errors: LLVM's (a malformed object, a missing symbol); [`LLVM_NOT_BUILT`]
+/// without the `llvm` feature.
+///
+/// # Safety
+///
+/// `object` must be what [`compile_jit_object`] returned for `kernel` (or its module) on a
+/// host with the same CPU and features ([`llvm_host`]) and the same tilec: its code is run as
+/// the kernel. A cache must check that its bytes are those it stored.
+pub unsafe fn load_jit_object(object: &[u8], kernel: &Kernel) -> Result<JitKernel, CodegenError> {
+    #[cfg(feature = "llvm")]
+    {
+        let (code, entry) = llvm::orc::load(object, &kernel.symbol)?;
+        Ok(JitKernel { _code: CodeOwner::Orc(code), entry })
+    }
+    #[cfg(not(feature = "llvm"))]
+    {
+        let _ = (object, kernel);
+        Err(err(LLVM_NOT_BUILT))
+    }
+}
+
+/// The host as the LLVM backend compiles for it: its CPU name and features (empty without the
+/// `llvm` feature). Part of a compile cache's key.
+pub fn llvm_host() -> String {
+    #[cfg(feature = "llvm")]
+    {
+        use inkwell::targets::TargetMachine;
+        format!("{} {}", TargetMachine::get_host_cpu_name(), TargetMachine::get_host_cpu_features())
+    }
+    #[cfg(not(feature = "llvm"))]
+    {
+        String::new()
     }
 }
 

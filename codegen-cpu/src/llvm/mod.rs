@@ -34,6 +34,7 @@ mod factor;
 mod half;
 mod matmul;
 mod memory;
+pub(crate) mod orc;
 mod scalar;
 mod strided;
 mod tile;
@@ -307,6 +308,16 @@ pub(crate) fn compile_jit(module: &tilec_midend::Module, kernel: &Kernel) -> Res
             Err(e)
         }
     }
+}
+
+/// The object code of one kernel instance (no launch function), position-independent, for the
+/// host: what [`orc::load`] links back.
+pub(crate) fn compile_jit_object(module: &tilec_midend::Module, kernel: &Kernel) -> Result<Vec<u8>, CodegenError> {
+    let tm = host_machine(true)?;
+    let cx = Context::create();
+    let m = build(&cx, module, &[kernel], false, &tm)?;
+    let buf = tm.write_to_memory_buffer(&m, FileType::Object).map_err(err)?;
+    Ok(buf.as_slice().to_vec())
 }
 
 /// The optimised LLVM IR of one kernel instance.

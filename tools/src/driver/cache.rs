@@ -1,4 +1,5 @@
-//! The user's tilec cache folder: records that outlive a process (the tuner's winners), written
+//! The user's tilec cache folder: what outlives a process (the tuner's records, the LLVM CPU
+//! backend's object code), written
 //! so that concurrent processes never see half a file, and read back as untrusted input.
 
 use std::path::{Path, PathBuf};
@@ -24,27 +25,60 @@ pub(crate) fn key(parts: &[&str]) -> u64 {
     h
 }
 
-/// The file of record `key` of `kind` (a subfolder: `tune`) under `dir`.
+/// The file of entry `key` of `kind` (a subfolder: `tune` for tuning records, JSON; `obj` for
+/// object code) under `dir`.
 pub(crate) fn path(dir: &Path, kind: &str, key: u64) -> PathBuf {
-    dir.join(kind).join(format!("{key:016x}.json"))
+    let ext = if kind == "tune" { "json" } else { kind };
+    dir.join(kind).join(format!("{key:016x}.{ext}"))
 }
 
-/// The text of record `key` of `kind`, if there is one that can be read.
-pub(crate) fn read(dir: &Path, kind: &str, key: u64) -> Option<String> {
-    std::fs::read_to_string(path(dir, kind, key)).ok()
+/// The bytes of entry `key` of `kind`, if there is one that can be read.
+pub(crate) fn read(dir: &Path, kind: &str, key: u64) -> Option<Vec<u8>> {
+    std::fs::read(path(dir, kind, key)).ok()
+}
+
+/// Removes the least recently written entries of `kind` until they take at most `limit`
+/// bytes, and temporary files left by processes that died writing (older than an hour).
+/// Failures (another process removing the same file) are ignored.
+pub(crate) fn trim(dir: &Path, kind: &str, limit: u64) {
+    let Ok(entries) = std::fs::read_dir(dir.join(kind)) else { return };
+    let now = std::time::SystemTime::now();
+    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = Vec::new();
+    for e in entries.flatten() {
+        let Ok(meta) = e.metadata() else { continue };
+        let written = meta.modified().unwrap_or(now);
+        let stale = now.duration_since(written).is_ok_and(|age| age.as_secs() > 3600);
+        if e.file_name().to_string_lossy().ends_with(".tmp") {
+            if stale {
+                let _ = std::fs::remove_file(e.path());
+            }
+            continue;
+        }
+        files.push((written, meta.len(), e.path()));
+    }
+    files.sort();
+    let mut total: u64 = files.iter().map(|f| f.1).sum();
+    for (_, len, p) in files {
+        if total <= limit {
+            break;
+        }
+        if std::fs::remove_file(&p).is_ok() {
+            total -= len;
+        }
+    }
 }
 
 /// Writes record `key` of `kind`: to a file of this process and call first, then renamed over
 /// the record, so that a reader (another process included) sees the old record or the new one,
 /// never a part. Errors: the folder cannot be made or written.
-pub(crate) fn write(dir: &Path, kind: &str, key: u64, text: &str) -> std::io::Result<PathBuf> {
+pub(crate) fn write(dir: &Path, kind: &str, key: u64, bytes: &[u8]) -> std::io::Result<PathBuf> {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let p = path(dir, kind, key);
     let folder = p.parent().unwrap_or(dir);
     std::fs::create_dir_all(folder)?;
     let tmp = folder.join(format!(".{key:016x}.{}.{call}.tmp", std::process::id()));
-    std::fs::write(&tmp, text)?;
+    std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, &p).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })?;
@@ -66,16 +100,24 @@ mod tests {
                 let dir = &dir;
                 s.spawn(move || {
                     for _ in 0..20 {
-                        super::write(dir, "tune", 7, t).expect("written");
+                        super::write(dir, "tune", 7, t.as_bytes()).expect("written");
                     }
                 });
             }
         });
-        let got = super::read(&dir, "tune", 7).expect("a record");
+        let got = String::from_utf8(super::read(&dir, "tune", 7).expect("a record")).expect("text");
         assert!(texts.contains(&got), "a whole record");
         let files = std::fs::read_dir(dir.join("tune")).expect("the folder").count();
         assert_eq!(files, 1, "no temporary files left");
         assert_ne!(super::key(&["a", "bc"]), super::key(&["ab", "c"]));
+        // Trimming keeps the newest entries under the limit.
+        for k in 0..4u64 {
+            super::write(&dir, "obj", k, &[0u8; 1000]).expect("written");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        super::trim(&dir, "obj", 2500);
+        let left: Vec<bool> = (0..4).map(|k| super::read(&dir, "obj", k).is_some()).collect();
+        assert_eq!(left, [false, false, true, true]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

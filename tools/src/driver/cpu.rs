@@ -62,11 +62,27 @@ impl CpuRunner {
     /// [`crate::compile`] returns for one instance). Errors: E0107 when the module has no
     /// kernel, E0901 when code generation fails (or the backend is not built).
     pub fn from_module(module: Module, backend: CpuBackend) -> Result<CpuRunner, Vec<Diagnostic>> {
+        Self::from_module_cached(module, backend, None)
+    }
+
+    /// [`CpuRunner::from_module`]; with the LLVM backend and a cache folder, the object code
+    /// comes from the persistent compile cache there when it holds it, and is put there when
+    /// not (`driver/objects.rs`).
+    pub(crate) fn from_module_cached(
+        module: Module,
+        backend: CpuBackend,
+        cache: Option<&std::path::Path>,
+    ) -> Result<CpuRunner, Vec<Diagnostic>> {
         let Some(k) = module.kernels.first().cloned() else {
             return Err(vec![Diagnostic::error("E0107", "the module has no kernel instance")]);
         };
-        let jit = compile_jit_with(&module, &k, backend)
-            .map_err(|e| crate::Error::codegen("E0901", &module, &k, e.to_string(), e.loc).diagnostics)?;
+        let jit = match cache {
+            Some(dir) if backend == CpuBackend::Llvm && backend.available() => {
+                super::objects::llvm_jit(dir, &module, &k)
+            }
+            _ => compile_jit_with(&module, &k, backend),
+        };
+        let jit = jit.map_err(|e| crate::Error::codegen("E0901", &module, &k, e.to_string(), e.loc).diagnostics)?;
         Ok(CpuRunner { module, kernel: k, jit })
     }
 

@@ -20,13 +20,14 @@ pub(crate) enum Launcher {
 
 impl Target {
     /// The launcher of the first kernel instance of `module` on this target: on the CPU its
-    /// code, compiled now; on a GPU the device, opened now. Errors: E0901 (CPU code
+    /// code, compiled now (LLVM's from the persistent compile cache in `cache` where it is
+    /// there); on a GPU the device, opened now. Errors: E0901 (CPU code
     /// generation), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
-    pub(crate) fn launcher(self, module: &Module) -> Result<Launcher, Error> {
+    pub(crate) fn launcher(self, module: &Module, cache: Option<&std::path::Path>) -> Result<Launcher, Error> {
         Ok(match self {
-            Target::Cpu(backend) => {
-                Launcher::Cpu(Box::new(CpuRunner::from_module(module.clone(), backend).map_err(Error::compile)?))
-            }
+            Target::Cpu(backend) => Launcher::Cpu(Box::new(
+                CpuRunner::from_module_cached(module.clone(), backend, cache).map_err(Error::compile)?,
+            )),
             Target::Vulkan { device } => Launcher::Vulkan(
                 open_cached(&VULKAN_DEVICES, device, tilec_runtime::VulkanDevice::open)?,
                 Default::default(),

@@ -14,6 +14,7 @@ pub(crate) mod cuda;
 mod error;
 mod header;
 mod launcher;
+mod objects;
 mod session;
 mod signature;
 mod target;

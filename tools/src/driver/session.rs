@@ -8,7 +8,7 @@ use super::signature::{sig, KernelSig};
 use super::{Error, Target};
 use crate::{CpuRunner, Parsed, SourceSet};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tilec_frontend::{GenericArg, Instances};
 use tilec_grammar::ast;
@@ -23,8 +23,9 @@ pub struct SessionOptions {
     pub deny_warnings: bool,
     /// Run the IR verifier before and after every pass (always in debug builds).
     pub verify: bool,
-    /// The cache folder whose tuning records ([`Session::tune`]) launches use when the caller
-    /// fixes none of a kernel's tuned parameters; `None`: no records are read or written (the
+    /// The cache folder: the tuning records ([`Session::tune`]) that launches use for the tuned
+    /// parameters the caller does not give, and the LLVM CPU backend's object code (a second
+    /// process links it instead of compiling again); `None`: nothing is read or written (the
     /// command line, `Program::new` and Python use [`super::cache::default_dir`]).
     pub cache_dir: Option<std::path::PathBuf>,
 }
@@ -120,6 +121,10 @@ pub struct Session {
     warnings: Mutex<Vec<Diagnostic>>,
     /// The tuning space of each kernel asked about so far.
     spaces: Mutex<HashMap<String, super::tune::Space>>,
+    /// Tuning records looked up or written so far, by record key: launches read each file once.
+    records: Mutex<HashMap<u64, Vec<(String, GenericArg)>>>,
+    /// The digest of the sources, part of every record key (computed once).
+    sources_key: OnceLock<u64>,
 }
 
 impl Session {
@@ -157,6 +162,8 @@ impl Session {
             cache: Mutex::new(HashMap::new()),
             warnings: Mutex::default(),
             spaces: Mutex::default(),
+            records: Mutex::default(),
+            sources_key: OnceLock::new(),
         }
     }
 
@@ -178,6 +185,23 @@ impl Session {
     /// The tuning spaces asked about so far, by kernel.
     pub(crate) fn spaces(&self) -> &Mutex<HashMap<String, super::tune::Space>> {
         &self.spaces
+    }
+
+    /// The tuning records looked up or written so far, by record key.
+    pub(crate) fn records(&self) -> &Mutex<HashMap<u64, Vec<(String, GenericArg)>>> {
+        &self.records
+    }
+
+    /// The digest of the program's sources (the main file's and every module's).
+    pub(crate) fn sources_key(&self) -> u64 {
+        *self.sources_key.get_or_init(|| {
+            let mut parts: Vec<&str> = vec![&self.src.main_src];
+            for (n, t) in &self.src.modules {
+                parts.push(n);
+                parts.push(t);
+            }
+            super::cache::key(&parts)
+        })
     }
 
     /// The kernels: the main file's in source order, then the imported modules'.
@@ -313,7 +337,7 @@ impl Session {
         let Some(kernel) = module.kernels.first().cloned() else {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
-        let launcher = key.target.launcher(&module)?;
+        let launcher = key.target.launcher(&module, self.opts.cache_dir.as_deref())?;
         Ok(Instance { module, kernel, tuned, launcher })
     }
 

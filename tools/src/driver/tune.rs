@@ -112,15 +112,19 @@ impl Session {
         }
         let Ok(device) = target.device_name() else { return Vec::new() };
         let key = self.record_key(kernel, target, &device, request);
-        let Some(text) = cache::read(dir, "tune", key) else { return Vec::new() };
-        parse_record(&text, kernel, &space).unwrap_or_default()
+        if let Some(known) = self.records().lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return known.clone();
+        }
+        let text = cache::read(dir, "tune", key).and_then(|b| String::from_utf8(b).ok());
+        let found = text.and_then(|t| parse_record(&t, kernel, &space)).unwrap_or_default();
+        self.records().lock().unwrap_or_else(|p| p.into_inner()).insert(key, found.clone());
+        found
     }
 
     /// The key of the tuning record of `kernel` on `target`'s `device` for `request`.
     fn record_key(&self, kernel: &str, target: Target, device: &str, request: &InstanceRequest) -> u64 {
-        let src = self.source();
-        let mut parts: Vec<String> = vec![env!("CARGO_PKG_VERSION").into(), kernel.into(), src.main_src.clone()];
-        parts.extend(src.modules.iter().map(|(n, t)| format!("{n}\n{t}")));
+        let mut parts: Vec<String> =
+            vec![env!("CARGO_PKG_VERSION").into(), kernel.into(), format!("{:016x}", self.sources_key())];
         parts.push(format!("{target:?}"));
         parts.push(device.into());
         // What the arrays given say, in terms of the declaration, so that a launch that gives
@@ -286,10 +290,11 @@ impl Session {
                 "config": config,
                 "median_s": trials[b].median.map(|d| d.as_secs_f64()),
             });
-            let written = cache::write(dir, "tune", key, &format!("{text:#}\n")).map_err(|e| {
+            let written = cache::write(dir, "tune", key, format!("{text:#}\n").as_bytes()).map_err(|e| {
                 Error::coded("E0400", format!("cannot write the tuning record in `{}`: {e}", dir.display()))
             })?;
             record = Some(written);
+            self.records().lock().unwrap_or_else(|p| p.into_inner()).insert(key, trials[b].config.clone());
         }
         Ok(Tuning { trials, best, record, device: name })
     }
