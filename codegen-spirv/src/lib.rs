@@ -14,6 +14,8 @@
 //!
 //! The workgroup count of a dispatch is the part of the grid it covers.
 
+#![forbid(unsafe_code)]
+
 mod atomics;
 mod body;
 mod control;

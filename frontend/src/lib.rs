@@ -3,6 +3,8 @@
 //! Checking goes on after an error, so one run reports every error of a file; the module it
 //! returns is only meaningful when no error was reported.
 
+#![forbid(unsafe_code)]
+
 mod atomics;
 mod broadcast;
 mod builder;

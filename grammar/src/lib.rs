@@ -2,6 +2,8 @@
 //! parser and the syntax tree. Parsing never fails: it returns a tree (with `Error` nodes
 //! where the text could not be read) and every syntax error found.
 
+#![forbid(unsafe_code)]
+
 pub mod ast;
 pub mod diag;
 pub mod lexer;

@@ -3,6 +3,8 @@
 //! const-fold, fuse-maps, cse, simplify; guard-select for the CPU backends, block-rank1 for
 //! the LLVM one) and a scalar evaluator for launch functions.
 
+#![forbid(unsafe_code)]
+
 pub mod cse;
 pub mod dims;
 pub mod eval;

@@ -5,7 +5,8 @@
 //!
 //! Targets: both CPU code generators (LLVM in a `--features llvm` build), the SIMT form at 4
 //! to 64 lanes by its reference interpreter, Vulkan (lavapipe in CI; skipped without a device
-//! unless `TILEC_REQUIRE_VULKAN=1`) and CUDA (only where a driver and GPU exist). Results
+//! unless `TILEC_REQUIRE_VULKAN=1`) and CUDA (only where a driver and GPU exist, unless
+//! `TILEC_REQUIRE_CUDA=1`). Results
 //! must be identical bit for bit, NaN payloads aside, except where the language leaves the
 //! rounding to the device: `/`, `%` and `sqrt` on Vulkan (the Vulkan spec allows 2.5 ulp for
 //! `/` and 3 ulp for `sqrt`), whose results must be within 3 ulp.
@@ -406,7 +407,12 @@ fn vulkan_follows_the_scalar_semantics() {
 
 #[test]
 fn cuda_follows_the_scalar_semantics() {
-    let Ok(dev) = tilec_runtime::CudaDevice::open(None) else {
+    let dev = tilec_runtime::CudaDevice::open(None);
+    if let Err(e) = &dev {
+        // On a GPU machine a missing driver is a failure, not a skip (as TILEC_REQUIRE_VULKAN).
+        assert!(std::env::var("TILEC_REQUIRE_CUDA").as_deref() != Ok("1"), "TILEC_REQUIRE_CUDA=1: {e}");
+    }
+    let Ok(dev) = dev else {
         // Without a GPU: the tables' PTX at least assembles (the run needs a device).
         if tilec_codegen_ptx::AVAILABLE {
             let ptxas = tilec::find_ptxas().expect("ptxas (tools/install-deps.sh installs it)");

@@ -25,7 +25,7 @@ pub(crate) fn ptx_kernel(m: &Module, k: &Kernel, arch: &str) -> Result<tilec_cod
 
 /// Runs a kernel instance of `module` on a CUDA device: SIMT lowering ([`ptx_simt`]), PTX for
 /// the device's architecture, then `repeat + 1` launches from the same inputs of which the
-/// first (where the driver loads the module) is not timed. `bound` holds the results. Errors
+/// first (where the driver loads the module) is not timed (one launch for `repeat` 0). `bound` holds the results. Errors
 /// are diagnostics (E04xx from the runtime, E0504/E0505 from code generation).
 pub fn cuda_launch(
     dev: &tilec_runtime::CudaDevice,
@@ -61,8 +61,8 @@ pub(crate) fn cuda_launch_cached(
         }
     };
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
-    let mut times = dev.launch(&p, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
-    if times.len() > 1 {
+    let mut times = dev.launch(&p, kernel, bound, launch.grid, super::launcher::runs(repeat)).map_err(rerr)?;
+    if repeat > 0 && times.len() > 1 {
         times.remove(0);
     }
     Ok((launch, times))

@@ -58,7 +58,8 @@ static CUDA_DEVICES: Devices<tilec_runtime::CudaDevice> = OnceLock::new();
 
 impl Launcher {
     /// Launches `kernel` of `module` on the arguments in `bound` `repeat` times (at least
-    /// once), each run from the same inputs, and leaves the last run's results in `bound`.
+    /// once), each run from the same inputs, and leaves the last run's results in `bound`. A
+    /// GPU launches once more first, untimed, unless `repeat` is 0 ([`runs`]).
     pub(crate) fn launch(
         &self,
         module: &Module,
@@ -100,6 +101,17 @@ impl Launcher {
                 Ok(Launch { values, times, device: Some(dev.name()) })
             }
         }
+    }
+}
+
+/// The launches a GPU makes for `repeat` timed runs: a first, untimed one (where the driver
+/// compiles the shader or loads the module) and `repeat`; for `repeat` 0 a single launch
+/// whose time includes that (what an API call that needs no timing asks for).
+pub(crate) fn runs(repeat: u32) -> u32 {
+    if repeat == 0 {
+        1
+    } else {
+        repeat + 1
     }
 }
 

@@ -342,7 +342,8 @@ impl Session {
     }
 
     /// Launches `inst` on the arguments in `bound` `repeat` times (at least once), each run
-    /// from the same inputs, and leaves the last run's results in `bound`. On the CPU `mut`
+    /// from the same inputs, and leaves the last run's results in `bound`. On a GPU a first,
+    /// untimed launch comes before them, unless `repeat` is 0: then it is the one launch. On the CPU `mut`
     /// arrays are written in place; on a GPU they are copied to the device and back, except
     /// device arrays on CUDA, used in place. Errors: the E04xx codes of binding and launching,
     /// code generation for the device (E0504).

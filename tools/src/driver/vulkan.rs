@@ -23,7 +23,7 @@ pub(crate) fn spirv_kernel(
 /// Runs a kernel instance of `module` on a Vulkan device: SIMT lowering for the device's
 /// subgroup size, SPIR-V with arrays larger than a storage buffer split into chunks, then
 /// `repeat + 1` launches from the same inputs of which the first (where drivers compile the
-/// shader) is not timed. `bound` holds the results. Errors are diagnostics (E04xx, E0504).
+/// shader) is not timed (one launch for `repeat` 0). `bound` holds the results. Errors are diagnostics (E04xx, E0504).
 pub fn vulkan_launch(
     dev: &tilec_runtime::VulkanDevice,
     module: &Module,
@@ -62,8 +62,8 @@ pub(crate) fn vulkan_launch_cached(
         }
     };
     let launch = tilec_runtime::launch_values(module, kernel, bound).map_err(rerr)?;
-    let mut times = dev.launch(&spv, kernel, bound, launch.grid, repeat.max(1) + 1).map_err(rerr)?;
-    if times.len() > 1 {
+    let mut times = dev.launch(&spv, kernel, bound, launch.grid, super::launcher::runs(repeat)).map_err(rerr)?;
+    if repeat > 0 && times.len() > 1 {
         times.remove(0);
     }
     Ok((launch, times))
