@@ -77,8 +77,7 @@ fn llvm_cpu_object_code_snapshots() {
         let m = compiled(&src);
         let bytes = tilec_codegen_cpu::compile_object_for(&m, tilec::CpuBackend::Llvm, Some("x86-64-v3"))
             .unwrap_or_else(|e| panic!("{}: {e}", src.main_name));
-        let digest =
-            bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+        let digest = tilec::driver::cache::digest(&bytes);
         let symbols: Vec<&str> = m.kernels.iter().map(|k| k.symbol.as_str()).collect();
         let text = format!("{} bytes, FNV-1a {digest:016x}\n{}\n", bytes.len(), symbols.join("\n"));
         insta::assert_snapshot!(format!("llvm_obj_{key}"), text);

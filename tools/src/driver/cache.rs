@@ -16,13 +16,20 @@ pub fn default_dir() -> Option<PathBuf> {
 /// FNV-1a (64 bits) of `parts`, each followed by a zero byte: a key that is the same in every
 /// process and every build of tilec (unlike `std`'s hashers).
 pub(crate) fn key(parts: &[&str]) -> u64 {
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for p in parts {
-        for b in p.bytes().chain([0]) {
-            h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h
+    parts.iter().fold(FNV_OFFSET, |h, p| fnv(fnv(h, p.as_bytes()), &[0]))
+}
+
+/// FNV-1a (64 bits) of `bytes`: the digest that cache entries (and the LLVM object snapshots
+/// of the tests) carry.
+pub fn digest(bytes: &[u8]) -> u64 {
+    fnv(FNV_OFFSET, bytes)
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a's state `h` after `bytes`.
+fn fnv(h: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// The file of entry `key` of `kind` (a subfolder: `tune` for tuning records, JSON; `obj` for

@@ -6,6 +6,7 @@
 //! changed or cannot be loaded is rebuilt, never run.
 
 use super::cache;
+use super::cache::digest;
 use std::path::Path;
 use tilec_codegen_cpu::{CodegenError, JitKernel};
 use tilec_midend::{Kernel, Module};
@@ -53,10 +54,6 @@ fn unseal(entry: &[u8]) -> Option<&[u8]> {
     let (hex, object) = (rest.get(..16)?, rest.get(17..)?);
     let want = u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
     (rest.get(16) == Some(&b'\n') && digest(object) == want).then_some(object)
-}
-
-fn digest(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
 }
 
 #[cfg(test)]

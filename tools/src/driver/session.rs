@@ -277,6 +277,9 @@ impl Session {
     /// CPU, E0504 GPU), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
     pub fn instance(&self, kernel: &str, target: Target, request: &InstanceRequest) -> Result<Arc<Instance>, Error> {
         let tuned = self.tuned(kernel, target, request);
+        if tuned.is_empty() {
+            return self.instance_as(kernel, target, request, tuned);
+        }
         let mut with_tuned = request.clone();
         with_tuned.generics.extend(tuned.iter().cloned());
         self.instance_as(kernel, target, &with_tuned, tuned)
