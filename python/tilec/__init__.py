@@ -41,6 +41,8 @@ import numpy as np
 from . import _tilec
 
 __all__ = [
+    "__version__",
+    "build_info",
     "compile",
     "Module",
     "Kernel",
@@ -52,6 +54,19 @@ __all__ = [
     "UnknownKernelError",
     "linalg",
 ]
+
+
+def build_info():
+    """This build of tilec: a dict with ``version``, ``commit``, ``cpu_backends`` (the
+    default first: ``["llvm", "cranelift"]`` where LLVM is built in), ``targets`` (``"cpu"``,
+    ``"vulkan"``, and ``"cuda"`` with LLVM), ``llvm`` (its version, or None) and ``text``
+    (what ``tilec --version`` and ``python -m tilec --version`` print)."""
+    return dict(_tilec.build_info())
+
+
+#: The version, with the commit as its PEP 440 local part (``"0.1.0+2fc82530d72f"``); the
+#: code generators, targets and LLVM version are in :func:`build_info`.
+__version__ = "{version}+{commit}".format(**_tilec.build_info()).replace("-", ".")
 
 
 class TileError(Exception):
@@ -434,11 +449,15 @@ _programs = {}
 _lock = threading.Lock()
 
 
-def compile(source, *, target="cpu", device=None, backend="cranelift", name=None, deny_warnings=False, autotune=False):
+def compile(source, *, target="cpu", device=None, backend=None, name=None, deny_warnings=False, autotune=False):
     """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
     ``device`` picks a GPU by index: by default the first, or for CUDA the device of the CUDA
-    tensors passed, whose launches run on their device; ``backend="llvm"`` picks the CPU's LLVM code generator
-    where tilec was built with it; ``deny_warnings=True`` makes every warning an error, as
+    tensors passed, whose launches run on their device; ``backend`` is the CPU's code
+    generator: by default LLVM where tilec was built with it (the first calls of an instance
+    run Cranelift's code while LLVM compiles in the background, with the same results; later
+    processes load LLVM's code from the compile cache), else Cranelift; ``"llvm"`` or
+    ``"cranelift"`` picks one, as does the environment variable ``TILEC_CPU_BACKEND`` when
+    ``backend`` is not given; ``deny_warnings=True`` makes every warning an error, as
     ``tilec --deny warnings``; ``autotune=True`` tunes a kernel with tuning candidates, ``const
     BM: i32 = 64 in [32, 64, 128]``, on its first call for each target, dtypes and extents
     (rounded up to powers of two), as ``tilec tune`` does, unless a tuning record exists or the
@@ -457,6 +476,8 @@ def compile(source, *, target="cpu", device=None, backend="cranelift", name=None
     else:
         text = source
         name = name or "<string>.tile"
+    if backend is None:
+        backend = os.environ.get("TILEC_CPU_BACKEND") or None
     key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend, deny_warnings, autotune)
     with _lock:
         module = _programs.get(key)

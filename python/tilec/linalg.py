@@ -13,7 +13,7 @@ from . import _tilec
 from . import compile as _compile
 
 
-def on(target="cpu", device=None, backend="cranelift"):
+def on(target="cpu", device=None, backend=None):
     """The standard library compiled for ``target`` (see :func:`tilec.compile`)."""
     return _compile(_tilec.stdlib_source(), name="stdlib/linalg.tile", target=target, device=device, backend=backend)
 

@@ -72,3 +72,68 @@ fn a_second_session_links_the_cached_object_and_a_changed_one_is_rebuilt() {
     assert_eq!(std::fs::read(&stored[0]).expect("the entry"), bytes);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The stdlib's potrf on `batch` random SPD matrices of order 40 (f32) in session `s`: the
+/// launch (`repeat` runs) and the factor's bits.
+fn potrf_in(s: &Session, target: Target, repeat: u32) -> (tilec::driver::Launch, Vec<u32>) {
+    let spd = tilec_runtime::random_spd(5, 40, 3);
+    let a = HostArray::from_f64_as(Scalar::F32, &spd, &[5, 40, 40]).expect("A");
+    let arrays = HashMap::from([("A".to_string(), ArgValue::Array(a))]);
+    let inst =
+        s.instance("potrf_batched", target, &InstanceRequest::of_args(&arrays, &HashMap::new())).expect("instance");
+    let mut args: Vec<(String, ArgValue)> = arrays.into_iter().collect();
+    args.push(("eps".into(), ArgValue::Scalar(tilec_midend::Const::Float(1e-6, Scalar::F32))));
+    let (launch, bound) = s.run(&inst, args, repeat).expect("runs");
+    let bits = bound.array("A").expect("A").to_f64_vec().iter().map(|x| (*x as f32).to_bits()).collect();
+    (launch, bits)
+}
+
+fn stdlib_session(opts: SessionOptions) -> Session {
+    let text = tilec::STDLIB.iter().find(|(m, _)| *m == "linalg").expect("linalg").1;
+    Session::new(SourceSet::with_stdlib("stdlib/linalg.tile", text), opts)
+}
+
+/// Tiered CPU code (`driver/tiered.rs`): the first launches run Cranelift's code, the second
+/// starts LLVM's compile in the background and later launches run LLVM's code once it is
+/// there (and from the cache in a new session); a timed launch runs LLVM's; every launch gives
+/// the bits of Cranelift and of LLVM alone.
+#[test]
+fn tiered_code_runs_cranelift_first_then_llvm_with_the_same_bits() {
+    use tilec::driver::CodeGenerator;
+    let dir = std::env::temp_dir().join(format!("tilec-tiered-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (_, cranelift) = potrf_in(&stdlib_session(SessionOptions::default()), Target::Cpu(CpuBackend::Cranelift), 1);
+    let (alone, llvm) = potrf_in(&stdlib_session(SessionOptions::default()), LLVM, 1);
+    assert_eq!(alone.code, CodeGenerator::LlvmCpu);
+    assert_eq!(cranelift, llvm, "the two CPU code generators give the same bits");
+    let tiered = SessionOptions { cache_dir: Some(dir.clone()), tiered: true, ..Default::default() };
+
+    // First launch: Cranelift's code; the second starts the background compile, and the
+    // launches switch to LLVM's code when it is done.
+    let s = stdlib_session(tiered.clone());
+    let (first, bits) = potrf_in(&s, LLVM, 1);
+    assert_eq!((first.code, &bits), (CodeGenerator::Cranelift, &llvm));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let mut codes = Vec::new();
+    loop {
+        let (launch, bits) = potrf_in(&s, LLVM, 1);
+        assert_eq!(bits, llvm, "launch {} ({:?})", codes.len() + 2, launch.code);
+        codes.push(launch.code);
+        if launch.code == CodeGenerator::LlvmCpu || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(codes.last(), Some(&CodeGenerator::LlvmCpu), "LLVM's code never came: {} launches", codes.len());
+    assert_eq!(codes[0], CodeGenerator::Cranelift, "the second launch started the compile");
+    drop(s);
+    // A new session (another process) finds the object in the cache: LLVM's code at once.
+    let (cached, bits) = potrf_in(&stdlib_session(tiered), LLVM, 1);
+    assert_eq!((cached.code, &bits), (CodeGenerator::LlvmCpu, &llvm));
+    // A timed launch with nothing cached compiles LLVM's code before it runs.
+    let _ = std::fs::remove_dir_all(&dir);
+    let fresh = SessionOptions { cache_dir: Some(dir.clone()), tiered: true, ..Default::default() };
+    let (timed, bits) = potrf_in(&stdlib_session(fresh), LLVM, 3);
+    assert_eq!((timed.code, timed.times.len(), &bits), (CodeGenerator::LlvmCpu, 3, &llvm));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -97,7 +97,7 @@ fn through_api(c: &Case) -> Outcome {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
-    let target = Target::from_names(&c.target, None, "cranelift").expect("a target");
+    let target = Target::from_names(&c.target, None, Some("cranelift")).expect("a target");
     let mut args = Args::new();
     for (n, elem, shape) in &c.arrays {
         args = args.host(n, HostArray::zeros(*elem, shape).expect("zeros"));

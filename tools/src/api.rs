@@ -252,10 +252,12 @@ impl Program {
     /// Parses and checks `text` (named `name` in diagnostics). Errors: every diagnostic of the
     /// program (syntax, names, types and shapes of every kernel instance), as `tilec check`
     /// reports them, except that a const parameter without a default (E0302 for `check`) is
-    /// left to each launch to give, as `tilec run --generic` does.
+    /// left to each launch to give, as `tilec run --generic` does. Its sessions use the user's
+    /// cache folder and tiered CPU code ([`SessionOptions::tiered`]: on [`Target::CPU`] in a
+    /// build with LLVM, an instance's first launch runs Cranelift's code while LLVM compiles).
     pub fn new(name: &str, text: &str) -> Result<Program, Error> {
         let cache_dir = crate::driver::cache::default_dir();
-        Program::with_options(name, text, SessionOptions { cache_dir, ..Default::default() })
+        Program::with_options(name, text, SessionOptions { cache_dir, tiered: true, ..Default::default() })
     }
 
     /// [`Program::new`] with options: `deny_warnings` makes every warning an error, in the

@@ -21,6 +21,7 @@ pub mod driver;
 mod explain;
 pub mod lsp;
 mod render;
+mod version;
 
 pub use api::{Args, Element, Launched, Program, ScalarArg};
 pub use driver::{cuda_launch, find_ptxas, find_ptxas_13, ptxas, vulkan_launch, PtxasReport};
@@ -31,6 +32,7 @@ pub use half;
 pub use render::{render_diagnostics, ErrorFormat};
 pub use tilec_codegen_cpu::CpuBackend;
 pub use tilec_frontend::GenericArg;
+pub use version::BuildInfo;
 
 use std::collections::HashMap;
 use tilec_frontend::{Instances, Sources};

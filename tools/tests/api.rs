@@ -338,3 +338,27 @@ fn embed_example_runs() {
         assert_eq!(stdout.matches("(ok)").count(), 4, "{t}: {stdout}");
     }
 }
+
+/// `BuildInfo` (what `tilec --version` prints) names this build's code generators, the
+/// default first, its targets and LLVM where it is built in.
+#[test]
+fn build_info_names_the_code_generators_and_targets() {
+    let info = tilec::BuildInfo::get();
+    let text = info.to_string();
+    assert_eq!(info.version, env!("CARGO_PKG_VERSION"));
+    assert!(!info.commit.is_empty(), "{text}");
+    if tilec::CpuBackend::Llvm.available() {
+        assert_eq!(info.cpu_backends, [tilec::CpuBackend::Llvm, tilec::CpuBackend::Cranelift]);
+        assert_eq!(info.targets, ["cpu", "vulkan", "cuda"]);
+        assert!(info.llvm.as_deref().is_some_and(|v| v.starts_with("16.")), "{text}");
+        assert!(text.contains("CPU code generators: LLVM (default), Cranelift\n"), "{text}");
+        assert_eq!(tilec::Target::CPU, tilec::Target::Cpu(tilec::CpuBackend::Llvm));
+    } else {
+        assert_eq!(info.cpu_backends, [tilec::CpuBackend::Cranelift]);
+        assert_eq!(info.targets, ["cpu", "vulkan"]);
+        assert_eq!(info.llvm, None);
+        assert!(text.contains("CPU code generators: Cranelift (default); built without LLVM\n"), "{text}");
+        assert_eq!(tilec::Target::CPU, tilec::Target::Cpu(tilec::CpuBackend::Cranelift));
+    }
+    assert!(text.starts_with(&format!("tilec {} (commit {})\n", info.version, info.commit)), "{text}");
+}

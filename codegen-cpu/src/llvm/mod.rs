@@ -10,8 +10,9 @@
 //! The semantics are those of the Cranelift backend, operation by operation, with the same
 //! arithmetic in the same order for element-wise ops, reductions and products (gemm gives the
 //! same bits); Cholesky and the triangular solves follow the SIMT lowering (a multiply then a
-//! subtraction where Cranelift fuses them), so they agree with Cranelift to rounding. Both
-//! backends pass the same run tests.
+//! subtraction, as Cranelift's do), so the two give the same bits there too
+//! (`tile_ops::cpu_solves_and_cholesky_round_in_the_documented_order`, and the differential
+//! fuzzer compares their bits). Both backends pass the same run tests.
 //!
 //! Two rewrites of its own, both keeping the bits: the module first goes through
 //! `tilec_midend::passes::cpu_passes(true)` (with `block-rank1`: loops of rank-1 updates read

@@ -557,14 +557,20 @@ fn cholesky_in_order(elem: Scalar, a: &[f64], n: usize, eps: f64) -> Vec<f64> {
     (0..n * n).map(|e| if e % n <= e / n { u[e % n][e / n] } else { 0.0 }).collect()
 }
 
-/// The LLVM CPU backend takes the operations of the SIMT lowering in the documented order in
-/// its register solves and Cholesky (a product, then a subtraction, per unknown solved
-/// before, in order; then the division), so it agrees bit for bit with the in-order
-/// references above on odd, full, tall and wide tiles. (Cranelift fuses the product and the
-/// subtraction; it is checked to rounding by the tests above.)
+/// Every CPU code generator's output in `outs` equals `want` bit for bit.
+fn same_bits(outs: &[(tilec::CpuBackend, Vec<f64>)], want: &[f64], ctx: &str) {
+    for (backend, got) in outs {
+        assert_eq!(got.len(), want.len(), "{ctx}");
+        assert!(got.iter().zip(want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: {backend}: not bit for bit");
+    }
+}
+
+/// Both CPU code generators take the operations of the SIMT lowering in the documented order in
+/// their register solves and Cholesky (a product, then a subtraction, per unknown solved
+/// before, in order; then the division; never fused), so they agree bit for bit with the
+/// in-order references above, and with each other, on odd, full, tall and wide tiles.
 #[test]
-fn llvm_solves_and_cholesky_round_in_the_documented_order() {
-    let Some(llvm) = cpu_backends().into_iter().find(|b| matches!(b, tilec::CpuBackend::Llvm)) else { return };
+fn cpu_solves_and_cholesky_round_in_the_documented_order() {
     let mut rng = Rng::new(19);
     for elem in FLOATS {
         for op in TrsmOp::all() {
@@ -595,9 +601,8 @@ fn llvm_solves_and_cholesky_round_in_the_documented_order() {
                 };
                 let ctx = format!("{elem:?} {} n={n} m={m}", op.method());
                 let outs = outputs_per_backend(&set, "k", args, "X", &ctx);
-                let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
                 let want = trsm_in_order(elem, op, &a, n, &b, m);
-                assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+                same_bits(&outs, &want, &ctx);
             }
         }
         // A 13 x 13 system in 16 x 16 tiles: the triangular tile loaded into the identity
@@ -629,13 +634,12 @@ fn llvm_solves_and_cholesky_round_in_the_documented_order() {
             };
             let ctx = format!("{elem:?} {} {n}x{n} in a {t}x{t} tile", op.method());
             let outs = outputs_per_backend(&set, "k", args, "X", &ctx);
-            let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
             let mut a_pad = tile_of(&a, n, n, 0, 0, t, t);
             (n..t).for_each(|i| a_pad[i * t + i] = 1.0);
             let b_pad = tile_of(&b, xshape[0], xshape[1], 0, 0, pshape.0, pshape.1);
             let x = trsm_in_order(elem, op, &a_pad, t, &b_pad, m);
             let want = tile_of(&x, pshape.0, pshape.1, 0, 0, xshape[0], xshape[1]);
-            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+            same_bits(&outs, &want, &ctx);
         }
         for n in [16, 7, 33] {
             let a = tilec_tests::round_f32(&random_spd(1, n, 200 + n as u64));
@@ -656,9 +660,8 @@ fn llvm_solves_and_cholesky_round_in_the_documented_order() {
             };
             let ctx = format!("{elem:?} cholesky_ n={n}");
             let outs = outputs_per_backend(&set, "k", args, "O", &ctx);
-            let got = &outs.iter().find(|(be, _)| *be == llvm).expect("llvm ran").1;
             let want = cholesky_in_order(elem, &a, n, 1e-6);
-            assert!(got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()), "{ctx}: not bit for bit");
+            same_bits(&outs, &want, &ctx);
         }
     }
 }

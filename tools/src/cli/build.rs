@@ -22,7 +22,7 @@ pub(crate) struct BuildRequest<'a> {
     pub(crate) lanes: u32,
     pub(crate) arch: String,
     pub(crate) report: bool,
-    pub(crate) backend: CpuGen,
+    pub(crate) backend: Option<CpuGen>,
     pub(crate) cpu: Option<String>,
 }
 
@@ -81,7 +81,7 @@ pub(crate) fn build(
 
 /// The driver's target and artifact for the flags, or E0503 for a combination that has none.
 fn driver_request(req: &BuildRequest<'_>) -> Result<(crate::Target, Artifact), Error> {
-    let cpu = crate::Target::Cpu(req.backend.into());
+    let cpu = req.backend.map_or(crate::Target::CPU, |g| crate::Target::Cpu(g.into()));
     let stem = req.file.file_stem().map_or("tilec".into(), |s| s.to_string_lossy().into_owned());
     let guard: String =
         stem.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();

@@ -111,9 +111,10 @@ struct Launching {
     /// GPU, else any), for `--target cuda` in the driver's (default: 0).
     #[arg(long)]
     device: Option<usize>,
-    /// The code generator for `--target cpu`.
-    #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
-    backend: CpuGen,
+    /// The code generator for `--target cpu` (default: LLVM where this tilec has it, its
+    /// code compiled in the background while Cranelift's runs first; else Cranelift).
+    #[arg(long, value_enum)]
+    backend: Option<CpuGen>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -162,9 +163,10 @@ enum Cmd {
         /// with `--target cpu`: the compile time of each kernel instance.
         #[arg(long)]
         report: bool,
-        /// The code generator for `--target cpu`.
-        #[arg(long, value_enum, default_value_t = CpuGen::Cranelift)]
-        backend: CpuGen,
+        /// The code generator for `--target cpu` (default: LLVM where this tilec has it, else
+        /// Cranelift).
+        #[arg(long, value_enum)]
+        backend: Option<CpuGen>,
         /// The CPU model of the object file with `--backend llvm`: x86-64, x86-64-v2,
         /// x86-64-v3 (AVX2, FMA) or x86-64-v4 (AVX-512) on x86-64 hosts (default: the host's
         /// CPU and features, which other machines may lack).
@@ -243,6 +245,8 @@ pub(crate) struct Lints {
     pub(crate) found: Vec<Diagnostic>,
     /// The cache folder of tuning records (`--cache-dir`, else the user's).
     pub(crate) cache_dir: Option<PathBuf>,
+    /// Tiered CPU code (`SessionOptions::tiered`): `run` with no `--backend`.
+    pub(crate) tiered: bool,
 }
 
 impl Lints {
@@ -285,7 +289,15 @@ pub(crate) fn run_error(e: RunError) -> Error {
 
 /// Runs the command line `args` (including the program name); returns the exit code.
 pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, color: bool) -> i32 {
-    let cli = match Cli::try_parse_from(args) {
+    use clap::{CommandFactory, FromArgMatches};
+    // `--version`: the build (`-V`: the version alone). clap prints the name before it.
+    static LONG_VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let long_version = LONG_VERSION.get_or_init(|| {
+        let info = crate::BuildInfo::get().to_string();
+        info.strip_prefix("tilec ").unwrap_or(&info).to_string()
+    });
+    let parsed = Cli::command().long_version(long_version.as_str()).try_get_matches_from(args);
+    let cli = match parsed.and_then(|m| Cli::from_arg_matches(&m)) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -300,7 +312,7 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
     };
     let mut src_for_render: Option<SourceSet> = None;
     let cache_dir = cli.cache_dir.or_else(crate::driver::cache::default_dir);
-    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new(), cache_dir };
+    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new(), cache_dir, tiered: false };
     // Tools reading JSON diagnostics get no summary line from `check`.
     let cmd = match cli.cmd {
         Cmd::Check { file, target, .. } if format == ErrorFormat::Json => Cmd::Check { file, target, quiet: true },
@@ -451,6 +463,7 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
         } => {
             let src = read_source(&file, slot)?;
             let run_target = run_target(target, device, cpu)?;
+            lints.tiered = cpu.is_none();
             let req = RunRequest {
                 kernel: &kernel,
                 args: &args,
@@ -486,9 +499,10 @@ fn dispatch(cmd: Cmd, out: &mut dyn Write, slot: &mut Option<SourceSet>, lints: 
     }
 }
 
-/// The driver's target of `run` and `tune`: `--target`, `--device` and `--backend`. Errors:
-/// E0503 for a build-only target, E0505 for a CPU backend this build lacks.
-fn run_target(target: Target, device: Option<usize>, cpu: CpuGen) -> Result<crate::Target, Error> {
+/// The driver's target of `run` and `tune`: `--target`, `--device` and `--backend` (none:
+/// [`crate::Target::CPU`]). Errors: E0503 for a build-only target, E0505 for a CPU backend
+/// this build lacks.
+fn run_target(target: Target, device: Option<usize>, cpu: Option<CpuGen>) -> Result<crate::Target, Error> {
     Ok(match target {
         Target::Vulkan => crate::Target::Vulkan { device },
         Target::Cuda => crate::Target::Cuda { device },
@@ -496,10 +510,13 @@ fn run_target(target: Target, device: Option<usize>, cpu: CpuGen) -> Result<crat
         Target::Spirv => {
             return Err(Error::usage("E0503", "`--target spirv` builds SPIR-V: use `--target vulkan` to run it"))
         }
-        Target::Cpu => {
-            cpu_backend_built(cpu)?;
-            crate::Target::Cpu(cpu.into())
-        }
+        Target::Cpu => match cpu {
+            Some(cpu) => {
+                cpu_backend_built(cpu)?;
+                crate::Target::Cpu(cpu.into())
+            }
+            None => crate::Target::CPU,
+        },
     })
 }
 

@@ -89,7 +89,12 @@ pub(crate) fn run(
     let (mut args, scalars) = read_args(req.args)?;
     let session = crate::driver::Session::new(
         src.clone(),
-        crate::driver::SessionOptions { deny_warnings: lints.deny, verify: false, cache_dir: lints.cache_dir.clone() },
+        crate::driver::SessionOptions {
+            deny_warnings: lints.deny,
+            verify: false,
+            cache_dir: lints.cache_dir.clone(),
+            tiered: lints.tiered,
+        },
     );
     let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);
     let inst = session.instance(req.kernel, req.target, &request);
@@ -108,7 +113,8 @@ pub(crate) fn run(
     for n in outputs.iter().map(|(n, _)| n).chain(req.prints) {
         bound.output(&kernel, n).map_err(run_error)?;
     }
-    let crate::driver::Launch { values: launch, mut times, device } = session.launch(&inst, &mut bound, req.repeat)?;
+    let crate::driver::Launch { values: launch, mut times, device, .. } =
+        session.launch(&inst, &mut bound, req.repeat)?;
     // All outputs or none: every file is written to a temporary first, then all are renamed.
     let mut arrays: Vec<(&Path, &HostArray)> = Vec::new();
     for (n, p) in &outputs {

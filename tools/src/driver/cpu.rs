@@ -14,6 +14,8 @@ pub struct CpuRunner {
     pub module: Module,
     pub kernel: Kernel,
     jit: JitKernel,
+    /// The code generator that made `jit`.
+    backend: CpuBackend,
 }
 
 /// What one launch did: the grid and the flop count from the launch function.
@@ -83,7 +85,18 @@ impl CpuRunner {
             _ => compile_jit_with(&module, &k, backend),
         };
         let jit = jit.map_err(|e| crate::Error::codegen("E0901", &module, &k, e.to_string(), e.loc).diagnostics)?;
-        Ok(CpuRunner { module, kernel: k, jit })
+        Ok(CpuRunner { module, kernel: k, jit, backend })
+    }
+
+    /// The runner of code `jit` that LLVM compiled for the first kernel of `module`.
+    pub(crate) fn from_llvm_jit(module: Module, jit: JitKernel) -> Option<CpuRunner> {
+        let kernel = module.kernels.first().cloned()?;
+        Some(CpuRunner { module, kernel, jit, backend: CpuBackend::Llvm })
+    }
+
+    /// The code generator that compiled it.
+    pub fn backend(&self) -> CpuBackend {
+        self.backend
     }
 
     /// Binds `args` (checking dtypes and shapes) and runs the kernel once.

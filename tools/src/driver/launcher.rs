@@ -2,16 +2,19 @@
 //! once and runs its programs on rayon's threads; Vulkan and CUDA open their device (once per
 //! process) and generate SPIR-V or PTX on the instance's first launch.
 
-use super::{CpuRunner, Error, Launch, Target};
+use super::{CodeGenerator, CpuRunner, Error, Launch, Target};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use tilec_codegen_cpu::CpuBackend;
 use tilec_midend::{Kernel, Module};
 use tilec_runtime::{Bound, RunError};
 
 /// The launcher of one kernel instance.
 pub(crate) enum Launcher {
     Cpu(Box<CpuRunner>),
+    /// Cranelift's code until LLVM's is compiled in the background (`driver/tiered.rs`).
+    Tiered(Box<super::tiered::Tiered>),
     /// The device and the instance's shaders, generated on first use.
     Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
     /// The device and the instance's PTX, generated on first use.
@@ -21,10 +24,24 @@ pub(crate) enum Launcher {
 impl Target {
     /// The launcher of the first kernel instance of `module` on this target: on the CPU its
     /// code, compiled now (LLVM's from the persistent compile cache in `cache` where it is
-    /// there); on a GPU the device, opened now. Errors: E0901 (CPU code
+    /// there; with `tiered`, LLVM's code that is not there is compiled in the background and
+    /// Cranelift's runs meanwhile); on a GPU the device, opened now. Errors: E0901 (CPU code
     /// generation), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
-    pub(crate) fn launcher(self, module: &Module, cache: Option<&std::path::Path>) -> Result<Launcher, Error> {
+    pub(crate) fn launcher(
+        self,
+        module: &Module,
+        cache: Option<&std::path::Path>,
+        tiered: bool,
+    ) -> Result<Launcher, Error> {
         Ok(match self {
+            Target::Cpu(CpuBackend::Llvm) if tiered && CpuBackend::Llvm.available() => {
+                let kernel = module.kernels.first();
+                let hit = cache.zip(kernel).and_then(|(dir, k)| super::objects::llvm_cached(dir, module, k));
+                match hit.and_then(|jit| CpuRunner::from_llvm_jit(module.clone(), jit)) {
+                    Some(runner) => Launcher::Cpu(Box::new(runner)),
+                    None => Launcher::Tiered(Box::new(super::tiered::Tiered::start(module, cache)?)),
+                }
+            }
             Target::Cpu(backend) => Launcher::Cpu(Box::new(
                 CpuRunner::from_module_cached(module.clone(), backend, cache).map_err(Error::compile)?,
             )),
@@ -68,21 +85,13 @@ impl Launcher {
         repeat: u32,
     ) -> Result<Launch, Error> {
         match self {
-            Launcher::Cpu(runner) => {
-                let runs = repeat.max(1);
-                let mut times = Vec::with_capacity(runs as usize);
-                // Every run but the last on a copy: in-place kernels would otherwise see their
-                // own output.
-                for _ in 1..runs {
-                    let mut b = bound.clone();
-                    let t0 = Instant::now();
-                    runner.run_bound(&mut b).map_err(Error::run)?;
-                    times.push(t0.elapsed());
-                }
-                let t0 = Instant::now();
-                let values = runner.run_bound(bound).map_err(Error::run)?;
-                times.push(t0.elapsed());
-                Ok(Launch { values, times, device: None })
+            Launcher::Cpu(runner) => cpu_launch(runner, bound, repeat, None),
+            Launcher::Tiered(tiered) => {
+                // Timed runs need LLVM's code; a single launch takes what is ready, and the
+                // second starts LLVM's compile in the background.
+                tiered.count_launch();
+                let (runner, _) = tiered.runner(repeat > 1)?;
+                cpu_launch(runner, bound, repeat, None)
             }
             Launcher::Vulkan(dev, shaders) => {
                 let (values, mut times) =
@@ -91,17 +100,49 @@ impl Launcher {
                     times.push(Duration::ZERO);
                 }
                 let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
-                Ok(Launch { values, times, device })
+                Ok(Launch { values, times, device, code: CodeGenerator::Spirv })
             }
             Launcher::Cuda(dev, ptx) => {
                 let (values, mut times) = super::cuda::cuda_launch_cached(dev, module, kernel, bound, repeat, ptx)?;
                 if times.is_empty() {
                     times.push(Duration::ZERO);
                 }
-                Ok(Launch { values, times, device: Some(dev.name()) })
+                Ok(Launch { values, times, device: Some(dev.name()), code: CodeGenerator::LlvmPtx })
             }
         }
     }
+}
+
+impl Launcher {
+    /// Waits for the instance's final code: LLVM's, for tiered CPU code (what tuning times).
+    /// Errors: LLVM's code generation (E0901).
+    pub(crate) fn settle(&self) -> Result<(), Error> {
+        match self {
+            Launcher::Tiered(tiered) => tiered.runner(true).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Runs `runner` `repeat` times (at least once) on `bound`, every run but the last on a copy
+/// (in-place kernels would otherwise see their own output).
+fn cpu_launch(runner: &CpuRunner, bound: &mut Bound, repeat: u32, device: Option<String>) -> Result<Launch, Error> {
+    let runs = repeat.max(1);
+    let mut times = Vec::with_capacity(runs as usize);
+    for _ in 1..runs {
+        let mut b = bound.clone();
+        let t0 = Instant::now();
+        runner.run_bound(&mut b).map_err(Error::run)?;
+        times.push(t0.elapsed());
+    }
+    let t0 = Instant::now();
+    let values = runner.run_bound(bound).map_err(Error::run)?;
+    times.push(t0.elapsed());
+    let code = match runner.backend() {
+        CpuBackend::Cranelift => CodeGenerator::Cranelift,
+        CpuBackend::Llvm => CodeGenerator::LlvmCpu,
+    };
+    Ok(Launch { values, times, device, code })
 }
 
 /// The launches a GPU makes for `repeat` timed runs: a first, untimed one (where the driver

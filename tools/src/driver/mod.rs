@@ -18,6 +18,7 @@ mod objects;
 mod session;
 mod signature;
 mod target;
+mod tiered;
 mod tune;
 pub(crate) mod vulkan;
 

@@ -21,15 +21,9 @@ const MAGIC: &[u8] = b"tilec object\n";
 /// object, else compiled, stored there and loaded. A cache that cannot be written is no error.
 /// Errors: code generation's, LLVM's loading of a fresh object.
 pub(crate) fn llvm_jit(dir: &Path, module: &Module, kernel: &Kernel) -> Result<JitKernel, CodegenError> {
-    let ir = tilec_midend::print::print_module(module);
-    let host = tilec_codegen_cpu::llvm_host();
-    let key = cache::key(&[env!("CARGO_PKG_VERSION"), "llvm cpu object", &host, &kernel.symbol, &ir]);
-    if let Some(object) = cache::read(dir, "obj", key).as_deref().and_then(unseal) {
-        // SAFETY: the digest shows these are the bytes `compile_jit_object` made for this key:
-        // this instance's IR on this host with this tilec.
-        if let Ok(jit) = unsafe { tilec_codegen_cpu::load_jit_object(object, kernel) } {
-            return Ok(jit);
-        }
+    let key = object_key(module, kernel);
+    if let Some(jit) = load(dir, key, kernel) {
+        return Ok(jit);
     }
     let object = tilec_codegen_cpu::compile_jit_object(module, kernel)?;
     if cache::write(dir, "obj", key, &seal(&object)).is_ok() {
@@ -37,6 +31,27 @@ pub(crate) fn llvm_jit(dir: &Path, module: &Module, kernel: &Kernel) -> Result<J
     }
     // SAFETY: just made by `compile_jit_object` for this kernel on this host.
     unsafe { tilec_codegen_cpu::load_jit_object(&object, kernel) }
+}
+
+/// `kernel` of `module` JIT-compiled with LLVM, if the cache folder `dir` holds its object.
+pub(crate) fn llvm_cached(dir: &Path, module: &Module, kernel: &Kernel) -> Option<JitKernel> {
+    load(dir, object_key(module, kernel), kernel)
+}
+
+/// The cache key of an instance's object: tilec's version, the host, the instance's IR.
+fn object_key(module: &Module, kernel: &Kernel) -> u64 {
+    let ir = tilec_midend::print::print_module(module);
+    let host = tilec_codegen_cpu::llvm_host();
+    cache::key(&[env!("CARGO_PKG_VERSION"), "llvm cpu object", &host, &kernel.symbol, &ir])
+}
+
+/// The object under `key`, loaded, when the cache holds an intact one that loads.
+fn load(dir: &Path, key: u64, kernel: &Kernel) -> Option<JitKernel> {
+    let entry = cache::read(dir, "obj", key)?;
+    let object = unseal(&entry)?;
+    // SAFETY: the digest shows these are the bytes `compile_jit_object` made for this key:
+    // this instance's IR on this host with this tilec.
+    unsafe { tilec_codegen_cpu::load_jit_object(object, kernel) }.ok()
 }
 
 /// An object with its header: the magic line, then the FNV-1a digest of the object in hex and

@@ -28,6 +28,12 @@ pub struct SessionOptions {
     /// process links it instead of compiling again); `None`: nothing is read or written (the
     /// command line, `Program::new` and Python use [`super::cache::default_dir`]).
     pub cache_dir: Option<std::path::PathBuf>,
+    /// Tiered CPU code: an LLVM instance whose object is not in the compile cache runs
+    /// Cranelift's code while LLVM compiles it in the background, and LLVM's once it is
+    /// ready; launches of more than one timed run wait for it (`driver/tiered.rs`). The two
+    /// give the same bits. The command line and Python use it when no CPU backend is named,
+    /// [`crate::Program::new`] always.
+    pub tiered: bool,
 }
 
 /// What a launch asks of an instance: the element types and extents of its array arguments,
@@ -70,6 +76,13 @@ impl Instance {
         &self.tuned
     }
 
+    /// Waits until the instance runs its final code: with tiered CPU code
+    /// ([`SessionOptions::tiered`]), until LLVM's is compiled. Errors: LLVM's code generation
+    /// (E0901).
+    pub fn settle(&self) -> Result<(), Error> {
+        self.launcher.settle()
+    }
+
     /// The module of the instance after the pass pipeline (its body, launch and `fn`s): what
     /// the SIMT lowering and the code generators start from.
     pub fn module(&self) -> &Module {
@@ -100,11 +113,13 @@ impl InstanceRequest {
 }
 
 /// What one call of [`Session::launch`] did: the grid and flop count, the time of each run,
-/// and the device it ran on (`None` for the CPU).
+/// the device it ran on (`None` for the CPU), and the code generator whose code ran (on the
+/// CPU with tiered code, Cranelift's until LLVM's is ready).
 pub struct Launch {
     pub values: LaunchValues,
     pub times: Vec<Duration>,
     pub device: Option<String>,
+    pub code: super::CodeGenerator,
 }
 
 /// A program: its sources parsed once, its kernels' signatures, the session's options, and
@@ -340,7 +355,7 @@ impl Session {
         let Some(kernel) = module.kernels.first().cloned() else {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
-        let launcher = key.target.launcher(&module, self.opts.cache_dir.as_deref())?;
+        let launcher = key.target.launcher(&module, self.opts.cache_dir.as_deref(), self.opts.tiered)?;
         Ok(Instance { module, kernel, tuned, launcher })
     }
 

@@ -84,19 +84,21 @@ impl CodeGenerator {
 }
 
 impl Target {
-    /// The CPU with the default code generator (Cranelift).
-    pub const CPU: Target = Target::Cpu(CpuBackend::Cranelift);
+    /// The CPU with the default code generator: LLVM where this build has it (the `llvm`
+    /// feature), else Cranelift.
+    pub const CPU: Target = Target::Cpu(CpuBackend::BEST);
 
     /// The target named `name` (`"cpu"`, `"vulkan"` or `"cuda"`, as the command line's
     /// `--target` of `run` and Python's `target=` spell it), on device `device`, with CPU code
-    /// generator `backend` (`"cranelift"` or `"llvm"`). Errors: E0501 for another name, E0505
-    /// for the LLVM backend in a build without it.
-    pub fn from_names(name: &str, device: Option<usize>, backend: &str) -> Result<Target, Error> {
+    /// generator `backend` (`"cranelift"` or `"llvm"`; `None`: [`Target::CPU`]'s). Errors:
+    /// E0501 for another name, E0505 for the LLVM backend in a build without it.
+    pub fn from_names(name: &str, device: Option<usize>, backend: Option<&str>) -> Result<Target, Error> {
         let target = match name {
             "cpu" => match backend {
-                "cranelift" => Target::Cpu(CpuBackend::Cranelift),
-                "llvm" => Target::Cpu(CpuBackend::Llvm),
-                _ => {
+                None => Target::CPU,
+                Some("cranelift") => Target::Cpu(CpuBackend::Cranelift),
+                Some("llvm") => Target::Cpu(CpuBackend::Llvm),
+                Some(backend) => {
                     return Err(Error::usage(
                         "E0501",
                         format!("unknown CPU backend \"{backend}\" (expected \"cranelift\" or \"llvm\")"),

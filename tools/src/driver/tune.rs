@@ -231,7 +231,7 @@ impl Session {
                 (Ok(i), _) => i,
             };
             let owned = args.iter().map(|(n, a)| (n.clone(), a.clone()));
-            let launched = self.run(&inst, owned, 1).and_then(|(l1, bound)| {
+            let launched = inst.settle().and_then(|()| self.run(&inst, owned, 1)).and_then(|(l1, bound)| {
                 let slow = best.is_some_and(|(_, b)| l1.times[0] > 2 * b);
                 if slow {
                     return Ok((vec![l1.times[0]], bound, l1.device, true));
