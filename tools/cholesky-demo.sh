@@ -2,12 +2,21 @@
 # The main job: factor 4096 random SPD matrices of 92x92 (f32) with the stdlib's
 # potrf_batched on the CPU target, write the factor to target/demo/L.npy, and check it: the
 # `residual` kernel of examples/cholesky.tile prints max |A - L L^T| / max |A| over the batch.
+# With LLVM 16 installed (tools/install-deps.sh, or `apt-get install llvm-16-dev
+# libpolly-16-dev`) tilec is built with it, its default CPU code generator; else with
+# Cranelift alone. `tilec --version` (printed first) says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/fix-dev-null.sh
 fix_dev_null
-cargo build --release -j"${TILEC_JOBS:-2}" -p tilec
+features=()
+if [ -x "${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}/bin/llvm-config" ]; then
+    export LLVM_SYS_160_PREFIX="${LLVM_SYS_160_PREFIX:-/usr/lib/llvm-16}"
+    features=(--features llvm)
+fi
+cargo build --release -j"${TILEC_JOBS:-2}" -p tilec ${features[@]+"${features[@]}"}
 tilec=target/release/tilec
+"$tilec" --version
 mkdir -p target/demo
 "$tilec" gen-spd --batch 4096 --n 92 --dtype f32 --seed 1 -o target/demo/spd.npy
 "$tilec" run stdlib/linalg.tile --kernel potrf_batched \

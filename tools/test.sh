@@ -31,7 +31,7 @@ cargo test --workspace -j"$jobs"
 fix_dev_null
 cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda --test compile_cache -j"$jobs"
 fix_dev_null
-cargo test -p tilec --features ptx --test tiered -j"$jobs"
+cargo test -p tilec --features ptx --lib --test tiered -j"$jobs"
 # The same run tests with the LLVM CPU backend (`--backend llvm`) instead of Cranelift.
 fix_dev_null
 TILEC_TEST_CPU_BACKEND=llvm cargo test -p tilec-tests --features ptx -j"$jobs" \

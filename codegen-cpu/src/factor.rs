@@ -336,8 +336,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     var
                 })
                 .collect();
-            let (klo, khi) = if forward { (Ix::C(0), i) } else { (l.ix_affine(i, 1, 1), Ix::C(nn)) };
-            l.ix_loop(klo, khi, false, |l, k| {
+            // The unknowns solved before, in the order they were solved: `k = 0 .. i` forward,
+            // `k = n-1` down to `i+1` backward (the documented order: the same bits as LLVM).
+            l.ix_loop(Ix::C(0), step, false, |l, j| {
+                let k = if forward { j } else { l.ix_affine(j, -1, nn - 1) };
                 let (ta, to) = coef(l, i, k);
                 let t = l.ld(s, ta, to);
                 let t = if vt.is_some() { l.b.ins().splat(ty, t) } else { t };

@@ -717,3 +717,29 @@ kernel work<const REPS: i32 = 2000 in [1, 2000]>(X: f32[N], Y: mut f32[N]) grid(
     y2 = np.zeros_like(x)
     m.work(x, y2)
     np.testing.assert_array_equal(y2, 2 * x)
+
+
+def test_version_names_the_build():
+    """``tilec.__version__`` is a PEP 440 version whose local part names the commit, the
+    targets and the CPU's code generators with LLVM's version, as ``build_info()`` and
+    ``python -m tilec --version`` (what ``tilec --version`` prints) do."""
+    from packaging.version import Version
+
+    info = tilec.build_info()
+    v = Version(tilec.__version__)
+    assert v.public == info["version"]
+    local = tilec.__version__.split("+", 1)[1].split(".")
+    assert local[0] == info["commit"].split("-")[0]
+    for t in info["targets"]:
+        assert t in local
+    backends = info["cpu_backends"]
+    assert backends[-1] == "cranelift" and set(backends) <= {"llvm", "cranelift"}
+    if "llvm" in backends:
+        assert backends[0] == "llvm" and info["llvm"].startswith("16.")
+        assert "cuda" in info["targets"] and ("llvm" + info["llvm"]) in tilec.__version__
+        assert "CPU code generators: LLVM (default), Cranelift" in info["text"]
+    else:
+        assert info["llvm"] is None and "built without LLVM" in info["text"]
+    r = subprocess.run([sys.executable, "-m", "tilec", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == info["text"], r.stdout + r.stderr
+

@@ -64,9 +64,23 @@ def build_info():
     return dict(_tilec.build_info())
 
 
-#: The version, with the commit as its PEP 440 local part (``"0.1.0+2fc82530d72f"``); the
-#: code generators, targets and LLVM version are in :func:`build_info`.
-__version__ = "{version}+{commit}".format(**_tilec.build_info()).replace("-", ".")
+def _version(info):
+    """``VERSION+BUILD`` (PEP 440), the build in the local part as PyTorch names its CUDA build
+    (``2.11.0+cu130``): the commit, then each target, the CPU followed by its code generators
+    (the default first, LLVM with its version)."""
+    parts = [info["commit"].replace("-", ".")]
+    for t in info["targets"]:
+        parts.append(t)
+        if t == "cpu":
+            parts += ["llvm" + info["llvm"] if b == "llvm" and info["llvm"] else b for b in info["cpu_backends"]]
+    return info["version"] + "+" + ".".join(parts)
+
+
+#: The version and this build: ``"0.1.0+2fc82530d72f.cpu.llvm16.0.6.cranelift.vulkan.cuda"``
+#: (the commit, the targets, the CPU's code generators, the default first, and LLVM's version;
+#: ``"0.1.0+2fc82530d72f.cpu.cranelift.vulkan"`` without LLVM). :func:`build_info` gives the
+#: same as a dict.
+__version__ = _version(_tilec.build_info())
 
 
 class TileError(Exception):

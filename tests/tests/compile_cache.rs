@@ -137,3 +137,28 @@ fn tiered_code_runs_cranelift_first_then_llvm_with_the_same_bits() {
     assert_eq!((timed.code, timed.times.len(), &bits), (CodeGenerator::LlvmCpu, 3, &llvm));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The GPU code cache on Vulkan (lavapipe here; skipped without a device unless
+/// `TILEC_REQUIRE_VULKAN=1`): a second session launches the SPIR-V the first stored, with the
+/// same results, without writing it again.
+#[test]
+fn a_second_session_launches_the_cached_spirv() {
+    let Ok(dev) = tilec_runtime::VulkanDevice::open(None) else {
+        assert!(std::env::var("TILEC_REQUIRE_VULKAN").is_err(), "no Vulkan device");
+        return;
+    };
+    drop(dev);
+    let dir = std::env::temp_dir().join(format!("tilec-spv-launch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let vulkan = Target::Vulkan { device: None };
+    let opts = || SessionOptions { cache_dir: Some(dir.clone()), ..Default::default() };
+    let (_, first) = potrf_in(&stdlib_session(opts()), vulkan, 1);
+    let files: Vec<_> = std::fs::read_dir(dir.join("spv")).expect("spv/").flatten().map(|e| e.path()).collect();
+    assert_eq!(files.len(), 1, "one SPIR-V module for the one instance");
+    let when = std::fs::metadata(&files[0]).and_then(|m| m.modified()).expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (_, second) = potrf_in(&stdlib_session(opts()), vulkan, 1);
+    assert_eq!(second, first);
+    assert_eq!(std::fs::metadata(&files[0]).and_then(|m| m.modified()).expect("mtime"), when, "read, not written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,6 +1,7 @@
 //! Correctness of the standard library's kernels (`stdlib/linalg.tile`) on the CPU target
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
-//! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum.
+//! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum; and that both
+//! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
 //! share one f64 reference, computed once. Tolerances: normwise relative error (per matrix)
@@ -415,6 +416,67 @@ fn row_sum_matches_f64() {
                 let err = (g - w).abs() / scale.max(f64::MIN_POSITIVE);
                 assert!(err <= tol(elem) / 10.0, "row_sum {elem:?} {m}x{n} row {i}: got {g}, want {w}");
             }
+        }
+    }
+}
+
+/// A kernel, its arguments and the output to compare.
+type Case = (String, Vec<(&'static str, ArgValue)>, &'static str);
+
+/// The two CPU code generators give the same bits on every stdlib factorization, solve and
+/// product (f32 and f64, odd orders with partial tiles): so a tiered launch, Cranelift's code
+/// first and LLVM's later (`tools/src/driver/tiered.rs`), never changes a result. A build
+/// without LLVM has one generator and nothing to compare.
+#[test]
+fn both_cpu_code_generators_give_the_same_bits() {
+    let backends = tilec_tests::cpu_backends();
+    let (b, n, k) = (9, 37, 5);
+    let spd = random_spd(b, n, 77);
+    let mut rng = Rng::new(78);
+    let rhs = round_f32(&rng.vec(b * n * k, -1.0, 1.0));
+    let rhs_t = round_f32(&rng.vec(b * k * n, -1.0, 1.0));
+    let set = stdlib();
+    for elem in FLOATS {
+        let spd_e = round_f32(&spd);
+        let factor =
+            run("potrf_batched", vec![("A", arr(elem, &spd_e, &[b, n, n])), ("eps", float(elem, 1e-6))], &[], "A");
+        let mut cases: Vec<Case> = vec![
+            ("potrf_batched".into(), vec![("A", arr(elem, &spd_e, &[b, n, n])), ("eps", float(elem, 1e-6))], "A"),
+            (
+                "potrs_batched".into(),
+                vec![("L", arr(elem, &factor, &[b, n, n])), ("X", arr(elem, &rhs, &[b, n, k]))],
+                "X",
+            ),
+        ];
+        let (p, q) = (round_f32(&rng.vec(n * 29, -1.0, 1.0)), round_f32(&rng.vec(29 * 41, -1.0, 1.0)));
+        let c = round_f32(&rng.vec(n * 41, -1.0, 1.0));
+        cases.push((
+            "gemm".into(),
+            vec![
+                ("A", arr(elem, &p, &[n, 29])),
+                ("B", arr(elem, &q, &[29, 41])),
+                ("C", arr(elem, &c, &[n, 41])),
+                ("alpha", float(elem, ALPHA)),
+                ("beta", float(elem, BETA)),
+            ],
+            "C",
+        ));
+        for op in stdlib_trsm_ops() {
+            let x = if op.left { arr(elem, &rhs, &[b, n, k]) } else { arr(elem, &rhs_t, &[b, k, n]) };
+            cases.push((op.stdlib_kernel(), vec![("A", arr(elem, &factor, &[b, n, n])), ("X", x)], "X"));
+        }
+        for (kernel, args, out) in cases {
+            let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
+            let bits: Vec<Vec<u64>> = backends
+                .iter()
+                .map(|&be| {
+                    let r =
+                        tilec::CpuRunner::with_backend(&set, &kernel, &args, &HashMap::new(), be).expect("compiles");
+                    let (bound, _) = r.run(args.clone()).expect("runs");
+                    bound.array(out).expect("output").to_f64_vec().iter().map(|x| x.to_bits()).collect()
+                })
+                .collect();
+            assert!(bits.windows(2).all(|w| w[0] == w[1]), "{kernel} {elem:?}: the CPU code generators differ");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The user's tilec cache folder: what outlives a process (the tuner's records, the LLVM CPU
-//! backend's object code), written
-//! so that concurrent processes never see half a file, and read back as untrusted input.
+//! backend's object code, the GPU targets' SPIR-V and PTX), written so that concurrent
+//! processes never see half a file, and read back as untrusted input: code entries are sealed
+//! with a digest of their bytes.
 
 use std::path::{Path, PathBuf};
 
@@ -32,8 +33,25 @@ fn fnv(h: u64, bytes: &[u8]) -> u64 {
     bytes.iter().fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
 }
 
+/// An entry of code: the `magic` line, the FNV-1a digest of `payload` in hex and a newline,
+/// then `payload`.
+pub(crate) fn seal(magic: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut out = magic.to_vec();
+    out.extend_from_slice(format!("{:016x}\n", digest(payload)).as_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// The payload of a [`seal`]ed entry with this `magic` whose digest matches.
+pub(crate) fn unseal<'a>(magic: &[u8], entry: &'a [u8]) -> Option<&'a [u8]> {
+    let rest = entry.strip_prefix(magic)?;
+    let (hex, payload) = (rest.get(..16)?, rest.get(17..)?);
+    let want = u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
+    (rest.get(16) == Some(&b'\n') && digest(payload) == want).then_some(payload)
+}
+
 /// The file of entry `key` of `kind` (a subfolder: `tune` for tuning records, JSON; `obj` for
-/// object code) under `dir`.
+/// object code, `spv` for SPIR-V, `ptx` for PTX) under `dir`.
 pub(crate) fn path(dir: &Path, kind: &str, key: u64) -> PathBuf {
     let ext = if kind == "tune" { "json" } else { kind };
     dir.join(kind).join(format!("{key:016x}.{ext}"))

@@ -34,14 +34,15 @@ pub fn cuda_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
-    cuda_launch_cached(dev, module, kernel, bound, repeat, &PtxCache::default())
+    cuda_launch_cached(dev, module, kernel, bound, repeat, &PtxCache::default(), None)
 }
 
 /// The PTX of one kernel instance for its device, generated on its first launch, so that
 /// later launches of the instance (each call from Python) do not lower and compile it again.
 pub(crate) type PtxCache = std::sync::Mutex<Option<std::sync::Arc<tilec_codegen_ptx::PtxKernel>>>;
 
-/// [`cuda_launch`] with the PTX taken from (or put into) `cache`.
+/// [`cuda_launch`] with the PTX taken from (or put into) `cache`, and on its first use from
+/// (or put into) the compile cache folder `dir` (`driver/gpucode.rs`).
 pub(crate) fn cuda_launch_cached(
     dev: &tilec_runtime::CudaDevice,
     module: &Module,
@@ -49,13 +50,14 @@ pub(crate) fn cuda_launch_cached(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
     cache: &PtxCache,
+    dir: Option<&Path>,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
     let rerr = Error::run;
     let known = cache.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let p = match known {
         Some(p) => p,
         None => {
-            let p = std::sync::Arc::new(ptx_kernel(module, kernel, &dev.arch())?);
+            let p = std::sync::Arc::new(super::gpucode::ptx(dir, module, kernel, &dev.arch())?);
             *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some(p.clone());
             p
         }

@@ -4,6 +4,7 @@
 
 use super::{CodeGenerator, CpuRunner, Error, Launch, Target};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tilec_codegen_cpu::CpuBackend;
@@ -15,17 +16,20 @@ pub(crate) enum Launcher {
     Cpu(Box<CpuRunner>),
     /// Cranelift's code until LLVM's is compiled in the background (`driver/tiered.rs`).
     Tiered(Box<super::tiered::Tiered>),
-    /// The device and the instance's shaders, generated on first use.
-    Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache),
-    /// The device and the instance's PTX, generated on first use.
-    Cuda(Arc<tilec_runtime::CudaDevice>, super::cuda::PtxCache),
+    /// The device and the instance's shaders, generated on first use (or read from the
+    /// compile cache folder, the last field).
+    Vulkan(Arc<tilec_runtime::VulkanDevice>, super::vulkan::ShaderCache, Option<PathBuf>),
+    /// The device and the instance's PTX, generated on first use (or read from the compile
+    /// cache folder, the last field).
+    Cuda(Arc<tilec_runtime::CudaDevice>, super::cuda::PtxCache, Option<PathBuf>),
 }
 
 impl Target {
     /// The launcher of the first kernel instance of `module` on this target: on the CPU its
     /// code, compiled now (LLVM's from the persistent compile cache in `cache` where it is
     /// there; with `tiered`, LLVM's code that is not there is compiled in the background and
-    /// Cranelift's runs meanwhile); on a GPU the device, opened now. Errors: E0901 (CPU code
+    /// Cranelift's runs meanwhile); on a GPU the device, opened now (its SPIR-V or PTX comes
+    /// from `cache` where it is there, `driver/gpucode.rs`). Errors: E0901 (CPU code
     /// generation), no device (E0420/E0422 Vulkan, E0430/E0432 CUDA).
     pub(crate) fn launcher(
         self,
@@ -48,10 +52,13 @@ impl Target {
             Target::Vulkan { device } => Launcher::Vulkan(
                 open_cached(&VULKAN_DEVICES, device, tilec_runtime::VulkanDevice::open)?,
                 Default::default(),
+                cache.map(PathBuf::from),
             ),
-            Target::Cuda { device } => {
-                Launcher::Cuda(open_cached(&CUDA_DEVICES, device, tilec_runtime::CudaDevice::open)?, Default::default())
-            }
+            Target::Cuda { device } => Launcher::Cuda(
+                open_cached(&CUDA_DEVICES, device, tilec_runtime::CudaDevice::open)?,
+                Default::default(),
+                cache.map(PathBuf::from),
+            ),
         })
     }
 }
@@ -93,17 +100,18 @@ impl Launcher {
                 let (runner, _) = tiered.runner(repeat > 1)?;
                 cpu_launch(runner, bound, repeat, None)
             }
-            Launcher::Vulkan(dev, shaders) => {
+            Launcher::Vulkan(dev, shaders, dir) => {
                 let (values, mut times) =
-                    super::vulkan::vulkan_launch_cached(dev, module, kernel, bound, repeat, shaders)?;
+                    super::vulkan::vulkan_launch_cached(dev, module, kernel, bound, repeat, shaders, dir.as_deref())?;
                 if times.is_empty() {
                     times.push(Duration::ZERO);
                 }
                 let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
                 Ok(Launch { values, times, device, code: CodeGenerator::Spirv })
             }
-            Launcher::Cuda(dev, ptx) => {
-                let (values, mut times) = super::cuda::cuda_launch_cached(dev, module, kernel, bound, repeat, ptx)?;
+            Launcher::Cuda(dev, ptx, dir) => {
+                let (values, mut times) =
+                    super::cuda::cuda_launch_cached(dev, module, kernel, bound, repeat, ptx, dir.as_deref())?;
                 if times.is_empty() {
                     times.push(Duration::ZERO);
                 }

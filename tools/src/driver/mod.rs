@@ -12,6 +12,7 @@ pub mod cache;
 mod cpu;
 pub(crate) mod cuda;
 mod error;
+mod gpucode;
 mod header;
 mod launcher;
 mod objects;

@@ -6,7 +6,6 @@
 //! changed or cannot be loaded is rebuilt, never run.
 
 use super::cache;
-use super::cache::digest;
 use std::path::Path;
 use tilec_codegen_cpu::{CodegenError, JitKernel};
 use tilec_midend::{Kernel, Module};
@@ -26,7 +25,7 @@ pub(crate) fn llvm_jit(dir: &Path, module: &Module, kernel: &Kernel) -> Result<J
         return Ok(jit);
     }
     let object = tilec_codegen_cpu::compile_jit_object(module, kernel)?;
-    if cache::write(dir, "obj", key, &seal(&object)).is_ok() {
+    if cache::write(dir, "obj", key, &cache::seal(MAGIC, &object)).is_ok() {
         cache::trim(dir, "obj", LIMIT_BYTES);
     }
     // SAFETY: just made by `compile_jit_object` for this kernel on this host.
@@ -48,27 +47,10 @@ fn object_key(module: &Module, kernel: &Kernel) -> u64 {
 /// The object under `key`, loaded, when the cache holds an intact one that loads.
 fn load(dir: &Path, key: u64, kernel: &Kernel) -> Option<JitKernel> {
     let entry = cache::read(dir, "obj", key)?;
-    let object = unseal(&entry)?;
+    let object = cache::unseal(MAGIC, &entry)?;
     // SAFETY: the digest shows these are the bytes `compile_jit_object` made for this key:
     // this instance's IR on this host with this tilec.
     unsafe { tilec_codegen_cpu::load_jit_object(object, kernel) }.ok()
-}
-
-/// An object with its header: the magic line, then the FNV-1a digest of the object in hex and
-/// a newline.
-fn seal(object: &[u8]) -> Vec<u8> {
-    let mut out = MAGIC.to_vec();
-    out.extend_from_slice(format!("{:016x}\n", digest(object)).as_bytes());
-    out.extend_from_slice(object);
-    out
-}
-
-/// The object of a sealed entry whose digest matches.
-fn unseal(entry: &[u8]) -> Option<&[u8]> {
-    let rest = entry.strip_prefix(MAGIC)?;
-    let (hex, object) = (rest.get(..16)?, rest.get(17..)?);
-    let want = u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
-    (rest.get(16) == Some(&b'\n') && digest(object) == want).then_some(object)
 }
 
 #[cfg(test)]
@@ -76,12 +58,14 @@ mod tests {
     #[test]
     fn a_changed_or_short_entry_is_refused() {
         let object = b"\x7fELF and the rest".to_vec();
-        let sealed = super::seal(&object);
-        assert_eq!(super::unseal(&sealed), Some(&object[..]));
+        let (seal, unseal, magic) = (super::cache::seal, super::cache::unseal, super::MAGIC);
+        let sealed = seal(magic, &object);
+        assert_eq!(unseal(magic, &sealed), Some(&object[..]));
         let mut changed = sealed.clone();
         *changed.last_mut().expect("bytes") ^= 1;
-        assert_eq!(super::unseal(&changed), None);
-        assert_eq!(super::unseal(&sealed[..sealed.len() - 1]), None);
-        assert_eq!(super::unseal(b"tilec object\n"), None);
+        assert_eq!(unseal(magic, &changed), None);
+        assert_eq!(unseal(magic, &sealed[..sealed.len() - 1]), None);
+        assert_eq!(unseal(magic, b"tilec object\n"), None);
+        assert_eq!(unseal(b"tilec ptx\n", &sealed), None, "another kind's magic");
     }
 }

@@ -31,7 +31,7 @@ pub fn vulkan_launch(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
-    vulkan_launch_cached(dev, module, kernel, bound, repeat, &ShaderCache::default())
+    vulkan_launch_cached(dev, module, kernel, bound, repeat, &ShaderCache::default(), None)
 }
 
 /// Shaders of one kernel instance by the chunking of their arrays (`VulkanDevice::chunking`),
@@ -40,7 +40,8 @@ pub(crate) type ShaderCache = std::sync::Mutex<
     HashMap<Vec<Option<tilec_codegen_spirv::Chunks>>, std::sync::Arc<tilec_codegen_spirv::SpirvKernel>>,
 >;
 
-/// [`vulkan_launch`] with the shader taken from (or added to) `cache`.
+/// [`vulkan_launch`] with the shader taken from (or added to) `cache`, and on its first use
+/// from (or put into) the compile cache folder `dir` (`driver/gpucode.rs`).
 pub(crate) fn vulkan_launch_cached(
     dev: &tilec_runtime::VulkanDevice,
     module: &Module,
@@ -48,6 +49,7 @@ pub(crate) fn vulkan_launch_cached(
     bound: &mut tilec_runtime::Bound,
     repeat: u32,
     cache: &ShaderCache,
+    dir: Option<&std::path::Path>,
 ) -> Result<(tilec_runtime::LaunchValues, Vec<std::time::Duration>), Error> {
     let rerr = Error::run;
     let opts = tilec_codegen_spirv::SpirvOptions { chunks: dev.chunking(kernel, bound) };
@@ -55,8 +57,7 @@ pub(crate) fn vulkan_launch_cached(
     let spv = match known {
         Some(spv) => spv,
         None => {
-            let (_, spv) = spirv_kernel(module, kernel, dev.subgroup_size(), &opts)?;
-            let spv = std::sync::Arc::new(spv);
+            let spv = std::sync::Arc::new(super::gpucode::spirv(dir, module, kernel, dev.subgroup_size(), &opts)?);
             cache.lock().unwrap_or_else(|p| p.into_inner()).insert(opts.chunks.clone(), spv.clone());
             spv
         }
