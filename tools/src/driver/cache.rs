@@ -50,6 +50,24 @@ pub(crate) fn unseal<'a>(magic: &[u8], entry: &'a [u8]) -> Option<&'a [u8]> {
     (rest.get(16) == Some(&b'\n') && digest(payload) == want).then_some(payload)
 }
 
+/// The key of a kernel instance's code: tilec's version, `what` (the kind of code and its
+/// options: `["ptx", "sm_80", ..]`), the instance's symbol and its module's Tile IR.
+pub(crate) fn instance_key(module: &tilec_midend::Module, kernel: &tilec_midend::Kernel, what: &[&str]) -> u64 {
+    let ir = tilec_midend::print::print_module(module);
+    let mut parts = vec![env!("CARGO_PKG_VERSION")];
+    parts.extend_from_slice(what);
+    parts.extend([kernel.symbol.as_str(), ir.as_str()]);
+    key(&parts)
+}
+
+/// Writes code entry `key` of `kind`, `payload` [`seal`]ed under `magic`, then trims `kind` to
+/// `limit` bytes. Failures are ignored: the cache is an optimisation.
+pub(crate) fn store_sealed(dir: &Path, kind: &str, key: u64, magic: &[u8], payload: &[u8], limit: u64) {
+    if write(dir, kind, key, &seal(magic, payload)).is_ok() {
+        trim(dir, kind, limit);
+    }
+}
+
 /// The file of entry `key` of `kind` (a subfolder: `tune` for tuning records, JSON; `obj` for
 /// object code, `spv` for SPIR-V, `ptx` for PTX) under `dir`.
 pub(crate) fn path(dir: &Path, kind: &str, key: u64) -> PathBuf {

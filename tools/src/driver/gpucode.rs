@@ -35,7 +35,7 @@ pub(crate) fn spirv(
     let generate = || super::vulkan::spirv_kernel(module, kernel, lanes, opts).map(|(_, spv)| spv);
     let Some(dir) = dir else { return generate() };
     let chunks = format!("{:?}", opts.chunks);
-    let key = instance_key(module, kernel, &["spirv", &lanes.to_string(), &chunks]);
+    let key = cache::instance_key(module, kernel, &["spirv", &lanes.to_string(), &chunks]);
     let found = cache::read(dir, "spv", key);
     if let Some(spv) = found.as_deref().and_then(|e| cache::unseal(SPIRV_MAGIC, e)).and_then(|p| decode_spirv(p, opts))
     {
@@ -44,7 +44,7 @@ pub(crate) fn spirv(
         }
     }
     let spv = generate()?;
-    store(dir, "spv", key, &cache::seal(SPIRV_MAGIC, &encode_spirv(&spv)));
+    cache::store_sealed(dir, "spv", key, SPIRV_MAGIC, &encode_spirv(&spv), LIMIT_BYTES);
     Ok(spv)
 }
 
@@ -55,7 +55,7 @@ pub(crate) fn ptx(dir: Option<&Path>, module: &Module, kernel: &Kernel, arch: &s
     let Some(dir) = dir else { return generate() };
     // `TILEC_PTX_LANES` changes the SIMT lowering (`Target::simt`).
     let lanes = std::env::var("TILEC_PTX_LANES").unwrap_or_default();
-    let key = instance_key(module, kernel, &["ptx", arch, &lanes]);
+    let key = cache::instance_key(module, kernel, &["ptx", arch, &lanes]);
     let found = cache::read(dir, "ptx", key);
     if let Some(p) = found.as_deref().and_then(|e| cache::unseal(PTX_MAGIC, e)).and_then(decode_ptx) {
         if p.arch == arch && p.params == ParamsLayout::of(kernel) {
@@ -63,25 +63,8 @@ pub(crate) fn ptx(dir: Option<&Path>, module: &Module, kernel: &Kernel, arch: &s
         }
     }
     let p = generate()?;
-    store(dir, "ptx", key, &cache::seal(PTX_MAGIC, &encode_ptx(&p)));
+    cache::store_sealed(dir, "ptx", key, PTX_MAGIC, &encode_ptx(&p), LIMIT_BYTES);
     Ok(p)
-}
-
-/// The key of an instance's code: tilec's version, `what` (the kind and its options), the
-/// instance's symbol and Tile IR.
-fn instance_key(module: &Module, kernel: &Kernel, what: &[&str]) -> u64 {
-    let ir = tilec_midend::print::print_module(module);
-    let mut parts = vec![env!("CARGO_PKG_VERSION")];
-    parts.extend_from_slice(what);
-    parts.extend([kernel.symbol.as_str(), ir.as_str()]);
-    cache::key(&parts)
-}
-
-/// Writes an entry and trims its folder (failures ignored: the cache is an optimisation).
-fn store(dir: &Path, kind: &str, key: u64, entry: &[u8]) {
-    if cache::write(dir, kind, key, entry).is_ok() {
-        cache::trim(dir, kind, LIMIT_BYTES);
-    }
 }
 
 /// A params layout as text: its words, then its offsets.

@@ -97,7 +97,7 @@ impl Launcher {
                 // Timed runs need LLVM's code; a single launch takes what is ready, and the
                 // second starts LLVM's compile in the background.
                 tiered.count_launch();
-                let (runner, _) = tiered.runner(repeat > 1)?;
+                let runner = tiered.runner(repeat > 1)?;
                 cpu_launch(runner, bound, repeat, None)
             }
             Launcher::Vulkan(dev, shaders, dir) => {
@@ -126,7 +126,7 @@ impl Launcher {
     /// Errors: LLVM's code generation (E0901).
     pub(crate) fn settle(&self) -> Result<(), Error> {
         match self {
-            Launcher::Tiered(tiered) => tiered.runner(true).map(|_| ()),
+            Launcher::Tiered(tiered) => tiered.runner(true).map(drop),
             _ => Ok(()),
         }
     }
@@ -146,11 +146,7 @@ fn cpu_launch(runner: &CpuRunner, bound: &mut Bound, repeat: u32, device: Option
     let t0 = Instant::now();
     let values = runner.run_bound(bound).map_err(Error::run)?;
     times.push(t0.elapsed());
-    let code = match runner.backend() {
-        CpuBackend::Cranelift => CodeGenerator::Cranelift,
-        CpuBackend::Llvm => CodeGenerator::LlvmCpu,
-    };
-    Ok(Launch { values, times, device, code })
+    Ok(Launch { values, times, device, code: Target::Cpu(runner.backend()).code_generator() })
 }
 
 /// The launches a GPU makes for `repeat` timed runs: a first, untimed one (where the driver

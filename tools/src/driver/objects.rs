@@ -25,9 +25,7 @@ pub(crate) fn llvm_jit(dir: &Path, module: &Module, kernel: &Kernel) -> Result<J
         return Ok(jit);
     }
     let object = tilec_codegen_cpu::compile_jit_object(module, kernel)?;
-    if cache::write(dir, "obj", key, &cache::seal(MAGIC, &object)).is_ok() {
-        cache::trim(dir, "obj", LIMIT_BYTES);
-    }
+    cache::store_sealed(dir, "obj", key, MAGIC, &object, LIMIT_BYTES);
     // SAFETY: just made by `compile_jit_object` for this kernel on this host.
     unsafe { tilec_codegen_cpu::load_jit_object(&object, kernel) }
 }
@@ -39,9 +37,7 @@ pub(crate) fn llvm_cached(dir: &Path, module: &Module, kernel: &Kernel) -> Optio
 
 /// The cache key of an instance's object: tilec's version, the host, the instance's IR.
 fn object_key(module: &Module, kernel: &Kernel) -> u64 {
-    let ir = tilec_midend::print::print_module(module);
-    let host = tilec_codegen_cpu::llvm_host();
-    cache::key(&[env!("CARGO_PKG_VERSION"), "llvm cpu object", &host, &kernel.symbol, &ir])
+    cache::instance_key(module, kernel, &["llvm cpu object", &tilec_codegen_cpu::llvm_host()])
 }
 
 /// The object under `key`, loaded, when the cache holds an intact one that loads.

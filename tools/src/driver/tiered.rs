@@ -102,9 +102,8 @@ impl Tiered {
     }
 
     /// The code for a launch: LLVM's when it is ready (with `need_llvm`, compiled now if it is
-    /// not), else Cranelift's; and whether it is LLVM's. Errors (only with `need_llvm`): LLVM's
-    /// code generation (E0901).
-    pub(crate) fn runner(&self, need_llvm: bool) -> Result<(&CpuRunner, bool), Error> {
+    /// not), else Cranelift's. Errors (only with `need_llvm`): LLVM's code generation (E0901).
+    pub(crate) fn runner(&self, need_llvm: bool) -> Result<&CpuRunner, Error> {
         if need_llvm && self.llvm.get().is_none() {
             let _one = self.compiling.lock().unwrap_or_else(|p| p.into_inner());
             if self.llvm.get().is_none() {
@@ -114,9 +113,9 @@ impl Tiered {
             }
         }
         match self.llvm.get() {
-            Some(Ok(r)) => Ok((r, true)),
+            Some(Ok(r)) => Ok(r),
             Some(Err(d)) if need_llvm => Err(Error::compile(d.clone())),
-            _ => Ok((&self.cranelift, false)),
+            _ => Ok(&self.cranelift),
         }
     }
 }
