@@ -61,6 +61,8 @@ pub const BUILTINS: &[&str] = &[
     "argsort",
     "topk",
     "present",
+    "print",
+    "assert",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -293,6 +295,8 @@ impl FnBuilder<'_, '_> {
             "atomic_max" => self.atomic(Rmw::Max, f, args, e),
             "atomic_cas" => self.atomic(Rmw::Cas, f, args, e),
             "masked_store" => self.masked_store(f, args, e),
+            "print" => self.print_call(f, args, e),
+            "assert" => self.assert_call(f, args, e),
             _ => self.user_call(f, args, e),
         }
     }

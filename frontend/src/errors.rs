@@ -435,6 +435,29 @@ pub(crate) fn topk_count(span: Span, n: u32) -> Diagnostic {
         .label(span, "this count")
 }
 
+/// E0001: a string literal where none is allowed (as the parser says for one outside a
+/// call's arguments).
+pub(crate) fn string_here(span: Span, text: &str) -> Diagnostic {
+    Diagnostic::error("E0001", format!("unexpected string `{text:?}`"))
+        .label(span, "not a token here")
+        .help("a string is only the label of `print(\"..\", ..)` or the message of `assert(cond, \"..\")`")
+}
+
+/// E0231: `print` without its label or `assert` without its message, a string literal.
+pub(crate) fn debug_string(span: Span, call: &str, what: &str, position: usize) -> Diagnostic {
+    let example = if call == "print" { "print(\"k\", k, t)" } else { "assert(x > 0.0, \"x is positive\")" };
+    Diagnostic::error("E0231", format!("`{call}` takes a {what} string as its argument {position}"))
+        .label(span, format!("expected a string literal, the {what}"))
+        .help(format!("for example `{example}`"))
+}
+
+/// E0231: a printed value that is not a scalar or a tile.
+pub(crate) fn not_printable(span: Span) -> Diagnostic {
+    Diagnostic::error("E0231", "`print` takes scalars and tiles")
+        .label(span, "not a scalar or a tile")
+        .help("print a tile of the array instead: `print(\"a\", A[i, 0:8])`")
+}
+
 /// E0230: a named argument (`name = value`) where none is taken, or one that is not known.
 pub(crate) fn named_arg(span: Span, name: &str, known: &[&str]) -> Diagnostic {
     let d = Diagnostic::error("E0230", format!("unexpected named argument `{name}`")).label(span, "not taken here");

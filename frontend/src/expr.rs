@@ -162,6 +162,10 @@ impl FnBuilder<'_, '_> {
                 self.error(errors::named_arg(e.span, &n.name, &[]));
                 Ev::Err
             }
+            ExprKind::Str(text) => {
+                self.error(errors::string_here(e.span, text));
+                Ev::Err
+            }
             ExprKind::Error => Ev::Err,
         }
     }

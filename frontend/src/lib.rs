@@ -10,6 +10,7 @@ mod broadcast;
 mod builder;
 mod calls;
 mod consteval;
+mod debug;
 mod errors;
 mod expr;
 mod gathers;

@@ -306,6 +306,9 @@ pub enum ExprKind {
     /// `name = value`: a named argument of a built-in call (`cumsum(t, 0, reverse = true)`);
     /// an error anywhere else.
     Named(Ident, Box<Expr>),
+    /// `"text"`: a string literal, only as a call argument (the label of `print`, the message
+    /// of `assert`); an error anywhere else.
+    Str(String),
     /// `(a, b, ..)` (at least two): the values a `fn` returns.
     Tuple(Vec<Expr>),
     /// An expression the parser could not read.

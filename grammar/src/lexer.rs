@@ -10,6 +10,8 @@ pub enum LexError {
     #[default]
     BadChar,
     BadNumber,
+    /// A string literal with an escape other than `\"`, `\\`, `\n`, `\t`.
+    BadEscape,
 }
 
 /// The tokens of `.tile`.
@@ -68,6 +70,10 @@ pub enum Tok {
     #[token("inf", |_| f64::INFINITY)]
     #[token("nan", |_| f64::NAN)]
     Float(f64),
+    /// `"..."`: a string literal, the label of `print` and the message of `assert` (no other
+    /// place takes one). Escapes: `\"`, `\\`, `\n`, `\t`; one line.
+    #[regex(r#""([^"\\\n]|\\[^\n])*""#, unescape)]
+    Str(String),
     #[regex(r"///[^\n]*", allow_greedy = true, callback = |lex| lex.slice()[3..].trim().to_string())]
     DocComment(String),
     #[regex(r"//([^/\n][^\n]*)?", logos::skip, allow_greedy = true)]
@@ -145,6 +151,28 @@ pub enum Tok {
     Question,
 }
 
+/// The text of a string literal without its quotes, its escapes replaced; an unknown escape
+/// is a lexical error.
+fn unescape(lex: &mut logos::Lexer<Tok>) -> Result<String, LexError> {
+    let raw = lex.slice();
+    let mut out = String::new();
+    let mut chars = raw[1..raw.len() - 1].chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next() {
+            Some('"') => '"',
+            Some('\\') => '\\',
+            Some('n') => '\n',
+            Some('t') => '\t',
+            _ => return Err(LexError::BadEscape),
+        });
+    }
+    Ok(out)
+}
+
 fn parse_float(lex: &mut logos::Lexer<Tok>) -> Result<f64, LexError> {
     lex.slice().replace('_', "").parse::<f64>().map_err(|_| LexError::BadNumber)
 }
@@ -155,6 +183,7 @@ impl fmt::Display for Tok {
             Tok::Ident(s) => write!(f, "identifier `{s}`"),
             Tok::Int(v) => write!(f, "integer `{v}`"),
             Tok::Float(v) => write!(f, "number `{v}`"),
+            Tok::Str(s) => write!(f, "string `{s:?}`"),
             Tok::DocComment(_) => write!(f, "doc comment"),
             other => write!(f, "`{}`", tok_text(other)),
         }
@@ -218,7 +247,13 @@ fn tok_text(t: &Tok) -> &'static str {
         Tok::DotDot => "..",
         Tok::Arrow => "->",
         Tok::Question => "?",
-        Tok::Ident(_) | Tok::Int(_) | Tok::Float(_) | Tok::DocComment(_) | Tok::Comment | Tok::BlockComment => "?",
+        Tok::Ident(_)
+        | Tok::Int(_)
+        | Tok::Float(_)
+        | Tok::Str(_)
+        | Tok::DocComment(_)
+        | Tok::Comment
+        | Tok::BlockComment => "?",
     }
 }
 
@@ -254,6 +289,9 @@ pub fn lex(src: &str) -> Lexed {
                 if e == LexError::BadNumber {
                     out.tokens.push((span.start, Tok::Int(0), span.end));
                 }
+                if e == LexError::BadEscape {
+                    out.tokens.push((span.start, Tok::Str(String::new()), span.end));
+                }
                 out.errors.push((span.start, span.end, e))
             }
         }
@@ -263,6 +301,16 @@ pub fn lex(src: &str) -> Lexed {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn strings_unescape_and_bad_escapes_are_errors() {
+        let lexed = super::lex(r#"print("a \"b\" \\ \n\t", x) "\q""#);
+        assert_eq!(lexed.tokens[2].1, super::Tok::Str("a \"b\" \\ \n\t".into()));
+        assert_eq!(lexed.errors.len(), 1, "{:?}", lexed.errors);
+        assert_eq!(lexed.errors[0].2, super::LexError::BadEscape);
+        // An unclosed quote starts no token.
+        assert_eq!(super::lex("\"abc").errors[0].2, super::LexError::BadChar);
+    }
+
     #[test]
     fn every_keyword_is_reserved() {
         for k in super::KEYWORDS {

@@ -53,15 +53,15 @@ pub fn parse(src: &str) -> (File, Vec<Diagnostic>) {
                         .label(span, "no token starts with this character")
                 };
                 match c {
-                    "\"" | "'" => {
-                        d.help("there are no string literals; an import names its module bare: `import linalg;`")
-                    }
+                    "\"" | "'" => d.help(STRING_HELP),
                     "/" if src[*s..].starts_with("/*") => d.help("this block comment is not closed: add `*/`"),
                     _ => d,
                 }
             }
             LexError::BadNumber => Diagnostic::error("E0001", "number literal out of range")
                 .label(span, "this literal does not fit in 64 bits"),
+            LexError::BadEscape => Diagnostic::error("E0001", "unknown escape in a string")
+                .label(span, "this string has an escape other than `\\\"`, `\\\\`, `\\n`, `\\t`"),
         });
     }
     let mut recovered = Vec::new();
@@ -220,8 +220,21 @@ fn parse_error(e: ParseError<usize, Tok, LexError>, len: usize) -> Diagnostic {
     }
 }
 
-/// E0003 for an unexpected token, with help for the usual causes.
+/// The help of E0001 for a string where none is allowed.
+const STRING_HELP: &str =
+    "a string is only the label of `print(\"..\", ..)` or the message of `assert(cond, \"..\")`; \
+     an import names its module bare: `import linalg;`";
+
+/// E0003 for an unexpected token, with help for the usual causes (E0001 for a string literal
+/// where none is allowed, as for any other quoted text).
 fn unexpected(s: usize, t: Tok, e: usize, expected: &[String]) -> Diagnostic {
+    if let Tok::Str(text) = &t {
+        let span = Span::new(s, e);
+        return Diagnostic::error("E0001", format!("unexpected string `{text:?}`"))
+            .label(span, "not a token here")
+            .suggest("remove the quotes", span, text)
+            .help(STRING_HELP);
+    }
     let d = Diagnostic::error("E0003", format!("unexpected {t}")).label(Span::new(s, e), "not expected here");
     let wants = |x: &str| expected.iter().any(|w| w == x);
     match t {

@@ -320,6 +320,13 @@ pub enum OpKind {
     Return,
     /// `(args..) -> results..`: a call of `Module::funcs[f]`, removed by `inline`.
     Call(FuncId),
+    /// `(values..)`: `print(..)` of site `Module::debug[i]`: scalars and tiles (not arrays),
+    /// in the types the site records. Made by the frontend; replaced by the pass `lower-debug`
+    /// with stores into the kernel's debug buffer (`debug.rs`), so no backend sees it.
+    Print(u32),
+    /// `(cond: bool)`: `assert(cond, ..)` of site `Module::debug[i]`; replaced like
+    /// [`OpKind::Print`].
+    Assert(u32),
 }
 
 /// The update of an [`OpKind::AtomicRmw`]: the element's new value from its old one and the
@@ -444,6 +451,8 @@ impl Op {
                 | OpKind::Return
                 | OpKind::Yield
                 | OpKind::Call(_)
+                | OpKind::Print(_)
+                | OpKind::Assert(_)
                 | OpKind::For
                 | OpKind::If
                 | OpKind::While
@@ -641,6 +650,8 @@ pub struct Module {
     /// The sources that `Loc::file` indexes: `None` the main file, `Some(name)` a
     /// standard-library module. Empty, or with `None` first: file 0 is the main file.
     pub sources: Vec<Option<String>>,
+    /// The `print` and `assert` sites that [`OpKind::Print`] and [`OpKind::Assert`] index.
+    pub debug: Vec<crate::debug::DebugSite>,
 }
 
 impl Module {

@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cse;
+pub mod debug;
 pub mod dims;
 pub mod eval;
 pub mod fold;

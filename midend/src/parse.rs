@@ -249,6 +249,8 @@ fn op_kind(m: &str, result: Option<&Type>) -> R<OpKind> {
             OpKind::Scan(reduce(k).ok_or_else(|| format!("unknown scan `{k}`"))?, axis(ax)?)
         }
         ("flip", Some(d)) => OpKind::Flip(axis(d)?),
+        ("print", Some(i)) => OpKind::Print(i.parse().map_err(|_| format!("bad site `{i}`"))?),
+        ("assert", Some(i)) => OpKind::Assert(i.parse().map_err(|_| format!("bad site `{i}`"))?),
         ("trsm", Some(t)) => {
             OpKind::Trsm(Trsm::from_name(&format!("solve_{t}_")).ok_or_else(|| format!("unknown solve `{t}`"))?)
         }

@@ -14,6 +14,11 @@ pub struct Pass {
 /// The passes of the CPU path, in order.
 pub const PASSES: &[Pass] = &[
     Pass { name: "inline", summary: "replace every call of a `fn` by its body", run: crate::inline::run },
+    Pass {
+        name: "lower-debug",
+        summary: "turn print and assert into writes of the kernel's debug buffer",
+        run: crate::debug::lower::run,
+    },
     Pass { name: "const-fold", summary: "evaluate scalar operations on constants", run: crate::fold::run },
     Pass {
         name: "fuse-maps",

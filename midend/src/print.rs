@@ -68,6 +68,8 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Yield => "yield".into(),
         OpKind::Return => "return".into(),
         OpKind::Call(i) => format!("call @{i}"),
+        OpKind::Print(i) => format!("print.{i}"),
+        OpKind::Assert(i) => format!("assert.{i}"),
     }
 }
 

@@ -10,7 +10,9 @@
 //!    `Trsm` take a square (triangular) tile; `Outer`, `Rank1`, `Matmul`, `MatmulAcc` shapes compose;
 //!    the block of `ExtractBlock` and `InsertBlock` lies inside the tile, of its rank and type;
 //!    `Broadcast`'s operand dimensions are the result's last ones, or 1;
-//!    `Map`'s region maps one element to one element of the result's type.
+//!    `Map`'s region maps one element to one element of the result's type; `Print` and
+//!    `Assert` name a debug site of the module and have its operand types (a `bool` for
+//!    `Assert`).
 //! 4. Structured control flow: `For` has an `i32`/`i64` induction variable and carried values
 //!    whose types match its inits, region parameters and results; `If` and `While` likewise;
 //!    every region of a `For`, `If` or `While` ends with `Yield` of the right types, or with
@@ -279,6 +281,24 @@ impl V<'_> {
                     if a.len() == 2 && a[1] == b[0] && c[0] == a[0] && (b.len() == 1 || c.get(1) == b.get(1)))
                     && (base == 0 || t(0) == r(0));
                 bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
+            }
+            OpKind::Print(i) | OpKind::Assert(i) => {
+                let site = self.m.and_then(|m| m.debug.get(*i as usize));
+                bad(op.results.is_empty(), "has no result", &mut errs);
+                match (&op.kind, site) {
+                    (_, None) if self.m.is_some_and(|m| !m.debug.is_empty()) => {
+                        errs.push(format!("`{name}`: no debug site {i}"))
+                    }
+                    (OpKind::Assert(_), _) => {
+                        bad(t(0) == Some(Type::Scalar(Scalar::Bool)) && op.args.len() == 1, "takes a bool", &mut errs)
+                    }
+                    (_, Some(site)) => {
+                        let tys: Vec<Option<Type>> = (0..op.args.len()).map(t).collect();
+                        let want: Vec<Option<Type>> = site.values.iter().cloned().map(Some).collect();
+                        bad(tys == want, "operands have the site's types", &mut errs);
+                    }
+                    _ => {}
+                }
             }
             OpKind::Call(i) => match self.m.and_then(|m| m.funcs.get(i.index())) {
                 Some(_) if i.index() >= self.index => {

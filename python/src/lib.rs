@@ -166,13 +166,16 @@ struct Program {
 
 #[pymethods]
 impl Program {
-    /// `Program(source, name, target="cpu", device=None, backend=None, deny_warnings=False)`:
-    /// checks the program (every diagnostic raised at once; with `deny_warnings` warnings are
-    /// errors, here and in every instance compiled later). `backend=None` is LLVM where this
-    /// build has it, its code compiled in the background while Cranelift's runs the first
-    /// calls (tiered; the same results), else Cranelift; `"llvm"` and `"cranelift"` name one.
+    /// `Program(source, name, target="cpu", device=None, backend=None, deny_warnings=False,
+    /// prints=True, asserts=True)`: checks the program (every diagnostic raised at once; with
+    /// `deny_warnings` warnings are errors, here and in every instance compiled later).
+    /// `backend=None` is LLVM where this build has it, its code compiled in the background
+    /// while Cranelift's runs the first calls (tiered; the same results), else Cranelift;
+    /// `"llvm"` and `"cranelift"` name one. `prints`, `asserts`: compile the kernels' `print`s
+    /// and `assert`s (else they cost nothing).
     #[new]
-    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend=None, deny_warnings=false))]
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (source, name, target_name="cpu", device=None, backend=None, deny_warnings=false, prints=true, asserts=true))]
     fn new(
         py: Python<'_>,
         source: &str,
@@ -181,12 +184,15 @@ impl Program {
         device: Option<usize>,
         backend: Option<&str>,
         deny_warnings: bool,
+        prints: bool,
+        asserts: bool,
     ) -> PyResult<Program> {
         let t = target(target_name, device, backend)?;
         let opts = tilec::SessionOptions {
             deny_warnings,
             cache_dir: tilec::driver::cache::default_dir(),
             tiered: backend.is_none(),
+            debug: tilec_midend::debug::DebugOptions { prints, asserts },
             ..Default::default()
         };
         let inner = py.detach(|| RsProgram::with_options(name, source, opts)).map_err(raise)?;
@@ -220,7 +226,8 @@ impl Program {
     /// `(name, description, device or None, stream or None)` with a `__cuda_array_interface__`
     /// dict or a DLPack capsule (see [`device_array`]). The caller keeps the arrays (and
     /// capsules) alive during the call. `autotune`: tune the kernel first where its tuned
-    /// parameters are left open and no tuning record decides them. Returns the grid.
+    /// parameters are left open and no tuning record decides them. Returns the grid, the
+    /// kernel's `print` lines (in program order) and the number of lines dropped.
     // One argument per piece of the Python call, as `tilec/__init__.py` passes them.
     #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     #[pyo3(signature = (kernel, arrays, scalars, generics, devices=Vec::new(), autotune=false))]
@@ -233,7 +240,7 @@ impl Program {
         generics: Vec<(String, Bound<'_, PyAny>)>,
         devices: Vec<(String, Bound<'_, PyAny>, Option<usize>, Option<i64>)>,
         autotune: bool,
-    ) -> PyResult<(i64, i64, i64)> {
+    ) -> PyResult<((i64, i64, i64), Vec<String>, u64)> {
         // Names first: a misspelt keyword is E0408, whatever its value.
         if let Some(sig) = self.inner.kernels().iter().find(|k| k.name == kernel) {
             let names =
@@ -287,10 +294,10 @@ impl Program {
                     inner.tune(kernel, t, &args, &generics)?;
                 }
             }
-            inner.launch(kernel, t, args, &generics).map(|l| l.values.grid)
+            inner.launch(kernel, t, args, &generics).map(|l| (l.values.grid, l.prints))
         });
-        let g = r.map_err(raise)?;
-        Ok((g[0], g[1], g[2]))
+        let (g, prints) = r.map_err(raise)?;
+        Ok(((g[0], g[1], g[2]), prints.lines, prints.dropped))
     }
 }
 

@@ -743,3 +743,46 @@ def test_version_names_the_build():
     r = subprocess.run([sys.executable, "-m", "tilec", "--version"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == info["text"], r.stdout + r.stderr
 
+
+
+PRINTS = """
+kernel scale(X: mut f32[B, 4], s: f32) grid(B) {
+    let b = program_id(0);
+    let t = X[b, 0:4];
+    print("row", b, t);
+    assert(s > 0.0, "s is positive");
+    X[b, 0:4] = t * s;
+}
+"""
+
+
+def test_kernel_prints_go_to_stdout_in_program_order(capsys):
+    """``print`` in a kernel: one line per program on ``sys.stdout`` after the call, in
+    program order, formatted here from the inputs; ``prints=False`` compiles them out."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 4
+    m = tilec.compile(PRINTS, name="prints.tile")
+    m.scale(X=x.copy(), s=2.0)
+    want = [
+        f"prints.tile:5 scale[{b}] row: b = {b}, t = [{', '.join(repr(float(v)) for v in x[b])}]" for b in range(3)
+    ]
+    assert capsys.readouterr().out.splitlines() == want
+    y = x.copy()
+    tilec.compile(PRINTS, name="prints.tile", prints=False).scale(X=y, s=2.0)
+    assert capsys.readouterr().out == ""
+    np.testing.assert_array_equal(y, 2 * x)
+
+
+def test_a_failed_kernel_assert_raises():
+    """A false ``assert`` raises ``TileAssertionError`` (E0445, an ``AssertionError``) naming
+    the first failing program and the message (the launch ran to its end: arrays passed in
+    place hold what it wrote); ``asserts=False`` runs regardless."""
+    x = np.ones((3, 4), dtype=np.float32)
+    m = tilec.compile(PRINTS, name="prints.tile", prints=False)
+    with pytest.raises(AssertionError) as e:
+        m.scale(X=x, s=-1.0)
+    assert isinstance(e.value, tilec.TileAssertionError) and e.value.code == "E0445"
+    assert "assertion failed in scale[0]: s is positive" in str(e.value)
+    np.testing.assert_array_equal(x, -np.ones((3, 4), dtype=np.float32))
+    y = np.ones((3, 4), dtype=np.float32)
+    tilec.compile(PRINTS, name="prints.tile", prints=False, asserts=False).scale(X=y, s=-3.0)
+    np.testing.assert_array_equal(y, np.full((3, 4), -3.0, dtype=np.float32))

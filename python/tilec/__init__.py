@@ -35,6 +35,7 @@ import inspect
 import os
 import sys
 import threading
+import warnings
 
 import numpy as np
 
@@ -51,6 +52,7 @@ __all__ = [
     "TileTypeError",
     "TileValueError",
     "DeviceError",
+    "TileAssertionError",
     "UnknownKernelError",
     "linalg",
 ]
@@ -113,6 +115,11 @@ class UnknownKernelError(TileError, AttributeError):
     """A module has no kernel of that name (E0107); the message suggests the closest one."""
 
 
+class TileAssertionError(TileError, AssertionError):
+    """An ``assert(cond, "message")`` of the kernel was false in some program (E0445): the
+    message names the first such program, the assertion's source line and its message."""
+
+
 class DeviceError(TileError, RuntimeError):
     """No Vulkan or CUDA device or driver, or the device failed."""
 
@@ -125,6 +132,8 @@ def _error(code, rendered, codes=None):
     codes = list(codes or [code])
     if code == "E0107":
         cls = UnknownKernelError
+    elif code == "E0445":
+        cls = TileAssertionError
     elif code in _TYPE_CODES:
         cls = TileTypeError
     elif code == "E0501":
@@ -421,9 +430,19 @@ class Kernel:
                 # Scalars, and names that are no parameter (the extension reports them, E0408).
                 scalars.append((k, v))
         try:
-            self._module._program.launch(self.name, arrays, scalars, generics, devices, self._module.autotune)
+            _, lines, dropped = self._module._program.launch(
+                self.name, arrays, scalars, generics, devices, self._module.autotune
+            )
         except _tilec.RawError as e:
             raise _convert(e) from None
+        # The kernel's `print` lines, in program order, on Python's stdout (so notebooks and
+        # pytest capture them).
+        for line in lines:
+            print(line)
+        if dropped:
+            warnings.warn(
+                f"W0106: {dropped} `print` line(s) dropped: the launch's debug buffer is full", RuntimeWarning, 2
+            )
         out = tuple(values[m] for m in self._mut if values.get(m) is not None)
         return None if not out else out[0] if len(out) == 1 else out
 
@@ -463,7 +482,18 @@ _programs = {}
 _lock = threading.Lock()
 
 
-def compile(source, *, target="cpu", device=None, backend=None, name=None, deny_warnings=False, autotune=False):
+def compile(
+    source,
+    *,
+    target="cpu",
+    device=None,
+    backend=None,
+    name=None,
+    deny_warnings=False,
+    autotune=False,
+    prints=True,
+    asserts=True,
+):
     """Compiles a ``.tile`` program for ``target`` (``"cpu"``, ``"vulkan"`` or ``"cuda"``;
     ``device`` picks a GPU by index: by default the first, or for CUDA the device of the CUDA
     tensors passed, whose launches run on their device; ``backend`` is the CPU's code
@@ -475,7 +505,11 @@ def compile(source, *, target="cpu", device=None, backend=None, name=None, deny_
     ``tilec --deny warnings``; ``autotune=True`` tunes a kernel with tuning candidates, ``const
     BM: i32 = 64 in [32, 64, 128]``, on its first call for each target, dtypes and extents
     (rounded up to powers of two), as ``tilec tune`` does, unless a tuning record exists or the
-    call gives a tuned parameter; every call uses the recorded configuration either way).
+    call gives a tuned parameter; every call uses the recorded configuration either way);
+    ``prints=False`` and ``asserts=False`` compile the kernels without their ``print``\ s and
+    ``assert``\ s, which then cost nothing (``tilec --quiet-prints``, ``--no-asserts``). A
+    kernel's ``print`` lines go to ``sys.stdout`` after each call, in program order; a failed
+    ``assert`` raises :class:`TileAssertionError` (E0445).
     ``source`` is a path (``str`` ending in ``.tile`` or
     ``os.PathLike``) or the source text. Raises :class:`CompileError` with every diagnostic.
     Modules are cached by source hash, name and target."""
@@ -492,13 +526,23 @@ def compile(source, *, target="cpu", device=None, backend=None, name=None, deny_
         name = name or "<string>.tile"
     if backend is None:
         backend = os.environ.get("TILEC_CPU_BACKEND") or None
-    key = (hashlib.sha256(text.encode("utf-8")).hexdigest(), name, target, device, backend, deny_warnings, autotune)
+    key = (
+        hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        name,
+        target,
+        device,
+        backend,
+        deny_warnings,
+        autotune,
+        prints,
+        asserts,
+    )
     with _lock:
         module = _programs.get(key)
     if module is not None:
         return module
     try:
-        program = _tilec.Program(text, name, target, device, backend, deny_warnings)
+        program = _tilec.Program(text, name, target, device, backend, deny_warnings, prints, asserts)
     except _tilec.RawError as e:
         raise _convert(e) from None
     module = Module(program, name, target)

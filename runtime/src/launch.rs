@@ -340,7 +340,7 @@ mod tests {
         let one = op(&mut f, OpKind::Const(Const::Int(1, Scalar::I64)), vec![], Some(Scalar::I64)).unwrap();
         let nan = op(&mut f, OpKind::Const(Const::Float(f64::NAN, Scalar::F64)), vec![], Some(Scalar::F64)).unwrap();
         op(&mut f, OpKind::Return, vec![g, one, one, nan], None);
-        let m = Module { funcs: vec![f], kernels: vec![k.clone()], sources: Vec::new() };
+        let m = Module { funcs: vec![f], kernels: vec![k.clone()], sources: Vec::new(), debug: Vec::new() };
         let b = bound_ids([2, 3, 9]);
         assert_eq!(launch_values(&m, &k, &b).unwrap(), LaunchValues { grid: [9, 1, 1], flops: None });
         let bad = Kernel { launch: tilec_midend::FuncId(5), ..k.clone() };

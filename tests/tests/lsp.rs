@@ -412,6 +412,27 @@ fn hover_on_a_const_shows_its_value() {
     c.stop();
 }
 
+#[test]
+fn print_and_assert_have_hover_and_completion_and_check_clean() {
+    let mut c = Client::start();
+    let text = "kernel k(A: mut f32[N]) grid(N) {\n    let x = A[0];\n    print(\"x\", x);\n    assert(x > 0.0, \"x is positive\");\n    A[0] = x;\n}\n";
+    assert!(c.open(text).is_empty(), "a string as print's label and assert's message is no error");
+    let h = c.at("textDocument/hover", text, "print(", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("print(\"label\", x, ..)") && v.contains("program order"), "{v}");
+    let h = c.at("textDocument/hover", text, "assert(", json!({}));
+    let v = h["contents"]["value"].as_str().unwrap_or("");
+    assert!(v.contains("assert(cond, \"message\")") && v.contains("E0445"), "{v}");
+    let edited = text.replace("    A[0] = x;", "    pri\n    A[0] = x;");
+    let items = complete_at_end(&mut c, 3, &edited, "    pri");
+    assert!(items.contains(&"print".to_string()) && items.contains(&"assert".to_string()), "{items:?}");
+    // A string anywhere else is E0001, as any quoted text.
+    let diags = c.change(4, &text.replace("let x = A[0];", "let x = \"A\";"));
+    let codes: Vec<&str> = diags.iter().map(|d| d["code"].as_str().unwrap_or("")).collect();
+    assert_eq!(codes.first(), Some(&"E0001"), "{diags:?}");
+    c.stop();
+}
+
 /// The labels of a completion answer.
 fn labels(v: &Value) -> Vec<String> {
     v.as_array().expect("items").iter().filter_map(|i| i["label"].as_str().map(str::to_string)).collect()

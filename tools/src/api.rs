@@ -227,11 +227,14 @@ fn checked_len(shape: &[usize], len: usize) -> Result<Vec<u64>, RunError> {
     Ok(dims)
 }
 
-/// The result of a launch: the grid and flop count, and the arguments as bound (owned arrays
-/// passed with [`Args::host`] hold their results).
+/// The result of a launch: the grid and flop count, the kernel's `print` lines, and the
+/// arguments as bound (owned arrays passed with [`Args::host`] hold their results).
 pub struct Launched {
     /// Programs launched along each grid axis, and the kernel's `flops(..)` if it has one.
     pub values: LaunchValues,
+    /// What the kernel's `print`s wrote, in program order (the API prints nothing itself: the
+    /// command line prints these lines to stdout, the Python package to `sys.stdout`).
+    pub prints: crate::driver::Prints,
     bound: Bound,
 }
 
@@ -420,8 +423,7 @@ impl Program {
         let values = args.arrays.into_iter().chain(args.scalars.into_iter().map(|(n, c)| (n, ArgValue::Scalar(c))));
         // One launch: an API call needs no warm-up run for timing.
         let (launch, bound) = self.session.run(inst, values, 0)?;
-        let values = launch.values;
-        Ok(Launched { values, bound })
+        Ok(Launched { values: launch.values, prints: launch.prints, bound })
     }
 }
 

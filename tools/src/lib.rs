@@ -120,6 +120,8 @@ pub struct CompileOptions {
     pub deny_warnings: bool,
     /// The target whose resource limits apply (default: the CPU's).
     pub limits: Option<tilec_frontend::TargetLimits>,
+    /// Which of `print` and `assert` the code keeps (default: both).
+    pub debug: tilec_midend::debug::DebugOptions,
 }
 
 /// The result of [`compile`]: the module after all passes, the IR dump if asked, and the
@@ -200,6 +202,7 @@ fn compile_here(
         diags.extend(warnings);
         return Err(diags);
     }
+    tilec_midend::debug::strip(&mut module, opts.debug);
     let popts = PipelineOptions { verify: opts.verify || cfg!(debug_assertions), dump_after: opts.dump_after.clone() };
     match run_pipeline(&mut module, &popts) {
         Ok(dump) => Ok(Compiled { module, dump, warnings }),

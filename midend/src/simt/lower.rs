@@ -168,7 +168,7 @@ pub fn lower_kernel_with(m: &Module, k: &Kernel, lanes: u32, stage_products: boo
     l.region_ops(&src.body, &mut shared)?;
     let ops = l.stack.pop().expect("body");
     l.out.body = Region { params, ops };
-    let mut module = Module { funcs: vec![l.out], kernels: Vec::new(), sources: Vec::new() };
+    let mut module = Module { funcs: vec![l.out], kernels: Vec::new(), sources: Vec::new(), debug: Vec::new() };
     crate::simplify::run(&mut module);
     let func = module.funcs.pop().expect("function");
     Ok(SimtKernel { kernel: k.clone(), func, lanes, shared_bytes: shared })

@@ -33,6 +33,12 @@ struct Cli {
     /// `$XDG_CACHE_HOME/tilec`, else `~/.cache/tilec`).
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// Compile kernels without their `print`s (which then cost nothing).
+    #[arg(long, global = true)]
+    quiet_prints: bool,
+    /// Compile kernels without their `assert`s (which then cost nothing).
+    #[arg(long, global = true)]
+    no_asserts: bool,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -247,6 +253,8 @@ pub(crate) struct Lints {
     pub(crate) cache_dir: Option<PathBuf>,
     /// Tiered CPU code (`SessionOptions::tiered`): `run` with no `--backend`.
     pub(crate) tiered: bool,
+    /// `--quiet-prints`, `--no-asserts`.
+    pub(crate) debug: tilec_midend::debug::DebugOptions,
 }
 
 impl Lints {
@@ -261,8 +269,10 @@ impl Lints {
         dump_after: Option<String>,
         target: crate::Target,
     ) -> Result<crate::Compiled, Error> {
-        let session =
-            Session::new(src.clone(), SessionOptions { deny_warnings: self.deny, verify, ..Default::default() });
+        let session = Session::new(
+            src.clone(),
+            SessionOptions { deny_warnings: self.deny, verify, debug: self.debug, ..Default::default() },
+        );
         let c = session.compile_all(fixed, target, dump_after);
         self.found.append(&mut session.take_warnings());
         c
@@ -312,7 +322,8 @@ pub fn main_with(args: Vec<String>, out: &mut dyn Write, err: &mut dyn Write, co
     };
     let mut src_for_render: Option<SourceSet> = None;
     let cache_dir = cli.cache_dir.or_else(crate::driver::cache::default_dir);
-    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new(), cache_dir, tiered: false };
+    let debug = tilec_midend::debug::DebugOptions { prints: !cli.quiet_prints, asserts: !cli.no_asserts };
+    let mut lints = Lints { deny: cli.deny.is_some(), found: Vec::new(), cache_dir, tiered: false, debug };
     // Tools reading JSON diagnostics get no summary line from `check`.
     let cmd = match cli.cmd {
         Cmd::Check { file, target, .. } if format == ErrorFormat::Json => Cmd::Check { file, target, quiet: true },

@@ -94,6 +94,7 @@ pub(crate) fn run(
             verify: false,
             cache_dir: lints.cache_dir.clone(),
             tiered: lints.tiered,
+            debug: lints.debug,
         },
     );
     let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);
@@ -113,8 +114,15 @@ pub(crate) fn run(
     for n in outputs.iter().map(|(n, _)| n).chain(req.prints) {
         bound.output(&kernel, n).map_err(run_error)?;
     }
-    let crate::driver::Launch { values: launch, mut times, device, .. } =
+    let crate::driver::Launch { values: launch, mut times, device, prints, .. } =
         session.launch(&inst, &mut bound, req.repeat)?;
+    // The kernel's `print` lines, in program order, before anything else of the run.
+    for l in &prints.lines {
+        let _ = writeln!(out, "{l}");
+    }
+    if prints.dropped > 0 {
+        lints.found.push(crate::driver::Prints::dropped_warning(prints.dropped));
+    }
     // All outputs or none: every file is written to a temporary first, then all are renamed.
     let mut arrays: Vec<(&Path, &HostArray)> = Vec::new();
     for (n, p) in &outputs {

@@ -22,7 +22,12 @@ pub(crate) fn tune(
     lints: &mut super::Lints,
 ) -> Result<(), Error> {
     let (mut args, scalars) = read_args(flags)?;
-    let opts = SessionOptions { deny_warnings: lints.deny, cache_dir: lints.cache_dir.clone(), ..Default::default() };
+    let opts = SessionOptions {
+        deny_warnings: lints.deny,
+        cache_dir: lints.cache_dir.clone(),
+        debug: lints.debug,
+        ..Default::default()
+    };
     let session = Session::new(src.clone(), opts);
     // The scalars' types are their parameters', the same in every configuration.
     let inst = session.instance(kernel, target, &InstanceRequest::of_args(&args, fixed));

@@ -107,7 +107,7 @@ impl Launcher {
                     times.push(Duration::ZERO);
                 }
                 let device = Some(format!("{} (subgroup {})", dev.name(), dev.subgroup_size()));
-                Ok(Launch { values, times, device, code: CodeGenerator::Spirv })
+                Ok(Launch { values, times, device, code: CodeGenerator::Spirv, prints: Default::default() })
             }
             Launcher::Cuda(dev, ptx, dir) => {
                 let (values, mut times) =
@@ -115,7 +115,13 @@ impl Launcher {
                 if times.is_empty() {
                     times.push(Duration::ZERO);
                 }
-                Ok(Launch { values, times, device: Some(dev.name()), code: CodeGenerator::LlvmPtx })
+                Ok(Launch {
+                    values,
+                    times,
+                    device: Some(dev.name()),
+                    code: CodeGenerator::LlvmPtx,
+                    prints: Default::default(),
+                })
             }
         }
     }
@@ -146,7 +152,13 @@ fn cpu_launch(runner: &CpuRunner, bound: &mut Bound, repeat: u32, device: Option
     let t0 = Instant::now();
     let values = runner.run_bound(bound).map_err(Error::run)?;
     times.push(t0.elapsed());
-    Ok(Launch { values, times, device, code: Target::Cpu(runner.backend()).code_generator() })
+    Ok(Launch {
+        values,
+        times,
+        device,
+        code: Target::Cpu(runner.backend()).code_generator(),
+        prints: Default::default(),
+    })
 }
 
 /// The launches a GPU makes for `repeat` timed runs: a first, untimed one (where the driver

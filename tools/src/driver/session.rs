@@ -34,6 +34,9 @@ pub struct SessionOptions {
     /// give the same bits. The command line and Python use it when no CPU backend is named,
     /// [`crate::Program::new`] always.
     pub tiered: bool,
+    /// Which of `print` and `assert` compiled code keeps (default: both; `--quiet-prints`
+    /// and `--no-asserts` turn them off, and then they cost nothing).
+    pub debug: tilec_midend::debug::DebugOptions,
 }
 
 /// What a launch asks of an instance: the element types and extents of its array arguments,
@@ -120,6 +123,8 @@ pub struct Launch {
     pub times: Vec<Duration>,
     pub device: Option<String>,
     pub code: super::CodeGenerator,
+    /// What the kernel's `print`s wrote in the last run (nothing for a kernel without).
+    pub prints: super::Prints,
 }
 
 /// A program: its sources parsed once, its kernels' signatures, the session's options, and
@@ -277,6 +282,7 @@ impl Session {
             dump_after,
             deny_warnings: self.opts.deny_warnings,
             limits: Some(target.limits()),
+            debug: self.opts.debug,
         };
         let mut c = crate::compile_parsed(&self.parsed, &self.parse_diags, instances, &opts)?;
         self.warnings.lock().unwrap_or_else(|p| p.into_inner()).append(&mut c.warnings);
@@ -364,9 +370,11 @@ impl Session {
     /// untimed launch comes before them, unless `repeat` is 0: then it is the one launch. On the CPU `mut`
     /// arrays are written in place; on a GPU they are copied to the device and back, except
     /// device arrays on CUDA, used in place. Errors: the E04xx codes of binding and launching,
-    /// code generation for the device (E0504).
+    /// code generation for the device (E0504); an `assert` that failed (E0445).
     pub fn launch(&self, inst: &Instance, bound: &mut Bound, repeat: u32) -> Result<Launch, Error> {
-        inst.launcher.launch(&inst.module, &inst.kernel, bound, repeat)
+        let mut launch = inst.launcher.launch(&inst.module, &inst.kernel, bound, repeat)?;
+        launch.prints = super::prints::read(&self.src, &inst.module, &inst.kernel, bound)?;
+        Ok(launch)
     }
 
     /// Binds `args` (by parameter name) to the parameters of `inst`: scalars are converted to
@@ -388,6 +396,10 @@ impl Session {
                 return Err(Error::run(RunError::Mismatch { detail }));
             }
             values.insert(name, value);
+        }
+        if super::prints::has_buffer(&inst.kernel) {
+            let (name, buffer) = super::prints::buffer()?;
+            values.insert(name, buffer);
         }
         Ok(tilec_runtime::bind(&inst.kernel, values)?)
     }
