@@ -29,7 +29,7 @@ cargo clippy -p tilec-codegen-ptx -p tilec-codegen-cpu -p tilec -p tilec-tests -
 fix_dev_null
 cargo test --workspace -j"$jobs"
 fix_dev_null
-cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda --test compile_cache -j"$jobs"
+cargo test -p tilec-tests --features ptx --test ptx --test codegen --test cuda --test compile_cache --test prints -j"$jobs"
 fix_dev_null
 cargo test -p tilec --features ptx --lib --test tiered -j"$jobs"
 # The same run tests with the LLVM CPU backend (`--backend llvm`) instead of Cranelift.
