@@ -379,6 +379,74 @@ pub fn max_rel_err_chunks(x: &[f64], r: &[f64], chunk: usize) -> f64 {
     worst
 }
 
+/// LU with partial pivoting of the row-major `n x n` matrix `a`, with `getrf_batched`'s
+/// pivots (LAPACK's getf2: the pivot is the first largest `|a[i, k]|` at or below the
+/// diagonal, the first NaN if there is one; the column below it divided by it; the trailing
+/// block updated by a product then a difference, where the kernel fuses the two, so the
+/// factors agree to rounding): the factors, the pivot rows (0-based) and info (`k + 1` for the
+/// first exactly zero pivot, else 0).
+pub fn getrf_f64(a: &[f64], n: usize) -> (Vec<f64>, Vec<i32>, i32) {
+    let mut u = a.to_vec();
+    let mut piv = vec![0i32; n];
+    let mut info = 0;
+    for k in 0..n {
+        let mut p = k;
+        let mut best = -1.0f64;
+        for i in k..n {
+            let v = u[i * n + k].abs();
+            if !best.is_nan() && (v.is_nan() || v > best) {
+                p = i;
+                best = v;
+            }
+        }
+        piv[k] = p as i32;
+        for j in 0..n {
+            u.swap(k * n + j, p * n + j);
+        }
+        let d = u[k * n + k];
+        if d != 0.0 {
+            for i in k + 1..n {
+                u[i * n + k] /= d;
+                for j in k + 1..n {
+                    u[i * n + j] -= u[i * n + k] * u[k * n + j];
+                }
+            }
+        } else if info == 0 {
+            info = k as i32 + 1;
+        }
+    }
+    (u, piv, info)
+}
+
+/// `A^-1 X` from the factors of [`getrf_f64`] (`lu`, `piv`) for the row-major `n x m` `x`:
+/// the rows swapped as `piv` says, then forward and back substitution.
+pub fn getrs_f64(lu: &[f64], piv: &[i32], n: usize, x: &[f64], m: usize) -> Vec<f64> {
+    let mut x = x.to_vec();
+    for (k, &p) in piv.iter().enumerate().take(n) {
+        for j in 0..m {
+            x.swap(k * m + j, p as usize * m + j);
+        }
+    }
+    for i in 0..n {
+        for k in 0..i {
+            for j in 0..m {
+                x[i * m + j] -= lu[i * n + k] * x[k * m + j];
+            }
+        }
+    }
+    for i in (0..n).rev() {
+        for k in i + 1..n {
+            for j in 0..m {
+                x[i * m + j] -= lu[i * n + k] * x[k * m + j];
+            }
+        }
+        for j in 0..m {
+            x[i * m + j] /= lu[i * n + i];
+        }
+    }
+    x
+}
+
 /// Runs kernel instance `kernel` of `module` in SIMT form (the PTX form) at `lanes` lanes (checked by the
 /// SIMT verifier) with the reference interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
 /// returns every array argument after the run, by parameter name. Errors (lowering or

@@ -192,6 +192,48 @@ def case_potrs(rng, dt, n):
     return dict(src=STDLIB, kernel="potrs_batched", arrays={"L": l, "X": x}, scalars={}, out="X", ref=ref)
 
 
+def getf2(a):
+    """LU with partial pivoting of each matrix of the f64 stack ``a`` with getrf_batched's
+    pivots (the first largest |u[i, k]|, division by the pivot, the update a product then a
+    difference, which the kernel fuses): the factors and the 0-based pivot rows."""
+    lu, piv = a.astype(np.float64).copy(), np.zeros(a.shape[:2], np.int32)
+    n = a.shape[1]
+    for u, p in zip(lu, piv):
+        for k in range(n):
+            p[k] = k + int(np.argmax(np.abs(u[k:, k])))
+            u[[k, p[k]]] = u[[p[k], k]]
+            if u[k, k] != 0:
+                u[k + 1:, k] /= u[k, k]
+                u[k + 1:, k + 1:] -= np.outer(u[k + 1:, k], u[k, k + 1:])
+    return lu, piv
+
+
+def case_getrf(rng, dt, n):
+    n = min(n, 64)
+    a = rng.uniform(-1, 1, (3, n, n)).astype(dt)
+    ref, _ = getf2(a)
+    return dict(src=STDLIB, kernel="getrf_batched", scalars={}, out="A", ref=ref,
+                arrays={"A": a, "ipiv": np.full((3, n), -1, np.int32), "info": np.full(3, -1, np.int32)})
+
+
+def case_getrs(rng, dt, n):
+    n = min(n, 64)
+    lu, piv = getf2(rng.uniform(-1, 1, (3, n, n)).astype(dt))
+    lu = lu.astype(dt)
+    x = rng.uniform(-1, 1, (3, n, 2)).astype(dt)
+    # The solve with the factors as the kernel gets them (rounded to dt), in f64.
+    a = np.empty((3, n, n))
+    for i in range(3):
+        l, u = np.tril(lu[i].astype(np.float64), -1) + np.eye(n), np.triu(lu[i].astype(np.float64))
+        pa = l @ u
+        for k in reversed(range(n)):
+            pa[[k, piv[i, k]]] = pa[[piv[i, k], k]]
+        a[i] = pa
+    ref = np.linalg.solve(a, x.astype(np.float64))
+    return dict(src=STDLIB, kernel="getrs_batched", arrays={"LU": lu, "ipiv": piv, "X": x}, scalars={}, out="X",
+                ref=ref)
+
+
 def case_gemm(rng, dt, n):
     a = rng.uniform(-1, 1, (n, 33)).astype(dt)
     b = rng.uniform(-1, 1, (33, n + 1)).astype(dt)
@@ -516,7 +558,8 @@ for _side in ("left", "right"):
         for _trans in (False, True):
             CASES.append((f"trsm_{_side}_{'lower' if _lower else 'upper'}{'_t' if _trans else ''}_batched",
                           case_trsm(_side, _lower, _trans)))
-CASES += [("potrs_batched", case_potrs), ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
+CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
+          ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),
           ("examples/matmul16", case_ex_matmul16), ("examples/matmul16_batched", case_ex_matmul16_batched),

@@ -786,3 +786,38 @@ def test_a_failed_kernel_assert_raises():
     y = np.ones((3, 4), dtype=np.float32)
     tilec.compile(PRINTS, name="prints.tile", prints=False, asserts=False).scale(X=y, s=-3.0)
     np.testing.assert_array_equal(y, np.full((3, 4), -3.0, dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 32, 64])
+def test_getrf_and_getrs_match_scipy_and_numpy(dtype, n):
+    """``linalg.getrf_batched`` gives SciPy's ``lu_factor`` (the same factors and 0-based
+    pivots in float64; in float32 factors that reproduce ``P A``), ``info`` 0 on regular
+    matrices and ``k + 1`` at a zero pivot, and ``getrs_batched`` solves as ``np.linalg.solve``."""
+    rng = np.random.default_rng(n)
+    a = rng.uniform(-1, 1, (6, n, n)).astype(dtype)
+    a[5, :, 0] = 0  # singular: the first pivot is zero
+    lu, piv, info = a.copy(), np.zeros((6, n), np.int32), np.full(6, -1, np.int32)
+    tilec.linalg.getrf_batched(A=lu, ipiv=piv, info=info)
+    np.testing.assert_array_equal(info, [0, 0, 0, 0, 0, 1])
+    eps = np.finfo(dtype).eps
+    for b in range(5):
+        ref_lu, ref_piv = scipy.linalg.lu_factor(a[b].astype(np.float64))
+        if dtype == np.float64:
+            np.testing.assert_array_equal(piv[b], ref_piv)
+            np.testing.assert_allclose(lu[b], ref_lu, rtol=0, atol=1e-12)
+        # P A = L U within a few n eps |A|.
+        l, u = np.tril(lu[b].astype(np.float64), -1) + np.eye(n), np.triu(lu[b].astype(np.float64))
+        pa = a[b].astype(np.float64)
+        for k in range(n):
+            pa[[k, piv[b, k]]] = pa[[piv[b, k], k]]
+        assert np.abs(pa - l @ u).max() <= 4 * n * eps * np.abs(a[b]).max()
+    x = rng.uniform(-1, 1, (5, n, 3)).astype(dtype)
+    got = x.copy()
+    tilec.linalg.getrs_batched(LU=lu[:5].copy(), ipiv=piv[:5].copy(), X=got)
+    if dtype == np.float64:
+        ref = np.linalg.solve(a[:5], x)
+        assert np.abs(got - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
+    # The residual of A X = B within a few n eps |A| |X| (row sums of |A| up to n max |A|).
+    res = np.abs(a[:5].astype(np.float64) @ got.astype(np.float64) - x).max()
+    assert res <= 8 * n * eps * n * np.abs(a[:5]).max() * np.abs(got).max()

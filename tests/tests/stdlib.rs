@@ -1,6 +1,7 @@
 //! Correctness of the standard library's kernels (`stdlib/linalg.tile`) on the CPU target
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
-//! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum; and that both
+//! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
+//! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
@@ -41,6 +42,16 @@ fn float(elem: Scalar, x: f64) -> ArgValue {
 /// Runs stdlib kernel `kernel` once (element types from the arrays, const parameters from
 /// `fixed`) and returns the array `output` afterwards.
 fn run(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], output: &str) -> Vec<f64> {
+    run_with(kernel, args, fixed, &[output]).remove(0)
+}
+
+/// Runs stdlib kernel `kernel` once (const parameters from the arrays' extents) and returns
+/// the arrays `outputs` afterwards.
+fn run_outs(kernel: &str, args: Vec<(&str, ArgValue)>, outputs: &[&str]) -> Vec<Vec<f64>> {
+    run_with(kernel, args, &[], outputs)
+}
+
+fn run_with(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], outputs: &[&str]) -> Vec<Vec<f64>> {
     let set = stdlib();
     let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
     let fixed = tilec_tests::const_generics(fixed);
@@ -48,7 +59,7 @@ fn run(kernel: &str, args: Vec<(&str, ArgValue)>, fixed: &[(&str, i64)], output:
         panic!("{kernel} does not compile:\n{}", render_diagnostics(&d, &set, ErrorFormat::Human, false))
     });
     let (bound, _) = runner.run(args).unwrap_or_else(|e| panic!("{kernel}: launch failed: {e}"));
-    bound.array(output).expect("output array").to_f64_vec()
+    outputs.iter().map(|o| bound.array(o).expect("output array").to_f64_vec()).collect()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -423,6 +434,166 @@ fn row_sum_matches_f64() {
 /// A kernel, its arguments and the output to compare.
 type Case = (String, Vec<(&'static str, ArgValue)>, &'static str);
 
+// ---------------------------------------------------------------------------------------
+// getrf, getrs
+// ---------------------------------------------------------------------------------------
+
+fn int_array(data: &[f64], shape: &[usize]) -> ArgValue {
+    arr(Scalar::I32, data, shape)
+}
+
+/// `getrf_batched` on the `b` stacked `n x n` matrices `a`: the factors, the pivots and info.
+fn getrf(elem: Scalar, a: &[f64], b: usize, n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let args = vec![
+        ("A", arr(elem, a, &[b, n, n])),
+        ("ipiv", int_array(&vec![-1.0; b * n], &[b, n])),
+        ("info", int_array(&vec![-1.0; b], &[b])),
+    ];
+    let mut out = run_outs("getrf_batched", args, &["A", "ipiv", "info"]);
+    let info = out.pop().unwrap();
+    let piv = out.pop().unwrap();
+    (out.pop().unwrap(), piv, info)
+}
+
+/// The largest `max |P A - L U| / (n eps max |A|)` of the batch, from `getrf_batched`'s
+/// outputs, in f64: the factors' backward error.
+fn lu_backward_error(a: &[f64], lu: &[f64], piv: &[f64], n: usize, eps: f64) -> f64 {
+    let mut worst = 0.0f64;
+    for (i, (m, f)) in a.chunks(n * n).zip(lu.chunks(n * n)).enumerate() {
+        let mut pa = m.to_vec();
+        for k in 0..n {
+            let p = piv[i * n + k] as usize;
+            for j in 0..n {
+                pa.swap(k * n + j, p * n + j);
+            }
+        }
+        let scale = m.iter().fold(0.0f64, |s, x| s.max(x.abs())).max(f64::MIN_POSITIVE);
+        for r in 0..n {
+            for c in 0..n {
+                // (L U)[r, c], L with its unit diagonal, U upper triangular.
+                let s: f64 = (0..=r.min(c)).map(|k| if k == r { 1.0 } else { f[r * n + k] } * f[k * n + c]).sum();
+                worst = worst.max((pa[r * n + c] - s).abs() / (n as f64 * eps * scale));
+            }
+        }
+    }
+    worst
+}
+
+#[test]
+fn getrf_matches_getf2_and_its_factors_reproduce_a() {
+    let mut rng = Rng::new(41);
+    for n in [1, 5, 17, 32, 64] {
+        let b = 3;
+        let a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        // f64: the reference's factors and pivots (the same operations in the same order).
+        let (lu, piv, info) = getrf(Scalar::F64, &a, b, n);
+        for (i, m) in a.chunks(n * n).enumerate() {
+            let (wl, wp, wi) = tilec_tests::getrf_f64(m, n);
+            let err = lu[i * n * n..(i + 1) * n * n].iter().zip(&wl).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+            assert!(err <= 1e-12, "getrf f64 n {n} matrix {i}: factors differ by {err:e}");
+            let wp: Vec<f64> = wp.iter().map(|&p| p as f64).collect();
+            assert_eq!(&piv[i * n..(i + 1) * n], &wp[..], "getrf f64 n {n} matrix {i}: pivots");
+            assert_eq!(info[i], wi as f64);
+        }
+        assert!(lu_backward_error(&a, &lu, &piv, n, f64::EPSILON) <= 4.0);
+        // f32: factors that reproduce P A within a few n eps.
+        let (lu, piv, info) = getrf(Scalar::F32, &a, b, n);
+        assert!(info.iter().all(|&i| i == 0.0), "{info:?}");
+        let e = lu_backward_error(&a, &lu, &piv, n, f32::EPSILON as f64);
+        assert!(e <= 4.0, "getrf f32 n {n}: |PA - LU| is {e} n eps |A|");
+    }
+}
+
+#[test]
+fn getrf_reports_singular_matrices_and_stays_finite_and_nan_stays_in_its_matrix() {
+    let (b, n) = (5, 6);
+    let mut rng = Rng::new(43);
+    let mut a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+    let m = |k: usize, r: usize, c: usize| k * n * n + r * n + c;
+    for r in 0..n {
+        a[m(1, r, 2)] = 0.0; // a zero column: U[2, 2] = 0, info 3
+        for c in 0..n {
+            a[m(2, r, c)] = 0.0; // the zero matrix: info 1
+            a[m(3, r, c)] = if r == c && r < n - 1 { 1.0 } else { 0.0 }; // I but U[5, 5] = 0: info 6
+        }
+    }
+    a[m(4, 2, 3)] = f64::NAN;
+    for elem in FLOATS {
+        let (lu, piv, info) = getrf(elem, &a, b, n);
+        assert_eq!(&info[..4], &[0.0, 3.0, 1.0, 6.0], "{elem:?}");
+        assert!(lu[..4 * n * n].iter().all(|x| x.is_finite()), "{elem:?}: singular factors are finite");
+        assert_eq!(&piv[2 * n..3 * n], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "{elem:?}: no row beats a zero pivot");
+        assert!(lu_backward_error(&a[..4 * n * n], &lu[..4 * n * n], &piv, n, 1e-6) <= 4.0, "{elem:?}");
+        assert!(lu[4 * n * n..].iter().any(|x| x.is_nan()), "{elem:?}: NaN stays in its own matrix");
+    }
+}
+
+#[test]
+fn getrf_and_getrs_take_empty_matrices_and_empty_batches() {
+    for elem in FLOATS {
+        let (_, _, info) = getrf(elem, &[], 3, 0);
+        assert_eq!(info, [0.0; 3], "N = 0: each empty matrix is factored");
+        let (lu, _, info) = getrf(elem, &[], 0, 4);
+        assert!(lu.is_empty() && info.is_empty());
+        let x = run(
+            "getrs_batched",
+            vec![
+                ("LU", arr(elem, &[], &[2, 0, 0])),
+                ("ipiv", int_array(&[], &[2, 0])),
+                ("X", arr(elem, &[], &[2, 0, 3])),
+            ],
+            &[],
+            "X",
+        );
+        assert!(x.is_empty());
+    }
+}
+
+#[test]
+fn getrs_solves_with_getrf_s_factors() {
+    let mut rng = Rng::new(47);
+    for (n, k) in [(1, 1), (5, 3), (17, 1), (32, 2), (64, 1)] {
+        let b = 3;
+        let a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let x = round_f32(&rng.vec(b * n * k, -1.0, 1.0));
+        for elem in FLOATS {
+            let (lu, piv, _) = getrf(elem, &a, b, n);
+            let args = vec![
+                ("LU", arr(elem, &lu, &[b, n, n])),
+                ("ipiv", int_array(&piv, &[b, n])),
+                ("X", arr(elem, &x, &[b, n, k])),
+            ];
+            let got = run("getrs_batched", args, &[], "X");
+            // Against the substitutions of the same factors in f64.
+            let mut want = Vec::new();
+            for i in 0..b {
+                let p: Vec<i32> = piv[i * n..(i + 1) * n].iter().map(|&p| p as i32).collect();
+                want.extend(tilec_tests::getrs_f64(
+                    &lu[i * n * n..(i + 1) * n * n],
+                    &p,
+                    n,
+                    &x[i * n * k..(i + 1) * n * k],
+                    k,
+                ));
+            }
+            check(&got, &want, n * k, elem, &format!("getrs n {n} k {k}"));
+            // And A X = B: the residual relative to |A| |X|.
+            for i in 0..b {
+                for r in 0..n {
+                    for c in 0..k {
+                        let ax: f64 = (0..n).map(|j| a[i * n * n + r * n + j] * got[i * n * k + j * k + c]).sum();
+                        let norm: f64 =
+                            (0..n).map(|j| (a[i * n * n + r * n + j] * got[i * n * k + j * k + c]).abs()).sum();
+                        let eps = if elem == Scalar::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+                        let res = (ax - x[i * n * k + r * k + c]).abs() / (n as f64 * eps * norm.max(1e-30));
+                        assert!(res <= 64.0, "getrs {elem:?} n {n} k {k}: residual {res} n eps |A||X|");
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The two CPU code generators give the same bits on every stdlib factorization, solve and
 /// product (f32 and f64, odd orders with partial tiles): so a tiered launch, Cranelift's code
 /// first and LLVM's later (`tools/src/driver/tiered.rs`), never changes a result. A build
@@ -465,6 +636,23 @@ fn both_cpu_code_generators_give_the_same_bits() {
             let x = if op.left { arr(elem, &rhs, &[b, n, k]) } else { arr(elem, &rhs_t, &[b, k, n]) };
             cases.push((op.stdlib_kernel(), vec![("A", arr(elem, &factor, &[b, n, n])), ("X", x)], "X"));
         }
+        let general = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let (lu, piv, _) = getrf(elem, &general, b, n);
+        let zeros = |len: usize, shape: &[usize]| int_array(&vec![0.0; len], shape);
+        cases.push((
+            "getrf_batched".into(),
+            vec![("A", arr(elem, &general, &[b, n, n])), ("ipiv", zeros(b * n, &[b, n])), ("info", zeros(b, &[b]))],
+            "A",
+        ));
+        cases.push((
+            "getrs_batched".into(),
+            vec![
+                ("LU", arr(elem, &lu, &[b, n, n])),
+                ("ipiv", int_array(&piv, &[b, n])),
+                ("X", arr(elem, &rhs, &[b, n, k])),
+            ],
+            "X",
+        ));
         for (kernel, args, out) in cases {
             let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
             let bits: Vec<Vec<u64>> = backends

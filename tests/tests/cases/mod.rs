@@ -100,11 +100,32 @@ fn case(
     }
 }
 
-/// potrf_batched and potrs_batched.
+/// potrf_batched, potrs_batched, getrf_batched and getrs_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
+    let (bu, nu) = (b as u64, n as u64);
+    let mut getrf = case(
+        stdlib(),
+        "getrf_batched",
+        vec![("A", random_uniform(b * n * n, 6), vec![bu, nu, nu])],
+        vec![],
+        vec!["A", "ipiv", "info"],
+    );
+    getrf.int_arrays = vec![("ipiv", vec![-1; b * n], vec![bu, nu]), ("info", vec![-1; b], vec![bu])];
+    let factors: Vec<_> = random_uniform(b * n * n, 7).chunks(n * n).map(|m| tilec_tests::getrf_f64(m, n)).collect();
+    let lu: Vec<f64> = factors.iter().flat_map(|f| f.0.clone()).collect();
+    let mut getrs = case(
+        stdlib(),
+        "getrs_batched",
+        vec![("LU", lu, vec![bu, nu, nu]), ("X", random_uniform(b * n * 3, 8), vec![bu, nu, 3])],
+        vec![],
+        vec!["X"],
+    );
+    getrs.int_arrays = vec![("ipiv", factors.iter().flat_map(|f| f.1.clone()).collect(), vec![bu, nu])];
     vec![
+        getrf,
+        getrs,
         case(
             stdlib(),
             "potrf_batched",

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): the stdlib's getrf_batched + getrs_batched against NumPy's batched
+# solve and SciPy's lu_factor/lu_solve on the same stacks (bench/lu_cpu.py). Builds
+# target/release/tilec with the LLVM CPU backend unless TILEC=/path/to/tilec is given, and
+# installs NumPy and SciPy in a virtual environment (PORTS_VENV, default
+# ~/.cache/tilec-ports-venv). Extra arguments go to bench/lu_cpu.py. Run it on an idle machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
+if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet numpy scipy
+fi
+. bench/tilec-build.sh
+bench_tilec
+"$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
+"$venv/bin/python" bench/lu_cpu.py --tilec "$tilec" "$@"
