@@ -447,6 +447,73 @@ pub fn getrs_f64(lu: &[f64], piv: &[i32], n: usize, x: &[f64], m: usize) -> Vec<
     x
 }
 
+/// Householder QR of the row-major `m x n` matrix `a` as LAPACK's geqr2 computes it (larfg's
+/// reflectors, `beta = -copysign(||x||, alpha)`; each update a product then a difference): the
+/// factors in LAPACK's layout (R on and above the diagonal, the reflectors' vectors below it)
+/// and the `min(m, n)` taus.
+pub fn geqr2_f64(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let mut a = a.to_vec();
+    let mut tau = vec![0.0; m.min(n)];
+    for k in 0..m.min(n) {
+        let alpha = a[k * n + k];
+        let sigma: f64 = (k + 1..m).map(|i| a[i * n + k] * a[i * n + k]).sum();
+        if sigma == 0.0 {
+            continue;
+        }
+        let beta = -(alpha * alpha + sigma).sqrt().copysign(alpha);
+        let mut v = vec![0.0; m];
+        v[k] = 1.0;
+        for i in k + 1..m {
+            v[i] = a[i * n + k] / (alpha - beta);
+        }
+        tau[k] = (beta - alpha) / beta;
+        for j in k..n {
+            let w = (k..m).map(|i| v[i] * a[i * n + j]).sum::<f64>() * tau[k];
+            for i in k..m {
+                a[i * n + j] -= v[i] * w;
+            }
+        }
+        for i in k + 1..m {
+            a[i * n + k] = v[i];
+        }
+    }
+    (a, tau)
+}
+
+/// The least-squares solution of `A X = B` (`a`: `m x n`, `m >= n`, full rank; `b`: `m x k`)
+/// from [`geqr2_f64`]'s factors: `R X = (Q^T B)[0:n]`, in f64.
+pub fn lstsq_f64(a: &[f64], m: usize, n: usize, b: &[f64], k: usize) -> Vec<f64> {
+    let (f, tau) = geqr2_f64(a, m, n);
+    let mut y = b.to_vec();
+    for (j, t) in tau.iter().enumerate() {
+        let v: Vec<f64> = (0..m)
+            .map(|i| {
+                if i < j {
+                    0.0
+                } else if i == j {
+                    1.0
+                } else {
+                    f[i * n + j]
+                }
+            })
+            .collect();
+        for c in 0..k {
+            let w = (0..m).map(|i| v[i] * y[i * k + c]).sum::<f64>() * t;
+            for i in 0..m {
+                y[i * k + c] -= v[i] * w;
+            }
+        }
+    }
+    let mut x = vec![0.0; n * k];
+    for c in 0..k {
+        for i in (0..n).rev() {
+            let s: f64 = (i + 1..n).map(|j| f[i * n + j] * x[j * k + c]).sum();
+            x[i * k + c] = (y[i * k + c] - s) / f[i * n + i];
+        }
+    }
+    x
+}
+
 /// Runs kernel instance `kernel` of `module` in SIMT form (the PTX form) at `lanes` lanes (checked by the
 /// SIMT verifier) with the reference interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
 /// returns every array argument after the run, by parameter name. Errors (lowering or

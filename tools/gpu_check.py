@@ -234,6 +234,63 @@ def case_getrs(rng, dt, n):
                 ref=ref)
 
 
+def geqr2(a):
+    """Householder QR of each matrix of the f64 stack ``a`` as geqrf_batched computes it
+    (larfg's reflectors): the factors in LAPACK's layout and the taus."""
+    f = a.astype(np.float64).copy()
+    m, n = a.shape[1:]
+    taus = np.zeros((a.shape[0], min(m, n)))
+    for u, t in zip(f, taus):
+        for k in range(min(m, n)):
+            alpha, x = u[k, k], u[k + 1:, k].copy()
+            sigma = x @ x
+            if sigma == 0:
+                continue
+            beta = -np.copysign(np.sqrt(alpha * alpha + sigma), alpha)
+            v = np.concatenate([[1.0], x / (alpha - beta)])
+            t[k] = (beta - alpha) / beta
+            u[k:, k:] -= np.outer(v, t[k] * (v @ u[k:, k:]))
+            u[k + 1:, k] = v[1:]
+    return f, taus
+
+
+def case_geqrf(rng, dt, n):
+    m, k = min(n, 64), min(n, 40)
+    a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
+    ref, _ = geqr2(a)
+    return dict(src=STDLIB, kernel="geqrf_batched", arrays={"A": a, "tau": np.zeros((3, min(m, k)), dt)},
+                scalars={}, out="A", ref=ref)
+
+
+def case_orgqr(rng, dt, n):
+    m, k = min(n, 64), min(n, 40)
+    f, taus = geqr2(rng.uniform(-1, 1, (3, m, k)).astype(dt))
+    f, taus = f.astype(dt), taus.astype(dt)
+    ref = np.empty((3, m, k))
+    for i in range(3):  # Q = H_0 .. H_{k-1} applied to the identity's first k columns
+        q = np.eye(m)[:, :k]
+        for j in reversed(range(k)):
+            v = np.concatenate([np.zeros(j), [1.0], f[i, j + 1:, j].astype(np.float64)])
+            q = q - np.outer(v, float(taus[i, j]) * (v @ q))
+        ref[i] = q
+    return dict(src=STDLIB, kernel="orgqr_batched", arrays={"A": f, "tau": taus}, scalars={}, out="A", ref=ref)
+
+
+def case_gels(rng, dt, n):
+    m, k = min(n, 64), min(n, 40)
+    a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
+    x = rng.uniform(-1, 1, (3, m, 2)).astype(dt)
+    f, taus = geqr2(a)
+    ref = x.astype(np.float64).copy()
+    for i in range(3):  # Q^T x, then R's solve on its first k rows (the rest stays: LAPACK's layout)
+        for j in range(k):
+            v = np.concatenate([np.zeros(j), [1.0], f[i, j + 1:, j]])
+            ref[i] -= np.outer(v, taus[i, j] * (v @ ref[i]))
+        ref[i, :k] = np.linalg.solve(np.triu(f[i, :k, :k]), ref[i, :k])
+    return dict(src=STDLIB, kernel="gels_batched", scalars={}, out="X", ref=ref,
+                arrays={"A": a, "X": x, "info": np.full(3, -2, np.int32)})
+
+
 def case_gemm(rng, dt, n):
     a = rng.uniform(-1, 1, (n, 33)).astype(dt)
     b = rng.uniform(-1, 1, (33, n + 1)).astype(dt)
@@ -559,6 +616,7 @@ for _side in ("left", "right"):
             CASES.append((f"trsm_{_side}_{'lower' if _lower else 'upper'}{'_t' if _trans else ''}_batched",
                           case_trsm(_side, _lower, _trans)))
 CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
+          ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),

@@ -821,3 +821,33 @@ def test_getrf_and_getrs_match_scipy_and_numpy(dtype, n):
     # The residual of A X = B within a few n eps |A| |X| (row sums of |A| up to n max |A|).
     res = np.abs(a[:5].astype(np.float64) @ got.astype(np.float64) - x).max()
     assert res <= 8 * n * eps * n * np.abs(a[:5]).max() * np.abs(got).max()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n", [(1, 1), (7, 7), (33, 20), (64, 40)])
+def test_geqrf_orgqr_gels_match_scipy_and_numpy(dtype, m, n):
+    """``linalg.geqrf_batched`` gives SciPy's ``qr(mode='raw')`` (LAPACK's layout and taus),
+    ``orgqr_batched`` its Q (orthonormal, Q R = A), and ``gels_batched`` NumPy's ``lstsq``."""
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.uniform(-1, 1, (4, m, n)).astype(dtype)
+    f, tau = a.copy(), np.zeros((4, n), dtype)
+    tilec.linalg.geqrf_batched(A=f, tau=tau)
+    eps = np.finfo(dtype).eps
+    tol = 50 * m * eps
+    for b in range(4):
+        (h, t), _ = scipy.linalg.qr(a[b].astype(np.float64), mode="raw")
+        np.testing.assert_allclose(f[b], h, rtol=0, atol=tol)
+        np.testing.assert_allclose(tau[b], t, rtol=0, atol=tol)
+    q = f.copy()
+    tilec.linalg.orgqr_batched(A=q, tau=tau)
+    for b in range(4):
+        qb, r = q[b].astype(np.float64), np.triu(f[b].astype(np.float64))[:n]
+        assert np.abs(qb.T @ qb - np.eye(n)).max() <= 8 * m * eps
+        assert np.abs(qb @ r - a[b]).max() <= 8 * m * eps * np.abs(a[b]).max()
+    x = rng.uniform(-1, 1, (4, m, 2)).astype(dtype)
+    got, info = x.copy(), np.full(4, 7, np.int32)
+    tilec.linalg.gels_batched(A=a.copy(), X=got, info=info)
+    np.testing.assert_array_equal(info, 0)
+    for b in range(4):
+        ref = np.linalg.lstsq(a[b].astype(np.float64), x[b].astype(np.float64), rcond=None)[0]
+        np.testing.assert_allclose(got[b, :n], ref, rtol=0, atol=1e3 * eps * max(1.0, np.abs(ref).max()))

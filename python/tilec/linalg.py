@@ -2,7 +2,9 @@
 ``potrf_batched(A, eps)`` (batched Cholesky, in place), the eight batched triangular solves
 ``trsm_{left,right}_{lower,upper}[_t]_batched(A, X)``, ``potrs_batched(L, X)`` (solves with
 the factor), ``getrf_batched(A, ipiv, info)`` (LU with partial pivoting, in place; SciPy's
-``lu_factor`` layout, 0-based pivots) and ``getrs_batched(LU, ipiv, X)`` (solves with it),
+``lu_factor`` layout, 0-based pivots) and ``getrs_batched(LU, ipiv, X)`` (solves with it), ``geqrf_batched(A, tau)``,
+``orgqr_batched(A, tau)`` and ``gels_batched(A, X, info)`` (Householder QR, its Q, least
+squares),
 ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and ``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).
 ``potrf_batched`` leaves the 16x16 tiles above the diagonal as they were: take
 ``np.tril(L)`` for the factor alone.

@@ -1,7 +1,8 @@
 //! Correctness of the standard library's kernels (`stdlib/linalg.tile`) on the CPU target
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
 //! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
-//! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs); and that both
+//! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs),
+//! geqrf, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`); and that both
 //! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
@@ -594,6 +595,111 @@ fn getrs_solves_with_getrf_s_factors() {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// geqrf, orgqr, gels
+// ---------------------------------------------------------------------------------------
+
+/// `geqrf_batched` on the `b` stacked `m x n` matrices `a`: the factors and the taus.
+fn geqrf(elem: Scalar, a: &[f64], b: usize, m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
+    let k = m.min(n);
+    let args = vec![("A", arr(elem, a, &[b, m, n])), ("tau", arr(elem, &vec![f64::NAN; b * k], &[b, k]))];
+    let mut out = run_outs("geqrf_batched", args, &["A", "tau"]);
+    let tau = out.pop().unwrap();
+    (out.pop().unwrap(), tau)
+}
+
+#[test]
+fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
+    let mut rng = Rng::new(53);
+    for (m, n) in [(1, 1), (5, 5), (17, 9), (9, 17), (32, 32), (64, 40)] {
+        let b = 3;
+        let a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
+        for elem in FLOATS {
+            let eps = if elem == Scalar::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+            let (f, tau) = geqrf(elem, &a, b, m, n);
+            let k = m.min(n);
+            if elem == Scalar::F64 {
+                for i in 0..b {
+                    let (wf, wt) = tilec_tests::geqr2_f64(&a[i * m * n..(i + 1) * m * n], m, n);
+                    let ef =
+                        f[i * m * n..(i + 1) * m * n].iter().zip(&wf).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                    let et = tau[i * k..(i + 1) * k].iter().zip(&wt).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                    assert!(ef <= 1e-12 && et <= 1e-12, "geqrf {m}x{n} matrix {i}: factors {ef:e}, tau {et:e}");
+                }
+            }
+            if m < n {
+                continue;
+            }
+            let q = run(
+                "orgqr_batched",
+                vec![("A", arr(elem, &f, &[b, m, n])), ("tau", arr(elem, &tau, &[b, n]))],
+                &[],
+                "A",
+            );
+            for i in 0..b {
+                let (qi, fi, ai) = (&q[i * m * n..], &f[i * m * n..], &a[i * m * n..]);
+                let (mut rec, mut orth) = (0.0f64, 0.0f64);
+                for r in 0..m {
+                    for c in 0..n {
+                        // (Q R)[r, c] and A[r, c].
+                        let qr: f64 = (0..=c).map(|j| qi[r * n + j] * fi[j * n + c]).sum();
+                        rec = rec.max((qr - ai[r * n + c]).abs());
+                    }
+                }
+                for c1 in 0..n {
+                    for c2 in 0..n {
+                        let d: f64 = (0..m).map(|r| qi[r * n + c1] * qi[r * n + c2]).sum();
+                        orth = orth.max((d - if c1 == c2 { 1.0 } else { 0.0 }).abs());
+                    }
+                }
+                let scale = ai[..m * n].iter().fold(0.0f64, |s, x| s.max(x.abs()));
+                assert!(rec <= 8.0 * m as f64 * eps * scale, "{elem:?} {m}x{n}: |QR - A| = {rec:e}");
+                assert!(orth <= 8.0 * m as f64 * eps, "{elem:?} {m}x{n}: |Q^T Q - I| = {orth:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn gels_solves_least_squares_and_reports_rank_deficiency() {
+    let mut rng = Rng::new(59);
+    for (m, n, k) in [(1, 1, 1), (5, 5, 1), (17, 9, 3), (64, 40, 2)] {
+        let b = 3;
+        let mut a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
+        let x0 = round_f32(&rng.vec(b * m * k, -1.0, 1.0));
+        // Matrix 2 has a zero last column: R[n-1, n-1] = 0, info n.
+        for r in 0..m {
+            a[2 * m * n + r * n + n - 1] = 0.0;
+        }
+        for elem in FLOATS {
+            let args = vec![
+                ("A", arr(elem, &a, &[b, m, n])),
+                ("X", arr(elem, &x0, &[b, m, k])),
+                ("info", int_array(&vec![7.0; b], &[b])),
+            ];
+            let out = run_outs("gels_batched", args, &["X", "info"]);
+            assert_eq!(out[1], [0.0, 0.0, n as f64], "{elem:?} {m}x{n}: info");
+            for i in 0..2 {
+                let want =
+                    tilec_tests::lstsq_f64(&a[i * m * n..(i + 1) * m * n], m, n, &x0[i * m * k..(i + 1) * m * k], k);
+                let got: Vec<f64> = out[0][i * m * k..i * m * k + n * k].to_vec();
+                check(&got, &want, n * k, elem, &format!("gels {m}x{n}x{k} matrix {i}"));
+            }
+        }
+    }
+    // A wider than tall: info -1, nothing solved.
+    let out = run_outs(
+        "gels_batched",
+        vec![
+            ("A", arr(Scalar::F64, &[1.0; 6], &[1, 2, 3])),
+            ("X", arr(Scalar::F64, &[1.0, 2.0], &[1, 2, 1])),
+            ("info", int_array(&[0.0], &[1])),
+        ],
+        &["info"],
+    );
+    assert_eq!(out[0], [-1.0]);
+}
+
 /// The two CPU code generators give the same bits on every stdlib factorization, solve and
 /// product (f32 and f64, odd orders with partial tiles): so a tiered launch, Cranelift's code
 /// first and LLVM's later (`tools/src/driver/tiered.rs`), never changes a result. A build
@@ -643,6 +749,16 @@ fn both_cpu_code_generators_give_the_same_bits() {
             "getrf_batched".into(),
             vec![("A", arr(elem, &general, &[b, n, n])), ("ipiv", zeros(b * n, &[b, n])), ("info", zeros(b, &[b]))],
             "A",
+        ));
+        cases.push((
+            "geqrf_batched".into(),
+            vec![("A", arr(elem, &general, &[b, n, n])), ("tau", arr(elem, &vec![0.0; b * n], &[b, n]))],
+            "A",
+        ));
+        cases.push((
+            "gels_batched".into(),
+            vec![("A", arr(elem, &general, &[b, n, n])), ("X", arr(elem, &rhs, &[b, n, k])), ("info", zeros(b, &[b]))],
+            "X",
         ));
         cases.push((
             "getrs_batched".into(),

@@ -100,7 +100,8 @@ fn case(
     }
 }
 
-/// potrf_batched, potrs_batched, getrf_batched and getrs_batched.
+/// potrf_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched, orgqr_batched
+/// and gels_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -123,9 +124,41 @@ pub(crate) fn factorizations() -> Vec<Case> {
         vec!["X"],
     );
     getrs.int_arrays = vec![("ipiv", factors.iter().flat_map(|f| f.1.clone()).collect(), vec![bu, nu])];
+    let (mq, nq) = (21usize, 13usize);
+    let qa = random_uniform(b * mq * nq, 9);
+    let qf: Vec<_> = qa.chunks(mq * nq).map(|m| tilec_tests::geqr2_f64(m, mq, nq)).collect();
+    let (mu, nqu) = (mq as u64, nq as u64);
+    let geqrf = case(
+        stdlib(),
+        "geqrf_batched",
+        vec![("A", qa.clone(), vec![bu, mu, nqu]), ("tau", vec![0.0; b * nq], vec![bu, nqu])],
+        vec![],
+        vec!["A", "tau"],
+    );
+    let orgqr = case(
+        stdlib(),
+        "orgqr_batched",
+        vec![
+            ("A", qf.iter().flat_map(|f| f.0.clone()).collect(), vec![bu, mu, nqu]),
+            ("tau", qf.iter().flat_map(|f| f.1.clone()).collect(), vec![bu, nqu]),
+        ],
+        vec![],
+        vec!["A"],
+    );
+    let mut gels = case(
+        stdlib(),
+        "gels_batched",
+        vec![("A", qa, vec![bu, mu, nqu]), ("X", random_uniform(b * mq * 2, 10), vec![bu, mu, 2])],
+        vec![],
+        vec!["A", "X", "info"],
+    );
+    gels.int_arrays = vec![("info", vec![-2; b], vec![bu])];
     vec![
         getrf,
         getrs,
+        geqrf,
+        orgqr,
+        gels,
         case(
             stdlib(),
             "potrf_batched",
