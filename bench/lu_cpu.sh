@@ -6,12 +6,8 @@
 # ~/.cache/tilec-ports-venv). Extra arguments go to bench/lu_cpu.py. Run it on an idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
-if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet numpy scipy
-fi
 . bench/tilec-build.sh
+bench_venv
 bench_tilec
 "$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
 "$venv/bin/python" bench/lu_cpu.py --tilec "$tilec" "$@"

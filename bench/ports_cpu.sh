@@ -8,12 +8,8 @@
 # `--only word,..`). A few minutes a round on a 2-core VM; run it on an otherwise idle machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
-if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet numpy scipy
-fi
 . bench/tilec-build.sh
+bench_venv
 bench_tilec
 "$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
 "$venv/bin/python" bench/ports_cpu.py --tilec "$tilec" "$@"

@@ -1,4 +1,4 @@
-# Sourced by the CPU benchmark scripts (bench/peers_cpu.sh, bench/ports_cpu.sh):
+# Sourced by the CPU benchmark scripts (bench/peers_cpu.sh, bench/ports_cpu.sh, bench/lu_cpu.sh):
 # `bench_tilec` sets `tilec` to $TILEC, or builds target/release/tilec with the LLVM CPU
 # backend (LLVM 16: tools/install-deps.sh) and sets `tilec` to it, then prints the machine
 # and build lines every result table starts with.
@@ -17,4 +17,14 @@ bench_tilec() {
     echo "cpu:    $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
     echo "tilec:  $tilec $built"
     echo "load:   $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before)"
+}
+
+# `bench_venv`: sets `venv` to a virtual environment with NumPy and SciPy (PORTS_VENV, default
+# ~/.cache/tilec-ports-venv), made on first use.
+bench_venv() {
+    venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
+    if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet numpy scipy
+    fi
 }

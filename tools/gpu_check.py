@@ -429,14 +429,7 @@ def case_ex_lu_batched(rng, dt, n):
 def case_ex_getrf_batched(rng, dt, n):
     n = min(n, 32)
     a = rng.uniform(-1, 1, (3, n, n)).astype(dt)
-    ref = a.astype(np.float64)
-    for u in ref:  # getf2: partial pivoting (the first largest |u[i, k]|), division by the pivot
-        for k in range(n):
-            p = k + int(np.argmax(np.abs(u[k:, k])))
-            u[[k, p]] = u[[p, k]]
-            if u[k, k] != 0:
-                u[k + 1:, k] /= u[k, k]
-                u[k + 1:, k + 1:] -= np.outer(u[k + 1:, k], u[k, k + 1:])
+    ref, _ = getf2(a)
     return dict(src=example("getrf.tile"), kernel="getrf_batched",
                 arrays={"A": a, "P": np.full((3, n), -1, np.int32)}, scalars={}, out="A", ref=ref)
 
@@ -444,16 +437,7 @@ def case_ex_getrf_batched(rng, dt, n):
 def case_ex_geqrf_batched(rng, dt, n):
     m, k = min(n, 32), min(n, 23)
     a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
-    ref = a.astype(np.float64)
-    for u in ref:  # geqr2: larfg's reflector, beta = -sign(alpha) ||x||
-        for j in range(min(m, k)):
-            alpha, sigma = u[j, j], float(np.sum(u[j + 1:, j] ** 2))
-            if sigma == 0:
-                continue
-            beta = -np.copysign(np.sqrt(alpha * alpha + sigma), alpha)
-            v = np.concatenate([[1.0], u[j + 1:, j] / (alpha - beta)])
-            u[j:, j:] -= (beta - alpha) / beta * np.outer(v, v @ u[j:, j:])
-            u[j + 1:, j] = v[1:]
+    ref, _ = geqr2(a)
     return dict(src=example("geqrf.tile"), kernel="geqrf_batched",
                 arrays={"A": a, "Tau": np.zeros((3, min(m, k)), dt)}, scalars={}, out="A", ref=ref)
 

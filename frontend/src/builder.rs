@@ -171,13 +171,17 @@ impl<'c, 's> FnBuilder<'c, 's> {
             }
         }
         let results: Vec<Value> = tys.into_iter().map(|t| self.f.new_value(t)).collect();
-        let file = self.cx.file_id(&self.source);
-        let op =
-            Op { kind, args, results: results.clone(), regions, loc: Loc { start: span.start, end: span.end, file } };
+        let op = Op { kind, args, results: results.clone(), regions, loc: self.loc(span) };
         if !self.terminated {
             self.stack.last_mut().expect("op list").push(op);
         }
         results
+    }
+
+    /// The location of `span` in this body's source.
+    pub(crate) fn loc(&mut self, span: Span) -> Loc {
+        let file = self.cx.file_id(&self.source);
+        Loc { start: span.start, end: span.end, file }
     }
 
     /// Emits a scalar constant.

@@ -23,7 +23,7 @@ impl FnBuilder<'_, '_> {
                 Ev::Val(v) if !matches!(self.ty(v), Type::Array { .. }) => {
                     vals.push(v);
                     tys.push(self.ty(v));
-                    locs.push(self.loc(a));
+                    locs.push(self.loc(a.span));
                 }
                 Ev::Err => ok = false,
                 _ => {
@@ -72,15 +72,9 @@ impl FnBuilder<'_, '_> {
         Ev::Unit
     }
 
-    /// The location of expression `a` in this body's source.
-    fn loc(&mut self, a: &Expr) -> Loc {
-        let file = self.cx.file_id(&self.source);
-        Loc { start: a.span.start, end: a.span.end, file }
-    }
-
     /// Adds a debug site for call `e`; its index.
     fn site(&mut self, kind: DebugKind, text: &str, e: &Expr, values: Vec<Type>, value_locs: Vec<Loc>) -> u32 {
-        let loc = self.loc(e);
+        let loc = self.loc(e.span);
         let sites = &mut self.cx.module.debug;
         sites.push(DebugSite { kind, text: text.to_string(), loc, values, value_locs });
         sites.len() as u32 - 1

@@ -379,29 +379,6 @@ fn lu_example_factors_without_pivoting() {
     }
 }
 
-/// LU with partial pivoting of one row-major `n x n` matrix in f64 (LAPACK's getf2 with a
-/// division by the pivot): the factors over `a`, and the 0-based pivot rows.
-fn getf2_f64(a: &mut [f64], n: usize) -> Vec<usize> {
-    let mut piv = Vec::new();
-    for k in 0..n {
-        let p = (k..n).fold(k, |p, i| if a[i * n + k].abs() > a[p * n + k].abs() { i } else { p });
-        piv.push(p);
-        for j in 0..n {
-            a.swap(k * n + j, p * n + j);
-        }
-        let d = a[k * n + k];
-        if d != 0.0 {
-            for i in k + 1..n {
-                a[i * n + k] /= d;
-                for j in k + 1..n {
-                    a[i * n + j] -= a[i * n + k] * a[k * n + j];
-                }
-            }
-        }
-    }
-    piv
-}
-
 /// Batched LU with partial pivoting on random 29x29, 32x32 and 1x1 matrices and a singular
 /// one (a zero column, rows that tie), against the f64 getf2: the same pivots, the factors
 /// within the element type's accuracy.
@@ -427,9 +404,8 @@ fn getrf_example_factors_with_partial_pivoting() {
             let got = run("getrf.tile", "getrf_batched", args(&a), "A");
             let piv = run("getrf.tile", "getrf_batched", args(&a), "P");
             for m in 0..b {
-                let mut w: Vec<f64> = a[m * n * n..(m + 1) * n * n].to_vec();
-                let want_piv = getf2_f64(&mut w, n);
-                let got_piv: Vec<usize> = piv[m * n..(m + 1) * n].iter().map(|p| *p as usize).collect();
+                let (w, want_piv, _) = tilec_tests::getrf_f64(&a[m * n * n..(m + 1) * n * n], n);
+                let got_piv: Vec<i32> = piv[m * n..(m + 1) * n].iter().map(|p| *p as i32).collect();
                 assert_eq!(got_piv, want_piv, "{elem:?} n={n} [{m}] pivots");
                 let scale = w.iter().fold(1f64, |s, x| s.max(x.abs()));
                 for (e, (g, want)) in got[m * n * n..(m + 1) * n * n].iter().zip(&w).enumerate() {
@@ -438,39 +414,6 @@ fn getrf_example_factors_with_partial_pivoting() {
             }
         }
     }
-}
-
-/// Householder QR of one row-major `m x n` matrix in f64 (LAPACK's geqr2 with larfg's
-/// reflector): R and the vectors over `a`, and the `min(m, n)` taus.
-fn geqr2_f64(a: &mut [f64], m: usize, n: usize) -> Vec<f64> {
-    let mut taus = Vec::new();
-    for k in 0..m.min(n) {
-        let alpha = a[k * n + k];
-        let sigma: f64 = (k + 1..m).map(|i| a[i * n + k] * a[i * n + k]).sum();
-        if sigma == 0.0 {
-            taus.push(0.0);
-            continue;
-        }
-        let norm = (alpha * alpha + sigma).sqrt();
-        let beta = if alpha >= 0.0 { -norm } else { norm };
-        let tau = (beta - alpha) / beta;
-        let mut v = vec![0.0; m];
-        v[k] = 1.0;
-        for i in k + 1..m {
-            v[i] = a[i * n + k] / (alpha - beta);
-        }
-        for j in k..n {
-            let w: f64 = (k..m).map(|i| v[i] * a[i * n + j]).sum::<f64>() * tau;
-            for i in k..m {
-                a[i * n + j] -= v[i] * w;
-            }
-        }
-        for i in k + 1..m {
-            a[i * n + k] = v[i];
-        }
-        taus.push(tau);
-    }
-    taus
 }
 
 /// Batched Householder QR on tall (29x23), wide (23x29), square (32x32) and 1x1 matrices and
@@ -493,8 +436,7 @@ fn geqrf_example_factors_with_householder_reflectors() {
             ];
             let got = run_outs("geqrf.tile", "geqrf_batched", args, &["A", "Tau"]);
             for q in 0..b {
-                let mut w: Vec<f64> = a[q * m * n..(q + 1) * m * n].to_vec();
-                let taus = geqr2_f64(&mut w, m, n);
+                let (w, taus) = tilec_tests::geqr2_f64(&a[q * m * n..(q + 1) * m * n], m, n);
                 let ctx = format!("{elem:?} {m}x{n} [{q}]");
                 assert!(normwise(&got[0][q * m * n..(q + 1) * m * n], &w) <= tol(elem), "{ctx}: factors");
                 assert!(normwise(&got[1][q * k..(q + 1) * k], &taus) <= tol(elem), "{ctx}: taus");

@@ -190,8 +190,8 @@ impl B<'_> {
     /// the number of words of each part.
     fn words(&mut self, v: Value, ty: &Type) -> Vec<(Value, u32)> {
         let elem = ty.elem();
-        let n = value_words(ty) / if matches!(elem, Scalar::I64 | Scalar::F64) { 2 } else { 1 };
-        let parts = if matches!(elem, Scalar::I64 | Scalar::F64) { 2 } else { 1 };
+        let n = ty.tile_len();
+        let parts = (value_words(ty) / n.max(1)) as usize;
         let Type::Tile { shape, .. } = ty else {
             return self.scalar_words(v, elem).into_iter().map(|w| (w, 1)).collect();
         };
