@@ -9,7 +9,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/tilec-build.sh
-bench_venv
-bench_tilec
-"$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
-"$venv/bin/python" bench/ports_cpu.py --tilec "$tilec" "$@"
+bench_numpy_script bench/ports_cpu.py "$@"

@@ -1,4 +1,5 @@
-# Sourced by the CPU benchmark scripts (bench/peers_cpu.sh, bench/ports_cpu.sh, bench/lu_cpu.sh):
+# Sourced by the CPU benchmark scripts (bench/peers_cpu.sh, bench/ports_cpu.sh, bench/lu_cpu.sh,
+# bench/factor_cpu.sh):
 # `bench_tilec` sets `tilec` to $TILEC, or builds target/release/tilec with the LLVM CPU
 # backend (LLVM 16: tools/install-deps.sh) and sets `tilec` to it, then prints the machine
 # and build lines every result table starts with.
@@ -27,4 +28,15 @@ bench_venv() {
         python3 -m venv "$venv"
         "$venv/bin/pip" install --quiet numpy scipy
     fi
+}
+
+# `bench_numpy_script SCRIPT ARGS..`: the venv and tilec as above, the peers' versions, then
+# `SCRIPT --tilec $tilec ARGS..` with the venv's Python (the NumPy/SciPy benchmarks).
+bench_numpy_script() {
+    local script=$1
+    shift
+    bench_venv
+    bench_tilec
+    "$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
+    "$venv/bin/python" "$script" --tilec "$tilec" "$@"
 }

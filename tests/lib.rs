@@ -514,6 +514,67 @@ pub fn lstsq_f64(a: &[f64], m: usize, n: usize, b: &[f64], k: usize) -> Vec<f64>
     x
 }
 
+/// The symmetric row-major `n x n` matrix whose lower triangle (diagonal included) is that of
+/// `a`, the upper triangle mirrored from it.
+pub fn symmetric_from_lower(a: &[f64], n: usize) -> Vec<f64> {
+    (0..n * n).map(|k| a[(k / n).max(k % n) * n + (k / n).min(k % n)]).collect()
+}
+
+/// The eigenvalues of the symmetric row-major `n x n` matrix `a` (its lower triangle), in
+/// ascending order, in f64: cyclic Jacobi, sweeping until the off-diagonal part is below
+/// 1e-18 of the whole (or 60 sweeps).
+pub fn eigvalsh_f64(a: &[f64], n: usize) -> Vec<f64> {
+    let mut s = symmetric_from_lower(a, n);
+    let total: f64 = s.iter().map(|x| x * x).sum();
+    for _ in 0..60 {
+        let off: f64 = (0..n * n).filter(|k| k / n != k % n).map(|k| s[k] * s[k]).sum();
+        if off <= 1e-36 * total {
+            break;
+        }
+        for p in 0..n {
+            for q in p + 1..n {
+                if s[p * n + q] == 0.0 {
+                    continue;
+                }
+                let theta = (s[q * n + q] - s[p * n + p]) / (2.0 * s[p * n + q]);
+                let t = theta.signum() / (theta.abs() + (1.0 + theta * theta).sqrt());
+                let c = 1.0 / (1.0 + t * t).sqrt();
+                let sn = t * c;
+                for k in 0..n {
+                    let (x, y) = (s[k * n + p], s[k * n + q]);
+                    s[k * n + p] = c * x - sn * y;
+                    s[k * n + q] = sn * x + c * y;
+                }
+                for k in 0..n {
+                    let (x, y) = (s[p * n + k], s[q * n + k]);
+                    s[p * n + k] = c * x - sn * y;
+                    s[q * n + k] = sn * x + c * y;
+                }
+            }
+        }
+    }
+    let mut w: Vec<f64> = (0..n).map(|i| s[i * n + i]).collect();
+    w.sort_by(f64::total_cmp);
+    w
+}
+
+/// The `n` singular values of the row-major `m x n` matrix `a`, in descending order, in f64:
+/// the `n` largest eigenvalues ([`eigvalsh_f64`]) of the symmetric `(m + n) x (m + n)` matrix
+/// `[[0, A], [A^T, 0]]`, whose eigenvalues are `±s_i` and zeros (accurate to about
+/// `eps ||A||` even for zero singular values, unlike the square roots of `A^T A`'s).
+pub fn singular_values_f64(a: &[f64], m: usize, n: usize) -> Vec<f64> {
+    let k = m + n;
+    let mut aug = vec![0.0; k * k];
+    for i in 0..m {
+        for j in 0..n {
+            aug[i * k + m + j] = a[i * n + j];
+            aug[(m + j) * k + i] = a[i * n + j];
+        }
+    }
+    let w = eigvalsh_f64(&aug, k);
+    w.iter().rev().take(n).map(|x| x.max(0.0)).collect()
+}
+
 /// Runs kernel instance `kernel` of `module` in SIMT form (the PTX form) at `lanes` lanes (checked by the
 /// SIMT verifier) with the reference interpreter on copies of the array arguments in `args` (scalars by value) over `grid`, and
 /// returns every array argument after the run, by parameter name. Errors (lowering or

@@ -291,6 +291,26 @@ def case_gels(rng, dt, n):
                 arrays={"A": a, "X": x, "info": np.full(3, -2, np.int32)})
 
 
+
+def case_syevj(rng, dt, n):
+    n = min(n, 64)
+    a = rng.uniform(-1, 1, (3, n, n))
+    a = (a + a.transpose(0, 2, 1)).astype(dt)
+    return dict(src=STDLIB, kernel="syevj_batched", out="W", ref=np.linalg.eigvalsh(a.astype(np.float64)),
+                arrays={"A": a, "W": np.zeros((3, n), dt), "V": np.zeros((3, n, n), dt),
+                        "info": np.full(3, -2, np.int32)},
+                scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
+
+
+def case_gesvj(rng, dt, n):
+    m, k = min(n, 64), min(n, 40)
+    a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
+    return dict(src=STDLIB, kernel="gesvj_batched", out="S",
+                ref=np.linalg.svd(a.astype(np.float64), compute_uv=False),
+                arrays={"A": a, "S": np.zeros((3, k), dt), "V": np.zeros((3, k, k), dt),
+                        "info": np.full(3, -2, np.int32)},
+                scalars={"tol": repr(float(np.sqrt(m) * np.finfo(dt).eps)), "max_sweeps": "30"})
+
 def case_gemm(rng, dt, n):
     a = rng.uniform(-1, 1, (n, 33)).astype(dt)
     b = rng.uniform(-1, 1, (33, n + 1)).astype(dt)
@@ -601,6 +621,7 @@ for _side in ("left", "right"):
                           case_trsm(_side, _lower, _trans)))
 CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
           ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
+          ("syevj_batched", case_syevj), ("gesvj_batched", case_gesvj),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),

@@ -851,3 +851,53 @@ def test_geqrf_orgqr_gels_match_scipy_and_numpy(dtype, m, n):
     for b in range(4):
         ref = np.linalg.lstsq(a[b].astype(np.float64), x[b].astype(np.float64), rcond=None)[0]
         np.testing.assert_allclose(got[b, :n], ref, rtol=0, atol=1e3 * eps * max(1.0, np.abs(ref).max()))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 6, 33, 64])
+def test_syevj_matches_numpy_eigh(dtype, n):
+    """``linalg.syevj_batched`` gives NumPy's ``eigh``: the eigenvalues ascending, orthonormal
+    eigenvectors with ``A V = V diag(W)``; a repeated eigenvalue and a NaN matrix included."""
+    rng = np.random.default_rng(n + 7)
+    a = rng.standard_normal((4, n, n))
+    a = a + a.transpose(0, 2, 1)
+    if n:
+        a[1] = np.eye(n) + 1.0  # eigenvalue 1, n - 1 times
+        a[2, n - 1, 0] = np.nan
+    a = a.astype(dtype)
+    w, v, info = np.zeros((4, n), dtype), np.zeros((4, n, n), dtype), np.full(4, 7, np.int32)
+    eps = np.finfo(dtype).eps
+    tilec.linalg.syevj_batched(A=a.copy(), W=w, V=v, info=info, tol=float(eps), max_sweeps=100)
+    np.testing.assert_array_equal(info, [0, 0, n + 1 if n else 0, 0])
+    for b in (0, 1, 3):
+        ab = a[b].astype(np.float64)
+        ref = np.linalg.eigvalsh(ab)
+        bound = 8 * max(n, 1) * eps * max(np.linalg.norm(ab), 1e-300)
+        np.testing.assert_allclose(w[b], ref, rtol=0, atol=bound)
+        vb = v[b].astype(np.float64)
+        assert np.abs(vb.T @ vb - np.eye(n)).max(initial=0) <= 8 * max(n, 1) * eps
+        assert np.abs(ab @ vb - vb * w[b].astype(np.float64)).max(initial=0) <= bound
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n", [(1, 1), (8, 8), (33, 20), (20, 33), (64, 40)])
+def test_gesvj_matches_numpy_svd(dtype, m, n):
+    """``linalg.gesvj_batched`` gives NumPy's ``svd``: singular values descending, ``A = U S
+    V^T`` with V orthogonal; a rank-deficient matrix included."""
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.uniform(-1, 1, (3, m, n))
+    a[1, :, n - 1] = a[1, :, 0]
+    a = a.astype(dtype)
+    u, s, v, info = a.copy(), np.zeros((3, n), dtype), np.zeros((3, n, n), dtype), np.full(3, 7, np.int32)
+    eps = np.finfo(dtype).eps
+    tilec.linalg.gesvj_batched(A=u, S=s, V=v, info=info, tol=float(np.sqrt(m) * eps), max_sweeps=30)
+    np.testing.assert_array_equal(info, 0)
+    k = min(m, n)
+    for b in range(3):
+        ab = a[b].astype(np.float64)
+        bound = 8 * max(m, n) * eps * np.linalg.norm(ab)
+        np.testing.assert_allclose(s[b, :k], np.linalg.svd(ab, compute_uv=False), rtol=0, atol=bound)
+        np.testing.assert_allclose(s[b, k:], 0, rtol=0, atol=bound)
+        vb, ub = v[b].astype(np.float64), u[b].astype(np.float64)
+        assert np.abs(vb.T @ vb - np.eye(n)).max() <= 8 * n * eps
+        assert np.abs(ub * s[b].astype(np.float64) @ vb.T - ab).max() <= bound

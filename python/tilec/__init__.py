@@ -506,8 +506,8 @@ def compile(
     BM: i32 = 64 in [32, 64, 128]``, on its first call for each target, dtypes and extents
     (rounded up to powers of two), as ``tilec tune`` does, unless a tuning record exists or the
     call gives a tuned parameter; every call uses the recorded configuration either way);
-    ``prints=False`` and ``asserts=False`` compile the kernels without their ``print``\ s and
-    ``assert``\ s, which then cost nothing (``tilec --quiet-prints``, ``--no-asserts``). A
+    ``prints=False`` and ``asserts=False`` compile the kernels without their ``print`` calls and
+    ``assert`` calls, which then cost nothing (``tilec --quiet-prints``, ``--no-asserts``). A
     kernel's ``print`` lines go to ``sys.stdout`` after each call, in program order; a failed
     ``assert`` raises :class:`TileAssertionError` (E0445).
     ``source`` is a path (``str`` ending in ``.tile`` or

@@ -4,7 +4,10 @@
 the factor), ``getrf_batched(A, ipiv, info)`` (LU with partial pivoting, in place; SciPy's
 ``lu_factor`` layout, 0-based pivots) and ``getrs_batched(LU, ipiv, X)`` (solves with it), ``geqrf_batched(A, tau)``,
 ``orgqr_batched(A, tau)`` and ``gels_batched(A, X, info)`` (Householder QR, its Q, least
-squares),
+squares), ``syevj_batched(A, W, V, info, tol, max_sweeps)`` (symmetric eigenvalues, ascending,
+and eigenvectors by Jacobi; ``tol=np.finfo(dtype).eps, max_sweeps=100`` as cuSOLVER) and
+``gesvj_batched(A, S, V, info, tol, max_sweeps)`` (SVD by one-sided Jacobi, U over A;
+``tol=sqrt(M) * eps, max_sweeps=30`` as LAPACK's gesvj),
 ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and ``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).
 ``potrf_batched`` leaves the 16x16 tiles above the diagonal as they were: take
 ``np.tril(L)`` for the factor alone.

@@ -2,7 +2,9 @@
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
 //! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
 //! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs),
-//! geqrf, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`); and that both
+//! geqrf, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj and gesvj
+//! (against f64 eigenvalues and singular values, `A = V W V^T`, `A = U S V^T`, orthogonality;
+//! repeated, graded, rank-deficient, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
@@ -585,7 +587,7 @@ fn getrs_solves_with_getrf_s_factors() {
                         let ax: f64 = (0..n).map(|j| a[i * n * n + r * n + j] * got[i * n * k + j * k + c]).sum();
                         let norm: f64 =
                             (0..n).map(|j| (a[i * n * n + r * n + j] * got[i * n * k + j * k + c]).abs()).sum();
-                        let eps = if elem == Scalar::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+                        let eps = eps_of(elem);
                         let res = (ax - x[i * n * k + r * k + c]).abs() / (n as f64 * eps * norm.max(1e-30));
                         assert!(res <= 64.0, "getrs {elem:?} n {n} k {k}: residual {res} n eps |A||X|");
                     }
@@ -615,7 +617,7 @@ fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
         let b = 3;
         let a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
         for elem in FLOATS {
-            let eps = if elem == Scalar::F32 { f32::EPSILON as f64 } else { f64::EPSILON };
+            let eps = eps_of(elem);
             let (f, tau) = geqrf(elem, &a, b, m, n);
             let k = m.min(n);
             if elem == Scalar::F64 {
@@ -638,7 +640,7 @@ fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
             );
             for i in 0..b {
                 let (qi, fi, ai) = (&q[i * m * n..], &f[i * m * n..], &a[i * m * n..]);
-                let (mut rec, mut orth) = (0.0f64, 0.0f64);
+                let mut rec = 0.0f64;
                 for r in 0..m {
                     for c in 0..n {
                         // (Q R)[r, c] and A[r, c].
@@ -646,12 +648,7 @@ fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
                         rec = rec.max((qr - ai[r * n + c]).abs());
                     }
                 }
-                for c1 in 0..n {
-                    for c2 in 0..n {
-                        let d: f64 = (0..m).map(|r| qi[r * n + c1] * qi[r * n + c2]).sum();
-                        orth = orth.max((d - if c1 == c2 { 1.0 } else { 0.0 }).abs());
-                    }
-                }
+                let orth = orthogonality(qi, m, n, n);
                 let scale = ai[..m * n].iter().fold(0.0f64, |s, x| s.max(x.abs()));
                 assert!(rec <= 8.0 * m as f64 * eps * scale, "{elem:?} {m}x{n}: |QR - A| = {rec:e}");
                 assert!(orth <= 8.0 * m as f64 * eps, "{elem:?} {m}x{n}: |Q^T Q - I| = {orth:e}");
@@ -698,6 +695,232 @@ fn gels_solves_least_squares_and_reports_rank_deficiency() {
         &["info"],
     );
     assert_eq!(out[0], [-1.0]);
+}
+
+// ---------------------------------------------------------------------------------------
+// syevj, gesvj
+// ---------------------------------------------------------------------------------------
+
+fn eps_of(elem: Scalar) -> f64 {
+    if elem == Scalar::F32 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    }
+}
+
+fn int(x: i64) -> ArgValue {
+    ArgValue::Scalar(Const::Int(x, Scalar::I32))
+}
+
+/// `syevj_batched` on the `b` stacked `n x n` matrices `a` (tol the element type's epsilon):
+/// the rotated matrices, W, V and info.
+fn syevj(elem: Scalar, a: &[f64], b: usize, n: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    let args = vec![
+        ("A", arr(elem, a, &[b, n, n])),
+        ("W", arr(elem, &vec![f64::NAN; b * n], &[b, n])),
+        ("V", arr(elem, &vec![f64::NAN; b * n * n], &[b, n, n])),
+        ("info", int_array(&vec![-7.0; b], &[b])),
+        ("tol", float(elem, eps_of(elem))),
+        ("max_sweeps", int(sweeps)),
+    ];
+    run_outs("syevj_batched", args, &["A", "W", "V", "info"])
+}
+
+/// `gesvj_batched` on the `b` stacked `m x n` matrices `a` (tol `sqrt(m)` epsilon, as
+/// LAPACK's gesvj): U, S, V and info.
+fn gesvj(elem: Scalar, a: &[f64], b: usize, m: usize, n: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    let args = vec![
+        ("A", arr(elem, a, &[b, m, n])),
+        ("S", arr(elem, &vec![f64::NAN; b * n], &[b, n])),
+        ("V", arr(elem, &vec![f64::NAN; b * n * n], &[b, n, n])),
+        ("info", int_array(&vec![-7.0; b], &[b])),
+        ("tol", float(elem, (m.max(1) as f64).sqrt() * eps_of(elem))),
+        ("max_sweeps", int(sweeps)),
+    ];
+    run_outs("gesvj_batched", args, &["A", "S", "V", "info"])
+}
+
+/// `max |A - U diag(s) V^T|` for row-major `a` (`m x n`), `u` (`m x n`), `v` (`n x n`), in f64.
+fn svd_residual(a: &[f64], u: &[f64], s: &[f64], v: &[f64], m: usize, n: usize) -> f64 {
+    let mut e = 0.0f64;
+    for r in 0..m {
+        for c in 0..n {
+            let x: f64 = (0..n).map(|j| u[r * n + j] * s[j] * v[c * n + j]).sum();
+            e = e.max((x - a[r * n + c]).abs());
+        }
+    }
+    e
+}
+
+/// `max |Q^T Q - I|` over the first `k` columns of the row-major `m x n` matrix `q`, in f64.
+fn orthogonality(q: &[f64], m: usize, n: usize, k: usize) -> f64 {
+    let mut e = 0.0f64;
+    for c1 in 0..k {
+        for c2 in 0..k {
+            let d: f64 = (0..m).map(|r| q[r * n + c1] * q[r * n + c2]).sum();
+            e = e.max((d - if c1 == c2 { 1.0 } else { 0.0 }).abs());
+        }
+    }
+    e
+}
+
+/// The Frobenius norm, which bounds the 2-norm that eigenvalue and singular value errors
+/// scale with.
+fn frobenius(x: &[f64]) -> f64 {
+    x.iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
+/// Symmetric test matrices, f32-representable: random; repeated eigenvalues (I + J, J all
+/// ones: n - 1 eigenvalues 1); graded (eigenvalues 10^0 .. 10^-12 rotated by a reflector);
+/// diagonal (no rotation at all). Only the lower triangle is meant: the caller may spoil the
+/// upper one.
+fn symmetric_cases(n: usize, rng: &mut Rng) -> Vec<f64> {
+    let mut out = Vec::new();
+    let r = round_f32(&rng.vec(n * n, -1.0, 1.0));
+    out.extend(tilec_tests::symmetric_from_lower(&r, n));
+    out.extend((0..n * n).map(|k| if k / n == k % n { 2.0 } else { 1.0 }));
+    let u = rng.vec(n, -1.0, 1.0);
+    let uu: f64 = u.iter().map(|x| x * x).sum();
+    let d: Vec<f64> = (0..n).map(|i| 10f64.powf(-12.0 * i as f64 / (n.max(2) - 1) as f64)).collect();
+    // (I - 2 u u^T / u^T u) diag(d) (I - 2 u u^T / u^T u).
+    let h = |i: usize, j: usize| if i == j { 1.0 } else { 0.0 } - 2.0 * u[i] * u[j] / uu;
+    let graded: Vec<f64> = (0..n * n).map(|k| (0..n).map(|l| h(k / n, l) * d[l] * h(l, k % n)).sum()).collect();
+    out.extend(round_f32(&tilec_tests::symmetric_from_lower(&graded, n)));
+    out.extend((0..n * n).map(|k| if k / n == k % n { (k / n) as f64 - 3.5 } else { 0.0 }));
+    out
+}
+
+#[test]
+fn syevj_matches_f64_eigenvalues_and_its_vectors_diagonalize_a() {
+    let mut rng = Rng::new(61);
+    for n in [1, 2, 5, 17, 32, 64] {
+        let a = symmetric_cases(n, &mut rng);
+        let b = a.len() / (n * n);
+        // NaN above the diagonal: only the lower triangle is read.
+        let spoiled: Vec<f64> =
+            a.iter().enumerate().map(|(k, &x)| if k % n > (k / n) % n { f64::NAN } else { x }).collect();
+        for elem in FLOATS {
+            let eps = eps_of(elem);
+            let out = syevj(elem, &spoiled, b, n, 100);
+            let (w, v, info) = (&out[1], &out[2], &out[3]);
+            assert_eq!(info, &vec![0.0; b], "{elem:?} n {n}: info");
+            for i in 0..b {
+                let ai = &a[i * n * n..(i + 1) * n * n];
+                let (wi, vi) = (&w[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
+                let want = tilec_tests::eigvalsh_f64(ai, n);
+                let scale = frobenius(ai) * n as f64 * eps;
+                let we = wi.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                assert!(we <= 4.0 * scale, "{elem:?} n {n} matrix {i}: eigenvalues off by {we:e}");
+                assert!(wi.windows(2).all(|p| p[0] <= p[1]), "{elem:?} n {n} matrix {i}: ascending");
+                let res = svd_residual(ai, vi, wi, vi, n, n);
+                assert!(res <= 4.0 * scale, "{elem:?} n {n} matrix {i}: |A - V W V^T| = {res:e}");
+                let orth = orthogonality(vi, n, n, n);
+                assert!(orth <= 4.0 * n as f64 * eps, "{elem:?} n {n} matrix {i}: |V^T V - I| = {orth:e}");
+            }
+            // The diagonal matrix takes no rotation: V = I and W its diagonal, exactly.
+            let vd = &v[3 * n * n..4 * n * n];
+            assert!((0..n * n).all(|k| vd[k] == if k / n == k % n { 1.0 } else { 0.0 }), "{elem:?} n {n}");
+        }
+    }
+}
+
+#[test]
+fn syevj_reports_nan_and_too_few_sweeps_and_takes_empty_input() {
+    let n = 9;
+    let mut rng = Rng::new(67);
+    let mut a = symmetric_cases(n, &mut rng);
+    a[n * n + 5 * n + 2] = f64::NAN; // matrix 1 (I + J), in the lower triangle
+    for elem in FLOATS {
+        let out = syevj(elem, &a, 4, n, 100);
+        assert_eq!(out[3], [0.0, 10.0, 0.0, 0.0], "{elem:?}: info N + 1 for NaN, in its own matrix only");
+        assert!(out[1][..n].iter().all(|x| x.is_finite()) && out[1][2 * n..].iter().all(|x| x.is_finite()));
+        // One sweep does not diagonalize a random 9 x 9 matrix to epsilon; no sweep at all
+        // leaves it as it was. The diagonal matrix converges with no sweep.
+        assert_eq!(syevj(elem, &a, 4, n, 1)[3], [10.0, 10.0, 10.0, 0.0], "{elem:?}");
+        let none = syevj(elem, &a, 4, n, 0);
+        assert_eq!(none[3], [10.0, 10.0, 10.0, 0.0], "{elem:?}");
+        let diag: Vec<f64> = (0..n).map(|i| a[i * n + i]).collect();
+        let mut sorted = diag.clone();
+        sorted.sort_by(f64::total_cmp);
+        assert_eq!(&none[1][..n], &sorted[..], "{elem:?}: no sweep: W is the sorted diagonal");
+        assert_eq!(syevj(elem, &[], 3, 0, 100)[3], [0.0; 3], "{elem:?}: 0 x 0 matrices");
+        assert!(syevj(elem, &[], 0, 5, 100)[3].is_empty(), "{elem:?}: an empty batch");
+    }
+}
+
+#[test]
+fn gesvj_matches_f64_singular_values_and_its_factors_reproduce_a() {
+    let mut rng = Rng::new(71);
+    for (m, n) in [(1, 1), (5, 5), (17, 9), (9, 17), (32, 32), (64, 40)] {
+        let b = 3;
+        let mut a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
+        // Matrix 1 is rank-deficient: its last column repeats its first.
+        for r in 0..m {
+            a[m * n + r * n + n - 1] = a[m * n + r * n];
+        }
+        // Matrix 2 is graded: column j scaled by 2^-2j (singular values over many decades).
+        for r in 0..m {
+            for c in 0..n {
+                a[2 * m * n + r * n + c] *= 2f64.powi(-2 * c as i32);
+            }
+        }
+        for elem in FLOATS {
+            let eps = eps_of(elem);
+            let out = gesvj(elem, &a, b, m, n, 30);
+            let (u, s, v, info) = (&out[0], &out[1], &out[2], &out[3]);
+            assert_eq!(info, &vec![0.0; b], "{elem:?} {m}x{n}: info");
+            for i in 0..b {
+                let ai = &a[i * m * n..(i + 1) * m * n];
+                let (ui, si, vi) =
+                    (&u[i * m * n..(i + 1) * m * n], &s[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
+                let want = tilec_tests::singular_values_f64(ai, m, n);
+                let scale = frobenius(ai) * m.max(n) as f64 * eps;
+                let se = si.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                assert!(se <= 8.0 * scale, "{elem:?} {m}x{n} matrix {i}: singular values off by {se:e}");
+                assert!(si.windows(2).all(|p| p[0] >= p[1]), "{elem:?} {m}x{n} matrix {i}: descending");
+                let res = svd_residual(ai, ui, si, vi, m, n);
+                assert!(res <= 8.0 * scale, "{elem:?} {m}x{n} matrix {i}: |A - U S V^T| = {res:e}");
+                let orth = orthogonality(vi, n, n, n);
+                assert!(orth <= 8.0 * n as f64 * eps, "{elem:?} {m}x{n} matrix {i}: |V^T V - I| = {orth:e}");
+                // U's columns are orthonormal for the singular values well above rounding.
+                let k = si.iter().filter(|&&x| x > 1e3 * scale).count();
+                let ou = orthogonality(ui, m, n, k);
+                assert!(
+                    ou <= 8.0 * m.max(n) as f64 * eps * si[0] / si[k.max(1) - 1],
+                    "{elem:?} {m}x{n} matrix {i}: |U^T U - I| = {ou:e}"
+                );
+            }
+            if m >= n && n > 1 {
+                assert!(
+                    s[m.min(n) - 1 + n] <= 8.0 * frobenius(&a[m * n..2 * m * n]) * n as f64 * eps,
+                    "{elem:?} {m}x{n}: rank deficiency"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn gesvj_reports_nan_and_too_few_sweeps_and_takes_zero_and_empty_input() {
+    let (m, n) = (7, 5);
+    let mut rng = Rng::new(73);
+    let mut a = round_f32(&rng.vec(3 * m * n, -1.0, 1.0));
+    a[m * n + 3] = f64::NAN;
+    for x in &mut a[2 * m * n..] {
+        *x = 0.0;
+    }
+    for elem in FLOATS {
+        let out = gesvj(elem, &a, 3, m, n, 30);
+        assert_eq!(out[3], [0.0, 6.0, 0.0], "{elem:?}: info min(M, N) + 1 for NaN, in its own matrix only");
+        // The zero matrix: S = 0, U = 0, V = I.
+        assert!(out[1][2 * n..].iter().all(|&x| x == 0.0) && out[0][2 * m * n..].iter().all(|&x| x == 0.0));
+        assert!((0..n * n).all(|k| out[2][2 * n * n + k] == if k / n == k % n { 1.0 } else { 0.0 }));
+        assert_eq!(gesvj(elem, &a, 3, m, n, 1)[3], [6.0, 6.0, 0.0], "{elem:?}: one sweep is not enough");
+        assert_eq!(gesvj(elem, &[], 2, 0, 3, 30)[3], [0.0; 2], "{elem:?}: 0 x 3 matrices");
+        assert_eq!(gesvj(elem, &[], 2, 3, 0, 30)[3], [0.0; 2], "{elem:?}: 3 x 0 matrices");
+        assert!(gesvj(elem, &[], 0, 4, 4, 30)[3].is_empty(), "{elem:?}: an empty batch");
+    }
 }
 
 /// The two CPU code generators give the same bits on every stdlib factorization, solve and
@@ -769,6 +992,21 @@ fn both_cpu_code_generators_give_the_same_bits() {
             ],
             "X",
         ));
+        let sym = tilec_tests::symmetric_from_lower(&general, n);
+        for (kernel, a, w) in [("syevj_batched", &sym[..], "W"), ("gesvj_batched", &general[..n * n], "S")] {
+            cases.push((
+                kernel.into(),
+                vec![
+                    ("A", arr(elem, a, &[1, n, n])),
+                    (w, arr(elem, &[0.0; 37], &[1, n])),
+                    ("V", arr(elem, &vec![0.0; n * n], &[1, n, n])),
+                    ("info", zeros(1, &[1])),
+                    ("tol", float(elem, eps_of(elem))),
+                    ("max_sweeps", int(30)),
+                ],
+                "V",
+            ));
+        }
         for (kernel, args, out) in cases {
             let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
             let bits: Vec<Vec<u64>> = backends

@@ -8,6 +8,7 @@ use crate::CodegenError;
 use inkwell::types::BasicTypeEnum;
 use inkwell::values::{IntValue, PointerValue};
 use inkwell::IntPredicate;
+use std::collections::HashMap;
 use tilec_midend::{Op, OpKind, Region, Type, Value};
 
 /// Where a carried value lives across a loop or an if.
@@ -21,9 +22,31 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(crate) fn region(&mut self, r: &Region) -> Result<(), CodegenError> {
         let mut i = 0;
         while i < r.ops.len() {
+            self.note_lendable(r, i);
             i += self.op_or_fused(&r.ops[i..]).map_err(|e| e.at(r.ops[i].loc))?;
         }
         Ok(())
+    }
+
+    /// Before an `if` or a loop at `r.ops[i]`: the values of `r` (its parameters and the
+    /// results of the ops before it) that no later op of `r` reads, for `carried_if` and
+    /// `carried_from`. A value made outside `r` is never among them: `r` may run again (a loop
+    /// body) and read it again.
+    fn note_lendable(&mut self, r: &Region, i: usize) {
+        if !matches!(r.ops[i].kind, OpKind::If | OpKind::For | OpKind::While) {
+            return;
+        }
+        let mut later = HashMap::new();
+        for op in &r.ops[i + 1..] {
+            for a in &op.args {
+                *later.entry(*a).or_insert(0) += 1;
+            }
+            for reg in &op.regions {
+                reg.count_uses(&mut later);
+            }
+        }
+        let defined = r.params.iter().chain(r.ops[..i].iter().flat_map(|o| o.results.iter()));
+        self.lendable = defined.filter(|v| !later.contains_key(*v)).copied().collect();
     }
 
     /// Lowers a region that ends in `Yield` (or `Return`); returns the yielded values.
@@ -33,6 +56,7 @@ impl<'ctx> Gen<'ctx, '_> {
             if r.ops[i].kind == OpKind::Yield {
                 return Ok(Some(r.ops[i].args.clone()));
             }
+            self.note_lendable(r, i);
             i += self.op_or_fused(&r.ops[i..])?;
         }
         Ok(None)
@@ -108,6 +132,57 @@ impl<'ctx> Gen<'ctx, '_> {
         self.cx.append_basic_block(self.func, "")
     }
 
+    /// Storage for the results of a loop whose initial values are `inits`: a tile init that
+    /// the loop is the only user of, made in the loop's own region (`note_lendable`; a tile
+    /// made outside it is read again when that region runs again), lends its own storage, so
+    /// entering the loop copies nothing and a loop nested in another, carrying the outer
+    /// loop's tile, works in the outer loop's storage; other results get fresh storage
+    /// (`carried`).
+    fn carried_from(&mut self, results: &[Value], inits: &[Value]) -> Result<Vec<Carried<'ctx>>, CodegenError> {
+        let mut carried = self.carried(results)?;
+        for (k, init) in inits.iter().enumerate() {
+            let Some(Carried::Tile(ptr, _)) = carried.get_mut(k) else { continue };
+            let only_here = self.uses.get(init) == Some(&1)
+                && inits.iter().filter(|i| *i == init).count() == 1
+                && self.lendable.contains(init);
+            if let (true, Some(Held::Tile(p))) = (only_here, self.held.get(init)) {
+                *ptr = *p;
+            }
+        }
+        Ok(carried)
+    }
+
+    /// Storage for the results of an if: a tile that one branch yields unchanged, that no
+    /// other result yields and that nothing reads after the if (`note_lendable`: made in the
+    /// if's own region, which does not read it after the if) lends its storage to that
+    /// result (and is returned at its position in the second vector), so the branch that yields it
+    /// copies nothing and the other computes its value there, in place where
+    /// `in_place_results` allows (`if d != 0.0 { a[:, k] = l; a = a - outer(l, u); }`);
+    /// other results get fresh storage. A tile made outside the if is the only kind that is
+    /// held before its branches are lowered.
+    fn carried_if(&mut self, op: &Op) -> Result<(Vec<Carried<'ctx>>, Vec<Option<Value>>), CodegenError> {
+        let mut carried = self.carried(&op.results)?;
+        let mut lent = vec![None; op.results.len()];
+        let yields: Vec<&[Value]> = op
+            .regions
+            .iter()
+            .filter_map(|r| r.ops.last().filter(|o| o.kind == OpKind::Yield).map(|o| o.args.as_slice()))
+            .collect();
+        for (k, c) in carried.iter_mut().enumerate() {
+            let Carried::Tile(ptr, _) = c else { continue };
+            let outer: Vec<Value> =
+                yields.iter().map(|y| y[k]).filter(|v| matches!(self.held.get(v), Some(Held::Tile(_)))).collect();
+            let [x] = outer[..] else { continue };
+            let yielded_once = yields.iter().flat_map(|y| y.iter()).filter(|v| **v == x).count() == 1;
+            let dies_here = self.lendable.contains(&x);
+            if let (true, true, Some(Held::Tile(p))) = (yielded_once, dies_here, self.held.get(&x)) {
+                *ptr = *p;
+                lent[k] = Some(x);
+            }
+        }
+        Ok((carried, lent))
+    }
+
     /// Storage for the results of a loop or an if.
     fn carried(&mut self, results: &[Value]) -> Result<Vec<Carried<'ctx>>, CodegenError> {
         results
@@ -126,49 +201,83 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     /// Lets the tiles that the body `r` yields be computed in their carried storage, so that
-    /// the yield copies nothing: a value yielded at position `k` and used nowhere else, made by
-    /// an op of `r` that reads the carried tile `params[k]` (which nothing else reads, but for
-    /// element, line and block reads before it) and writes each element of its result only
-    /// after reading that element: `matmul_acc` and `rank1` into their accumulator, an
-    /// elementwise binary op of two same-shaped tiles (a fused `t - a @ b` too), and element and
-    /// line inserts. The loop-carried products of potrf and the trsm kernels, and loops that
-    /// rewrite a tile row by row (`for i in 0..32 { t[i, :] = t[i, :] * 2.0; }`).
+    /// the yield copies nothing: a value yielded at position `k` and used nowhere else, made
+    /// from the carried tile `params[k]` by a chain of ops of `r`, each of which reads the
+    /// previous link (which nothing else reads, but for element, line and block reads before
+    /// that op) and writes each element of its result only after reading that element:
+    /// `matmul_acc` and `rank1` into their accumulator, an elementwise binary op of two
+    /// same-shaped tiles (a fused `t - a @ b` too), and element and line inserts. The
+    /// loop-carried products of potrf and the trsm kernels, loops that rewrite a tile row by row
+    /// (`for i in 0..32 { t[i, :] = t[i, :] * 2.0; }`), and rotations that rewrite two rows
+    /// and two columns (`syevj_batched`: four line inserts in a row).
     ///
     /// Sound because no other value of the body names the carried storage: tile storage is
-    /// only handed out by `new_tile` (fresh, or this map) and `bind_carried`. An op that made
-    /// its result a view of an operand's storage would break the "nothing else reads it" count.
-    fn in_place_results(&mut self, r: &Region, params: &[Value], carried: &[Carried<'ctx>]) {
+    /// only handed out by `new_tile` (fresh, or this map) and `bind_carried`, and each link is
+    /// dead once the next op has read it. An op that made its result a view of an operand's
+    /// storage would break the "nothing else reads it" count.
+    fn in_place_results(&mut self, r: &Region, params: &[Option<Value>], carried: &[Carried<'ctx>]) {
         let Some(y) = r.ops.last().filter(|o| o.kind == OpKind::Yield) else { return };
+        // Uses within `r`: a loop's carried tile is used only in its body; an if's lent tile
+        // (`carried_if`) may also be read by the other branch, which never runs with this one.
+        let mut local = HashMap::new();
+        r.count_uses(&mut local);
         for ((&v, &param), c) in y.args.iter().zip(params).zip(carried) {
-            let Carried::Tile(ptr, _) = c else { continue };
+            let (Carried::Tile(ptr, _), Some(param)) = (c, param) else { continue };
             if v == param || self.uses.get(&v) != Some(&1) {
                 continue;
             }
-            let Some(at) = r.ops.iter().position(|o| o.results.first() == Some(&v)) else { continue };
-            let op = &r.ops[at];
-            // Other reads of the carried tile: only element, line and block reads before `op`,
-            // whose results are copies (`t[i, :] = t[i, :] * 2.0`).
-            let copies = r.ops[..at]
-                .iter()
-                .filter(|o| o.args.contains(&param))
-                .map(|o| {
-                    let copy = matches!(o.kind, OpKind::Extract | OpKind::ExtractLine(_) | OpKind::ExtractBlock(_));
-                    copy.then(|| o.args.iter().filter(|a| **a == param).count())
-                })
-                .sum::<Option<usize>>();
-            let once = op.args.iter().filter(|a| **a == param).count() == 1;
-            if copies.map(|n| n + 1) != self.uses.get(&param).copied() || !(once || matches!(op.kind, OpKind::Bin(_))) {
-                continue;
-            }
-            let in_place = match op.kind {
-                OpKind::MatmulAcc | OpKind::Rank1(_) | OpKind::Insert | OpKind::InsertLine(_) => op.args[0] == param,
-                OpKind::Bin(_) => op.args.contains(&param) && op.args.iter().all(|a| self.f.ty(*a) == self.f.ty(v)),
-                _ => false,
+            let mut chain = vec![v];
+            let mut cur = v;
+            let complete = loop {
+                let Some(at) = r.ops.iter().position(|o| o.results.first() == Some(&cur)) else { break false };
+                let links = self.in_place_links(r, at, &local);
+                // The carried tile itself, else an operand made in `r` to follow further.
+                let prev = links
+                    .iter()
+                    .find(|l| **l == param)
+                    .or_else(|| links.iter().find(|l| r.ops.iter().any(|o| o.results.first() == Some(*l))));
+                let Some(&prev) = prev else { break false };
+                if prev == param {
+                    break true;
+                }
+                chain.push(prev);
+                cur = prev;
             };
-            if in_place {
-                self.in_place.insert(v, *ptr);
+            if complete {
+                for link in chain {
+                    self.in_place.insert(link, *ptr);
+                }
             }
         }
+    }
+
+    /// The operands that op `r.ops[at]` may overwrite with its result (`in_place_results`):
+    /// ones it reads in an order that allows it, and that nothing else reads but element,
+    /// line and block reads before `at`.
+    fn in_place_links(&self, r: &Region, at: usize, local: &HashMap<Value, usize>) -> Vec<Value> {
+        let op = &r.ops[at];
+        let Some(&v) = op.results.first() else { return vec![] };
+        let candidates: Vec<Value> = match op.kind {
+            OpKind::MatmulAcc | OpKind::Rank1(_) | OpKind::Insert | OpKind::InsertLine(_) => vec![op.args[0]],
+            OpKind::Bin(_) if op.args.iter().all(|a| self.f.ty(*a) == self.f.ty(v)) => op.args.clone(),
+            _ => vec![],
+        };
+        candidates
+            .into_iter()
+            .filter(|&src| {
+                let copies = r.ops[..at]
+                    .iter()
+                    .filter(|o| o.args.contains(&src))
+                    .map(|o| {
+                        let copy = matches!(o.kind, OpKind::Extract | OpKind::ExtractLine(_) | OpKind::ExtractBlock(_));
+                        copy.then(|| o.args.iter().filter(|a| **a == src).count())
+                    })
+                    .sum::<Option<usize>>();
+                let reads = op.args.iter().filter(|a| **a == src).count();
+                let once = reads == 1 || matches!(op.kind, OpKind::Bin(_));
+                once && copies.map(|c| c + reads) == local.get(&src).copied()
+            })
+            .collect()
     }
 
     /// Stores the yielded `vals` into the carried storage, staging tiles through temporaries
@@ -229,7 +338,7 @@ impl<'ctx> Gen<'ctx, '_> {
 
     fn for_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
         let (lo, hi, step) = (self.val(op.args[0])?, self.val(op.args[1])?, self.val(op.args[2])?);
-        let carried = self.carried(&op.results)?;
+        let carried = self.carried_from(&op.results, &op.args[3..])?;
         self.yield_to(&op.args[3..], &carried)?;
         let ity = lo.get_type();
         let iv = self.allocas.build_alloca(ity, "").map_err(be)?;
@@ -244,7 +353,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let r = &op.regions[0];
         self.held.insert(r.params[0], Held::Val(i.into()));
         self.bind_carried(&r.params[1..], &carried)?;
-        self.in_place_results(r, &r.params[1..], &carried);
+        let params: Vec<Option<Value>> = r.params[1..].iter().copied().map(Some).collect();
+        self.in_place_results(r, &params, &carried);
         if let Some(ys) = self.region_yield(r)? {
             self.yield_to(&ys, &carried)?;
         }
@@ -256,7 +366,7 @@ impl<'ctx> Gen<'ctx, '_> {
     }
 
     fn while_loop(&mut self, op: &Op) -> Result<(), CodegenError> {
-        let carried = self.carried(&op.results)?;
+        let carried = self.carried_from(&op.results, &op.args)?;
         self.yield_to(&op.args, &carried)?;
         let (header, body, exit) = (self.block(), self.block(), self.block());
         self.b.build_unconditional_branch(header).map_err(be)?;
@@ -283,11 +393,12 @@ impl<'ctx> Gen<'ctx, '_> {
 
     fn if_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         let c = self.val(op.args[0])?.into_int_value();
-        let carried = self.carried(&op.results)?;
+        let (carried, lent) = self.carried_if(op)?;
         let (then, els, merge) = (self.block(), self.block(), self.block());
         self.b.build_conditional_branch(c, then, els).map_err(be)?;
         for (blk, r) in [(then, &op.regions[0]), (els, &op.regions[1])] {
             self.b.position_at_end(blk);
+            self.in_place_results(r, &lent, &carried);
             if let Some(ys) = self.region_yield(r)? {
                 self.yield_to(&ys, &carried)?;
             }

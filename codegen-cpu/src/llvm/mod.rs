@@ -118,6 +118,9 @@ pub(crate) struct Gen<'ctx, 'f> {
     pub(crate) batch_ids: std::collections::HashSet<Value>,
     /// Results to compute in a loop's carried storage (`control.rs`, `in_place_results`).
     pub(crate) in_place: HashMap<Value, PointerValue<'ctx>>,
+    /// For the `if` or loop being lowered: the values of its region that nothing after it
+    /// reads (`control.rs`, `carried_if`, `carried_from`).
+    pub(crate) lendable: std::collections::HashSet<Value>,
     /// Tile loads that their product or triangular solve reads from the array
     /// (`tilec_midend::fusion::direct_loads`).
     pub(crate) direct: std::collections::HashSet<Value>,
@@ -228,6 +231,7 @@ fn lower_function<'ctx>(
         unformed: Default::default(),
         batch_ids: Default::default(),
         in_place: HashMap::new(),
+        lendable: Default::default(),
         direct: Default::default(),
         pending: HashMap::new(),
         frame: 0,

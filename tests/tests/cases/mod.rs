@@ -100,8 +100,8 @@ fn case(
     }
 }
 
-/// potrf_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched, orgqr_batched
-/// and gels_batched.
+/// potrf_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched, orgqr_batched,
+/// gels_batched, syevj_batched and gesvj_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -153,12 +153,45 @@ pub(crate) fn factorizations() -> Vec<Case> {
         vec!["A", "X", "info"],
     );
     gels.int_arrays = vec![("info", vec![-2; b], vec![bu])];
+    // Jacobi with tol 0 runs exactly max_sweeps sweeps on every target (info N + 1 on all), so
+    // rounding differences cannot change the number of sweeps; 8 sweeps converge these.
+    let (ns, nsu) = (13usize, 13u64);
+    let r = random_uniform(b * ns * ns, 11);
+    let sym: Vec<f64> = r.chunks(ns * ns).flat_map(|m| tilec_tests::symmetric_from_lower(m, ns)).collect();
+    let mut syevj = case(
+        stdlib(),
+        "syevj_batched",
+        vec![
+            ("A", sym, vec![bu, nsu, nsu]),
+            ("W", vec![0.0; b * ns], vec![bu, nsu]),
+            ("V", vec![0.0; b * ns * ns], vec![bu, nsu, nsu]),
+        ],
+        vec![("tol", 0.0)],
+        vec!["W", "V", "info"],
+    );
+    syevj.ints = vec![("max_sweeps", 8)];
+    syevj.int_arrays = vec![("info", vec![-2; b], vec![bu])];
+    let mut gesvj = case(
+        stdlib(),
+        "gesvj_batched",
+        vec![
+            ("A", random_uniform(b * mq * nq, 12), vec![bu, mu, nqu]),
+            ("S", vec![0.0; b * nq], vec![bu, nqu]),
+            ("V", vec![0.0; b * nq * nq], vec![bu, nqu, nqu]),
+        ],
+        vec![("tol", 0.0)],
+        vec!["A", "S", "V", "info"],
+    );
+    gesvj.ints = vec![("max_sweeps", 8)];
+    gesvj.int_arrays = vec![("info", vec![-2; b], vec![bu])];
     vec![
         getrf,
         getrs,
         geqrf,
         orgqr,
         gels,
+        syevj,
+        gesvj,
         case(
             stdlib(),
             "potrf_batched",

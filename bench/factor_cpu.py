@@ -1,0 +1,102 @@
+"""Benchmark (not a test): the standard library's batched Householder QR, symmetric
+eigensolver and SVD on the CPU (`geqrf_batched`, `syevj_batched`, `gesvj_batched`; `tilec
+run`, both CPU code generators) against NumPy's batched `np.linalg.qr(mode="raw")`,
+`np.linalg.eigh` and `np.linalg.svd` on the same stacks, in one run, at 4096 x 32 x 32 and
+1024 x 64 x 64, f32 and f64 (issue 34). Every tilec result is checked first: QR's factors by
+`||A - Q R||`, eigenvalues and singular values against NumPy's in f64, and info = 0.
+
+    python3 bench/factor_cpu.py --tilec target/release/tilec [--repeat N] [--backends llvm,cranelift]
+
+Prints one line per measurement and a markdown table of medians and ratios (NumPy / tilec:
+above 1, tilec is faster). `bench/factor_cpu.sh` builds tilec and installs NumPy and SciPy.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports_cpu import peer_ms, tilec_run  # noqa: E402
+
+STDLIB = "stdlib/linalg.tile"
+
+
+def check(what, err, bound):
+    if not err <= bound:
+        raise SystemExit(f"{what}: error {err:.2e} above {bound:.2e}")
+
+
+def cases(b, n, dt, rng):
+    """(routine, NumPy's call, tilec's kernel, its arrays, its outputs, the result check)."""
+    eps = np.finfo(dt).eps
+    a64 = rng.uniform(-1, 1, (b, n, n))
+    a = a64.astype(dt)
+    a64 = a.astype(np.float64)
+    fro = np.sqrt((a64 * a64).sum((1, 2))).max()
+
+    def qr_check(o):
+        # Q from the reflectors in f64, for the first 64 matrices.
+        for i in range(min(b, 64)):
+            f, tau = o["A"][i].astype(np.float64), o["tau"][i].astype(np.float64)
+            q = np.eye(n)
+            for k in reversed(range(n)):
+                v = np.concatenate([np.zeros(k), [1.0], f[k + 1:, k]])
+                q -= np.outer(v, tau[k] * (v @ q))
+            check(f"geqrf {i}", np.abs(q @ np.triu(f) - a64[i]).max(), 8 * n * eps * fro)
+
+    sym = np.tril(a64) + np.tril(a64, -1).transpose(0, 2, 1)
+    syms = sym.astype(dt)
+    w_ref = np.linalg.eigvalsh(sym)
+    s_ref = np.linalg.svd(a64, compute_uv=False)
+
+    def eig_check(o):
+        assert (o["info"] == 0).all(), "syevj info"
+        check("syevj W", np.abs(o["W"] - w_ref).max(), 8 * n * eps * fro)
+
+    def svd_check(o):
+        assert (o["info"] == 0).all(), "gesvj info"
+        check("gesvj S", np.abs(o["S"] - s_ref).max(), 8 * n * eps * fro)
+
+    ints = np.zeros(b, np.int32)
+    yield ("QR", lambda: np.linalg.qr(a, mode="raw"), "geqrf_batched",
+           {"A": a, "tau": np.zeros((b, n), dt)}, ["A", "tau"], qr_check)
+    yield ("eigh", lambda: np.linalg.eigh(syms), "syevj_batched",
+           {"A": syms, "W": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
+            "tol": repr(float(eps)), "max_sweeps": "100"}, ["W", "info"], eig_check)
+    yield ("SVD", lambda: np.linalg.svd(a), "gesvj_batched",
+           {"A": a, "S": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
+            "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"}, ["S", "info"], svd_check)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tilec", required=True)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--backends", default="llvm,cranelift")
+    ap.add_argument("--only", default="QR,eigh,SVD")
+    args = ap.parse_args()
+    rng = np.random.default_rng(34)
+    rows = []
+    for b, n in [(4096, 32), (1024, 64)]:
+        for dt in (np.float32, np.float64):
+            shape = f"{b} x {n} x {n} {np.dtype(dt).name}"
+            for routine, peer, kernel, arrays, outs, ok in cases(b, n, dt, rng):
+                if routine not in args.only.split(","):
+                    continue
+                npy = peer_ms(peer, args.repeat)
+                for backend in args.backends.split(","):
+                    out, t = tilec_run(args.tilec, STDLIB, kernel, arrays, outs, backend, args.repeat)
+                    ok(out)
+                    print(f"{routine} {shape}: tilec {backend} {kernel} {t:.2f} ms; NumPy {npy:.2f} ms "
+                          f"({npy / t:.2f}x)", flush=True)
+                    rows.append((routine, shape, backend, t, npy))
+    print()
+    print("| routine | stack | tilec | NumPy | NumPy / tilec |")
+    print("|---|---|---|---|---|")
+    for routine, shape, backend, t, npy in rows:
+        print(f"| {routine} | {shape}, {backend} | {t:.1f} ms | {npy:.1f} ms | {npy / t:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
