@@ -87,9 +87,15 @@ fn vulkan_agrees_with_cpu_child() {
     // f64 once (at 16 lanes on lavapipe): its shaders are twice the work to compile.
     let wide = std::env::var("LP_NATIVE_VECTOR_WIDTH").map_or(true, |w| w == "512");
     for c in &all {
+        let start = std::time::Instant::now();
         check(&dev, c, Scalar::F32, 1e-5);
         if dev.supports_f64() && wide {
             check(&dev, c, Scalar::F64, 1e-12);
+        }
+        // The slow cases (mostly lavapipe's shader compiles), for keeping the suite's time down.
+        let secs = start.elapsed().as_secs_f64();
+        if secs > 5.0 {
+            eprintln!("slow: {} ({} lanes) took {secs:.1} s", c.kernel, dev.subgroup_size());
         }
     }
     if dev.supports_f64() && wide {
