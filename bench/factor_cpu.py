@@ -1,7 +1,8 @@
 """Benchmark (not a test): the standard library's batched Householder QR, symmetric
 eigensolver and SVD on the CPU (`geqrf_batched`, `syevj_batched`, `gesvj_batched`; `tilec
 run`, both CPU code generators) against NumPy's batched `np.linalg.qr(mode="raw")`,
-`np.linalg.eigh` and `np.linalg.svd` on the same stacks, in one run, at 4096 x 32 x 32 and
+`np.linalg.eigh` and `np.linalg.svd` on the same stacks, and PyTorch's and Intel MKL's batched
+routines where installed (bench/strong_cpu.py), in one run, at 4096 x 32 x 32 and
 1024 x 64 x 64, f32 and f64 (issue 34). Every tilec result is checked first: QR's factors by
 `||A - Q R||`, eigenvalues and singular values against NumPy's in f64, and info = 0.
 
@@ -18,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import peer_ms, tilec_run  # noqa: E402
+from strong_cpu import median_ms, peers as strong_peers  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
 
@@ -28,7 +30,8 @@ def check(what, err, bound):
 
 
 def cases(b, n, dt, rng):
-    """(routine, NumPy's call, tilec's kernel, its arrays, its outputs, the result check)."""
+    """(routine, the input stack, NumPy's call, tilec's kernel, its arrays, its outputs, the
+    result check)."""
     eps = np.finfo(dt).eps
     a64 = rng.uniform(-1, 1, (b, n, n))
     a = a64.astype(dt)
@@ -59,12 +62,12 @@ def cases(b, n, dt, rng):
         check("gesvj S", np.abs(o["S"] - s_ref).max(), 8 * n * eps * fro)
 
     ints = np.zeros(b, np.int32)
-    yield ("QR", lambda: np.linalg.qr(a, mode="raw"), "geqrf_batched",
+    yield ("QR", a, lambda: np.linalg.qr(a, mode="raw"), "geqrf_batched",
            {"A": a, "tau": np.zeros((b, n), dt)}, ["A", "tau"], qr_check)
-    yield ("eigh", lambda: np.linalg.eigh(syms), "syevj_batched",
+    yield ("eigh", syms, lambda: np.linalg.eigh(syms), "syevj_batched",
            {"A": syms, "W": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
             "tol": repr(float(eps)), "max_sweeps": "100"}, ["W", "info"], eig_check)
-    yield ("SVD", lambda: np.linalg.svd(a), "gesvj_batched",
+    yield ("SVD", a, lambda: np.linalg.svd(a), "gesvj_batched",
            {"A": a, "S": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
             "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"}, ["S", "info"], svd_check)
 
@@ -81,22 +84,25 @@ def main():
     for b, n in [(4096, 32), (1024, 64)]:
         for dt in (np.float32, np.float64):
             shape = f"{b} x {n} x {n} {np.dtype(dt).name}"
-            for routine, peer, kernel, arrays, outs, ok in cases(b, n, dt, rng):
+            for routine, stack, peer, kernel, arrays, outs, ok in cases(b, n, dt, rng):
                 if routine not in args.only.split(","):
                     continue
-                npy = peer_ms(peer, args.repeat)
+                peers = {f"NumPy {routine}": peer_ms(peer, args.repeat)}
+                for name, (run, prep, check) in strong_peers(routine, stack).items():
+                    peers[name] = median_ms(run, prep, args.repeat)
+                    check()
                 for backend in args.backends.split(","):
                     out, t = tilec_run(args.tilec, STDLIB, kernel, arrays, outs, backend, args.repeat)
                     ok(out)
-                    print(f"{routine} {shape}: tilec {backend} {kernel} {t:.2f} ms; NumPy {npy:.2f} ms "
-                          f"({npy / t:.2f}x)", flush=True)
-                    rows.append((routine, shape, backend, t, npy))
+                    print(f"{routine} {shape}: tilec {backend} {kernel} {t:.2f} ms; "
+                          + "; ".join(f"{k} {v:.2f} ms ({v / t:.2f}x)" for k, v in peers.items()), flush=True)
+                    rows.append((routine, shape, backend, t, peers))
     print()
-    print("| routine | stack | tilec | NumPy | NumPy / tilec |")
+    print("| routine | stack | tilec | peer | peer / tilec |")
     print("|---|---|---|---|---|")
-    for routine, shape, backend, t, npy in rows:
-        print(f"| {routine} | {shape}, {backend} | {t:.1f} ms | {npy:.1f} ms | {npy / t:.2f} |")
-
+    for routine, shape, backend, t, peers in rows:
+        for k, v in peers.items():
+            print(f"| {routine} | {shape}, {backend} | {t:.1f} ms | {k} {v:.1f} ms | {v / t:.2f} |")
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,8 @@
 """Benchmark (not a test): the standard library's batched LU with partial pivoting on the CPU,
 `getrf_batched` then `getrs_batched` (`tilec run`, both CPU code generators), against NumPy's
 batched `np.linalg.solve` and SciPy's `lu_factor` (per matrix, and batched where SciPy has it)
-on the same stacks, in one run, at 4096 x 32 x 32 and 1024 x 64 x 64, f32 and f64 (issue 34).
+on the same stacks, and PyTorch's and Intel MKL's batched LU where installed (bench/strong_cpu.py),
+in one run, at 4096 x 32 x 32 and 1024 x 64 x 64, f32 and f64 (issue 34).
 Every tilec result is checked first: the pivots against getf2 in f64 and the solution's
 residual.
 
@@ -19,6 +20,7 @@ import scipy.linalg as sl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import getf2, peer_ms, tilec_run  # noqa: E402
+from strong_cpu import median_ms, peers as strong_peers  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
 
@@ -44,6 +46,9 @@ def main():
                     lambda: [sl.lu_solve(sl.lu_factor(m, check_finite=False), v, check_finite=False)
                              for m, v in zip(a, x)], max(3, args.repeat // 3)),
             }
+            for name, (run, prep, check) in strong_peers("LU", a, x).items():
+                peers[name] = median_ms(run, prep, args.repeat)
+                check()
             for backend in args.backends.split(","):
                 ipiv0, info0 = np.zeros((b, n), np.int32), np.zeros(b, np.int32)
                 out, t_f = tilec_run(args.tilec, STDLIB, "getrf_batched", {"A": a, "ipiv": ipiv0, "info": info0},
@@ -63,13 +68,12 @@ def main():
                       + "; ".join(f"{k} {v:.2f} ms" for k, v in peers.items()), flush=True)
                 rows.append((shape, backend, t_f, t_s, total, peers))
     print()
-    print("| stack | tilec (getrf + getrs) | NumPy `solve` | ratio | SciPy loop | ratio |")
-    print("|---|---|---|---|---|---|")
+    names = list(dict.fromkeys(k for row in rows for k in row[5]))
+    print("| stack | tilec (getrf + getrs) | " + " | ".join(f"{k} (ratio)" for k in names) + " |")
+    print("|---|---|" + "---|" * len(names))
     for shape, backend, t_f, t_s, total, peers in rows:
-        npy, sci = peers["NumPy solve (batched)"], peers["SciPy lu_factor + lu_solve loop"]
-        print(f"| {shape}, {backend} | {t_f:.1f} + {t_s:.1f} = {total:.1f} ms | {npy:.1f} ms | {npy / total:.2f} "
-              f"| {sci:.1f} ms | {sci / total:.2f} |")
-
+        cells = [f"{peers[k]:.1f} ms ({peers[k] / total:.2f})" if k in peers else "" for k in names]
+        print(f"| {shape}, {backend} | {t_f:.1f} + {t_s:.1f} = {total:.1f} ms | " + " | ".join(cells) + " |")
 
 if __name__ == "__main__":
     main()

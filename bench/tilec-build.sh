@@ -21,12 +21,17 @@ bench_tilec() {
 }
 
 # `bench_venv`: sets `venv` to a virtual environment with NumPy and SciPy (PORTS_VENV, default
-# ~/.cache/tilec-ports-venv), made on first use.
+# ~/.cache/tilec-ports-venv), made on first use; with BENCH_STRONG_PEERS=1 also Intel MKL and
+# PyTorch (the `mkl` and `torch` wheels, about 3 GB with torch's CUDA libraries), the peers of
+# bench/strong_cpu.py.
 bench_venv() {
     venv=${PORTS_VENV:-$HOME/.cache/tilec-ports-venv}
     if ! "$venv/bin/python" -c 'import numpy, scipy' 2>/dev/null; then
         python3 -m venv "$venv"
         "$venv/bin/pip" install --quiet numpy scipy
+    fi
+    if [ "${BENCH_STRONG_PEERS:-0}" = 1 ] && ! "$venv/bin/python" -c 'import torch' 2>/dev/null; then
+        "$venv/bin/pip" install --quiet mkl torch
     fi
 }
 
@@ -37,6 +42,8 @@ bench_numpy_script() {
     shift
     bench_venv
     bench_tilec
-    "$venv/bin/python" -c 'import numpy, scipy; print(f"peers:  NumPy {numpy.__version__}, SciPy {scipy.__version__}")'
+    "$venv/bin/python" -c 'import importlib.metadata as m
+print("peers:  " + ", ".join(f"{p} {m.version(p)}" for p in ("numpy", "scipy", "torch", "mkl")
+                             if any(d.metadata["Name"].lower() == p for d in m.distributions())))'
     "$venv/bin/python" "$script" --tilec "$tilec" "$@"
 }
