@@ -18,15 +18,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ports_cpu import peer_ms, tilec_run  # noqa: E402
-from strong_cpu import median_ms, peers as strong_peers  # noqa: E402
+from ports_cpu import check_error as check, peer_ms, tilec_run  # noqa: E402
+from strong_cpu import peers as strong_peers  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
-
-
-def check(what, err, bound):
-    if not err <= bound:
-        raise SystemExit(f"{what}: error {err:.2e} above {bound:.2e}")
 
 
 def cases(b, n, dt, rng):
@@ -88,9 +83,9 @@ def main():
                 if routine not in args.only.split(","):
                     continue
                 peers = {f"NumPy {routine}": peer_ms(peer, args.repeat)}
-                for name, (run, prep, check) in strong_peers(routine, stack).items():
-                    peers[name] = median_ms(run, prep, args.repeat)
-                    check()
+                for name, (run, prep, verify) in strong_peers(routine, stack).items():
+                    peers[name] = peer_ms(run, args.repeat, prep)
+                    verify()
                 for backend in args.backends.split(","):
                     out, t = tilec_run(args.tilec, STDLIB, kernel, arrays, outs, backend, args.repeat)
                     ok(out)

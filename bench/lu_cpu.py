@@ -20,7 +20,7 @@ import scipy.linalg as sl
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import getf2, peer_ms, tilec_run  # noqa: E402
-from strong_cpu import median_ms, peers as strong_peers  # noqa: E402
+from strong_cpu import peers as strong_peers  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
 
@@ -46,9 +46,9 @@ def main():
                     lambda: [sl.lu_solve(sl.lu_factor(m, check_finite=False), v, check_finite=False)
                              for m, v in zip(a, x)], max(3, args.repeat // 3)),
             }
-            for name, (run, prep, check) in strong_peers("LU", a, x).items():
-                peers[name] = median_ms(run, prep, args.repeat)
-                check()
+            for name, (run, prep, verify) in strong_peers("LU", a, x).items():
+                peers[name] = peer_ms(run, args.repeat, prep)
+                verify()
             for backend in args.backends.split(","):
                 ipiv0, info0 = np.zeros((b, n), np.int32), np.zeros(b, np.int32)
                 out, t_f = tilec_run(args.tilec, STDLIB, "getrf_batched", {"A": a, "ipiv": ipiv0, "info": info0},

@@ -50,15 +50,24 @@ def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
         return got, float(m.group(1))
 
 
-def peer_ms(f, reps):
-    """Median wall time of `f()` in ms over `reps` calls, after one warm-up call."""
+def peer_ms(f, reps, prep=lambda: None):
+    """Median wall time of `f()` in ms over `reps` calls, after one warm-up call; `prep()`
+    (untimed) before each, e.g. to restore the inputs of an in-place routine."""
+    prep()
     f()
     ts = []
     for _ in range(reps):
+        prep()
         t = time.perf_counter()
         f()
         ts.append((time.perf_counter() - t) * 1e3)
     return statistics.median(ts)
+
+
+def check_error(what, err, bound):
+    """Stops the benchmark unless the result's error `err` is within `bound`."""
+    if not err <= bound:
+        raise SystemExit(f"{what}: error {err:.2e} above {bound:.2e}")
 
 
 def f64(a):

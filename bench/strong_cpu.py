@@ -8,7 +8,7 @@ ctypes on `libmkl_rt` from the `mkl` wheel: `?getrf_batch_strided` + `?getrs_bat
 MKL has no batched eigensolver or SVD; torch's rows are MKL's LAPACK per matrix.
 
 `peers(routine, a, x)` gives `{name: (run, prep, check)}` for what is installed (nothing when
-neither is): `prep()` (untimed) restores the inputs an in-place routine overwrites, `run()`
+neither is), timed by `ports_cpu.peer_ms(run, reps, prep)`: `prep()` (untimed) restores the inputs an in-place routine overwrites, `run()`
 is timed, `check()` raises unless the result is right. Every peer runs on all cores
 (`torch.set_num_threads`, `MKL_Set_Num_Threads`), as tilec's launches do.
 
@@ -19,27 +19,14 @@ is timed, `check()` raises unless the result is right. Every peer runs on all co
 """
 import ctypes
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports_cpu import check_error  # noqa: E402
+
 ROW_MAJOR, COL_MAJOR = 101, 102
-
-
-def median_ms(run, prep, reps):
-    """Median wall time of `run()` in ms over `reps` calls after one warm-up, `prep()` untimed
-    before each."""
-    prep()
-    run()
-    ts = []
-    for _ in range(reps):
-        prep()
-        t = time.perf_counter()
-        run()
-        ts.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(ts)
 
 
 def _bound(a, dt):
@@ -48,9 +35,7 @@ def _bound(a, dt):
 
 
 def _close(what, got, want, bound):
-    err = float(np.abs(np.asarray(got, np.float64) - want).max())
-    if not err <= bound:
-        raise SystemExit(f"{what}: error {err:.2e} above {bound:.2e}")
+    check_error(what, float(np.abs(np.asarray(got, np.float64) - want).max()), bound)
 
 
 def torch_peers(routine, a, x):

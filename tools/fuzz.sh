@@ -3,7 +3,7 @@
 # - source level (tools/tests/fuzz_source.rs): mutants of stdlib/, examples/ and tests/ui/
 #   through `check`, `build --emit tir` and `build --target spirv`; reproduce a failure with
 #   TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_COUNT=1 cargo test -p tilec --test fuzz_source -- --nocapture
-# - differential (tests/tests/fuzz_kernels.rs): random kernels on the CPU, the SIMT form at
+# - differential (tests/tests/fuzz_kernels/): random kernels on the CPU, the SIMT form at
 #   4-64 lanes and Vulkan, results compared; reproduce with
 #   TILEC_FUZZ_SEED=<seed> TILEC_FUZZ_CASES=1 cargo test -p tilec-tests --test fuzz_kernels -- --nocapture
 # Prints each failure with its seed.

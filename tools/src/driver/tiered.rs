@@ -25,7 +25,7 @@
 //! a timed launch compiles LLVM's.
 //!
 //! The two code generators give the same bits (one scalar semantics and the same operation
-//! order; `tests/tests/fuzz_kernels.rs` compares their bits), so which one ran a launch changes
+//! order; `tests/tests/fuzz_kernels/` compares their bits), so which one ran a launch changes
 //! its time, never its results.
 
 use super::{CpuRunner, Error};
