@@ -27,6 +27,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import check_error  # noqa: E402
 
 ROW_MAJOR, COL_MAJOR = 101, 102
+# MKL's compact formats and their vector lengths in f32 (f64: half): MKL picks one
+# (`mkl_get_format_compact`: SSE on the AMD EPYC VM of bench/README.md); a caller may set
+# COMPACT_FORMAT to time another.
+COMPACT_FORMATS = {181: ("SSE", 4), 182: ("AVX", 8), 183: ("AVX512", 16)}
+COMPACT_FORMAT = None
 
 
 def _bound(a, dt):
@@ -113,7 +118,8 @@ class _Mkl:
             sig(f"mkl_{t}geunpack_compact", None, I, I, I, P, I, P, I, I, I)
             sig(f"mkl_{t}getrfnp_compact", None, I, I, I, P, I, P, I, I)
             sig(f"mkl_{t}geqrf_compact", None, I, I, I, P, I, P, P, I, P, I, I)
-        self.format = lib.mkl_get_format_compact()
+            sig(f"mkl_{t}potrf_compact", None, I, I, I, P, I, P, I, I)
+        self.format = COMPACT_FORMAT or lib.mkl_get_format_compact()
 
 
 def _ptr(a):

@@ -645,6 +645,30 @@ pub fn vulkan_device() -> Option<tilec_runtime::VulkanDevice> {
     }
 }
 
+/// `a`, matrices of `len` elements each (their count a multiple of `w`), in the compact
+/// (batch-interleaved) layout of `potrf_compact_batched` and `geqrf_compact_batched`: element
+/// `e` of matrix `p * w + l` at `(p * len + e) * w + l`.
+pub fn pack_compact(a: &[f64], len: usize, w: usize) -> Vec<f64> {
+    let mut out = vec![0.0; a.len()];
+    for (q, mat) in a.chunks(len).enumerate() {
+        let (p, l) = (q / w, q % w);
+        for (e, &x) in mat.iter().enumerate() {
+            out[(p * len + e) * w + l] = x;
+        }
+    }
+    out
+}
+
+/// The inverse of [`pack_compact`].
+pub fn unpack_compact(c: &[f64], len: usize, w: usize) -> Vec<f64> {
+    let mut out = vec![0.0; c.len()];
+    for (i, &x) in c.iter().enumerate() {
+        let (p, e, l) = (i / (len * w), i / w % len, i % w);
+        out[(p * w + l) * len + e] = x;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
 //! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
 //! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs),
-//! geqrf, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj and gesvj
+//! potrf_compact_batched (against potrf_batched's bits and f64), geqrf, geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj and gesvj
 //! (against f64 eigenvalues and singular values, `A = V W V^T`, `A = U S V^T`, orthogonality;
 //! repeated, graded, rank-deficient, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
@@ -407,6 +407,51 @@ fn potrf_then_potrs_solves_spd_systems() {
     }
 }
 
+/// potrf_compact_batched, for packs of 16 and 8 matrices (W from the array's last extent),
+/// orders 1 to 33: the lower triangle within 1e-4 (f32) or 1e-10 (f64) of the f64 Cholesky
+/// factor, the upper triangle untouched, and for orders up to 16 (one tile of
+/// `potrf_batched`) the same bits as `potrf_batched`'s lower triangle.
+#[test]
+fn potrf_compact_matches_potrf_batched_and_f64() {
+    for (w, packs, n) in [(16, 2, 1), (16, 1, 5), (8, 3, 16), (16, 2, 16), (8, 1, 33)] {
+        let b = packs * w;
+        let a = round_f32(&random_spd(b, n, 40 + n as u64));
+        let want: Vec<f64> = a.chunks(n * n).flat_map(|m| cholesky_f64(m, n)).collect();
+        for elem in FLOATS {
+            let eps = if elem == Scalar::F32 { 1e-6 } else { 1e-12 };
+            let packed = arr(elem, &tilec_tests::pack_compact(&a, n * n, w), &[packs, n, n, w]);
+            let got = run("potrf_compact_batched", vec![("A", packed), ("eps", float(elem, eps))], &[], "A");
+            let got = tilec_tests::unpack_compact(&got, n * n, w);
+            let what = format!("potrf_compact_batched {elem:?} W={w} N={n}");
+            let err = tilec_tests::max_rel_err_lower(&got, &want, n);
+            assert!(err <= tol(elem), "{what}: relative error {err:e}");
+            for (q, (g, x)) in got.chunks(n * n).zip(a.chunks(n * n)).enumerate() {
+                for i in 0..n {
+                    for j in i + 1..n {
+                        assert_eq!(g[i * n + j], x[i * n + j], "{what}: matrix {q} upper ({i}, {j}) changed");
+                    }
+                }
+            }
+            if n <= 16 {
+                let plain =
+                    run("potrf_batched", vec![("A", arr(elem, &a, &[b, n, n])), ("eps", float(elem, eps))], &[], "A");
+                for (q, (g, p)) in got.chunks(n * n).zip(plain.chunks(n * n)).enumerate() {
+                    for i in 0..n {
+                        for j in 0..=i {
+                            let (x, y) = (g[i * n + j], p[i * n + j]);
+                            assert_eq!(
+                                x.to_bits(),
+                                y.to_bits(),
+                                "{what}: matrix {q} ({i}, {j}): {x} vs potrf_batched {y}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // row_sum
 // ---------------------------------------------------------------------------------------
@@ -652,6 +697,32 @@ fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
                 let scale = ai[..m * n].iter().fold(0.0f64, |s, x| s.max(x.abs()));
                 assert!(rec <= 8.0 * m as f64 * eps * scale, "{elem:?} {m}x{n}: |QR - A| = {rec:e}");
                 assert!(orth <= 8.0 * m as f64 * eps, "{elem:?} {m}x{n}: |Q^T Q - I| = {orth:e}");
+            }
+        }
+    }
+}
+
+/// geqrf_compact_batched, for packs of 16, 8 and 4 matrices, square, tall and wide: the
+/// factors and taus of LAPACK's geqr2 in f64 (within 1e-12 in f64, `8 m eps` relative in f32).
+#[test]
+fn geqrf_compact_matches_geqr2() {
+    let mut rng = Rng::new(61);
+    for (w, packs, m, n) in [(16, 1, 1, 1), (8, 2, 17, 9), (16, 1, 9, 17), (8, 1, 33, 33), (4, 1, 64, 40)] {
+        let (b, k) = (packs * w, m.min(n));
+        let a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
+        for elem in FLOATS {
+            let args = vec![
+                ("A", arr(elem, &tilec_tests::pack_compact(&a, m * n, w), &[packs, m, n, w])),
+                ("tau", arr(elem, &vec![f64::NAN; b * k], &[packs, k, w])),
+            ];
+            let out = run_outs("geqrf_compact_batched", args, &["A", "tau"]);
+            let (f, tau) = (tilec_tests::unpack_compact(&out[0], m * n, w), tilec_tests::unpack_compact(&out[1], k, w));
+            let bound = if elem == Scalar::F64 { 1e-12 } else { 8.0 * m as f64 * eps_of(elem) * 4.0 };
+            for i in 0..b {
+                let (wf, wt) = tilec_tests::geqr2_f64(&a[i * m * n..(i + 1) * m * n], m, n);
+                let ef = f[i * m * n..(i + 1) * m * n].iter().zip(&wf).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                let et = tau[i * k..(i + 1) * k].iter().zip(&wt).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                assert!(ef <= bound && et <= bound, "{elem:?} W={w} {m}x{n} matrix {i}: factors {ef:e}, tau {et:e}");
             }
         }
     }
@@ -942,6 +1013,16 @@ fn both_cpu_code_generators_give_the_same_bits() {
             run("potrf_batched", vec![("A", arr(elem, &spd_e, &[b, n, n])), ("eps", float(elem, 1e-6))], &[], "A");
         let mut cases: Vec<Case> = vec![
             ("potrf_batched".into(), vec![("A", arr(elem, &spd_e, &[b, n, n])), ("eps", float(elem, 1e-6))], "A"),
+            (
+                "potrf_compact_batched".into(),
+                vec![("A", arr(elem, &spd_e, &[1, n, n, b])), ("eps", float(elem, 1e-6))],
+                "A",
+            ),
+            (
+                "geqrf_compact_batched".into(),
+                vec![("A", arr(elem, &spd_e, &[1, n, n, b])), ("tau", arr(elem, &vec![0.0; n * b], &[1, n, b]))],
+                "A",
+            ),
             (
                 "potrs_batched".into(),
                 vec![("L", arr(elem, &factor, &[b, n, n])), ("X", arr(elem, &rhs, &[b, n, k]))],

@@ -100,7 +100,8 @@ fn case(
     }
 }
 
-/// potrf_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched, orgqr_batched,
+/// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched,
+/// geqrf_compact_batched, orgqr_batched,
 /// gels_batched, syevj_batched and gesvj_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
@@ -199,6 +200,8 @@ pub(crate) fn factorizations() -> Vec<Case> {
             vec![("eps", 1e-9)],
             vec!["A"],
         ),
+        potrf_compact(),
+        geqrf_compact(),
         case(
             stdlib(),
             "potrs_batched",
@@ -210,6 +213,32 @@ pub(crate) fn factorizations() -> Vec<Case> {
             vec!["X"],
         ),
     ]
+}
+
+/// potrf_compact_batched on 2 packs of 8 SPD matrices of order 13 (matrix `p * 8 + l`'s
+/// element `(i, j)` at `[p, i, j, l]`).
+fn potrf_compact() -> Case {
+    let (packs, w, n) = (2usize, 8usize, 13usize);
+    let packed = tilec_tests::pack_compact(&random_spd(packs * w, n, 5), n * n, w);
+    let shape = vec![packs as u64, n as u64, n as u64, w as u64];
+    case(stdlib(), "potrf_compact_batched", vec![("A", packed, shape)], vec![("eps", 1e-9)], vec!["A"])
+}
+
+/// geqrf_compact_batched on 2 packs of 4 matrices of 11 x 7 (matrix `p * 4 + l`'s element
+/// `(i, j)` at `[p, i, j, l]`).
+fn geqrf_compact() -> Case {
+    let (packs, w, m, n) = (2u64, 4u64, 11u64, 7u64);
+    let shape = vec![packs, m, n, w];
+    case(
+        stdlib(),
+        "geqrf_compact_batched",
+        vec![
+            ("A", random_uniform((packs * m * n * w) as usize, 13), shape),
+            ("tau", vec![0.0; (packs * n * w) as usize], vec![packs, n, w]),
+        ],
+        vec![],
+        vec!["A", "tau"],
+    )
 }
 
 /// The 8 batched triangular solves, with garbage in the unread triangle.

@@ -8,8 +8,10 @@ use tilec_runtime::{ArgValue, HostArray};
 use tilec_tests::Rng;
 
 /// The stdlib's factorizations of issue 34 (LU with partial pivoting and its solve, Householder
-/// QR, Q, least squares, Jacobi eigenvalues and SVD), each on a random stack of matrices of
-/// random extents (1 to 33, stacks of 0 to 3) of one class: random, graded (rows, or rows and
+/// QR, Q, least squares, Jacobi eigenvalues and SVD) and the compact (batch-interleaved)
+/// Cholesky and QR, each on a random stack of matrices of random extents (1 to 33, stacks of 0
+/// to 3, or 0 to 2 packs of 1 to 16 for the compact kernels) of one class (the Cholesky's:
+/// symmetric with a dominant diagonal, or one NaN): random, graded (rows, or rows and
 /// columns when symmetric, scaled by up to 2^-6 in f32 and 2^-12 in f64: ill-conditioned, so
 /// the tolerance grows by as much), singular (a repeated row and column, or a
 /// zero one), repeated eigenvalues or singular values (`c I + u u^T`, a scaled signed
@@ -28,19 +30,32 @@ fn factor_case(seed: u64) -> Case {
         "gels_batched",
         "syevj_batched",
         "gesvj_batched",
+        "potrf_compact_batched",
+        "geqrf_compact_batched",
     ];
     let kernel = kernels[rng.int(0, kernels.len() as i64) as usize];
-    let b = if rng.int(0, 10) == 0 { 0 } else { rng.int(1, 4) as usize };
+    let compact = kernel.contains("compact");
+    // Packs of w matrices for the compact kernels (0 to 2 packs).
+    let w = if compact { [1usize, 2, 4, 8, 16][rng.int(0, 5) as usize] } else { 1 };
+    let b = if compact {
+        rng.int(0, 3) as usize * w
+    } else if rng.int(0, 10) == 0 {
+        0
+    } else {
+        rng.int(1, 4) as usize
+    };
     let n = rng.int(1, 34) as usize;
     // getrf, getrs and syevj are square; orgqr and gels need M >= N.
     let m = match kernel {
-        "geqrf_batched" | "gesvj_batched" => rng.int(1, 34) as usize,
+        "geqrf_batched" | "gesvj_batched" | "geqrf_compact_batched" => rng.int(1, 34) as usize,
         "orgqr_batched" | "gels_batched" => rng.int(n as i64, 34) as usize,
         _ => n,
     };
-    let symmetric = kernel == "syevj_batched";
+    let symmetric = kernel == "syevj_batched" || kernel == "potrf_compact_batched";
     let classes = ["random", "graded", "singular", "repeated", "nan"];
     let class = classes[rng.int(0, classes.len() as i64) as usize];
+    // Cholesky: symmetric positive definite matrices (dominant diagonals), or one NaN.
+    let class = if kernel == "potrf_compact_batched" && class != "nan" { "spd" } else { class };
     let grading = if elem == Scalar::F32 { 6 } else { 12 };
     let mut a = Vec::with_capacity(b * m * n);
     for _ in 0..b {
@@ -88,6 +103,18 @@ fn factor_case(seed: u64) -> Case {
             put("info", ints(&vec![-2; b], &[bu]));
             vec![("A", elem), ("X", elem), ("info", Scalar::I32)]
         }
+        "potrf_compact_batched" => {
+            let packs = (b / w) as u64;
+            put("A", arr(&tilec_tests::pack_compact(&a, n * n, w), &[packs, nu, nu, w as u64]));
+            put("eps", ArgValue::Scalar(Const::Float(1e-30, elem)));
+            vec![("A", elem)]
+        }
+        "geqrf_compact_batched" => {
+            let (packs, k) = ((b / w) as u64, m.min(n) as u64);
+            put("A", arr(&tilec_tests::pack_compact(&a, m * n, w), &[packs, mu, nu, w as u64]));
+            put("tau", arr(&vec![7.0; b * m.min(n)], &[packs, k, w as u64]));
+            vec![("A", elem), ("tau", elem)]
+        }
         _ => {
             let (values, vectors) = if symmetric { ("W", "A") } else { ("S", "A") };
             put("A", arr(&a, &[bu, mu, nu]));
@@ -109,7 +136,8 @@ fn factor_case(seed: u64) -> Case {
         }
     };
     let outputs = outs.into_iter().map(|(o, e)| Output::new(o, e)).collect();
-    let what = format!("{kernel} in {} on {b} x {m} x {n} {class} matrices (k = {k}){sweeps}", elem.name());
+    let packs = if compact { format!(" in packs of {w}") } else { String::new() };
+    let what = format!("{kernel} in {} on {b} x {m} x {n} {class} matrices{packs} (k = {k}){sweeps}", elem.name());
     // lavapipe compiles the shaders of the larger instances slowly.
     let on_vulkan = m.max(n) <= 17;
     let src = include_str!("../../../stdlib/linalg.tile").to_string();
@@ -125,6 +153,11 @@ fn matrix(rng: &mut Rng, class: &str, m: usize, n: usize, symmetric: bool, gradi
         a = tilec_tests::symmetric_from_lower(&a, n);
     }
     match class {
+        "spd" => {
+            for i in 0..n {
+                a[i * n + i] += n as f64;
+            }
+        }
         "graded" => {
             // D A D when symmetric: each side half the grading.
             let g = if symmetric { grading / 2 } else { grading };
