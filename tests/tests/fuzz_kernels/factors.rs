@@ -258,7 +258,26 @@ fn random_factorizations_agree_on_every_target() {
 /// The factorizations' generator makes every kernel and class it claims.
 #[test]
 fn the_factorization_generator_covers_its_kernels_and_classes() {
-    let all: String = (0..200).map(|s| factor_case(s).what + "\n").collect();
+    let all: String = (0..300).map(|s| factor_case(s).what + "\n").collect();
+    for k in ["potrf_compact", "geqrf_compact"] {
+        for elem in ["f32", "f64"] {
+            assert!(all.contains(&format!("{k}_batched in {elem} on ")), "no {k} in {elem}");
+        }
+        let classes: &[&str] = if k == "potrf_compact" { &["spd", "nan"] } else { &["random", "graded", "nan"] };
+        for class in classes {
+            let kc = all.lines().any(|l| l.starts_with(&format!("{k}_")) && l.contains(&format!(" {class} ")));
+            assert!(kc, "no {k} on {class} matrices");
+        }
+        assert!(
+            all.contains(&format!("{k}_batched in f32 on 0 x "))
+                || all.contains(&format!("{k}_batched in f64 on 0 x ")),
+            "no empty {k}"
+        );
+        assert!(
+            all.lines().any(|l| l.starts_with(&format!("{k}_")) && l.contains(" in packs of 16 ")),
+            "no {k} in packs of 16"
+        );
+    }
     for k in ["getrf", "getrs", "geqrf", "orgqr", "gels", "syevj", "gesvj"] {
         for class in ["random", "graded", "singular", "repeated", "nan"] {
             assert!(all.contains(&format!("{k}_batched in f32 on ")), "no {k} in f32");
