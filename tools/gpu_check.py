@@ -165,6 +165,29 @@ def case_potrf(rng, dt, n):
                 out="A", ref=np.linalg.cholesky(a.astype(dt).astype(np.float64)), mask="tril")
 
 
+def pack(a, w):
+    """The stack ``a`` (B, M, N), B a multiple of ``w``, in the compact layout (B / w, M, N, w)."""
+    b, m, n = a.shape
+    return np.ascontiguousarray(a.reshape(b // w, w, m, n).transpose(0, 2, 3, 1))
+
+
+# The compact kernels iterate about N^3 / 6 (potrf) or M N^2 (geqrf) times per program:
+# lavapipe stops a shader's loops after about 65,000 iterations (docs/language.md §16), so
+# they run up to these orders.
+COMPACT_MAX = 64
+COMPACT_QR_MAX = 32
+
+
+def case_potrf_compact(rng, dt, n):
+    n = min(n, COMPACT_MAX)
+    a = spd(rng, 8, n).astype(dt)
+    a64 = a.astype(np.float64)
+    # The factor below the diagonal, the input's upper triangle left as it was.
+    ref = np.tril(np.linalg.cholesky(a64)) + np.triu(a64, 1)
+    return dict(src=STDLIB, kernel="potrf_compact_batched", arrays={"A": pack(a, 8)}, scalars={"eps": "1e-9"},
+                out="A", ref=pack(ref, 8))
+
+
 def case_trsm(side, lower, trans):
     def make(rng, dt, n):
         b, m = 3, 17
@@ -260,6 +283,15 @@ def case_geqrf(rng, dt, n):
     ref, _ = geqr2(a)
     return dict(src=STDLIB, kernel="geqrf_batched", arrays={"A": a, "tau": np.zeros((3, min(m, k)), dt)},
                 scalars={}, out="A", ref=ref)
+
+
+def case_geqrf_compact(rng, dt, n):
+    m = k = min(n, COMPACT_QR_MAX)
+    a = rng.uniform(-1, 1, (8, m, k)).astype(dt)
+    ref, _ = geqr2(a)
+    return dict(src=STDLIB, kernel="geqrf_compact_batched",
+                arrays={"A": pack(a, 8), "tau": np.zeros((1, min(m, k), 8), dt)}, scalars={}, out="A",
+                ref=pack(ref, 8))
 
 
 def case_orgqr(rng, dt, n):
@@ -621,6 +653,7 @@ for _side in ("left", "right"):
                           case_trsm(_side, _lower, _trans)))
 CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
           ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
+          ("potrf_compact_batched", case_potrf_compact), ("geqrf_compact_batched", case_geqrf_compact),
           ("syevj_batched", case_syevj), ("gesvj_batched", case_gesvj),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
