@@ -16,7 +16,6 @@ wheel is installed (`BENCH_STRONG_PEERS=1`). Prints one line per measurement and
 table (peer / tilec: above 1, tilec is faster).
 """
 import argparse
-import ctypes
 import os
 import sys
 
@@ -27,7 +26,6 @@ from ports_cpu import check_error, peer_ms, tilec_run  # noqa: E402
 import strong_cpu  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
-LOWER = 122
 # MKL's compact formats timed: SSE (what it picks on AMD), AVX2 and AVX-512.
 FORMATS = (181, 182, 183)
 
@@ -52,30 +50,6 @@ def check(what, l, ref, dt):
     check_error(what, err, 50 * np.finfo(dt).eps * l.shape[-1])
 
 
-def mkl_potrf(a):
-    """(run, prep, unpacked result, packed buffer) of MKL's compact potrf on a copy of `a`, or None."""
-    try:
-        mkl = strong_cpu._Mkl()
-    except (OSError, AttributeError):
-        return None
-    b, n, _ = a.shape
-    t = "s" if a.dtype == np.float32 else "d"
-    stack = a.copy()
-    packed = strong_cpu._Packed(mkl, t, stack)
-    packed.pack()
-    original = packed.buf.copy()
-    f = getattr(mkl.lib, f"mkl_{t}potrf_compact")
-    info = ctypes.c_int(0)
-
-    def run():
-        f(strong_cpu.ROW_MAJOR, LOWER, n, strong_cpu._ptr(packed.buf), n, ctypes.byref(info), mkl.format, b)
-
-    def result():
-        packed.unpack()
-        return stack
-    return run, lambda: np.copyto(packed.buf, original), result, original
-
-
 def potrf_row(args, a, w, shape):
     dt = a.dtype
     ref = np.linalg.cholesky(a[:64].astype(np.float64))
@@ -88,19 +62,14 @@ def potrf_row(args, a, w, shape):
     peers = {"tilec usual layout": t_p}
     same = []
     for fmt in FORMATS:
-        strong_cpu.COMPACT_FORMAT = fmt
-        mkl = mkl_potrf(a)
-        if mkl is None:
-            break
-        run, prep, result, buf = mkl
         name, v = strong_cpu.COMPACT_FORMATS[fmt]
-        peers[f"MKL compact {name} (packed)"] = peer_ms(run, args.repeat, prep)
-        check(f"{shape} MKL potrf_compact {name}", result(), ref, dt)
-        v = v if dt == np.float32 else v // 2
-        ours = pack(a, v).ravel()
-        same.append(f"MKL {name}'s packed buffer {'is' if np.array_equal(buf[:ours.size], ours) else 'is not'} "
-                    f"the layout of W = {v}")
-    strong_cpu.COMPACT_FORMAT = None
+        for run, prep, verify in strong_cpu.mkl_peers("Cholesky", a, None, fmt).values():
+            peers[f"MKL compact {name} (packed)"] = peer_ms(run, args.repeat, prep)
+            verify()
+            v = v if dt == np.float32 else v // 2
+            ours, buf = pack(a, v).ravel(), strong_cpu.mkl_packed(a, fmt)
+            same.append(f"MKL {name}'s packed buffer {'is' if np.array_equal(buf[:ours.size], ours) else 'is not'} "
+                        f"the layout of W = {v}")
     same = "; ".join(same)
     return t_c, peers, same
 
@@ -121,12 +90,10 @@ def geqrf_row(args, a, w, shape):
     check_error(f"{shape} geqrf_batched |diag R|", float(np.abs(diag_r(p["A"][:64]) - ref).max()), bound)
     peers = {"tilec usual layout": t_p}
     for fmt in FORMATS:
-        strong_cpu.COMPACT_FORMAT = fmt
-        for name, (run, prep, verify) in strong_cpu.mkl_peers("QR", a, None).items():
+        for name, (run, prep, verify) in strong_cpu.mkl_peers("QR", a, None, fmt).items():
             if "compact" in name:
                 peers[f"MKL compact {strong_cpu.COMPACT_FORMATS[fmt][0]} (packed)"] = peer_ms(run, args.repeat, prep)
                 verify()
-    strong_cpu.COMPACT_FORMAT = None
     return t_c, peers, ""
 
 

@@ -16,6 +16,8 @@ is timed, `check()` raises unless the result is right. Every peer runs on all co
     routine "QR":   a (B, N, N): Householder QR (R and the reflectors)
     routine "eigh": a (B, N, N) symmetric: eigenvalues and eigenvectors
     routine "SVD":  a (B, N, N): singular values and vectors
+    routine "Cholesky" (`mkl_peers` only, for bench/compact_cpu.py): a (B, N, N) SPD:
+                    `mkl_?potrf_compact` on packed data; `mkl_packed(a, fmt)` is that packing
 """
 import ctypes
 import os
@@ -28,10 +30,10 @@ from ports_cpu import check_error  # noqa: E402
 
 ROW_MAJOR, COL_MAJOR = 101, 102
 # MKL's compact formats and their vector lengths in f32 (f64: half): MKL picks one
-# (`mkl_get_format_compact`: SSE on the AMD EPYC VM of bench/README.md); a caller may set
-# COMPACT_FORMAT to time another.
+# (`mkl_get_format_compact`: SSE on the AMD EPYC VM of bench/README.md); `mkl_peers(.., fmt=)`
+# times another.
 COMPACT_FORMATS = {181: ("SSE", 4), 182: ("AVX", 8), 183: ("AVX512", 16)}
-COMPACT_FORMAT = None
+LOWER = 122
 
 
 def _bound(a, dt):
@@ -93,7 +95,7 @@ def torch_peers(routine, a, x):
 class _Mkl:
     """The few oneMKL entry points these peers call (LP64: MKL_INT is int32)."""
 
-    def __init__(self):
+    def __init__(self, fmt=None):
         path = os.path.join(sys.prefix, "lib", "libmkl_rt.so.2")
         for cand in ("libmkl_rt.so.3", "libmkl_rt.so.2", "libmkl_rt.so"):
             if os.path.exists(os.path.join(sys.prefix, "lib", cand)):
@@ -119,7 +121,7 @@ class _Mkl:
             sig(f"mkl_{t}getrfnp_compact", None, I, I, I, P, I, P, I, I)
             sig(f"mkl_{t}geqrf_compact", None, I, I, I, P, I, P, P, I, P, I, I)
             sig(f"mkl_{t}potrf_compact", None, I, I, I, P, I, P, I, I)
-        self.format = COMPACT_FORMAT or lib.mkl_get_format_compact()
+        self.format = fmt or lib.mkl_get_format_compact()
 
 
 def _ptr(a):
@@ -152,12 +154,31 @@ class _Packed:
         self._move("unpack")
 
 
-def mkl_peers(routine, a, x):
-    if routine not in ("LU", "QR"):
-        return {}
+def _mkl(fmt=None):
     try:
-        mkl = _Mkl()
+        return _Mkl(fmt)
     except (OSError, AttributeError):
+        return None
+
+
+def mkl_packed(a, fmt=None):
+    """MKL's compact packing of the stack `a` in format `fmt` (default: MKL's pick), or None
+    without MKL."""
+    mkl = _mkl(fmt)
+    if mkl is None:
+        return None
+    packed = _Packed(mkl, "s" if a.dtype == np.float32 else "d", a.copy())
+    packed.pack()
+    return packed.buf
+
+
+def mkl_peers(routine, a, x, fmt=None):
+    """MKL's peers of `routine` (as `peers`; also "Cholesky": `mkl_?potrf_compact` alone),
+    its compact routines in format `fmt` (default: MKL's pick)."""
+    if routine not in ("LU", "QR", "Cholesky"):
+        return {}
+    mkl = _mkl(fmt)
+    if mkl is None:
         return {}
     b, n, _ = a.shape
     t = "s" if a.dtype == np.float32 else "d"
@@ -203,6 +224,18 @@ def mkl_peers(routine, a, x):
                 bound = 8 * n * np.finfo(a.dtype).eps * float((np.abs(l) @ np.abs(u)).max())
                 _close("MKL getrfnp L U", l @ u, a64[i], bound)
         found["MKL ?getrfnp_compact (no pivoting, packed)"] = (run_np, lambda: np.copyto(packed.buf, original), check_np)
+    elif routine == "Cholesky":
+        f = getattr(mkl.lib, f"mkl_{t}potrf_compact")
+
+        def run_chol():
+            f(ROW_MAJOR, LOWER, n, _ptr(packed.buf), n, ctypes.byref(info), mkl.format, b)
+
+        def check_chol():
+            packed.unpack()
+            ref = np.linalg.cholesky(a64[:64])
+            _close("MKL potrf_compact L", np.tril(stack[:64]), ref,
+                   50 * n * np.finfo(a.dtype).eps * float(np.abs(ref).max()))
+        found["MKL ?potrf_compact (packed)"] = (run_chol, lambda: np.copyto(packed.buf, original), check_chol)
     else:
         f = getattr(mkl.lib, f"mkl_{t}geqrf_compact")
         tau = np.zeros(n * (b + 64), a.dtype)
