@@ -141,7 +141,7 @@ pub(crate) fn lower_function<M: ClModule>(
                 off += 8;
                 l.held.insert(*p, Held::Val(v));
             }
-            Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+            Type::Tile { .. } | Type::Mat { .. } => return Err(err("a kernel parameter cannot be a tile")),
         }
     }
     l.region(&f.body)?;

@@ -239,7 +239,7 @@ impl Gen<'_> {
                     self.held.insert(*v, Held::Buffer { var, dims_word: off, chunk: ch.map(|c| c.log2) });
                 }
                 Type::Scalar(_) => {}
-                Type::Tile { .. } => return Err(err("a tile parameter in SIMT form")),
+                Type::Tile { .. } | Type::Mat { .. } => return Err(err("a tile parameter in SIMT form")),
             }
         }
         let st = self.buffer_struct(Scalar::U32);

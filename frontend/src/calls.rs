@@ -63,6 +63,15 @@ pub const BUILTINS: &[&str] = &[
     "present",
     "print",
     "assert",
+    "dot",
+    "cross",
+    "norm",
+    "trace",
+    "determinant",
+    "inverse",
+    "sym_eig",
+    "svd",
+    "polar_decompose",
 ];
 
 impl FnBuilder<'_, '_> {
@@ -250,6 +259,9 @@ impl FnBuilder<'_, '_> {
                     return Ev::Err;
                 };
                 let (tu, tv) = (self.ty(u), self.ty(v));
+                if matches!(tu, Type::Mat { .. }) || matches!(tv, Type::Mat { .. }) {
+                    return self.mat_outer(u, v, e.span);
+                }
                 match (&tu, &tv) {
                     (Type::Tile { elem: a, shape: su }, Type::Tile { elem: b, shape: sv })
                         if a == b && su.len() == 1 && sv.len() == 1 =>
@@ -275,6 +287,7 @@ impl FnBuilder<'_, '_> {
                         let ty = Type::Tile { elem, shape: vec![shape[1], shape[0]] };
                         Ev::Val(self.emit1(OpKind::Transpose, vec![v], ty, e.span))
                     }
+                    Type::Mat { .. } => self.mat_transpose(v, args[0].span, e.span),
                     t => {
                         self.error(errors::needs_matrix(args[0].span, "transpose", &t));
                         Ev::Err
@@ -296,6 +309,7 @@ impl FnBuilder<'_, '_> {
             "atomic_cas" => self.atomic(Rmw::Cas, f, args, e),
             "masked_store" => self.masked_store(f, args, e),
             "print" => self.print_call(f, args, e),
+            name if crate::matfns::MAT_FNS.contains(&name) => self.mat_fn(f, args, e),
             "assert" => self.assert_call(f, args, e),
             _ => self.user_call(f, args, e),
         }
@@ -365,6 +379,9 @@ impl FnBuilder<'_, '_> {
         let Some(ty) = self.value_type(t) else {
             return Ev::Err;
         };
+        if let Type::Mat { .. } = ty {
+            return self.mat_ctor(&ty, m, args, e);
+        }
         let (fill, n) = match m.name.as_str() {
             "zeros" => (Fill::Zeros, 0),
             "eye" => (Fill::Eye, 0),

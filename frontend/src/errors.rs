@@ -251,8 +251,13 @@ pub(crate) fn full_slice_dynamic(span: Span) -> Diagnostic {
 }
 
 pub(crate) fn index_count(span: Span, rank: usize, got: usize) -> Diagnostic {
-    Diagnostic::error("E0209", format!("wrong number of indices: the array has rank {rank}, {got} given"))
-        .label(span, "here")
+    let d = Diagnostic::error("E0209", format!("wrong number of indices: the array has rank {rank}, {got} given"))
+        .label(span, "here");
+    if got < rank {
+        d.note("one or two indices fewer read small matrices when the last axes have fixed extents from 1 to 16 (`A: f32[P, 3, 3]`, `A[p]`: language §3.6)")
+    } else {
+        d
+    }
 }
 
 pub(crate) fn tile_index(span: Span, rank: usize) -> Diagnostic {
@@ -862,4 +867,24 @@ pub(crate) fn bad_kernel_param(span: Span) -> Diagnostic {
 
 pub(crate) fn grid_rank(span: Span, n: usize) -> Diagnostic {
     Diagnostic::error("E0305", format!("a grid has 1 to 3 extents, found {n}")).label(span, "in this kernel")
+}
+
+pub(crate) fn mat_operands(span: Span, what: &str, ta: &Type, tb: Option<&Type>) -> Diagnostic {
+    let found = match tb {
+        Some(tb) => format!("{ta} and {tb}"),
+        None => format!("{ta}"),
+    };
+    Diagnostic::error("E0232", format!("{what} is not defined for {found}"))
+        .label(span, "here")
+        .note("small matrices and vectors take `+ - * /` entry by entry (with each other, of one size, or with a scalar or a tile of the matrices' shape), `@` between matrices and vectors whose sizes compose, and the functions of language §3.6")
+}
+
+pub(crate) fn mat_arg(span: Span, f: &str, want: &str, got: &Type) -> Diagnostic {
+    Diagnostic::error("E0232", format!("`{f}` takes {want}, found {got}")).label(span, format!("this is {got}"))
+}
+
+pub(crate) fn mat_type(span: Span, msg: String) -> Diagnostic {
+    Diagnostic::error("E0233", msg)
+        .label(span, "here")
+        .note("`mat<T, R, C>` and `vec<T, N>` hold numbers (i32, u32, i64, f32, f64) with R, C and N from 1 to 16; a tile of them has one extent: `tile<mat<f32, 3, 3>, 64>`")
 }

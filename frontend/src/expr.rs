@@ -182,6 +182,7 @@ impl FnBuilder<'_, '_> {
                     b.emit1(OpKind::Cast(s), vec![xs[0]], Type::Scalar(s), span)
                 }))
             }
+            Type::Mat { .. } => self.mat_cast(v, s, span),
             _ => None,
         }
     }
@@ -220,6 +221,9 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let t = self.ty(v);
+        if let (UnOp::Neg, Type::Mat { .. }) = (op, &t) {
+            return Ev::Val(self.mat_neg(v, e.span));
+        }
         if *op == UnOp::Not && t.is_tile() && t.elem() == Scalar::Bool {
             let span = e.span;
             return Ev::Val(self.map_elementwise(&[v], Scalar::Bool, span, |g, x| {
@@ -318,6 +322,9 @@ impl FnBuilder<'_, '_> {
         let (ta, tb) = (self.ty(va), self.ty(vb));
         if matches!(ta, Type::Array { .. }) || matches!(tb, Type::Array { .. }) {
             return Ev::Err;
+        }
+        if matches!(ta, Type::Mat { .. }) || matches!(tb, Type::Mat { .. }) {
+            return self.mat_binary(op, va, vb, e.span);
         }
         if op == BinOp::MatMul {
             return self.matmul(va, vb, a, b, e);

@@ -22,19 +22,33 @@ fn unify(te: &TypeExpr, t: &Type, generics: &[GenericParam], out: &mut HashMap<S
             _ => None,
         })
     };
+    let mut extents = |dims: &[Expr], ns: &[u32]| {
+        for (d, &n) in dims.iter().zip(ns) {
+            if let tilec_grammar::ast::ExprKind::Name(id) = &d.kind {
+                if let Some(s) = const_param(&id.name) {
+                    out.entry(id.name.clone()).or_insert(GenericVal::Const(Const::Int(n as i64, s)));
+                }
+            }
+        }
+    };
     match (te, t) {
         (TypeExpr::Named(n), Type::Scalar(s)) if is_type_param(&n.name) => {
             out.entry(n.name.clone()).or_insert(GenericVal::Type(*s));
         }
         (TypeExpr::Tile { elem, dims, .. }, Type::Tile { elem: e, shape }) if dims.len() == shape.len() => {
+            extents(dims, shape);
             unify(elem, &Type::Scalar(*e), generics, out);
-            for (d, &n) in dims.iter().zip(shape) {
-                if let tilec_grammar::ast::ExprKind::Name(id) = &d.kind {
-                    if let Some(s) = const_param(&id.name) {
-                        out.entry(id.name.clone()).or_insert(GenericVal::Const(Const::Int(n as i64, s)));
-                    }
-                }
-            }
+        }
+        // `mat<T, R, C>` and `tile<mat<T, R, C>, B>`.
+        (TypeExpr::Mat { elem, dims, .. }, Type::Mat { elem: e, dims: ds, shape })
+            if shape.is_empty() && dims.len() == ds.len() =>
+        {
+            extents(dims, ds);
+            unify(elem, &Type::Scalar(*e), generics, out);
+        }
+        (TypeExpr::Tile { elem, dims, .. }, Type::Mat { elem: e, dims: ds, shape }) if dims.len() == shape.len() => {
+            extents(dims, shape);
+            unify(elem, &Type::Mat { elem: *e, dims: ds.clone(), shape: Vec::new() }, generics, out);
         }
         _ => {}
     }

@@ -20,6 +20,8 @@ mod kernel;
 mod limits;
 mod lines;
 mod masks;
+mod matfns;
+mod mats;
 mod memops;
 mod places;
 mod ranges;
@@ -114,6 +116,7 @@ pub fn analyze_for(
 ) -> (Module, Vec<Diagnostic>, semantic::Analysis) {
     let (program, mut diags) = Program::collect(sources);
     let (mut module, more, sem) = kernel::lower_program(&program, instances, limits);
+    tilec_midend::mats::lower(&mut module);
     tilec_midend::halfarith::lower(&mut module);
     diags.extend(more);
     dedup(&mut diags);

@@ -66,6 +66,9 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let (tc, ta, tb) = (self.ty(c), self.ty(a), self.ty(b));
+        if (matches!(ta, Type::Mat { .. }) || matches!(tb, Type::Mat { .. })) && tc.elem() == Scalar::Bool {
+            return self.mat_where(c, a, b, e.span);
+        }
         if tc.elem() != Scalar::Bool || matches!(tc, Type::Array { .. }) {
             self.error(errors::expected_bool(args[0].span, &tc));
             return Ev::Err;

@@ -225,14 +225,21 @@ impl FnBuilder<'_, '_> {
         };
         match binding {
             Some(Binding::Array { value, fixed, .. }) => {
+                match self.mat_accesses(value, &fixed, items, e.span) {
+                    Some(Ok((accs, ty))) => return Ev::Val(self.load_mat(accs, &ty, e.span)),
+                    Some(Err(())) => return Ev::Err,
+                    None => {}
+                }
                 let Some(acc) = self.array_access(value, &fixed, items, e.span) else {
                     return Ev::Err;
                 };
                 Ev::Val(self.load_access(acc, e.span))
             }
             Some(Binding::Var(t)) if self.ty(t).is_tile() => self.tile_part(t, items, e.span),
+            Some(Binding::Var(m)) if matches!(self.ty(m), Type::Mat { .. }) => self.mat_index(m, items, e.span),
             _ => match self.expr(base, None) {
                 Ev::Val(v) if self.ty(v).is_tile() => self.tile_part(v, items, e.span),
+                Ev::Val(m) if matches!(self.ty(m), Type::Mat { .. }) => self.mat_index(m, items, e.span),
                 Ev::Val(v) => {
                     let t = self.ty(v);
                     self.error(errors::not_indexable(base.span, &t));
@@ -271,6 +278,24 @@ impl FnBuilder<'_, '_> {
                 return None;
             }
             return Some(v);
+        }
+        if matches!(t, Type::Mat { .. }) || matches!(self.ty(v), Type::Mat { .. }) {
+            let k = match op {
+                AssignOp::Add => BinOp::Add,
+                AssignOp::Sub => BinOp::Sub,
+                AssignOp::Mul => BinOp::Mul,
+                _ => BinOp::Div,
+            };
+            let r = match self.mat_binary(k, old, v, span) {
+                Ev::Val(r) => r,
+                _ => return None,
+            };
+            let tr = self.ty(r);
+            if tr != t {
+                self.error(errors::assign_type(rhs.span, &t, &tr));
+                return None;
+            }
+            return Some(r);
         }
         // A tile that broadcasts to the target's shape (`t += v` adds `v` to every row).
         let v = match (&t, self.ty(v)) {
@@ -376,6 +401,26 @@ impl FnBuilder<'_, '_> {
                     self.set_var(&name.name, v);
                 }
             }
+            (Some(Binding::Var(m)), Some(items)) if matches!(self.ty(m), Type::Mat { .. }) => {
+                let old = match self.mat_index(m, items, target.span) {
+                    Ev::Val(v) => v,
+                    _ => {
+                        self.check_rhs(value);
+                        return;
+                    }
+                };
+                // `=` also takes a scalar for an entry of a tile of matrices (`mat_with`).
+                let v = match op {
+                    AssignOp::Set => self.value(value, Some(self.ty(old).elem())),
+                    _ => self.combine(op, old, value, span),
+                };
+                let Some(v) = v else {
+                    return;
+                };
+                if let Some(nm) = self.mat_with(m, items, v, span) {
+                    self.set_var(&name.name, nm);
+                }
+            }
             (Some(Binding::Var(t)), Some(items)) if self.is_block(t, items) => {
                 let Some(b) = self.tile_block(t, items) else {
                     self.check_rhs(value);
@@ -423,6 +468,34 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::read_only(target.span, &aname));
                     self.check_rhs(value);
                     return;
+                }
+                match self.mat_accesses(arr, &fixed, items, target.span) {
+                    Some(Ok((accs, ty))) => {
+                        let v = if op == AssignOp::Set {
+                            let Some(v) = self.value(value, Some(ty.elem())) else {
+                                return;
+                            };
+                            let tv = self.ty(v);
+                            if tv != ty {
+                                self.error(errors::assign_type(value.span, &ty, &tv));
+                                return;
+                            }
+                            v
+                        } else {
+                            let old = self.load_mat(accs.clone(), &ty, target.span);
+                            let Some(v) = self.combine(op, old, value, span) else {
+                                return;
+                            };
+                            v
+                        };
+                        self.store_mat(accs, v, span);
+                        return;
+                    }
+                    Some(Err(())) => {
+                        self.check_rhs(value);
+                        return;
+                    }
+                    None => {}
                 }
                 let Some(acc) = self.array_access(arr, &fixed, items, target.span) else {
                     self.check_rhs(value);

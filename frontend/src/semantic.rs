@@ -311,6 +311,9 @@ pub(crate) fn type_text(t: &TypeExpr, src_dims: &dyn Fn(&tilec_grammar::ast::Exp
         ),
         TypeExpr::Tile { elem, dims: ds, .. } => format!("tile<{}, {}>", type_text(elem, src_dims), dims(ds)),
         TypeExpr::Shared { elem, dims: ds, .. } => format!("shared<{}, {}>", type_text(elem, src_dims), dims(ds)),
+        TypeExpr::Mat { vector, elem, dims: ds, .. } => {
+            format!("{}<{}, {}>", if *vector { "vec" } else { "mat" }, type_text(elem, src_dims), dims(ds))
+        }
         TypeExpr::Tuple(ts, _) => {
             format!("({})", ts.iter().map(|t| type_text(t, src_dims)).collect::<Vec<_>>().join(", "))
         }

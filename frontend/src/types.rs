@@ -44,11 +44,17 @@ impl FnBuilder<'_, '_> {
         }
     }
 
-    /// Resolves a value type: a scalar or a register tile. Arrays are only kernel parameters
+    /// Resolves a value type: a scalar, a register tile, or a small matrix or vector or a tile
+    /// of them (`mats.rs`). Arrays are only kernel parameters
     /// and shared arrays are not supported yet (E0221).
     pub(crate) fn value_type(&mut self, t: &TypeExpr) -> Option<Type> {
         match t {
             TypeExpr::Named(n) => self.scalar_type(n).map(Type::Scalar),
+            TypeExpr::Mat { span, .. } => self.mat_value_type(t, Vec::new(), *span),
+            TypeExpr::Tile { elem, dims, span } if matches!(**elem, TypeExpr::Mat { .. }) => {
+                let shape: Option<Vec<u32>> = dims.iter().map(|d| self.extent(d, "a tile extent")).collect();
+                self.mat_value_type(elem, shape?, *span)
+            }
             TypeExpr::Tile { elem, dims, span } => {
                 let elem = match &**elem {
                     TypeExpr::Named(n) => self.scalar_type(n),

@@ -117,6 +117,9 @@ pub enum TypeExpr {
     Tile { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `shared<T, R[, C]>`
     Shared { elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
+    /// `mat<T, R, C>` (`vector` false) or `vec<T, N>` (`vector` true): a small matrix or
+    /// vector (language §3.6).
+    Mat { vector: bool, elem: Box<TypeExpr>, dims: Vec<Expr>, span: Span },
     /// `(T1, T2, ..)`: the return type of a `fn` returning several values (at least two).
     Tuple(Vec<TypeExpr>, Span),
     /// A type the parser could not read.
@@ -131,6 +134,7 @@ impl TypeExpr {
             TypeExpr::Array { span, .. }
             | TypeExpr::Tile { span, .. }
             | TypeExpr::Shared { span, .. }
+            | TypeExpr::Mat { span, .. }
             | TypeExpr::Tuple(_, span)
             | TypeExpr::Error(span) => *span,
         }

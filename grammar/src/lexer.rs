@@ -49,6 +49,10 @@ pub enum Tok {
     Tile,
     #[token("shared")]
     Shared,
+    #[token("mat")]
+    Mat,
+    #[token("vec")]
+    Vec,
     #[token("grid")]
     Grid,
     #[token("block")]
@@ -207,6 +211,8 @@ fn tok_text(t: &Tok) -> &'static str {
         Tok::Mut => "mut",
         Tok::Tile => "tile",
         Tok::Shared => "shared",
+        Tok::Mat => "mat",
+        Tok::Vec => "vec",
         Tok::Grid => "grid",
         Tok::Block => "block",
         Tok::Flops => "flops",
@@ -271,7 +277,7 @@ pub struct Lexed {
 /// The reserved words (docs/language.md §1): none of them can name anything.
 pub const KEYWORDS: &[&str] = &[
     "fn", "kernel", "let", "const", "for", "in", "step", "while", "if", "else", "return", "import", "mut", "tile",
-    "shared", "grid", "block", "flops", "as", "true", "false", "inf", "nan",
+    "shared", "mat", "vec", "grid", "block", "flops", "as", "true", "false", "inf", "nan",
 ];
 
 /// Lexes a whole file. Never fails: bad characters are recorded and skipped.

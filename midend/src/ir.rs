@@ -320,6 +320,13 @@ pub enum OpKind {
     Return,
     /// `(args..) -> results..`: a call of `Module::funcs[f]`, removed by `inline`.
     Call(FuncId),
+    /// `(parts..) -> mat`: a small matrix or vector ([`Type::Mat`]) from its entries in
+    /// row-major order (scalars, or tiles of its shape). Frontend only: [`crate::mats::lower`]
+    /// removes it.
+    MatBuild,
+    /// `(mat) -> part`: entry `i` (row-major) of a small matrix or vector. Frontend only, as
+    /// [`OpKind::MatBuild`].
+    MatPart(u32),
     /// `(values..)`: `print(..)` of site `Module::debug[i]`: scalars and tiles (not arrays),
     /// in the types the site records. Made by the frontend; replaced by the pass `lower-debug`
     /// with stores into the kernel's debug buffer (`debug.rs`), so no backend sees it.

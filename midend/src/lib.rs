@@ -16,6 +16,7 @@ pub mod halfarith;
 pub mod inline;
 pub mod ir;
 pub mod mapfuse;
+pub mod mats;
 pub mod parse;
 pub mod passes;
 pub mod print;

@@ -147,7 +147,7 @@ fn elementwise<'a>(o: &Op, f: &Function, producer: impl Fn(Value) -> Option<&'a 
             let fits = match f.ty(*a) {
                 Type::Tile { shape: s, .. } => s == shape,
                 Type::Scalar(_) => true,
-                Type::Array { .. } => false,
+                Type::Array { .. } | Type::Mat { .. } => false,
             };
             fits && !producer(*a).is_some_and(|p| matches!(p.kind, OpKind::Outer | OpKind::Matmul))
         })

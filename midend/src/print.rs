@@ -69,6 +69,8 @@ pub fn op_name(k: &OpKind) -> String {
         OpKind::Return => "return".into(),
         OpKind::Call(i) => format!("call @{i}"),
         OpKind::Print(i) => format!("print.{i}"),
+        OpKind::MatBuild => "mat_build".into(),
+        OpKind::MatPart(i) => format!("mat_part.{i}"),
         OpKind::Assert(i) => format!("assert.{i}"),
     }
 }

@@ -119,6 +119,15 @@ pub enum Type {
         elem: Scalar,
         shape: Vec<u32>,
     },
+    /// A small matrix (`dims = [R, C]`) or vector (`dims = [N]`) of `elem`, one per element of
+    /// a tile of shape `shape` (empty: a single one). Only the frontend makes values of it:
+    /// [`crate::mats::lower`] splits each into its `R * C` (or `N`) entries, scalars or tiles
+    /// of `shape`, before any pass or backend sees the module (the verifier's invariant).
+    Mat {
+        elem: Scalar,
+        dims: Vec<u32>,
+        shape: Vec<u32>,
+    },
     /// A global array parameter: a pointer with `rank` run-time extents, row-major.
     Array {
         elem: Scalar,
@@ -132,7 +141,31 @@ impl Type {
     pub fn elem(&self) -> Scalar {
         match self {
             Type::Scalar(s) => *s,
-            Type::Tile { elem, .. } | Type::Array { elem, .. } => *elem,
+            Type::Tile { elem, .. } | Type::Array { elem, .. } | Type::Mat { elem, .. } => *elem,
+        }
+    }
+
+    /// The type of one entry of a small matrix or vector type: a scalar, or for a tile of `B`
+    /// matrices a `tile<T, B, 1>`, a column, which the SIMT form spreads over the lanes (each
+    /// lane holds its own matrices' entries), where it would keep a `tile<T, B>` of up to 64
+    /// in every lane (other types: `None`).
+    pub fn mat_part(&self) -> Option<Type> {
+        match self {
+            Type::Mat { elem, shape, .. } if shape.is_empty() => Some(Type::Scalar(*elem)),
+            Type::Mat { elem, shape, .. } => {
+                let mut shape = shape.clone();
+                shape.push(1);
+                Some(Type::Tile { elem: *elem, shape })
+            }
+            _ => None,
+        }
+    }
+
+    /// The number of entries of a small matrix or vector type (0 for other types).
+    pub fn mat_entries(&self) -> u32 {
+        match self {
+            Type::Mat { dims, .. } => dims.iter().product(),
+            _ => 0,
         }
     }
 
@@ -140,7 +173,7 @@ impl Type {
     pub fn tile_len(&self) -> u32 {
         match self {
             Type::Scalar(_) => 1,
-            Type::Tile { shape, .. } => shape.iter().product(),
+            Type::Tile { shape, .. } | Type::Mat { shape, .. } => shape.iter().product(),
             Type::Array { .. } => 0,
         }
     }
@@ -170,6 +203,23 @@ impl fmt::Display for Type {
                     write!(f, ", {d}")?;
                 }
                 write!(f, ">")
+            }
+            Type::Mat { elem, dims, shape } => {
+                if !shape.is_empty() {
+                    write!(f, "tile<")?;
+                }
+                write!(f, "{}<{}", if dims.len() == 1 { "vec" } else { "mat" }, elem.name())?;
+                for d in dims {
+                    write!(f, ", {d}")?;
+                }
+                write!(f, ">")?;
+                if !shape.is_empty() {
+                    for d in shape {
+                        write!(f, ", {d}")?;
+                    }
+                    write!(f, ">")?;
+                }
+                Ok(())
             }
             Type::Array { elem, rank, mutable } => {
                 if *mutable {

@@ -20,7 +20,9 @@
 //! 5. A function body ends with `Return` whose operands match `Function::ret`.
 //! 6. `Call` refers to an existing function defined before the caller (so `inline` can inline
 //!    callees first), with matching parameter and result types.
-//! 7. Tile extents are between 1 and 4096 and tiles have rank 1 or 2.
+//! 7. Tile extents are between 1 and 4096 and tiles have rank 1 or 2. No value has a
+//!    small-matrix type and no op is `MatBuild` or `MatPart`: the frontend's `mats::lower`
+//!    has replaced them by their entries.
 //!
 //! [`verify_simt`] checks a kernel in SIMT form: these invariants and those of the SIMT form
 //! (8-11 in its docs). Every error carries the location of the op where it was found.
@@ -70,6 +72,10 @@ impl V<'_> {
             Some(d) if !*d => *d = true,
             Some(_) => self.err(format!("%{} is defined twice", v.0)),
             None => self.err(format!("%{} is outside the value arena", v.0)),
+        }
+        if let Some(t @ Type::Mat { .. }) = self.ty(v) {
+            let msg = format!("%{} has the small-matrix type {t}, which `mats::lower` removes", v.0);
+            self.err(msg);
         }
     }
 
@@ -281,6 +287,9 @@ impl V<'_> {
                     if a.len() == 2 && a[1] == b[0] && c[0] == a[0] && (b.len() == 1 || c.get(1) == b.get(1)))
                     && (base == 0 || t(0) == r(0));
                 bad(ok, "a: tile<M, K>, b: tile<K, N> or tile<K> -> tile<M, N> or tile<M>", &mut errs);
+            }
+            OpKind::MatBuild | OpKind::MatPart(_) => {
+                errs.push(format!("`{name}` is frontend-only (`mats::lower` removes it)"));
             }
             OpKind::Print(i) | OpKind::Assert(i) => {
                 let site = self.m.and_then(|m| m.debug.get(*i as usize));

@@ -146,6 +146,7 @@ fn the_run_test_cases_assemble_with_ptxas() {
         cases::ranges(),
         cases::broadcasts(),
         cases::lu(),
+        cases::small_mats(),
     ];
     for c in cases.into_iter().flatten() {
         let m = compile(&c.src, &Instances::All { fixed: HashMap::new() }, &CompileOptions::default()).unwrap().module;

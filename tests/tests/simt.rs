@@ -128,6 +128,11 @@ fn flips_reversed_scans_signs_and_nary_maps() {
 }
 
 #[test]
+fn small_matrices() {
+    cases::small_mats().into_iter().for_each(both);
+}
+
+#[test]
 fn fns_returning_several_values() {
     cases::fn_results().into_iter().for_each(both);
 }

@@ -80,6 +80,7 @@ fn vulkan_agrees_with_cpu_child() {
         cases::ranges(),
         cases::broadcasts(),
         cases::lu(),
+        cases::small_mats(),
     ]
     .into_iter()
     .flatten()

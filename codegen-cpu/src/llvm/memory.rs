@@ -11,7 +11,7 @@ use crate::CodegenError;
 use inkwell::types::VectorType;
 use inkwell::values::{BasicValue, IntValue, PointerValue};
 use inkwell::IntPredicate;
-use tilec_midend::{Index, Op, OpKind, Scalar, Value};
+use tilec_midend::{Index, Op, OpKind, Scalar, Type, Value};
 
 /// The longest vector segment (lanes) a column mask covers, and a third of the mask table.
 const MASK_TABLE_SPAN: u32 = 64;
@@ -121,6 +121,32 @@ impl<'ctx> Strided<'ctx> {
             row: int(x.row, y.row)?,
             col: int(x.col, y.col)?,
         })
+    }
+}
+
+/// The index kinds that move a `tile<T, R, 1>` column (`R > 1`) whose last slice is a range
+/// of one, such as a tile of small matrices' entries, as a one-row access of `R` elements:
+/// that range as a single index (the same element, bounds and storage). Its `R` rows of one
+/// element would otherwise be moved one by one, each with its own bounds check.
+fn column_kinds(kinds: &[Index], ty: &Type) -> Option<Vec<Index>> {
+    let Type::Tile { shape, .. } = ty else { return None };
+    if shape.len() != 2 || shape[1] != 1 || shape[0] == 1 {
+        return None;
+    }
+    let slices: Vec<usize> = (0..kinds.len()).filter(|&d| matches!(kinds[d], Index::Slice(_))).collect();
+    let [_, last] = slices.as_slice() else { return None };
+    let mut k = kinds.to_vec();
+    k[*last] = Index::At;
+    Some(k)
+}
+
+/// `(rows, cols)` in which the tile of type `ty` moves through the access `a`: its shape, or
+/// one row for a one-slice access ([`column_kinds`]).
+fn access_shape(a: &Access<'_>, ty: &Type) -> (u32, u32) {
+    if a.slices.len() == 1 {
+        (1, ty.tile_len())
+    } else {
+        shape(ty)
     }
 }
 
@@ -417,8 +443,9 @@ impl<'ctx> Gen<'ctx, '_> {
             OpKind::Store(kinds) | OpKind::AtomicAdd(kinds) => {
                 let atomic = matches!(op.kind, OpKind::AtomicAdd(_));
                 let n = op.args.len();
-                let a = self.access(op.args[0], kinds, &op.args[1..n - 1])?;
                 let v = op.args[n - 1];
+                let kinds = column_kinds(kinds, self.f.ty(v)).unwrap_or_else(|| kinds.to_vec());
+                let a = self.access(op.args[0], &kinds, &op.args[1..n - 1])?;
                 if !self.f.ty(v).is_tile() {
                     // Out of bounds, the element goes to a scratch slot: no branch for a
                     // scatter's unpredictable drops (`Y[where(keep, at, -1)] = x`,
@@ -512,10 +539,12 @@ impl<'ctx> Gen<'ctx, '_> {
             return Ok(());
         }
         let base = usize::from(into);
-        let a = self.access(op.args[base], kinds, &op.args[base + 1..])?;
+        let ty = self.f.ty(op.results[0]).clone();
+        let kinds = column_kinds(kinds, &ty).unwrap_or_else(|| kinds.to_vec());
+        let a = self.access(op.args[base], &kinds, &op.args[base + 1..])?;
         let old = if into { Some(self.tile(op.args[0])?) } else { None };
         let dst = self.new_tile(op.results[0])?;
-        let (rows, cols) = shape(self.f.ty(op.results[0]));
+        let (rows, cols) = access_shape(&a, &ty);
         self.prefetch_next(&a, rows, cols)?;
         self.fill_tile(&a, dst, rows, cols, old)
     }
@@ -689,7 +718,7 @@ impl<'ctx> Gen<'ctx, '_> {
     fn store_tile(&mut self, a: &Access<'ctx>, v: Value, user_mask: Option<Value>) -> Result<(), CodegenError> {
         let src = self.tile(v)?;
         let um_ptr = user_mask.map(|m| self.tile(m)).transpose()?;
-        let (rows, cols) = shape(self.f.ty(v));
+        let (rows, cols) = access_shape(a, self.f.ty(v));
         // `s` in the array, `tc` in the tile (they differ for the storage types).
         let s = a.elem;
         let tc = s.compute();
@@ -807,7 +836,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// Adds a tile to the array atomically, element by element, where in bounds.
     fn atomic_tile(&mut self, a: &Access<'ctx>, v: Value) -> Result<(), CodegenError> {
         let src = self.tile(v)?;
-        let (_, cols) = shape(self.f.ty(v));
+        let (_, cols) = access_shape(a, self.f.ty(v));
         let s = a.elem;
         let (_, cd) = Self::tile_dims(a);
         let n = self.f.ty(v).tile_len();

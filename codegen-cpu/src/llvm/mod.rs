@@ -371,7 +371,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     slot += 1;
                     self.held.insert(p, Held::Val(v));
                 }
-                Type::Tile { .. } => return Err(err("a kernel parameter cannot be a tile")),
+                Type::Tile { .. } | Type::Mat { .. } => return Err(err("a kernel parameter cannot be a tile")),
             }
         }
         Ok(())

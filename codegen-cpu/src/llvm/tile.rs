@@ -269,7 +269,18 @@ impl<'ctx> Gen<'ctx, '_> {
     {
         // A long vector as rows of one 64-byte vector (the storage is contiguous and every
         // operand tile has `dst`'s shape), so that beyond `unroll` vectors it is a loop.
-        let (rows, cols) = if rows == 1 && cols > 64 { vector_rows((rows, cols), s) } else { (rows, cols) };
+        // Rows shorter than a vector (a tile of small matrices' `tile<T, B, 1>` entries) as
+        // one row, or as rows of one vector, likewise.
+        let (n, w) = (rows * cols, width(s));
+        let (rows, cols) = if rows == 1 && cols > 64 {
+            vector_rows((rows, cols), s)
+        } else if rows > 1 && cols < w && n <= 64 {
+            (1, n)
+        } else if rows > 1 && cols < w {
+            vector_rows((1, n), s)
+        } else {
+            (rows, cols)
+        };
         let segs = segments(cols, s);
         self.each_row_unrolled(0, rows, cols, s, unroll, |g, row| {
             for &(c0, len) in &segs {

@@ -13,7 +13,7 @@ const grammarPath = path.join(__dirname, '../syntaxes/tile.tmLanguage.json');
 const snapshot = path.join(__dirname, 'gemm.tokens.txt');
 
 const KEYWORDS = ['fn', 'kernel', 'let', 'const', 'for', 'in', 'while', 'if', 'else', 'return', 'import', 'mut', 'grid', 'block', 'flops', 'as'];
-const TYPES = ['f32', 'f64', 'i32', 'i64', 'u32', 'bool', 'tile', 'shared'];
+const TYPES = ['f32', 'f64', 'i32', 'i64', 'u32', 'bool', 'tile', 'shared', 'mat', 'vec'];
 
 async function main() {
   const wasm = fs.readFileSync(require.resolve('vscode-oniguruma/release/onig.wasm')).buffer;

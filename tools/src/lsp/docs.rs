@@ -73,6 +73,14 @@ pub(crate) const CONSTRUCTORS: &[(&str, &str)] = &[
     ("iota", "`::iota(axis)`: every element its index along `axis` (a constant below the rank), converted to `T`; for index masks, like Triton's `tl.arange`"),
 ];
 
+/// The constructors of small matrices and vectors (`mat<T, R, C>::NAME(..)`, §3.6).
+pub(crate) const MAT_CONSTRUCTORS: &[(&str, &str)] = &[
+    ("zeros", "`::zeros()`: every entry 0"),
+    ("eye", "`::eye()`: the identity (a vector: `[1, 0, ..]`)"),
+    ("full", "`::full(x)`: every entry `x`"),
+    ("new", "`::new(x0, x1, ..)`: the entries row by row, scalars or tiles of one shape (§3.6)"),
+];
+
 /// The constructors of shared arrays (`shared<T, R, C>::NAME()`, §3.4): `zeros` only.
 pub(crate) const SHARED_CONSTRUCTORS: &[(&str, &str)] =
     &[("zeros", "`::zeros()`: a shared array of the program, every element 0 (§3.4)")];

@@ -365,7 +365,7 @@ fn in_tile_generics(text: &str, end: usize) -> Option<bool> {
             b')' | b']' | b'>' => depth += 1,
             b'(' | b'[' if depth > 0 => depth -= 1,
             b'<' if depth > 0 => depth -= 1,
-            b'<' => return matches!(word_before(text, i), Some("tile" | "shared")).then_some(commas == 0),
+            b'<' => return matches!(word_before(text, i), Some("tile" | "shared" | "mat" | "vec")).then_some(commas == 0),
             b',' if depth == 0 => commas += 1,
             b'(' | b'[' | b';' | b'{' | b'}' => return None,
             _ => {}
@@ -422,6 +422,7 @@ pub(crate) fn completion(doc: &Document, pos: Position) -> Option<CompletionResp
         let open = ty.strip_suffix('>').and_then(|t| t.rfind('<'));
         let list = match open.and_then(|i| word_before(ty, i)) {
             Some("shared") => docs::SHARED_CONSTRUCTORS,
+            Some("mat" | "vec") => docs::MAT_CONSTRUCTORS,
             _ => docs::CONSTRUCTORS,
         };
         let items = list
