@@ -202,7 +202,8 @@ impl Analysis {
     /// Warnings about the main file's bindings: variables and parameters never read (W0101,
     /// W0102), with a special help for a `let` in a loop that shadows the accumulator it was
     /// meant to update. Names starting with `_` are exempt. Tiles too big for GPU registers
-    /// (W0103) are always reported; the unused ones only if `unused`.
+    /// (W0103) and small matrices past 144 entries (W0107) are always reported; the unused
+    /// ones only if `unused`.
     pub(crate) fn warnings(&self, unused: bool) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         for p in self.unreachable.iter().filter(|p| p.source.is_none()) {
@@ -217,6 +218,9 @@ impl Analysis {
         for d in &self.defs {
             if d.at.source.is_none() && d.kind == DefKind::Local {
                 if let Some(w) = register_warning(d) {
+                    out.push(w);
+                }
+                if let Some(w) = mat_warning(d) {
                     out.push(w);
                 }
             }
@@ -277,10 +281,42 @@ pub const GPU_REGISTER_LIMIT: u64 = 255;
 /// Lanes of a warp (CUDA) and of a Vulkan subgroup on NVIDIA, the fewest of the GPU targets.
 pub const GPU_LANES: u64 = 32;
 
-/// 32-bit registers per lane that a register tile of type `t` takes at `lanes` lanes.
+/// 32-bit registers per lane that a register tile of type `t` takes at `lanes` lanes: its
+/// share of the elements; for small matrices every entry of each matrix the lane holds
+/// (`ceil(B / lanes)` of a tile of `B`, language §3.6).
 pub fn registers_per_lane(t: &Type, lanes: u64) -> Option<u64> {
-    let Type::Tile { elem, .. } = t else { return None };
-    Some((t.tile_len() as u64 * elem.bytes() as u64).div_ceil(4).div_ceil(lanes))
+    match t {
+        Type::Tile { elem, .. } => Some((t.tile_len() as u64 * elem.bytes() as u64).div_ceil(4).div_ceil(lanes)),
+        Type::Mat { elem, .. } => {
+            let per_matrix = (t.mat_entries() as u64 * elem.bytes() as u64).div_ceil(4);
+            Some(per_matrix * (t.tile_len() as u64).div_ceil(lanes))
+        }
+        _ => None,
+    }
+}
+
+/// The most entries of a small matrix before W0107 (Quadrants warns past the same size).
+pub const MAT_ENTRY_WARNING: u32 = 144;
+
+/// The lane counts of the GPU targets that W0107 gives registers for: a CUDA warp, and the
+/// smallest Vulkan subgroup (lavapipe's and Intel's 8).
+const WARNING_LANES: [u64; 2] = [32, 8];
+
+/// W0107: a `let` holding small matrices of more than [`MAT_ENTRY_WARNING`] entries, which
+/// every lane keeps whole in registers.
+fn mat_warning(d: &Def) -> Option<Diagnostic> {
+    let t = d.types.iter().find(|t| t.mat_entries() > MAT_ENTRY_WARNING)?;
+    let regs: Vec<String> =
+        WARNING_LANES.iter().filter_map(|&l| Some(format!("{} at {l} lanes", registers_per_lane(t, l)?))).collect();
+    Some(
+        Diagnostic::warning(
+            "W0107",
+            format!("`{}` is a {t}: {} entries per matrix, more than {MAT_ENTRY_WARNING}", d.name, t.mat_entries()),
+        )
+        .label(d.at.span, format!("registers per lane on GPUs: {}", regs.join(", ")))
+        .note("each lane holds every entry of its matrices in registers; past 255 a GPU lane spills to local memory and runs far slower (the CPU target is not affected)")
+        .help("for larger matrices use register tiles (`tile<T, N, N>`, spread over the lanes) and the stdlib's batched kernels (`potrf_batched`, `getrf_batched`, `syevj_batched`)"),
+    )
 }
 
 /// W0103: a `let` whose tile needs more registers per lane than a GPU thread has.

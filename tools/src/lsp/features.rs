@@ -365,7 +365,9 @@ fn in_tile_generics(text: &str, end: usize) -> Option<bool> {
             b')' | b']' | b'>' => depth += 1,
             b'(' | b'[' if depth > 0 => depth -= 1,
             b'<' if depth > 0 => depth -= 1,
-            b'<' => return matches!(word_before(text, i), Some("tile" | "shared" | "mat" | "vec")).then_some(commas == 0),
+            b'<' => {
+                return matches!(word_before(text, i), Some("tile" | "shared" | "mat" | "vec")).then_some(commas == 0)
+            }
             b',' if depth == 0 => commas += 1,
             b'(' | b'[' | b';' | b'{' | b'}' => return None,
             _ => {}
