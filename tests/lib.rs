@@ -524,7 +524,14 @@ pub fn symmetric_from_lower(a: &[f64], n: usize) -> Vec<f64> {
 /// ascending order, in f64: cyclic Jacobi, sweeping until the off-diagonal part is below
 /// 1e-18 of the whole (or 60 sweeps).
 pub fn eigvalsh_f64(a: &[f64], n: usize) -> Vec<f64> {
+    eigh_f64(a, n).0
+}
+
+/// The eigenvalues (ascending) and eigenvectors (the columns of the row-major `n x n` result)
+/// of the symmetric matrix `a` (its lower triangle), in f64, as [`eigvalsh_f64`] computes them.
+pub fn eigh_f64(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     let mut s = symmetric_from_lower(a, n);
+    let mut v: Vec<f64> = (0..n * n).map(|k| if k / n == k % n { 1.0 } else { 0.0 }).collect();
     let total: f64 = s.iter().map(|x| x * x).sum();
     for _ in 0..60 {
         let off: f64 = (0..n * n).filter(|k| k / n != k % n).map(|k| s[k] * s[k]).sum();
@@ -540,10 +547,12 @@ pub fn eigvalsh_f64(a: &[f64], n: usize) -> Vec<f64> {
                 let t = theta.signum() / (theta.abs() + (1.0 + theta * theta).sqrt());
                 let c = 1.0 / (1.0 + t * t).sqrt();
                 let sn = t * c;
-                for k in 0..n {
-                    let (x, y) = (s[k * n + p], s[k * n + q]);
-                    s[k * n + p] = c * x - sn * y;
-                    s[k * n + q] = sn * x + c * y;
+                for m in [&mut s, &mut v] {
+                    for k in 0..n {
+                        let (x, y) = (m[k * n + p], m[k * n + q]);
+                        m[k * n + p] = c * x - sn * y;
+                        m[k * n + q] = sn * x + c * y;
+                    }
                 }
                 for k in 0..n {
                     let (x, y) = (s[p * n + k], s[q * n + k]);
@@ -553,9 +562,24 @@ pub fn eigvalsh_f64(a: &[f64], n: usize) -> Vec<f64> {
             }
         }
     }
-    let mut w: Vec<f64> = (0..n).map(|i| s[i * n + i]).collect();
-    w.sort_by(f64::total_cmp);
-    w
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&i, &j| s[i * n + i].total_cmp(&s[j * n + j]));
+    let w = order.iter().map(|&i| s[i * n + i]).collect();
+    let vs = (0..n * n).map(|k| v[(k / n) * n + order[k % n]]).collect();
+    (w, vs)
+}
+
+/// The SVD `a = U diag(s) V^T` of the nonsingular row-major `n x n` matrix `a`, in f64, `s`
+/// descending: `V` and `s^2` the eigenvectors and eigenvalues of `a^T a` ([`eigh_f64`]), `U =
+/// a V diag(s)^-1`. Accurate for well-conditioned `a` only (it squares the condition number).
+pub fn svd_f64(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let ata = matmul_f64(n, n, n, &transpose_f64(a, n, n), a);
+    let (w, v) = eigh_f64(&ata, n);
+    let v: Vec<f64> = (0..n * n).map(|k| v[(k / n) * n + (n - 1 - k % n)]).collect();
+    let s: Vec<f64> = w.iter().rev().map(|x| x.max(0.0).sqrt()).collect();
+    let av = matmul_f64(n, n, n, a, &v);
+    let u = (0..n * n).map(|k| av[k] / s[k % n]).collect();
+    (u, s, v)
 }
 
 /// The `n` singular values of the row-major `m x n` matrix `a`, in descending order, in f64:

@@ -645,6 +645,49 @@ def case_ex_syrk(rng, dt, n):
                 scalars={"alpha": "1.5", "beta": "-0.75"}, out="C", ref=ref)
 
 
+def case_ex_mpm_stress(rng, dt, n):
+    f = (np.eye(3) + 0.1 * rng.uniform(-1, 1, (n, 3, 3))).astype(dt)
+    jp = (1 + 0.05 * rng.uniform(-1, 1, n)).astype(dt)
+    mu0, la0, tc, ts, hard = 416.7, 277.8, 0.025, 0.0075, 10.0
+    f64, j64 = f.astype(np.float64), jp.astype(np.float64)
+    h = np.exp(hard * (1 - j64))
+    u, s, vt = np.linalg.svd(f64)
+    c = np.clip(s, 1 - tc, 1 + ts)
+    fn, r, jj = u @ (c[:, :, None] * vt), u @ vt, np.prod(c, axis=1)
+    tau = 2 * (mu0 * h)[:, None, None] * (fn - r) @ np.swapaxes(fn, 1, 2) \
+        + (la0 * h * jj * (jj - 1))[:, None, None] * np.eye(3)
+    # The stress is 2 mu times a difference of nearby matrices: scaled to its size.
+    return dict(src=example("mpm_stress.tile"), kernel="mpm_stress",
+                arrays={"F": f, "Jp": jp, "Tau": np.zeros_like(f)},
+                scalars={"mu0": "416.7", "lambda0": "277.8", "theta_c": "0.025", "theta_s": "0.0075",
+                         "hardening": "10"}, out="F", ref=fn)
+
+
+def case_ex_kalman(rng, dt, n):
+    x, z = rng.uniform(-1, 1, (n, 4)).astype(dt), rng.uniform(-1, 1, (n, 2)).astype(dt)
+    a = rng.uniform(-1, 1, (n, 4, 4))
+    c = (a @ np.swapaxes(a, 1, 2) / 4 + np.eye(4)).astype(dt)
+    t, q, r = 0.1, 0.01, 0.5
+    fm = np.array([[1, 0, t, 0], [0, 1, 0, t], [0, 0, 1, 0], [0, 0, 0, 1.0]])
+    hm = np.array([[1, 0, 0, 0], [0, 1, 0, 0.0]])
+    xp = x.astype(np.float64) @ fm.T
+    cp = fm @ c.astype(np.float64) @ fm.T + q * np.eye(4)
+    k = cp @ hm.T @ np.linalg.inv(hm @ cp @ hm.T + r * np.eye(2))
+    ref = xp + np.einsum("pij,pj->pi", k, z.astype(np.float64) - xp @ hm.T)
+    return dict(src=example("kalman.tile"), kernel="kalman_step", arrays={"X": x, "Cov": c, "Z": z},
+                scalars={"dt": "0.1", "q": "0.01", "r": "0.5"}, out="X", ref=ref)
+
+
+def case_ex_gauss_newton(rng, dt, n):
+    j, res = rng.uniform(-1, 1, (n, 11, 6)).astype(dt), rng.uniform(-1, 1, (n, 11)).astype(dt)
+    j64, r64 = j.astype(np.float64), res.astype(np.float64)
+    a = np.swapaxes(j64, 1, 2) @ j64 + 1e-3 * np.eye(6)
+    ref = -np.linalg.solve(a, np.einsum("pmi,pm->pi", j64, r64)[:, :, None])[:, :, 0]
+    return dict(src=example("gauss_newton.tile"), kernel="gauss_newton",
+                arrays={"J": j, "Res": res, "Delta": np.zeros((n, 6), dt)}, scalars={"lambda": "0.001"},
+                out="Delta", ref=ref)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -672,7 +715,8 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("examples/gemver_rank2", case_ex_gemver_rank2),
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk), ("examples/residual_f16", case_ex_residual_f16),
-          ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16)]
+          ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16), ("examples/mpm_stress", case_ex_mpm_stress),
+          ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

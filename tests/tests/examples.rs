@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use tilec::SourceSet;
 use tilec_midend::{Const, Scalar};
 use tilec_runtime::{random_spd, random_uniform, ArgValue, HostArray};
-use tilec_tests::{cholesky_f64, max_rel_err};
+use tilec_tests::{cholesky_f64, matmul_f64, max_rel_err, svd_f64, transpose_f64};
 
 /// The examples this file runs; `every_example_is_run` checks it against the folder.
 const RUN: &[&str] = &[
@@ -15,13 +15,16 @@ const RUN: &[&str] = &[
     "compact.tile",
     "dropout.tile",
     "embedding.tile",
+    "gauss_newton.tile",
     "gemm.tile",
     "gemver.tile",
     "geqrf.tile",
     "getrf.tile",
     "half_precision.tile",
+    "kalman.tile",
     "layer_norm.tile",
     "lu.tile",
+    "mpm_stress.tile",
     "potrs.tile",
     "rms_norm.tile",
     "softmax.tile",
@@ -951,5 +954,149 @@ fn cholesky_residual_example_measures_the_factor() {
         assert!(r > 0.0 && r < small, "{elem:?}: residual of a true factor {r:e}");
         let (r, want) = (run_r(&junk), residual_f64(&rounded(elem, &a), &rounded(elem, &junk), batch, n));
         assert!((r - want).abs() <= tol(elem) * want, "{elem:?}: residual {r} against {want}");
+    }
+}
+
+/// The MPM snow update (examples/mpm_stress.tile) on 77 particles (a partial last program)
+/// with deformation gradients near the identity, against the same update in f64 with
+/// `svd_f64`.
+#[test]
+fn mpm_stress_example_clamps_singular_values_and_forms_the_stress() {
+    let (mu0, la0, tc, ts, hard) = (416.7, 277.8, 0.025, 0.0075, 10.0);
+    for elem in [Scalar::F32, Scalar::F64] {
+        let p = 77usize;
+        let f: Vec<f64> = random_uniform(p * 9, 81)
+            .iter()
+            .enumerate()
+            .map(|(e, x)| if e % 9 % 4 == 0 { 1.0 } else { 0.0 } + 0.1 * x)
+            .collect();
+        let f = rounded(elem, &f);
+        let jp = rounded(elem, &random_uniform(p, 82).iter().map(|x| 1.0 + 0.05 * x).collect::<Vec<_>>());
+        let s = |x: f64| ArgValue::Scalar(Const::Float(x, elem));
+        let out = run_outs(
+            "mpm_stress.tile",
+            "mpm_stress",
+            vec![
+                ("F", arr(elem, &f, &[p as u64, 3, 3])),
+                ("Jp", arr(elem, &jp, &[p as u64])),
+                ("Tau", arr(elem, &vec![0.0; p * 9], &[p as u64, 3, 3])),
+                ("mu0", s(mu0)),
+                ("lambda0", s(la0)),
+                ("theta_c", s(tc)),
+                ("theta_s", s(ts)),
+                ("hardening", s(hard)),
+            ],
+            &["F", "Jp", "Tau"],
+        );
+        let (mut fw, mut jw, mut tw) = (Vec::new(), Vec::new(), Vec::new());
+        for k in 0..p {
+            let (u, sig, v) = svd_f64(&f[k * 9..k * 9 + 9], 3);
+            let h = (hard * (1.0 - jp[k])).exp();
+            let c: Vec<f64> = sig.iter().map(|x| x.clamp(1.0 - tc, 1.0 + ts)).collect();
+            jw.push(jp[k] * (0..3).map(|d| sig[d] / c[d]).product::<f64>());
+            let j: f64 = c.iter().product();
+            let us: Vec<f64> = (0..9).map(|e| u[e] * c[e % 3]).collect();
+            let vt = transpose_f64(&v, 3, 3);
+            let fnew = matmul_f64(3, 3, 3, &us, &vt);
+            let r = matmul_f64(3, 3, 3, &u, &vt);
+            let d: Vec<f64> = (0..9).map(|e| fnew[e] - r[e]).collect();
+            let dft = matmul_f64(3, 3, 3, &d, &transpose_f64(&fnew, 3, 3));
+            tw.extend((0..9).map(|e| 2.0 * mu0 * h * dft[e] + if e % 4 == 0 { la0 * h * j * (j - 1.0) } else { 0.0 }));
+            fw.extend(fnew);
+        }
+        assert!(normwise(&out[0], &fw) <= tol(elem), "{elem:?} F: {}", normwise(&out[0], &fw));
+        assert!(normwise(&out[1], &jw) <= tol(elem), "{elem:?} Jp");
+        // The stress is a difference of nearby matrices times 2 mu: f32 keeps about 1e-5 of it.
+        let t_tol = if elem == Scalar::F32 { 1e-3 } else { 1e-9 };
+        assert!(normwise(&out[2], &tw) <= t_tol, "{elem:?} Tau: {}", normwise(&out[2], &tw));
+    }
+}
+
+/// One Kalman step (examples/kalman.tile) for 77 tracks with random SPD covariances, against
+/// the textbook formulas in f64 (the 2x2 innovation inverted by its cofactors).
+#[test]
+fn kalman_example_predicts_and_updates() {
+    let (dt, q, r) = (0.1, 0.01, 0.5);
+    for elem in [Scalar::F32, Scalar::F64] {
+        let p = 77usize;
+        let x = rounded(elem, &random_uniform(p * 4, 83));
+        let z = rounded(elem, &random_uniform(p * 2, 84));
+        let cov = rounded(elem, &random_spd(p, 4, 85));
+        let s = |v: f64| ArgValue::Scalar(Const::Float(v, elem));
+        let out = run_outs(
+            "kalman.tile",
+            "kalman_step",
+            vec![
+                ("X", arr(elem, &x, &[p as u64, 4])),
+                ("Cov", arr(elem, &cov, &[p as u64, 4, 4])),
+                ("Z", arr(elem, &z, &[p as u64, 2])),
+                ("dt", s(dt)),
+                ("q", s(q)),
+                ("r", s(r)),
+            ],
+            &["X", "Cov"],
+        );
+        let fm = [1.0, 0.0, dt, 0.0, 0.0, 1.0, 0.0, dt, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+        let hm = [1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0];
+        let (mut xw, mut cw) = (Vec::new(), Vec::new());
+        for k in 0..p {
+            let xp = matmul_f64(4, 4, 1, &fm, &x[k * 4..k * 4 + 4]);
+            let mut c =
+                matmul_f64(4, 4, 4, &matmul_f64(4, 4, 4, &fm, &cov[k * 16..k * 16 + 16]), &transpose_f64(&fm, 4, 4));
+            for i in 0..4 {
+                c[i * 5] += q;
+            }
+            let ht = transpose_f64(&hm, 2, 4);
+            let mut sm = matmul_f64(2, 4, 2, &matmul_f64(2, 4, 4, &hm, &c), &ht);
+            sm[0] += r;
+            sm[3] += r;
+            let det = sm[0] * sm[3] - sm[1] * sm[2];
+            let sinv = [sm[3] / det, -sm[1] / det, -sm[2] / det, sm[0] / det];
+            let kg = matmul_f64(4, 2, 2, &matmul_f64(4, 4, 2, &c, &ht), &sinv);
+            let hx = matmul_f64(2, 4, 1, &hm, &xp);
+            let y = [z[k * 2] - hx[0], z[k * 2 + 1] - hx[1]];
+            let ky = matmul_f64(4, 2, 1, &kg, &y);
+            xw.extend((0..4).map(|i| xp[i] + ky[i]));
+            let kh = matmul_f64(4, 2, 4, &kg, &hm);
+            let ikh: Vec<f64> = (0..16).map(|e| if e % 5 == 0 { 1.0 } else { 0.0 } - kh[e]).collect();
+            cw.extend(matmul_f64(4, 4, 4, &ikh, &c));
+        }
+        assert!(normwise(&out[0], &xw) <= tol(elem), "{elem:?} X");
+        assert!(normwise(&out[1], &cw) <= tol(elem), "{elem:?} Cov");
+    }
+}
+
+/// Damped Gauss-Newton steps (examples/gauss_newton.tile) for 45 problems of 11 residuals,
+/// against the normal equations solved by LU with partial pivoting in f64.
+#[test]
+fn gauss_newton_example_solves_the_normal_equations() {
+    let lambda = 1e-3;
+    for elem in [Scalar::F32, Scalar::F64] {
+        let (p, m) = (45usize, 11usize);
+        let j = rounded(elem, &random_uniform(p * m * 6, 86));
+        let res = rounded(elem, &random_uniform(p * m, 87));
+        let out = run(
+            "gauss_newton.tile",
+            "gauss_newton",
+            vec![
+                ("J", arr(elem, &j, &[p as u64, m as u64, 6])),
+                ("Res", arr(elem, &res, &[p as u64, m as u64])),
+                ("Delta", arr(elem, &vec![0.0; p * 6], &[p as u64, 6])),
+                ("lambda", ArgValue::Scalar(Const::Float(lambda, elem))),
+            ],
+            "Delta",
+        );
+        let mut want = Vec::new();
+        for k in 0..p {
+            let jk = &j[k * m * 6..(k + 1) * m * 6];
+            let mut a = matmul_f64(6, m, 6, &transpose_f64(jk, m, 6), jk);
+            for i in 0..6 {
+                a[i * 7] += lambda;
+            }
+            let g = matmul_f64(6, m, 1, &transpose_f64(jk, m, 6), &res[k * m..(k + 1) * m]);
+            let (lu, piv, _) = tilec_tests::getrf_f64(&a, 6);
+            want.extend(tilec_tests::getrs_f64(&lu, &piv, 6, &g, 1).iter().map(|x| -x));
+        }
+        assert!(normwise(&out, &want) <= tol(elem), "{elem:?}: {}", normwise(&out, &want));
     }
 }

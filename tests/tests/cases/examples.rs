@@ -4,6 +4,12 @@ use super::{case, example, lu_input, Case, Compare};
 use tilec_midend::Scalar;
 use tilec_runtime::{random_spd, random_uniform};
 
+/// `p` 3x3 matrices `I + 0.1 R` with `R` uniform in [-1, 1] (deformation gradients).
+fn near_identity(p: usize, seed: u64) -> Vec<f64> {
+    let r = random_uniform(p * 9, seed);
+    (0..p * 9).map(|e| if e % 9 % 4 == 0 { 1.0 } else { 0.0 } + 0.1 * r[e]).collect()
+}
+
 /// Every example.
 pub(crate) fn all() -> Vec<Case> {
     let n = 20usize;
@@ -183,6 +189,39 @@ pub(crate) fn all() -> Vec<Case> {
             ],
             vec![("alpha", 1.5)],
             vec!["W"],
+        ),
+        case(
+            example("mpm_stress.tile"),
+            "mpm_stress",
+            vec![
+                ("F", near_identity(77, 131), vec![77, 3, 3]),
+                ("Jp", random_uniform(77, 132).iter().map(|x| 1.0 + 0.05 * x).collect(), vec![77]),
+                ("Tau", vec![7.0; 77 * 9], vec![77, 3, 3]),
+            ],
+            vec![("mu0", 416.7), ("lambda0", 277.8), ("theta_c", 0.025), ("theta_s", 0.0075), ("hardening", 10.0)],
+            vec!["F", "Jp", "Tau"],
+        ),
+        case(
+            example("kalman.tile"),
+            "kalman_step",
+            vec![
+                ("X", random_uniform(77 * 4, 133), vec![77, 4]),
+                ("Cov", random_spd(77, 4, 134), vec![77, 4, 4]),
+                ("Z", random_uniform(77 * 2, 135), vec![77, 2]),
+            ],
+            vec![("dt", 0.1), ("q", 0.01), ("r", 0.5)],
+            vec!["X", "Cov"],
+        ),
+        case(
+            example("gauss_newton.tile"),
+            "gauss_newton",
+            vec![
+                ("J", random_uniform(45 * 11 * 6, 136), vec![45, 11, 6]),
+                ("Res", random_uniform(45 * 11, 137), vec![45, 11]),
+                ("Delta", vec![7.0; 45 * 6], vec![45, 6]),
+            ],
+            vec![("lambda", 1e-3)],
+            vec!["Delta"],
         ),
         case(
             example("syrk.tile"),
