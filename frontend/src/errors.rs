@@ -606,7 +606,7 @@ pub(crate) fn generic_kind(kernel: &str, p: &Ident, want: &str) -> Diagnostic {
 }
 
 pub(crate) fn array_not_here(span: Span) -> Diagnostic {
-    Diagnostic::error("E0221", "array types are only allowed for kernel parameters").label(span, "here")
+    Diagnostic::error("E0221", "array types are only allowed for kernel and `fn` parameters").label(span, "here")
 }
 
 pub(crate) fn recursion(span: Span, name: &str) -> Diagnostic {
@@ -887,4 +887,16 @@ pub(crate) fn mat_type(span: Span, msg: String) -> Diagnostic {
     Diagnostic::error("E0233", msg)
         .label(span, "here")
         .note("`mat<T, R, C>` and `vec<T, N>` hold numbers (i32, u32, i64, f32, f64) with R, C and N from 1 to 16; a tile of them has one extent: `tile<mat<f32, 3, 3>, 64>`")
+}
+
+pub(crate) fn array_arg(span: Span, f: &str, param: &str) -> Diagnostic {
+    Diagnostic::error("E0214", format!("argument `{param}` of `{f}` must be an array, given by its name"))
+        .label(span, "not the name of an array")
+        .help("pass an array parameter of the kernel (or of the calling `fn`) as it is: `f(A, i)`")
+}
+
+pub(crate) fn array_arg_shape(span: Span, f: &str, want: &str, got: &str) -> Diagnostic {
+    Diagnostic::error("E0214", format!("argument of `{f}` has the wrong type: expected {want}, found an array with {got}"))
+        .label(span, "this array")
+        .note("a `fn`'s constant array extents must be the argument's fixed extents, and a name takes the argument's extent (language §2.3)")
 }

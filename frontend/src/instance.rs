@@ -85,7 +85,19 @@ impl FnBuilder<'_, '_> {
         let mut vals: Vec<Option<Value>> = vec![None; args.len()];
         let mut g = HashMap::new();
         let mut ok = true;
+        // The fixed extents of the arrays passed for array parameters.
+        let mut extents: Vec<Option<Vec<Option<u64>>>> = vec![None; args.len()];
         for (i, a) in args.iter().enumerate() {
+            if let TypeExpr::Array { .. } = &decl.params[i].ty {
+                match self.array_arg(a, &decl.params[i], &f.name, &decl.generics, &mut g) {
+                    Some((v, fixed)) => {
+                        vals[i] = Some(v);
+                        extents[i] = Some(fixed);
+                    }
+                    None => ok = false,
+                }
+                continue;
+            }
             if !is_literal(a) {
                 vals[i] = self.value(a, None);
                 ok &= vals[i].is_some();
@@ -159,6 +171,13 @@ impl FnBuilder<'_, '_> {
                 return Ev::Err;
             }
         }
+        for (i, a) in args.iter().enumerate() {
+            if let Some(fixed) = &extents[i] {
+                if !self.check_array_extents(a, &decl.params[i], &f.name, &g, fixed) {
+                    return Ev::Err;
+                }
+            }
+        }
         let Some(idx) = self.instantiate(item, g, e, true) else {
             return Ev::Err;
         };
@@ -167,7 +186,7 @@ impl FnBuilder<'_, '_> {
         let ret = func.ret.clone();
         for ((v, pt), a) in vals.iter().zip(&ptys).zip(args) {
             let at = self.ty(*v);
-            if &at != pt {
+            if !at.passes_as(pt) {
                 self.error(errors::arg_type(a.span, &f.name, pt, &at));
                 return Ev::Err;
             }
@@ -221,6 +240,13 @@ impl FnBuilder<'_, '_> {
         let mut ok = true;
         b.define_generics(&decl.generics);
         for p in &decl.params {
+            if let TypeExpr::Array { .. } = &p.ty {
+                match b.declare_array_param(p) {
+                    Some(v) => params.push(v),
+                    None => ok = false,
+                }
+                continue;
+            }
             match b.value_type(&p.ty) {
                 Some(t) => {
                     let detail =

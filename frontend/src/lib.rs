@@ -13,6 +13,7 @@ mod consteval;
 mod debug;
 mod errors;
 mod expr;
+mod fn_arrays;
 mod gathers;
 mod instance;
 mod items;

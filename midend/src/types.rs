@@ -178,6 +178,18 @@ impl Type {
         }
     }
 
+    /// Whether a value of this type may be passed where `param` is expected: the same type,
+    /// or a `mut` array where a read-only one of the same element type and rank is (a `fn`
+    /// that reads an array accepts one it could also write).
+    pub fn passes_as(&self, param: &Type) -> bool {
+        match (self, param) {
+            (Type::Array { elem: a, rank: r, .. }, Type::Array { elem: b, rank: q, mutable: false }) => {
+                a == b && r == q
+            }
+            _ => self == param,
+        }
+    }
+
     /// Whether this is a tile type.
     pub fn is_tile(&self) -> bool {
         matches!(self, Type::Tile { .. })

@@ -19,7 +19,8 @@
 //!    `Return`; `Yield` appears only as the last op of such a region.
 //! 5. A function body ends with `Return` whose operands match `Function::ret`.
 //! 6. `Call` refers to an existing function defined before the caller (so `inline` can inline
-//!    callees first), with matching parameter and result types.
+//!    callees first), with matching parameter and result types (a `mut` array may be passed
+//!    for a read-only array parameter).
 //! 7. Tile extents are between 1 and 4096 and tiles have rank 1 or 2. No value has a
 //!    small-matrix type and no op is `MatBuild` or `MatPart`: the frontend's `mats::lower`
 //!    has replaced them by their entries.
@@ -314,9 +315,11 @@ impl V<'_> {
                     errs.push(format!("`{name}`: @{i} is not defined before the caller @{}", self.index))
                 }
                 Some(callee) => {
-                    let ps: Vec<Option<&Type>> = callee.body.params.iter().map(|p| Some(callee.ty(*p))).collect();
+                    let ps: Vec<&Type> = callee.body.params.iter().map(|p| callee.ty(*p)).collect();
                     let args: Vec<Option<&Type>> = op.args.iter().map(|a| self.ty(*a)).collect();
-                    bad(ps == args, "argument types match the callee's parameters", &mut errs);
+                    let fits =
+                        ps.len() == args.len() && ps.iter().zip(&args).all(|(p, a)| a.is_some_and(|a| a.passes_as(p)));
+                    bad(fits, "argument types match the callee's parameters", &mut errs);
                     let rs: Vec<Option<Type>> = op.results.iter().map(|v| self.ty(*v).cloned()).collect();
                     let want: Vec<Option<Type>> = callee.ret.iter().cloned().map(Some).collect();
                     bad(rs == want, "result types match the callee's return types", &mut errs);

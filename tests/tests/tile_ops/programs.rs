@@ -654,3 +654,63 @@ fn flexible_shapes() {
         }
     }
 }
+
+/// `fn`s with array parameters (language §2.3): a generic element type and a const parameter
+/// inferred from the argument, an extent name bound to the argument's extent, reads in a loop,
+/// stores through a `mut` parameter, a `mut` array passed as a read-only one, one `fn` passing
+/// its array on to another, and small matrices read from a `fn`'s array.
+#[test]
+fn fns_take_arrays_by_name() {
+    let src = "
+        fn col_sum<T>(A: T[M, 4], c: i32) -> T {
+            let s = 0.0;
+            for r in 0..M {
+                s += A[r, c];
+            }
+            s
+        }
+        fn sums<T>(A: T[M, 4]) -> tile<T, 4> {
+            let t = tile<T, 4>::zeros();
+            for c in 0..4 {
+                t[c] = col_sum(A, c);
+            }
+            t
+        }
+        fn put<T>(O: mut T[R, 4], i: i32, t: tile<T, 4>) {
+            O[i, 0:4] = t;
+        }
+        fn traces<T, const K: i32>(B: T[P, K, K], p: i32) -> T {
+            trace(B[p])
+        }
+        kernel k<T: float>(A: T[M, 4], O: mut T[2, 4], B: T[P, 3, 3], Tr: mut T[P]) grid(P) {
+            let p = program_id(0);
+            if p == 0 {
+                put(O, 0, sums(A));
+                put(O, 1, sums(O) * 0.0 + tile<T, 4>::full(M as T));
+            }
+            Tr[p] = traces(B, p);
+        }
+    ";
+    let mut rng = Rng::new(47);
+    for elem in FLOATS {
+        let (m, p) = (7usize, 5usize);
+        let a = rng.vec(m * 4, -1.0, 1.0);
+        let bm = rng.vec(p * 9, -1.0, 1.0);
+        let b = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, 4])),
+                ("O", sentinel(elem, &[2, 4])),
+                ("B", arr(elem, &bm, &[p, 3, 3])),
+                ("Tr", sentinel(elem, &[p])),
+            ],
+        );
+        let o = out(&b, "O");
+        let want: Vec<f64> =
+            (0..4).map(|c| (0..m).map(|r| elem.round(a[r * 4 + c])).sum()).chain([m as f64; 4]).collect();
+        assert_close(&o, &want, tol(elem), &format!("{elem:?} column sums through fns"));
+        let tr: Vec<f64> = (0..p).map(|k| (0..3).map(|i| elem.round(bm[k * 9 + i * 4])).sum()).collect();
+        assert_close(&out(&b, "Tr"), &tr, tol(elem), &format!("{elem:?} traces of a fn's array"));
+    }
+}
