@@ -297,9 +297,13 @@ impl Program {
         Program::new(&path.display().to_string(), &text)
     }
 
-    /// The standard library (`stdlib/linalg.tile`): batched Cholesky (`potrf_batched`), the
-    /// eight batched triangular solves, `potrs_batched`, `gemm`, `gemm_batched`, `row_sum`.
-    /// (Its check cannot fail in a released tilec; the `Result` is for uniformity.)
+    /// The standard library (`stdlib/linalg.tile`, docs/language.md §12): batched Cholesky
+    /// (`potrf_batched`, `potrf_compact_batched`), the eight batched triangular solves,
+    /// `potrs_batched`, `gemm`, `gemm_batched`, `row_sum`, pivoted LU (`getrf_batched`,
+    /// `getrs_batched`), Householder QR and least squares (`geqrf_batched`,
+    /// `geqrf_compact_batched`, `orgqr_batched`, `gels_batched`), and the Jacobi symmetric
+    /// eigensolver and SVD (`syevj_batched`, `gesvj_batched`). (Its check cannot fail in a
+    /// released tilec; the `Result` is for uniformity.)
     pub fn linalg() -> Result<Program, Error> {
         let text = crate::STDLIB.iter().find(|(n, _)| *n == "linalg").map_or("", |(_, t)| t);
         Program::new("stdlib/linalg.tile", text)
