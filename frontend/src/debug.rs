@@ -21,6 +21,8 @@ impl FnBuilder<'_, '_> {
         for a in &args[1..] {
             match self.expr(a, None) {
                 Ev::Val(v) if !matches!(self.ty(v), Type::Array { .. }) => {
+                    // A small matrix prints as a tile of its entries (language §8).
+                    let v = if matches!(self.ty(v), Type::Mat { .. }) { self.mat_as_tile(v, a.span) } else { v };
                     vals.push(v);
                     tys.push(self.ty(v));
                     locs.push(self.loc(a.span));

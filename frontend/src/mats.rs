@@ -545,6 +545,39 @@ impl FnBuilder<'_, '_> {
         }
     }
 
+    /// The small matrix `v` as a register tile, for `print`: one matrix as a `tile<T, R, C>`
+    /// (a vector as a `tile<T, N>`); a tile of `B` of them as a `tile<T, B, R * C>`, a row of
+    /// entries (row-major) per matrix.
+    pub(crate) fn mat_as_tile(&mut self, v: Value, span: Span) -> Value {
+        let t = self.ty(v);
+        let (elem, n) = (t.elem(), t.mat_entries());
+        let shape = outer_shape(&t);
+        let parts = self.entries(v, span);
+        if let [b] = shape[..] {
+            let ty = Type::Tile { elem, shape: vec![b, n] };
+            let mut out = self.emit1(OpKind::Fill(Fill::Zeros), vec![], ty.clone(), span);
+            for (k, p) in parts.into_iter().enumerate() {
+                out = self.emit1(OpKind::InsertBlock(vec![0, k as u32]), vec![out, p], ty.clone(), span);
+            }
+            return out;
+        }
+        let dims = mat_dims(&t).expect("a matrix").to_vec();
+        let ty = Type::Tile { elem, shape: dims.clone() };
+        let mut out = self.emit1(OpKind::Fill(Fill::Zeros), vec![], ty.clone(), span);
+        let cols = dims.get(1).copied().unwrap_or(1);
+        for (k, p) in parts.into_iter().enumerate() {
+            let mut args = vec![out];
+            let (i, j) = (k as u32 / cols, k as u32 % cols);
+            args.push(self.constant(Const::Int(i as i64, Scalar::I32), span));
+            if dims.len() == 2 {
+                args.push(self.constant(Const::Int(j as i64, Scalar::I32), span));
+            }
+            args.push(p);
+            out = self.emit1(OpKind::Insert, args, ty.clone(), span);
+        }
+        out
+    }
+
     /// `mat<T, R, C>::NAME(args)` and `tile<mat<..>, B>::NAME(args)`: `zeros()`, `eye()`,
     /// `full(x)` and `new(x0, x1, ..)` (the entries, row-major: scalars, or tiles of one
     /// shape, which make a tile of matrices).

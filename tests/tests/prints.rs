@@ -282,3 +282,40 @@ fn print_and_assert_assemble_with_ptxas() {
         assert!(p.text.contains("atom.global.add.u32"), "the records are reserved with an atomic add");
     }
 }
+
+/// Small matrices (language §3.6) print as tiles of their entries: one matrix as its rows, a
+/// tile of them as a row of entries per matrix (zeros past the array), on every target.
+#[test]
+fn small_matrices_print_as_tiles_of_their_entries() {
+    let src = "
+kernel k(A: f32[P, 2, 2], B: mut f32[P]) grid(cdiv(P, 2)) {
+    let p = program_id(0);
+    let m = A[p];
+    print(\"m\", m, m[0, :]);
+    let t = A[2 * p:2 * p + 2];
+    print(\"t\", t);
+    B[p] = determinant(m);
+}
+";
+    let a: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let want = [
+        "k[0] m: m = [[0.0, 1.0], [2.0, 3.0]], m[0, :] = [0.0, 1.0]",
+        "k[0] t: t = [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0]]",
+        "k[1] m: m = [[4.0, 5.0], [6.0, 7.0]], m[0, :] = [4.0, 5.0]",
+        "k[1] t: t = [[8.0, 9.0, 10.0, 11.0], [0.0, 0.0, 0.0, 0.0]]",
+    ];
+    let s = Session::new(SourceSet::with_stdlib("mats.tile", src), SessionOptions::default());
+    for target in targets() {
+        let args: HashMap<String, ArgValue> = [
+            ("A".to_string(), ArgValue::Array(HostArray::from_f32(&a, &[3, 2, 2]).unwrap())),
+            ("B".to_string(), ArgValue::Array(HostArray::from_f32(&[0.0; 3], &[3]).unwrap())),
+        ]
+        .into_iter()
+        .collect();
+        let inst = s.instance("k", target, &InstanceRequest::of_args(&args, &HashMap::new())).expect("compiles");
+        let (report, _) = s.run(&inst, args, 1).expect("runs");
+        let lines: Vec<String> =
+            report.prints.lines.iter().map(|l| l.split_once(' ').map_or(l.clone(), |x| x.1.to_string())).collect();
+        assert_eq!(lines, want, "{target:?}");
+    }
+}
