@@ -170,6 +170,24 @@ impl<'c, 's> FnBuilder<'c, 's> {
                 self.error(crate::errors::tile_too_large(span, len, crate::types::MAX_TILE_ELEMS));
             }
         }
+        // Small matrices reach only the ops `mats::lower` splits: any other op given one is a
+        // built-in that does not take them (E0232), not an IR for the verifier to reject.
+        let carries = matches!(
+            kind,
+            OpKind::MatPart(_)
+                | OpKind::MatBuild
+                | OpKind::For
+                | OpKind::If
+                | OpKind::While
+                | OpKind::Yield
+                | OpKind::Call(_)
+                | OpKind::Return
+        );
+        let mat = args.iter().map(|a| self.f.ty(*a)).chain(&tys).find(|t| matches!(t, Type::Mat { .. })).cloned();
+        if let (Some(t), false) = (&mat, carries || (kind == OpKind::MatBuild)) {
+            let what = format!("`{}`", tilec_midend::print::op_name(&kind));
+            self.error(crate::errors::mat_operands(span, &what, t, None));
+        }
         let results: Vec<Value> = tys.into_iter().map(|t| self.f.new_value(t)).collect();
         let op = Op { kind, args, results: results.clone(), regions, loc: self.loc(span) };
         if !self.terminated {
