@@ -184,7 +184,7 @@ impl<'c, 's> FnBuilder<'c, 's> {
                 | OpKind::Return
         );
         let mat = args.iter().map(|a| self.f.ty(*a)).chain(&tys).find(|t| matches!(t, Type::Mat { .. })).cloned();
-        if let (Some(t), false) = (&mat, carries || (kind == OpKind::MatBuild)) {
+        if let (Some(t), false) = (&mat, carries) {
             let what = format!("`{}`", tilec_midend::print::op_name(&kind));
             self.error(crate::errors::mat_operands(span, &what, t, None));
         }
