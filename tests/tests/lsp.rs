@@ -537,3 +537,26 @@ fn completion_fits_the_context_and_builtins_have_a_definition() {
     }
     c.stop();
 }
+
+/// Small matrices (language §3.6): a clean check, hover with the type and the registers per
+/// lane, and the constructors of `mat<..>::` in completion.
+#[test]
+fn small_matrices_have_hover_and_constructor_completion() {
+    let mut c = Client::start();
+    let text = "kernel k(A: f32[P, 3, 3], D: mut f32[P]) grid(cdiv(P, 32)) {
+    let p0 = program_id(0) * 32;
+    let f = A[p0:p0+32];
+    D[p0:p0+32] = determinant(f);
+}
+";
+    assert!(c.open(text).is_empty());
+    let h = c.at("textDocument/hover", text, "f = A", json!({}));
+    let hover = h["contents"]["value"].as_str().unwrap_or("").to_string();
+    assert!(hover.contains("tile<mat<f32, 3, 3>, 32>"), "{hover}");
+    assert!(hover.contains("9 registers per lane at 32 lanes"), "{hover}");
+    let edited = text.replace("D[p0:p0+32] = determinant(f);", "let m = mat<f32, 3, 3>::");
+    let got = complete_at_end(&mut c, 2, &edited, "mat<f32, 3, 3>::");
+    for want in ["zeros", "eye", "full", "new"] {
+        assert!(got.iter().any(|l| l == want), "{want} not in {got:?}");
+    }
+}

@@ -106,12 +106,26 @@ fn word_at(text: &str, offset: usize) -> Option<(Span, &str)> {
     (s < e).then(|| (Span::new(s, e), &text[s..e]))
 }
 
-/// Lines about a type: its bytes and, for a tile, its registers per lane on each GPU target.
+/// Lines about a type: its bytes and, for a tile or small matrices, its registers per lane on
+/// each GPU target.
 fn type_lines(t: &Type) -> Vec<String> {
     let mut out = Vec::new();
-    if let Type::Tile { elem, .. } = t {
-        let bytes = t.tile_len() as u64 * elem.bytes() as u64;
-        out.push(format!("register tile, {} elements, {bytes} bytes", t.tile_len()));
+    let head = match t {
+        Type::Tile { elem, .. } => {
+            let bytes = t.tile_len() as u64 * elem.bytes() as u64;
+            Some(format!("register tile, {} elements, {bytes} bytes", t.tile_len()))
+        }
+        Type::Mat { elem, .. } => {
+            let n = t.mat_entries() as u64 * t.tile_len() as u64;
+            Some(format!(
+                "small matrices, {n} entries, {} bytes; each lane holds its matrices whole",
+                n * elem.bytes() as u64
+            ))
+        }
+        _ => None,
+    };
+    if let Some(head) = head {
+        out.push(head);
         for (lanes, where_) in LANES {
             let r = registers_per_lane(t, *lanes as u64).unwrap_or(0);
             let mut line = format!("{r} registers per lane at {lanes} lanes ({where_})");
