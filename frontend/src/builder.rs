@@ -185,7 +185,9 @@ impl<'c, 's> FnBuilder<'c, 's> {
         );
         let mat = args.iter().map(|a| self.f.ty(*a)).chain(&tys).find(|t| matches!(t, Type::Mat { .. })).cloned();
         if let (Some(t), false) = (&mat, carries) {
-            let what = format!("`{}`", tilec_midend::print::op_name(&kind));
+            // Internal ops (`bitcast.i32` of a `copysign`) are not named.
+            let name = tilec_midend::print::op_name(&kind);
+            let what = if name.contains('.') { "this operation".to_string() } else { format!("`{name}`") };
             self.error(crate::errors::mat_operands(span, &what, t, None));
         }
         let results: Vec<Value> = tys.into_iter().map(|t| self.f.new_value(t)).collect();

@@ -208,6 +208,9 @@ impl FnBuilder<'_, '_> {
                     self.error(errors::math_operand(args[0].span, name, &t));
                     return Ev::Err;
                 }
+                if let Type::Mat { .. } = t {
+                    return Ev::Val(self.mat_unary(k, name == "rsqrt", v, e.span));
+                }
                 let y = self.emit1(OpKind::Un(k), vec![v], t.clone(), e.span);
                 if name != "rsqrt" {
                     return Ev::Val(y);
@@ -321,6 +324,10 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let (ta, tb) = (self.ty(va), self.ty(vb));
+        if matches!(ta, Type::Mat { .. }) || matches!(tb, Type::Mat { .. }) {
+            let what = if k == ir::BinOp::Min { "`min`" } else { "`max`" };
+            return self.mat_entrywise(k, va, vb, e.span, what);
+        }
         if ta.elem() != tb.elem() || ta.elem() == Scalar::Bool {
             self.error(errors::shape_mismatch(e.span, "min/max", &ta, a.span, &tb, b.span));
             return Ev::Err;

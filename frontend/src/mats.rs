@@ -177,24 +177,36 @@ impl FnBuilder<'_, '_> {
     /// `+ - * /` entry by entry with a matrix of the same size or a scalar (or a tile of the
     /// matrices' shape), and `@`.
     pub(crate) fn mat_binary(&mut self, op: BinOp, va: Value, vb: Value, span: Span) -> Ev {
-        let (ta, tb) = (self.ty(va), self.ty(vb));
-        let k = match op {
-            BinOp::MatMul => return self.mat_matmul(va, vb, span),
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div if ta.elem() == tb.elem() => {
-                crate::expr::arith_op(op).expect("arithmetic")
+        let what = format!("`{}`", op.symbol());
+        match op {
+            BinOp::MatMul => self.mat_matmul(va, vb, span),
+            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+                self.mat_entrywise(crate::expr::arith_op(op).expect("arithmetic"), va, vb, span, &what)
             }
             _ => {
-                self.error(errors::mat_operands(span, &format!("`{}`", op.symbol()), &ta, Some(&tb)));
-                return Ev::Err;
+                let (ta, tb) = (self.ty(va), self.ty(vb));
+                self.error(errors::mat_operands(span, &what, &ta, Some(&tb)));
+                Ev::Err
             }
-        };
+        }
+    }
+
+    /// `k` applied entry by entry to `a` and `b`, at least one a small matrix, the other a
+    /// matrix of the same size, a scalar or a tile of the matrices' shape (`+ - * /`, `min`,
+    /// `max`); E0232 (naming the operation `what`) otherwise.
+    pub(crate) fn mat_entrywise(&mut self, k: ir::BinOp, va: Value, vb: Value, span: Span, what: &str) -> Ev {
+        let (ta, tb) = (self.ty(va), self.ty(vb));
+        if ta.elem() != tb.elem() {
+            self.error(errors::mat_operands(span, what, &ta, Some(&tb)));
+            return Ev::Err;
+        }
         let dims = match (mat_dims(&ta), mat_dims(&tb)) {
             (Some(da), Some(db)) if da != db => None,
             (Some(d), _) | (_, Some(d)) => Some(d.to_vec()),
             (None, None) => None,
         };
         let (Some(dims), true) = (dims, self.shapes_agree(&ta, &tb)) else {
-            self.error(errors::mat_operands(span, &format!("`{}`", op.symbol()), &ta, Some(&tb)));
+            self.error(errors::mat_operands(span, what, &ta, Some(&tb)));
             return Ev::Err;
         };
         let n: u32 = dims.iter().product();
@@ -259,6 +271,23 @@ impl FnBuilder<'_, '_> {
             }
         }
         Ev::Val(self.build_mat(ta.elem(), &out, parts, span))
+    }
+
+    /// The math function `k` of every entry of `v` (`abs`, `sqrt`, `exp`, ..; with `recip`,
+    /// `1 / sqrt(x)`: `rsqrt`).
+    pub(crate) fn mat_unary(&mut self, k: ir::UnOp, recip: bool, v: Value, span: Span) -> Value {
+        let t = self.ty(v);
+        let mut parts = Vec::new();
+        for p in self.entries(v, span) {
+            let y = self.e_un(k, p, span);
+            parts.push(if recip {
+                let one = self.e_const(1.0, t.elem(), span);
+                self.e_bin(ir::BinOp::Div, one, y, span)
+            } else {
+                y
+            });
+        }
+        self.build_mat_as(t.elem(), mat_dims(&t).expect("a matrix"), parts, outer_shape(&t), span)
     }
 
     /// `-m`.

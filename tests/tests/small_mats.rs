@@ -363,3 +363,22 @@ fn loops_entries_rows_where_fns_and_compound_stores() {
         }
     }
 }
+
+/// `abs`, `sqrt`, `rsqrt`, `exp`, `min` and `max` apply to every entry of small matrices (with
+/// a scalar, or a single matrix repeated over a tile of them), against f64.
+#[test]
+fn math_functions_apply_entry_by_entry() {
+    for elem in FLOATS {
+        let m = 21;
+        let a: Vec<f64> = Rng::new(9).vec(m * 9, -2.0, 2.0).iter().map(|x| *x as f32 as f64).collect();
+        let o = run("entrywise", elem, &[("A", &a, vec![m, 3, 3])], &[("E", vec![m, 3, 3])]);
+        for (k, x) in a.iter().enumerate() {
+            let want = x.abs().sqrt() + x.clamp(-0.5, 0.5) - (x.abs() + 1.0).sqrt().recip() * x.min(0.0).exp();
+            let got = o["E"][k];
+            assert!(
+                (got - want).abs() <= 16.0 * eps(elem) * want.abs().max(1.0),
+                "{elem:?} entry {k}: {got} vs {want}"
+            );
+        }
+    }
+}

@@ -6,7 +6,8 @@ use tilec_runtime::random_uniform;
 
 /// Small matrices (`tests/tests/cases/small_mats.tile`, language §3.6): the factorizations of
 /// 3x3 matrices (random, the identity, zero, two equal columns) and the Gauss-Jordan inverse
-/// of 6x6 ones (random plus 6 I) in partial tiles, one matrix per program, and the constructs.
+/// of 6x6 ones (random plus 6 I) in partial tiles, one matrix per program, the constructs, and
+/// math functions entry by entry.
 pub(crate) fn small_mats() -> Vec<Case> {
     let src = SourceSet::with_stdlib("small_mats.tile", include_str!("small_mats.tile"));
     let m = 21u64;
@@ -79,5 +80,15 @@ pub(crate) fn small_mats() -> Vec<Case> {
         vec![],
         vec!["Out", "Nrm", "X"],
     );
-    vec![fns, inv, one, cons]
+    let ent = case(
+        SourceSet::with_stdlib("small_mats.tile", include_str!("small_mats.tile")),
+        "entrywise",
+        vec![
+            ("A", random_uniform((m * 9) as usize, 75), vec![m, 3, 3]),
+            ("E", vec![7.0; (m * 9) as usize], vec![m, 3, 3]),
+        ],
+        vec![],
+        vec!["E"],
+    );
+    vec![fns, inv, one, cons, ent]
 }
