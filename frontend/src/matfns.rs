@@ -20,7 +20,7 @@ use crate::expr::Ev;
 use crate::mats::{mat_dims, outer_shape};
 use tilec_grammar::ast::{Expr, Ident};
 use tilec_grammar::span::Span;
-use tilec_midend::{BinOp, CmpOp, Scalar, Type, UnOp, Value};
+use tilec_midend::{BinOp, CmpOp, Scalar, UnOp, Value};
 
 /// The built-in functions of small matrices that `calls.rs` sends here.
 pub(crate) const MAT_FNS: &[&str] =
@@ -139,28 +139,27 @@ impl E<'_, '_, '_> {
     /// Rotates columns `p` and `q` of the row-major `rows x n` matrix `m`: `(m_p, m_q) <-
     /// (c m_p - s m_q, s m_p + c m_q)`.
     fn rotate_cols(&mut self, m: &mut [Value], n: usize, p: usize, q: usize, c: Value, s: Value) {
-        for row in 0..m.len() / n {
-            let (x, y) = (m[row * n + p], m[row * n + q]);
-            let cx = self.mul(c, x);
-            let sy = self.mul(s, y);
-            let sx = self.mul(s, x);
-            let cy = self.mul(c, y);
-            m[row * n + p] = self.sub(cx, sy);
-            m[row * n + q] = self.add(sx, cy);
-        }
+        let pairs: Vec<(usize, usize)> = (0..m.len() / n).map(|r| (r * n + p, r * n + q)).collect();
+        self.rotate(m, &pairs, c, s);
     }
 
     /// Rotates rows `p` and `q` of the row-major `n x n` matrix `m` as `rotate_cols` does
     /// columns.
     fn rotate_rows(&mut self, m: &mut [Value], n: usize, p: usize, q: usize, c: Value, s: Value) {
-        for col in 0..n {
-            let (x, y) = (m[p * n + col], m[q * n + col]);
+        let pairs: Vec<(usize, usize)> = (0..n).map(|k| (p * n + k, q * n + k)).collect();
+        self.rotate(m, &pairs, c, s);
+    }
+
+    /// `(m[a], m[b]) <- (c m[a] - s m[b], s m[a] + c m[b])` for every pair `(a, b)`.
+    fn rotate(&mut self, m: &mut [Value], pairs: &[(usize, usize)], c: Value, s: Value) {
+        for &(a, b) in pairs {
+            let (x, y) = (m[a], m[b]);
             let cx = self.mul(c, x);
             let sy = self.mul(s, y);
             let sx = self.mul(s, x);
             let cy = self.mul(c, y);
-            m[p * n + col] = self.sub(cx, sy);
-            m[q * n + col] = self.add(sx, cy);
+            m[a] = self.sub(cx, sy);
+            m[b] = self.add(sx, cy);
         }
     }
 
@@ -470,7 +469,7 @@ impl FnBuilder<'_, '_> {
             return Ev::Err;
         };
         let (m, n) = (*m, *n);
-        if tu.elem() != tv.elem() || !same_or_single(&tu, &tv) {
+        if tu.elem() != tv.elem() || !self.shapes_agree(&tu, &tv) {
             self.error(errors::mat_operands(span, "`outer`", &tu, Some(&tv)));
             return Ev::Err;
         }
@@ -508,7 +507,7 @@ impl FnBuilder<'_, '_> {
             "dot" | "cross" => {
                 let t2 = self.ty(vals[1]);
                 let vec = matches!(dims.as_deref(), Some([n]) if name == "dot" || *n == 3);
-                (vec && mat_dims(&t2) == dims.as_deref() && t2.elem() == t.elem() && same_or_single(&t, &t2), "")
+                (vec && mat_dims(&t2) == dims.as_deref() && t2.elem() == t.elem() && self.shapes_agree(&t, &t2), "")
             }
             "norm" => (dims.is_some() && float, "a float matrix or vector"),
             "trace" => (square, "a square matrix"),
@@ -605,10 +604,4 @@ impl FnBuilder<'_, '_> {
             }
         }
     }
-}
-
-/// Whether two values' tile shapes agree: equal, or one of them a single value.
-fn same_or_single(a: &Type, b: &Type) -> bool {
-    let (sa, sb) = (outer_shape(a), outer_shape(b));
-    sa.is_empty() || sb.is_empty() || sa == sb
 }

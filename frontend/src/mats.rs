@@ -228,7 +228,7 @@ impl FnBuilder<'_, '_> {
 
     /// Whether two operands' tile shapes combine: equal, or one of them a single value; a tile
     /// that is not of matrices has one extent.
-    fn shapes_agree(&self, ta: &Type, tb: &Type) -> bool {
+    pub(crate) fn shapes_agree(&self, ta: &Type, tb: &Type) -> bool {
         let (sa, sb) = (outer_shape(ta), outer_shape(tb));
         sa.len() <= 1 && sb.len() <= 1 && (sa.is_empty() || sb.is_empty() || sa == sb)
     }
