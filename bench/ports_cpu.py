@@ -309,6 +309,57 @@ def workloads(rng):
            lambda o: rel(o["W"], f64(wv) + 1.5 * f64(ga2) @ f64(xv2)),
            {"NumPy (NPBench)": lambda: wv + alpha * ga2 @ xv2, "NumPy, A @ x first": lambda: wv + alpha * (ga2 @ xv2)})
 
+    # Warp's tile examples: N-body (all pairs) and the coordinate MLP's forward pass.
+    nb = 8192
+    pb = rng.standard_normal((nb, 3)).astype(np.float32)
+    vb = (rng.standard_normal((nb, 3)) * 0.1).astype(np.float32)
+
+    def nbody_acc(p, chunk=512):
+        """All-pairs accelerations (mass 1, eps2 0.01) in row chunks, in p's dtype."""
+        x, y, z = p[:, 0], p[:, 1], p[:, 2]
+        a = np.empty_like(p)
+        for c0 in range(0, len(p), chunk):
+            dx, dy, dz = x[None, :] - x[c0:c0 + chunk, None], y[None, :] - y[c0:c0 + chunk, None], \
+                z[None, :] - z[c0:c0 + chunk, None]
+            w = 1 / np.sqrt(dx * dx + dy * dy + dz * dz + p.dtype.type(0.01))
+            w = w * w * w
+            a[c0:c0 + chunk] = np.stack([(dx * w).sum(1), (dy * w).sum(1), (dz * w).sum(1)], 1)
+        return a
+
+    vb_ref = f64(vb) + 0.016 * nbody_acc(f64(pb))
+    yield (f"N-body step, all pairs (Warp tile example), {nb} bodies f32", "examples/nbody.tile", "nbody_step",
+           {"P": pb, "V": vb, "Q": np.zeros_like(pb), "dt": "0.016", "eps2": "0.01", "mass": "1.0"}, ["V"],
+           lambda o: rel(o["V"], vb_ref),
+           {"NumPy, 512-row chunks": lambda: vb + np.float32(0.016) * nbody_acc(pb)})
+    wd = 512
+    idx = rng.permutation(wd * wd).astype(np.int32)
+    ws = (rng.uniform(-1, 1, (3, 32, 32)) / np.sqrt(32)).astype(np.float32)
+    bs = rng.uniform(-0.2, 0.2, (3, 32)).astype(np.float32)
+    w3 = (rng.uniform(-1, 1, (3, 32)) / np.sqrt(32)).astype(np.float32)
+    b3 = rng.uniform(0, 0.2, 3).astype(np.float32)
+    img = rng.random((3, wd * wd), np.float32)
+
+    def mlp_fwd(dt):
+        """The forward pass over every pixel of idx at once (features x pixels), in dtype dt."""
+        x = ((idx // wd).astype(dt) / dt(wd) - dt(0.5)) * dt(2)
+        y = ((idx % wd).astype(dt) / dt(wd) - dt(0.5)) * dt(2)
+        c = (dt(2) ** np.arange(8, dtype=dt) * dt(np.pi))[:, None]
+        ax, ay = x[None, :] * c, y[None, :] * c
+        z = np.stack([np.sin(ax), np.cos(ax), np.sin(ay), np.cos(ay)], 1).reshape(32, -1)
+        for l in range(3):
+            z = np.maximum(ws[l].astype(dt) @ z + bs[l].astype(dt)[:, None], 0)
+        o = np.maximum(w3.astype(dt) @ z + b3.astype(dt)[:, None], 0)
+        out = img.astype(dt)
+        out[:, idx] = o
+        e = o - img[:, idx]
+        return out, (e * e).sum() / (3 * len(idx))
+
+    mlp_ref = mlp_fwd(np.float64)[0]
+    yield (f"coordinate MLP forward (Warp tile example), {wd} x {wd} pixels f32", "examples/mlp.tile", "mlp_image",
+           {"Idx": idx, "W": ws, "Bs": bs, "W3": w3, "B3": b3, "Ref": img, "Out": img, "Loss": np.zeros(1, np.float32),
+            "width": str(wd), "height": str(wd)}, ["Out"], lambda o: rel(o["Out"], mlp_ref),
+           {"NumPy (all pixels at once)": lambda: mlp_fwd(np.float32)})
+
     ns, ks = 1200, 1000
     sc = rng.uniform(0, 1, (ns, ns)).astype(np.float32)
     sa = rng.uniform(0, 1, (ns, ks)).astype(np.float32)

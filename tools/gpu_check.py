@@ -688,6 +688,38 @@ def case_ex_gauss_newton(rng, dt, n):
                 out="Delta", ref=ref)
 
 
+def case_ex_nbody(rng, dt, n):
+    p, v = rng.uniform(-2, 2, (n, 3)).astype(dt), rng.uniform(-1, 1, (n, 3)).astype(dt)
+    p64 = p.astype(np.float64)
+    d = p64[None, :, :] - p64[:, None, :]
+    w = (np.sum(d * d, -1) + dt(0.01).astype(np.float64)) ** -1.5
+    vn = v.astype(np.float64) + dt(0.016).astype(np.float64) * 1.5 * np.sum(d * w[:, :, None], 1)
+    return dict(src=example("nbody.tile"), kernel="nbody_step", arrays={"P": p, "V": v, "Q": np.zeros_like(p)},
+                scalars={"dt": "0.016", "eps2": "0.01", "mass": "1.5"}, out="V", ref=vn)
+
+
+def case_ex_mlp(rng, dt, n):
+    width, height = 16, n // 16 + 2
+    idx = rng.permutation(width * height)[:n].astype(np.int32)
+    w, bs = (rng.uniform(-1, 1, (3, 32, 32)) / np.sqrt(32)).astype(dt), rng.uniform(-0.2, 0.2, (3, 32)).astype(dt)
+    w3, b3 = (rng.uniform(-1, 1, (3, 32)) / np.sqrt(32)).astype(dt), rng.uniform(0, 0.2, 3).astype(dt)
+    ref_img = rng.uniform(0, 1, (3, width * height)).astype(dt)
+    x, y = ((idx // width) / width - 0.5) * 2, ((idx % width) / height - 0.5) * 2
+    f = np.zeros((32, n))
+    for s in range(8):
+        c = 2.0 ** s * np.pi
+        f[4 * s:4 * s + 4] = np.sin(x * c), np.cos(x * c), np.sin(y * c), np.cos(y * c)
+    z = f
+    for l in range(3):
+        z = np.maximum(w[l].astype(np.float64) @ z + bs[l].astype(np.float64)[:, None], 0)
+    out = ref_img.astype(np.float64)
+    out[:, idx] = np.maximum(w3.astype(np.float64) @ z + b3.astype(np.float64)[:, None], 0)
+    return dict(src=example("mlp.tile"), kernel="mlp_image",
+                arrays={"Idx": idx, "W": w, "Bs": bs, "W3": w3, "B3": b3, "Ref": ref_img, "Out": ref_img.copy(),
+                        "Loss": np.zeros(1, dt)},
+                scalars={"width": str(width), "height": str(height)}, out="Out", ref=out)
+
+
 CASES = [("potrf_batched", case_potrf)]
 for _side in ("left", "right"):
     for _lower in (True, False):
@@ -716,7 +748,8 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk), ("examples/residual_f16", case_ex_residual_f16),
           ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16), ("examples/mpm_stress", case_ex_mpm_stress),
-          ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton)]
+          ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton),
+          ("examples/nbody_step", case_ex_nbody), ("examples/mlp_image", case_ex_mlp)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

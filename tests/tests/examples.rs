@@ -24,7 +24,9 @@ const RUN: &[&str] = &[
     "kalman.tile",
     "layer_norm.tile",
     "lu.tile",
+    "mlp.tile",
     "mpm_stress.tile",
+    "nbody.tile",
     "potrs.tile",
     "rms_norm.tile",
     "softmax.tile",
@@ -1098,5 +1100,114 @@ fn gauss_newton_example_solves_the_normal_equations() {
             want.extend(tilec_tests::getrs_f64(&lu, &piv, 6, &g, 1).iter().map(|x| -x));
         }
         assert!(normwise(&out, &want) <= tol(elem), "{elem:?}: {}", normwise(&out, &want));
+    }
+}
+
+/// One N-body step (examples/nbody.tile) for 77 bodies (a partial block of sources and of
+/// bodies), against the all-pairs sums in f64.
+#[test]
+fn nbody_example_matches_all_pairs_reference() {
+    let (dt, eps2, mass) = (0.016, 0.01, 1.5);
+    for elem in [Scalar::F32, Scalar::F64] {
+        let n = 77usize;
+        let p: Vec<f64> = rounded(elem, &random_uniform(n * 3, 88)).iter().map(|v| v * 3.0).collect();
+        let p = rounded(elem, &p);
+        let v = rounded(elem, &random_uniform(n * 3, 89));
+        let s = |x: f64| ArgValue::Scalar(Const::Float(x, elem));
+        let sh = [n as u64, 3];
+        let out = run_outs(
+            "nbody.tile",
+            "nbody_step",
+            vec![
+                ("P", arr(elem, &p, &sh)),
+                ("V", arr(elem, &v, &sh)),
+                ("Q", arr(elem, &vec![0.0; n * 3], &sh)),
+                ("dt", s(dt)),
+                ("eps2", s(eps2)),
+                ("mass", s(mass)),
+            ],
+            &["V", "Q"],
+        );
+        let (dt, eps2, mass) = (elem.round(dt), elem.round(eps2), elem.round(mass));
+        let (mut vw, mut qw) = (vec![0.0; n * 3], vec![0.0; n * 3]);
+        for i in 0..n {
+            let mut a = [0.0f64; 3];
+            for j in 0..n {
+                let d: Vec<f64> = (0..3).map(|c| p[j * 3 + c] - p[i * 3 + c]).collect();
+                let r2 = d.iter().map(|x| x * x).sum::<f64>() + eps2;
+                for c in 0..3 {
+                    a[c] += mass * d[c] / (r2 * r2.sqrt());
+                }
+            }
+            for c in 0..3 {
+                vw[i * 3 + c] = v[i * 3 + c] + dt * a[c];
+                qw[i * 3 + c] = p[i * 3 + c] + dt * vw[i * 3 + c];
+            }
+        }
+        assert!(normwise(&out[0], &vw) <= tol(elem), "{elem:?} V: {}", normwise(&out[0], &vw));
+        assert!(normwise(&out[1], &qw) <= tol(elem), "{elem:?} Q: {}", normwise(&out[1], &qw));
+    }
+}
+
+/// The coordinate MLP (examples/mlp.tile) on 77 distinct pixels of a 20 x 24 image (a partial
+/// last program): the colours written to those pixels only, and the loss, against f64.
+#[test]
+fn mlp_example_matches_reference_forward_pass() {
+    let (width, height) = (20usize, 24usize);
+    let hw = width * height;
+    let b = 77usize;
+    // 77 distinct pixels in a scrambled order (151 is prime to 480).
+    let idx: Vec<i32> = (0..b).map(|k| ((k * 151 + 13) % hw) as i32).collect();
+    for elem in [Scalar::F32, Scalar::F64] {
+        let layer = |rows: usize, cols: usize, seed: u64| -> Vec<f64> {
+            let w: Vec<f64> = random_uniform(rows * cols, seed).iter().map(|v| v / (cols as f64).sqrt()).collect();
+            rounded(elem, &w)
+        };
+        let dims = [32, 32, 32, 3];
+        let ws: Vec<Vec<f64>> = dims.iter().enumerate().map(|(i, r)| layer(*r, 32, 90 + i as u64)).collect();
+        let bs: Vec<Vec<f64>> = dims.iter().enumerate().map(|(i, r)| layer(*r, 1, 94 + i as u64)).collect();
+        let reference = rounded(elem, &random_uniform(3 * hw, 98));
+        let before = vec![-7.0; 3 * hw];
+        let mut args = vec![
+            ("Idx", ArgValue::Array(HostArray::from_i32(&idx, &[b as u64]).unwrap())),
+            ("W", arr(elem, &ws[..3].concat(), &[3, 32, 32])),
+            ("Bs", arr(elem, &bs[..3].concat(), &[3, 32])),
+            ("W3", arr(elem, &ws[3], &[3, 32])),
+            ("B3", arr(elem, &bs[3], &[3])),
+        ];
+        args.extend([
+            ("Ref", arr(elem, &reference, &[3, hw as u64])),
+            ("Out", arr(elem, &before, &[3, hw as u64])),
+            ("Loss", arr(elem, &[0.25], &[1])),
+            ("width", ArgValue::Scalar(Const::Int(width as i64, Scalar::I32))),
+            ("height", ArgValue::Scalar(Const::Int(height as i64, Scalar::I32))),
+        ]);
+        let out = run_outs("mlp.tile", "mlp_image", args, &["Out", "Loss"]);
+        let (mut want, mut loss) = (before.clone(), 0.25);
+        for &p in &idx {
+            let p = p as usize;
+            let x = ((p / width) as f64 / width as f64 - 0.5) * 2.0;
+            let y = ((p % width) as f64 / height as f64 - 0.5) * 2.0;
+            let mut z: Vec<f64> = (0..32)
+                .map(|k| {
+                    let a = if k % 4 < 2 { x } else { y } * 2f64.powi(k / 4) * std::f64::consts::PI;
+                    if k % 2 == 0 {
+                        a.sin()
+                    } else {
+                        a.cos()
+                    }
+                })
+                .collect();
+            for (l, rows) in dims.iter().enumerate() {
+                let wz = matmul_f64(*rows, 32, 1, &ws[l], &z);
+                z = (0..*rows).map(|r| (wz[r] + bs[l][r]).max(0.0)).collect();
+            }
+            for c in 0..3 {
+                want[c * hw + p] = z[c];
+                loss += (z[c] - reference[c * hw + p]).powi(2) / (3 * b) as f64;
+            }
+        }
+        assert!(normwise(&out[0], &want) <= tol(elem), "{elem:?} Out: {}", normwise(&out[0], &want));
+        assert!((out[1][0] - loss).abs() <= tol(elem) * loss, "{elem:?} Loss: {} vs {loss}", out[1][0]);
     }
 }

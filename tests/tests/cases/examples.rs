@@ -213,6 +213,36 @@ pub(crate) fn all() -> Vec<Case> {
             vec!["X", "Cov"],
         ),
         case(
+            example("nbody.tile"),
+            "nbody_step",
+            vec![
+                ("P", random_uniform(77 * 3, 138), vec![77, 3]),
+                ("V", random_uniform(77 * 3, 139), vec![77, 3]),
+                ("Q", vec![7.0; 77 * 3], vec![77, 3]),
+            ],
+            vec![("dt", 0.016), ("eps2", 0.01), ("mass", 1.5)],
+            vec!["V", "Q"],
+        ),
+        Case {
+            int_arrays: vec![("Idx", (0..77).map(|k| (k * 151 + 13) % 480).collect(), vec![77])],
+            ints: vec![("width", 20), ("height", 24)],
+            ..case(
+                example("mlp.tile"),
+                "mlp_image",
+                vec![
+                    ("W", random_uniform(3 * 32 * 32, 140).iter().map(|v| v * 0.2).collect(), vec![3, 32, 32]),
+                    ("Bs", random_uniform(3 * 32, 141), vec![3, 32]),
+                    ("W3", random_uniform(3 * 32, 146).iter().map(|v| v * 0.2).collect(), vec![3, 32]),
+                    ("B3", random_uniform(3, 147), vec![3]),
+                    ("Ref", random_uniform(3 * 480, 148), vec![3, 480]),
+                    ("Out", vec![7.0; 3 * 480], vec![3, 480]),
+                    ("Loss", vec![0.25], vec![1]),
+                ],
+                vec![],
+                vec!["Out", "Loss"],
+            )
+        },
+        case(
             example("gauss_newton.tile"),
             "gauss_newton",
             vec![
