@@ -124,7 +124,7 @@ pub fn analyze_for(
     // A program with errors is not fully checked (an expression with an error stops before its
     // operands), so reads may be missing: unused-binding warnings only come for clean programs.
     let clean = !sources.syntax_errors && !diags.iter().any(|d| d.severity == tilec_grammar::diag::Severity::Error);
-    diags.extend(sem.warnings(clean));
+    diags.extend(sem.warnings(clean, limits.lanes as u64));
     (module, diags, sem)
 }
 

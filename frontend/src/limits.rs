@@ -16,18 +16,28 @@ pub struct TargetLimits {
     pub shared_bytes: u64,
     /// Where the limit comes from.
     pub source: &'static str,
+    /// The lanes a program's register tiles are spread over, for which W0103 counts
+    /// registers per lane: a CUDA warp's 32, a Vulkan device's subgroup size (32 until a
+    /// device or `tilec build --lanes` says otherwise: [`TargetLimits::with_lanes`]). The
+    /// CPU target keeps tiles in memory; its programs are checked as for a 32-lane GPU.
+    pub lanes: u32,
 }
 
 impl TargetLimits {
     /// The CPU target: shared arrays live in the program's stack frame, at most 32 MiB
     /// together with its tiles.
-    pub const CPU: TargetLimits =
-        TargetLimits { name: "cpu", shared_bytes: 32 << 20, source: "the CPU target's 32 MiB frame per program" };
+    pub const CPU: TargetLimits = TargetLimits {
+        name: "cpu",
+        shared_bytes: 32 << 20,
+        source: "the CPU target's 32 MiB frame per program",
+        lanes: 32,
+    };
     /// CUDA: 48 KiB of static shared memory per block (every NVIDIA GPU since sm_50).
     pub const CUDA: TargetLimits = TargetLimits {
         name: "cuda",
         shared_bytes: 48 << 10,
         source: "the 48 KiB of static shared memory a CUDA block may declare",
+        lanes: 32,
     };
     /// Vulkan: 64 KiB, the largest `maxComputeSharedMemorySize` of common GPUs (AMD, Intel);
     /// NVIDIA has 48 KiB and lavapipe 32 KiB, which the launch checks (E0426).
@@ -35,7 +45,14 @@ impl TargetLimits {
         name: "vulkan",
         shared_bytes: 64 << 10,
         source: "64 KiB, the largest `maxComputeSharedMemorySize` of common Vulkan GPUs (a device's own limit, often 32 or 48 KiB, is checked at launch: E0426)",
+        lanes: 32,
     };
+
+    /// These limits for programs spread over `lanes` lanes (a Vulkan device's subgroup size:
+    /// lavapipe's and Intel's 8, AMD's 64), at least 1.
+    pub const fn with_lanes(self, lanes: u32) -> TargetLimits {
+        TargetLimits { lanes: if lanes == 0 { 1 } else { lanes }, ..self }
+    }
 }
 
 /// The shared arrays a function allocates, with those of the `fn`s it calls: (span, bytes).

@@ -202,9 +202,9 @@ impl Analysis {
     /// Warnings about the main file's bindings: variables and parameters never read (W0101,
     /// W0102), with a special help for a `let` in a loop that shadows the accumulator it was
     /// meant to update. Names starting with `_` are exempt. Tiles too big for GPU registers
-    /// (W0103) and small matrices past 144 entries (W0107) are always reported; the unused
-    /// ones only if `unused`.
-    pub(crate) fn warnings(&self, unused: bool) -> Vec<Diagnostic> {
+    /// at `lanes` lanes (W0103) and small matrices past 144 entries (W0107) are always
+    /// reported; the unused ones only if `unused`.
+    pub(crate) fn warnings(&self, unused: bool, lanes: u64) -> Vec<Diagnostic> {
         let mut out = Vec::new();
         for p in self.unreachable.iter().filter(|p| p.source.is_none()) {
             out.push(
@@ -217,7 +217,7 @@ impl Analysis {
         let unused = unused && self.unreachable.is_empty();
         for d in &self.defs {
             if d.at.source.is_none() && d.kind == DefKind::Local {
-                if let Some(w) = register_warning(d) {
+                if let Some(w) = register_warning(d, lanes) {
                     out.push(w);
                 }
                 if let Some(w) = mat_warning(d) {
@@ -278,9 +278,6 @@ impl Analysis {
 /// per lane spills to local memory.
 pub const GPU_REGISTER_LIMIT: u64 = 255;
 
-/// Lanes of a warp (CUDA) and of a Vulkan subgroup on NVIDIA, the fewest of the GPU targets.
-pub const GPU_LANES: u64 = 32;
-
 /// 32-bit registers per lane that a register tile of type `t` takes at `lanes` lanes: its
 /// share of the elements; for small matrices every entry of each matrix the lane holds
 /// (`ceil(B / lanes)` of a tile of `B`, language §3.6).
@@ -319,18 +316,32 @@ fn mat_warning(d: &Def) -> Option<Diagnostic> {
     )
 }
 
-/// W0103: a `let` whose tile needs more registers per lane than a GPU thread has.
-fn register_warning(d: &Def) -> Option<Diagnostic> {
-    let (t, regs) = d.types.iter().filter_map(|t| Some((t, registers_per_lane(t, GPU_LANES)?))).max_by_key(|x| x.1)?;
+/// W0103: a `let` whose tile needs more registers per lane than a GPU thread has, with the
+/// target's `lanes` lanes to spread it over.
+fn register_warning(d: &Def, lanes: u64) -> Option<Diagnostic> {
+    let (t, regs) = d.types.iter().filter_map(|t| Some((t, registers_per_lane(t, lanes)?))).max_by_key(|x| x.1)?;
     (regs > GPU_REGISTER_LIMIT).then(|| {
         Diagnostic::warning(
             "W0103",
-            format!("`{}` is a {t} register tile: {regs} registers per lane on a {GPU_LANES}-lane GPU", d.name),
+            format!(
+                "`{}` is a {t} register tile: {regs} registers per lane on {} {lanes}-lane GPU",
+                d.name,
+                article(lanes)
+            ),
         )
         .label(d.at.span, format!("{regs} registers per lane, over the {GPU_REGISTER_LIMIT} a GPU thread has"))
         .note("on GPU targets it spills to local memory and runs far slower; the CPU target is not affected")
         .help("use smaller tiles (loop over 16x16 or 32x32 blocks), or a shared array (`shared<T, R, C>::zeros()`)")
     })
+}
+
+/// "an" before a number read with a vowel sound (8, 11, 18, 80-89, 800-899, ..), else "a".
+fn article(n: u64) -> &'static str {
+    if n.to_string().starts_with('8') || n == 11 || n == 18 {
+        "an"
+    } else {
+        "a"
+    }
 }
 
 /// The text of a written type, for details (`f32[B, N, N]`, `tile<T, 16, 16>`).

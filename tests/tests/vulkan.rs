@@ -184,3 +184,28 @@ fn cuda_like_missing_device_index_is_a_clean_error() {
     let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
     assert_eq!(code, 2);
 }
+
+/// A launch counts W0103's registers per lane for the device's subgroup: a 64 x 64 f32 tile
+/// is 4096 / subgroup registers per lane, over 255 on lavapipe's 8 lanes (512), not on a
+/// 32-lane GPU (128).
+#[test]
+fn register_warning_uses_the_devices_subgroup_size() {
+    let Some(dev) = device() else { return };
+    let src = tilec::SourceSet::with_stdlib(
+        "big.tile",
+        "kernel big(A: f32[N, 64], Y: mut f32[N, 64]) grid(cdiv(N, 64)) {\n\
+         \x20   let a = A[program_id(0) * 64:program_id(0) * 64 + 64, 0:64];\n\
+         \x20   Y[0:64, 0:64] = a;\n\
+         }\n",
+    );
+    let session = tilec::driver::Session::new(src, Default::default());
+    let target = tilec::Target::Vulkan { device: None };
+    session.instance("big", target, &Default::default()).expect("compiles");
+    let regs = 4096u32.div_ceil(dev.subgroup_size());
+    let w0103: Vec<String> =
+        session.take_warnings().into_iter().filter(|w| w.code == "W0103").map(|w| w.message).collect();
+    assert_eq!(w0103.len(), usize::from(regs > 255), "subgroup {}: {w0103:?}", dev.subgroup_size());
+    if regs > 255 {
+        assert!(w0103[0].contains(&format!("{regs} registers per lane")), "{w0103:?}");
+    }
+}

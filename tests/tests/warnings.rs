@@ -70,3 +70,46 @@ fn unreachable_code_is_a_warning_not_a_false_unused() {
     assert_eq!(code, 0);
     assert!(err.contains("W0104") && !err.contains("W0101") && !err.contains("W0102"), "{err}");
 }
+
+/// `tilec build FILE ARGS..`: the exit code and stderr.
+fn build(src: &str, args: &[&str]) -> (i32, String) {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("tilec-warn-build-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("p.tile");
+    std::fs::write(&file, src).expect("write");
+    let out_file = dir.join("p.out");
+    let mut argv: Vec<String> =
+        ["tilec", "build", file.to_str().expect("path"), "-o", out_file.to_str().expect("path")]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    argv.extend(args.iter().map(|s| s.to_string()));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
+    std::fs::remove_dir_all(&dir).ok();
+    (code, String::from_utf8(err).expect("UTF-8"))
+}
+
+/// W0103 counts registers per lane for the target's lanes: a 64 x 64 f32 tile is 128 registers
+/// per lane on a 32-lane warp (no warning from `check` or `build --lanes 32`) and 512 on the
+/// 8-lane subgroups of lavapipe and Intel (`build --target spirv --lanes 8` warns).
+#[test]
+fn register_warning_counts_the_targets_lanes() {
+    let src = "kernel big(A: f32[N, 64], Y: mut f32[N, 64]) grid(cdiv(N, 64)) {\n\
+               \x20   let a = A[program_id(0) * 64:program_id(0) * 64 + 64, 0:64];\n\
+               \x20   Y[0:64, 0:64] = a;\n\
+               }\n";
+    quiet(src);
+    let (code, err) = build(src, &["--target", "spirv", "--lanes", "32"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, err) = build(src, &["--target", "spirv", "--lanes", "8"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("W0103") && err.contains("512 registers per lane on an 8-lane GPU"),
+        "expected W0103 at 8 lanes:\n{err}"
+    );
+    let (_, err) = build(src, &["--target", "spirv", "--lanes", "4"]);
+    assert!(err.contains("1024 registers per lane on a 4-lane GPU"), "{err}");
+}

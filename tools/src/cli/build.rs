@@ -60,6 +60,7 @@ pub(crate) fn build(
         SessionOptions {
             deny_warnings: lints.deny,
             verify: !(req.report && req.target == Target::Cpu),
+            lanes: Some(req.lanes),
             ..Default::default()
         },
     );

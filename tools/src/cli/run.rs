@@ -95,6 +95,7 @@ pub(crate) fn run(
             cache_dir: lints.cache_dir.clone(),
             tiered: lints.tiered,
             debug: lints.debug,
+            lanes: None,
         },
     );
     let request = crate::driver::InstanceRequest::of_args(&args, req.fixed);

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tilec_codegen_cpu::CpuBackend;
+use tilec_frontend::TargetLimits;
 use tilec_midend::{Kernel, Module};
 use tilec_runtime::{Bound, RunError};
 
@@ -74,6 +75,21 @@ impl Target {
             }
             Target::Cuda { device } => open_cached(&CUDA_DEVICES, device, tilec_runtime::CudaDevice::open)?.name(),
         })
+    }
+
+    /// The resource limits of a launch on this target's device: [`Target::limits`] with a
+    /// Vulkan device's subgroup size as its lanes (opening the device; when it does not
+    /// open, the target's own limits, and the launch reports why).
+    pub(crate) fn device_limits(self) -> TargetLimits {
+        match self {
+            Target::Vulkan { device } => {
+                match open_cached(&VULKAN_DEVICES, device, tilec_runtime::VulkanDevice::open) {
+                    Ok(dev) => self.limits().with_lanes(dev.subgroup_size()),
+                    Err(_) => self.limits(),
+                }
+            }
+            _ => self.limits(),
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use crate::{CpuRunner, Parsed, SourceSet};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tilec_frontend::{GenericArg, Instances};
+use tilec_frontend::{GenericArg, Instances, TargetLimits};
 use tilec_grammar::ast;
 use tilec_grammar::diag::Diagnostic;
 use tilec_midend::{Kernel, Module, ParamKind, Scalar};
@@ -37,6 +37,10 @@ pub struct SessionOptions {
     /// Which of `print` and `assert` compiled code keeps (default: both; `--quiet-prints`
     /// and `--no-asserts` turn them off, and then they cost nothing).
     pub debug: tilec_midend::debug::DebugOptions,
+    /// The lanes GPU programs are spread over when no device says it (`tilec build --lanes`),
+    /// for the register counts of W0103; `None`: the target's ([`TargetLimits::lanes`]).
+    /// Launches on Vulkan use the device's subgroup size.
+    pub lanes: Option<u32>,
 }
 
 /// What a launch asks of an instance: the element types and extents of its array arguments,
@@ -268,20 +272,24 @@ impl Session {
         target: Target,
         dump_after: Option<String>,
     ) -> Result<crate::Compiled, Error> {
-        self.compile(&Instances::All { fixed: fixed.clone() }, target, dump_after).map_err(Error::program)
+        let limits = match (target, self.opts.lanes) {
+            (Target::Cpu(_), _) | (_, None) => target.limits(),
+            (_, Some(lanes)) => target.limits().with_lanes(lanes),
+        };
+        self.compile(&Instances::All { fixed: fixed.clone() }, limits, dump_after).map_err(Error::program)
     }
 
     fn compile(
         &self,
         instances: &Instances,
-        target: Target,
+        limits: TargetLimits,
         dump_after: Option<String>,
     ) -> Result<crate::Compiled, Vec<Diagnostic>> {
         let opts = crate::CompileOptions {
             verify: self.opts.verify,
             dump_after,
             deny_warnings: self.opts.deny_warnings,
-            limits: Some(target.limits()),
+            limits: Some(limits),
             debug: self.opts.debug,
         };
         let mut c = crate::compile_parsed(&self.parsed, &self.parse_diags, instances, &opts)?;
@@ -355,9 +363,10 @@ impl Session {
         })
         .map_err(|d| Error::compile(vec![d]))?;
         let inst = Instances::One { kernel: key.kernel.clone(), generics };
-        // The program's errors under the target's limits come first, whatever the machine has;
-        // then the device, before any code is generated for it.
-        let module = self.compile(&inst, key.target, None).map_err(Error::compile)?.module;
+        // The program's errors under the target's limits come first, whatever the machine has
+        // (a Vulkan device's subgroup size, when one opens, for W0103); then the device,
+        // before any code is generated for it.
+        let module = self.compile(&inst, key.target.device_limits(), None).map_err(Error::compile)?.module;
         let Some(kernel) = module.kernels.first().cloned() else {
             return Err(Error::compile(vec![Diagnostic::error("E0107", format!("no kernel named `{}`", key.kernel))]));
         };
