@@ -2,7 +2,7 @@
 //! `Broadcast`, `ExtractLine`, `InsertLine`): the runs that `crate::blocks` plans for both CPU
 //! backends, copied with `memcpy` or element by element.
 
-use super::tile::{shape, Operand};
+use super::tile::{long_row, segments, shape, width, Operand};
 use super::{be, err, Gen};
 use crate::CodegenError;
 use tilec_midend::{Op, OpKind, Scalar};
@@ -26,10 +26,18 @@ impl<'ctx> Gen<'ctx, '_> {
                 let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;
                 let dof = g.add_off(dof, k.dst_off)?;
                 if k.splat {
-                    // A column broadcast: the row's element repeated across the run.
+                    // A column broadcast: the row's element repeated across the run, a vector
+                    // per segment (one vector of a long run's length took seconds to compile).
                     let x = g.load_elem(src, s, so)?;
-                    let v = g.splat(x, k.cols)?;
-                    return g.store_vec(dst, s, dof, v);
+                    if long_row(k.cols, s) {
+                        let v = g.splat(x, width(s))?;
+                        return g.segment_loop(k.cols, s, |g, c0| g.store_vec(dst, s, g.add_dyn(dof, c0)?, v));
+                    }
+                    for (c0, len) in segments(k.cols, s) {
+                        let v = g.splat(x, len)?;
+                        g.store_vec(dst, s, g.add_off(dof, c0)?, v)?;
+                    }
+                    return Ok(());
                 }
                 let (sp, dp) = (g.elem_ptr(src, s, so)?, g.elem_ptr(dst, s, dof)?);
                 g.b.build_memcpy(dp, es, sp, es, run).map_err(be)?;

@@ -29,6 +29,10 @@ struct ColMask<'ctx> {
     hi: IntValue<'ctx>,
 }
 
+/// Most cache lines of each row of a tile that `Gen::prefetch_next` prefetches (1 KiB: every
+/// row of the stdlib's tiles, up to 92 `f64`).
+const PREFETCH_ROW_LINES: u32 = 16;
+
 /// Most segments of a row whose partial stores take plain stores for a whole segment or a
 /// prefix of it (a branch per segment and per power of two); longer rows take masked stores.
 const PREFIX_STORE_SEGMENTS: usize = 16;
@@ -205,8 +209,11 @@ impl<'ctx> Gen<'ctx, '_> {
         }
         let (row, _) = Self::tile_dims(a);
         // The first and the last element of each row: a row of up to 64 bytes spans at most
-        // two cache lines.
+        // two cache lines. Of a longer row only its first PREFETCH_ROW_LINES lines: the
+        // hardware prefetcher follows a sequential stream from there (a 4096-element row
+        // took 256 prefetches, which cost compile time and no speed).
         let line = 64 / a.elem.bytes().max(1);
+        let cols = cols.min(PREFETCH_ROW_LINES * line);
         for r in 0..rows {
             let off = match row {
                 Some(rd) => {
@@ -311,7 +318,13 @@ impl<'ctx> Gen<'ctx, '_> {
     /// and `128 - lo`: instruction selection works a block at a time, and lane compares would
     /// be sunk into (and redone in) every row's block, while x86's masked moves take the
     /// table's lanes as they are.
-    fn col_range_mask(&self, cd: &SliceDim<'ctx>, c0: u32, len: u32, s: Scalar) -> Result<ColMask<'ctx>, CodegenError> {
+    fn col_range_mask(
+        &self,
+        cd: &SliceDim<'ctx>,
+        c0: IntValue<'ctx>,
+        len: u32,
+        s: Scalar,
+    ) -> Result<ColMask<'ctx>, CodegenError> {
         let b = &self.b;
         let clamp = |x: IntValue<'ctx>, lo: i64, hi: i64| -> Result<IntValue<'ctx>, CodegenError> {
             let (l, h) = (self.i64c(lo), self.i64c(hi));
@@ -323,7 +336,7 @@ impl<'ctx> Gen<'ctx, '_> {
         // Array extents are far below 2^50, so clamping the first column there keeps the
         // differences below from overflowing without changing which lanes are in.
         let big = 1i64 << 50;
-        let first = clamp(b.build_int_add(cd.start, self.i64c(c0 as i64), "").map_err(be)?, -big, big)?;
+        let first = clamp(b.build_int_add(cd.start, c0, "").map_err(be)?, -big, big)?;
         let lo = clamp(b.build_int_neg(first, "").map_err(be)?, 0, len as i64)?;
         let hi = clamp(b.build_int_sub(cd.dim, first, "").map_err(be)?, 0, len as i64)?;
         let (table, it) = self.mask_table(s);
@@ -603,6 +616,12 @@ impl<'ctx> Gen<'ctx, '_> {
                     if !a.contiguous && cols > super::strided::STRIDED_UNROLL {
                         return g.strided_load_row(a, (off, row, cols), dst, None, old);
                     }
+                    if a.contiguous && super::tile::long_row(cols, tc) {
+                        return g.segment_loop(cols, tc, |g, c0| {
+                            let x = g.load_vec(a.ptr, s, g.add_dyn(off, c0)?, super::tile::width(tc))?;
+                            g.store_vec(dst, tc, g.add_dyn(row, c0)?, x)
+                        });
+                    }
                     for &(c0, len) in &segs {
                         let x = if a.contiguous {
                             let p = g.add_off(off, c0)?;
@@ -677,9 +696,14 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<(), CodegenError> {
         let s = a.elem;
         let (_, cd) = Self::tile_dims(a);
+        if super::tile::long_row(cols, s) {
+            return self.fill_long_rows_masked(a, dst, (rows, cols), old);
+        }
         let segs = super::tile::segments(cols, s);
-        let masks: Vec<_> =
-            segs.iter().map(|&(c0, len)| self.col_range_mask(&cd, c0, len, s)).collect::<Result<_, _>>()?;
+        let masks: Vec<_> = segs
+            .iter()
+            .map(|&(c0, len)| self.col_range_mask(&cd, self.i64c(c0 as i64), len, s))
+            .collect::<Result<_, _>>()?;
         self.each_row(0, rows, cols, s, |g, row| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
             let (off, row_ok) = g.row_at(a, r)?;
@@ -712,6 +736,49 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
+    /// [`Self::fill_rows_masked`] for [`super::tile::long_row`]s: a loop over each row's
+    /// vectors, every vector's column mask computed in the loop.
+    fn fill_long_rows_masked(
+        &mut self,
+        a: &Access<'ctx>,
+        dst: PointerValue<'ctx>,
+        (rows, cols): (u32, u32),
+        old: Option<PointerValue<'ctx>>,
+    ) -> Result<(), CodegenError> {
+        let s = a.elem;
+        let (_, cd) = Self::tile_dims(a);
+        let w = super::tile::width(s);
+        let pass = |g: &Self, t: IntValue<'ctx>| match old {
+            Some(o) => g.load_vec(o, s, t, w),
+            None => g.splat(g.constant(s, 0.0), w),
+        };
+        self.each_row(0, rows, cols, s, |g, row| {
+            let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+            let (off, row_ok) = g.row_at(a, r)?;
+            g.branches(
+                row_ok,
+                |g| {
+                    g.segment_loop(cols, s, |g, c0| {
+                        let t = g.add_dyn(row, c0)?;
+                        let pass = pass(g, t)?;
+                        let mask = g.lane_mask(g.col_range_mask(&cd, c0, w, s)?.lanes)?;
+                        let p = g.raw_ptr(a, g.add_dyn(off, c0)?)?;
+                        let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
+                        let x = g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?;
+                        g.store_vec(dst, s, t, x)
+                    })
+                },
+                |g| {
+                    g.segment_loop(cols, s, |g, c0| {
+                        let t = g.add_dyn(row, c0)?;
+                        let x = pass(g, t)?;
+                        g.store_vec(dst, s, t, x)
+                    })
+                },
+            )
+        })
+    }
+
     /// Stores a tile; elements outside the array are not written.
     /// Stores the tile `v` to the in-bounds elements of `a`; with `user_mask` (a `bool` tile of
     /// `v`'s shape), only where it is true.
@@ -726,12 +793,15 @@ impl<'ctx> Gen<'ctx, '_> {
         let (_, cd) = Self::tile_dims(a);
         let segs = super::tile::segments(cols, tc);
         let masked_moves = a.contiguous && s != Scalar::Bool && !s.is_half();
+        // Long rows of plain stores move in a loop over their vectors, each one's column mask
+        // computed there.
+        let long = a.contiguous && user_mask.is_none() && super::tile::long_row(cols, tc);
         // The columns inside, one mask per segment for every row of a masked path.
         let col_masks = |g: &Self| -> Result<Vec<ColMask<'ctx>>, CodegenError> {
-            if !masked_moves {
+            if !masked_moves || long {
                 return Ok(Vec::new());
             }
-            segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, c0, len, s)).collect()
+            segs.iter().map(|&(c0, len)| g.col_range_mask(&cd, g.i64c(c0 as i64), len, s)).collect()
         };
         let put_row = |g: &mut Self,
                        row: IntValue<'ctx>,
@@ -740,6 +810,23 @@ impl<'ctx> Gen<'ctx, '_> {
                        masks: &[ColMask<'ctx>]| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
             let (off, row_ok) = g.row_at(a, r)?;
+            if long && (!masked || masked_moves) {
+                let w = super::tile::width(tc);
+                let put = |g: &mut Self| {
+                    g.segment_loop(cols, tc, |g, c0| {
+                        let x = g.load_vec(src, tc, g.add_dyn(row, c0)?, w)?;
+                        let at = g.add_dyn(off, c0)?;
+                        if !masked {
+                            return g.store_vec(a.ptr, s, at, x);
+                        }
+                        let p = g.raw_ptr(a, at)?;
+                        let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
+                        let m = g.col_range_mask(&cd, c0, w, s)?;
+                        g.call_void(&name, &[x, p.into(), g.align(s), g.lane_mask(m.lanes)?])
+                    })
+                };
+                return if masked { g.guarded(row_ok, put) } else { put(g) };
+            }
             if masked && masked_moves {
                 // A row outside the array's row range is skipped behind a branch.
                 return g.guarded(row_ok, |g| {

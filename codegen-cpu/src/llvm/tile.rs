@@ -12,6 +12,11 @@ use tilec_midend::{BinOp, Fill, Op, OpKind, Reduce, Scalar, Type, UnOp, Value};
 
 /// Most row segments an operation unrolls; larger tiles loop over their rows.
 const UNROLL_SEGMENTS: u32 = 256;
+/// Most 64-byte vectors of a row that loads, stores and reductions unroll; a longer row
+/// (`long_row`) is moved or reduced in a loop over its vectors ([`Gen::segment_loop`],
+/// [`Gen::reduce_long`]; unrolled, a 4096-element row's masked load, store and reduction took
+/// three seconds to compile).
+const LOOP_SEGMENTS: u32 = 16;
 /// Most vectors of an `f32` `exp` (`crate::expf`) unrolled.
 const EXP_UNROLL_SEGMENTS: u32 = 16;
 /// An operand of an element-wise operation.
@@ -53,6 +58,13 @@ pub(crate) fn segments(cols: u32, s: Scalar) -> Vec<(u32, u32)> {
         c += len;
     }
     out
+}
+
+/// Whether a row of `cols` elements of `s` is moved in a loop over its 64-byte vectors
+/// ([`Gen::segment_loop`]) rather than unrolled: whole vectors, more than [`LOOP_SEGMENTS`].
+pub(crate) fn long_row(cols: u32, s: Scalar) -> bool {
+    let w = width(s);
+    cols.is_multiple_of(w) && cols / w > LOOP_SEGMENTS
 }
 
 /// A `rows x cols` tile of `s` seen as rows of one 64-byte vector, when its elements fill whole
@@ -231,6 +243,26 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
+    /// Runs `body` with the element offset (in the row) of each 64-byte vector of a
+    /// [`long_row`] of `cols` elements of `s`, in a loop.
+    pub(crate) fn segment_loop(
+        &mut self,
+        cols: u32,
+        s: Scalar,
+        mut body: impl FnMut(&mut Self, IntValue<'ctx>) -> Result<(), CodegenError>,
+    ) -> Result<(), CodegenError> {
+        let w = width(s);
+        self.dyn_loop(self.i64c(0), self.i64c((cols / w) as i64), |g, i| {
+            let c0 = g.b.build_int_mul(i, g.i64c(w as i64), "").map_err(be)?;
+            body(g, c0)
+        })
+    }
+
+    /// `off + c`.
+    pub(crate) fn add_dyn(&self, off: IntValue<'ctx>, c: IntValue<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
+        self.b.build_int_add(off, c, "").map_err(be)
+    }
+
     pub(crate) fn add_off(&self, off: IntValue<'ctx>, c: u32) -> Result<IntValue<'ctx>, CodegenError> {
         if c == 0 {
             return Ok(off);
@@ -267,12 +299,13 @@ impl<'ctx> Gen<'ctx, '_> {
     where
         F: Fn(&Self, &[V<'ctx>]) -> Result<V<'ctx>, CodegenError>,
     {
-        // A long vector as rows of one 64-byte vector (the storage is contiguous and every
-        // operand tile has `dst`'s shape), so that beyond `unroll` vectors it is a loop.
+        // A long vector, or a tile of long rows, as rows of one 64-byte vector (the storage is
+        // contiguous and every operand tile has `dst`'s shape), so that beyond `unroll`
+        // vectors it is a loop.
         // Rows shorter than a vector (a tile of small matrices' `tile<T, B, 1>` entries) as
         // one row, or as rows of one vector, likewise.
         let (n, w) = (rows * cols, width(s));
-        let (rows, cols) = if rows == 1 && cols > 64 {
+        let (rows, cols) = if (rows == 1 && cols > 64) || long_row(cols, s) {
             vector_rows((rows, cols), s)
         } else if rows > 1 && cols < w && n <= 64 {
             (1, n)
@@ -401,18 +434,37 @@ impl<'ctx> Gen<'ctx, '_> {
         let (u, v) = (self.tile(op.args[base])?, self.tile(op.args[base + 1])?);
         let t = if alpha.is_some() { Some(self.tile(op.args[0])?) } else { None };
         let dst = self.new_tile(op.results[0])?;
+        let a = alpha.map(|a| self.constant(s, a));
+        let scaled = move |g: &Self, ur: V<'ctx>| -> Result<V<'ctx>, CodegenError> {
+            match alpha {
+                None | Some(1.0) => Ok(ur),
+                Some(-1.0) => g.unary(tilec_midend::UnOp::Neg, s, ur),
+                Some(_) => g.bin(BinOp::Mul, s, a.expect("alpha"), ur),
+            }
+        };
+        if long_row(cols, s) {
+            // Long rows: `v`'s vectors loaded in a loop over each row's vectors.
+            let w = width(s);
+            return self.each_row(0, rows, cols, s, |g, row| {
+                let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+                let us = g.splat(scaled(g, g.load_elem(u, s, r)?)?, w)?;
+                g.segment_loop(cols, s, |g, c0| {
+                    let off = g.add_dyn(row, c0)?;
+                    let vc = g.load_vec(v, s, c0, w)?;
+                    let y = match t {
+                        None => g.bin(BinOp::Mul, s, us, vc)?,
+                        Some(t) => g.fma3(s, us, vc, g.load_vec(t, s, off, w)?)?,
+                    };
+                    g.store_vec(dst, s, off, y)
+                })
+            });
+        }
         let segs = segments(cols, s);
         let vv: Vec<V<'ctx>> =
             segs.iter().map(|&(c0, len)| self.load_vec(v, s, self.i64c(c0 as i64), len)).collect::<Result<_, _>>()?;
-        let a = alpha.map(|a| self.constant(s, a));
         self.each_row(0, rows, cols, s, |g, row| {
             let r = g.b.build_int_unsigned_div(row, g.i64c(cols.max(1) as i64), "").map_err(be)?;
-            let ur = g.load_elem(u, s, r)?;
-            let ur = match alpha {
-                None | Some(1.0) => ur,
-                Some(-1.0) => g.unary(tilec_midend::UnOp::Neg, s, ur)?,
-                Some(_) => g.bin(BinOp::Mul, s, a.expect("alpha"), ur)?,
-            };
+            let ur = scaled(g, g.load_elem(u, s, r)?)?;
             for (&(c0, len), vc) in segs.iter().zip(&vv) {
                 let off = g.add_off(row, c0)?;
                 let us = g.splat(ur, len)?;
@@ -754,6 +806,10 @@ impl<'ctx> Gen<'ctx, '_> {
         let s = t.elem();
         let src = self.tile(op.args[0])?;
         let (rows, cols) = shape(&t);
+        let w = width(s);
+        if cols > 64 && cols.is_multiple_of(w) && rows * cols / w > LOOP_SEGMENTS {
+            return self.reduce_long(k, s, src, self.i64c(0), rows * cols / w);
+        }
         let acc = self.allocas.build_alloca(self.ty(s), "").map_err(be)?;
         let segs = segments(cols, s);
         // Row 0 starts the accumulator; the rest continue it.
@@ -776,12 +832,54 @@ impl<'ctx> Gen<'ctx, '_> {
         self.b.build_load(self.ty(s), acc, "").map_err(be)
     }
 
+    /// [`Self::reduce_all`] of the `vecs` whole 64-byte vectors of a tile from element `at`
+    /// (a tile or one row of long rows), in a loop over them (unrolled, a 4096-element row took seconds to compile): float sums and
+    /// products vector by vector in element order, as unrolled; the order-free reductions
+    /// (integers, float min and max) element-wise across the vectors, then once across the
+    /// lanes of the result.
+    fn reduce_long(
+        &mut self,
+        k: Reduce,
+        s: Scalar,
+        src: PointerValue<'ctx>,
+        at: IntValue<'ctx>,
+        vecs: u32,
+    ) -> Result<V<'ctx>, CodegenError> {
+        let w = width(s);
+        let ordered = matches!(k, Reduce::Sum | Reduce::Prod) && s.is_float();
+        let first = self.load_vec(src, s, at, w)?;
+        let first = if ordered { self.reduce_vec(k, s, None, first, w)? } else { first };
+        let acc = self.allocas.build_alloca(first.get_type(), "").map_err(be)?;
+        self.b.build_store(acc, first).map_err(be)?;
+        self.dyn_loop(self.i64c(1), self.i64c(vecs as i64), |g, i| {
+            let off = g.b.build_int_mul(i, g.i64c(w as i64), "").map_err(be)?;
+            let v = g.load_vec(src, s, g.add_dyn(at, off)?, w)?;
+            let a = g.b.build_load(first.get_type(), acc, "").map_err(be)?;
+            let a = if ordered { g.reduce_vec(k, s, Some(a), v, w)? } else { g.reduce_step(k, s, a, v)? };
+            g.b.build_store(acc, a).map_err(be)?;
+            Ok(())
+        })?;
+        let a = self.b.build_load(first.get_type(), acc, "").map_err(be)?;
+        if ordered {
+            Ok(a)
+        } else {
+            self.reduce_vec(k, s, None, a, w)
+        }
+    }
+
     /// Reduction along axis 0 (down the columns: `tile<C>`) or 1 (along the rows: `tile<R>`).
     fn reduce_axis(&mut self, op: &Op, k: Reduce, axis: u8, s: Scalar) -> Result<(), CodegenError> {
         let (rows, cols) = shape(self.f.ty(op.args[0]));
         let src = self.tile(op.args[0])?;
         let dst = self.new_tile(op.results[0])?;
         let segs = segments(cols, s);
+        if axis == 1 && long_row(cols, s) {
+            return self.each_row(0, rows, cols, s, |g, row| {
+                let a = g.reduce_long(k, s, src, row, cols / width(s))?;
+                let r = g.b.build_int_unsigned_div(row, g.i64c(cols as i64), "").map_err(be)?;
+                g.store_elem(dst, s, r, a)
+            });
+        }
         if axis == 1 {
             return self.each_row(0, rows, cols, s, |g, row| {
                 let mut a = None;
@@ -794,7 +892,20 @@ impl<'ctx> Gen<'ctx, '_> {
                 g.store_elem(dst, s, r, a.ok_or_else(|| err("empty row"))?)
             });
         }
-        // Axis 0: the first row, then each row combined element-wise in order.
+        // Axis 0: the first row, then each row combined element-wise in order; long rows in
+        // loops over their vectors.
+        if long_row(cols, s) {
+            let w = width(s);
+            self.copy(dst, src, cols * s.bytes())?;
+            return self.each_row(1, rows, cols, s, |g, row| {
+                g.segment_loop(cols, s, |g, c0| {
+                    let v = g.load_vec(src, s, g.add_dyn(row, c0)?, w)?;
+                    let a = g.load_vec(dst, s, c0, w)?;
+                    let y = g.reduce_step(k, s, a, v)?;
+                    g.store_vec(dst, s, c0, y)
+                })
+            });
+        }
         for &(c0, len) in &segs {
             let v = self.load_vec(src, s, self.i64c(c0 as i64), len)?;
             self.store_vec(dst, s, self.i64c(c0 as i64), v)?;

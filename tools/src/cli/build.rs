@@ -204,8 +204,8 @@ fn report(
                         + 1;
                 let _ = writeln!(
                     out,
-                    "{file}:{line}: kernel {} ({}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared",
-                    k.symbol, opts.arch, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes
+                    "{file}:{line}: kernel {} ({}): {} registers per lane, {} bytes spill stores, {} bytes spill loads, {} bytes shared, {:.1} ms to compile",
+                    k.symbol, opts.arch, r.registers, r.spill_stores, r.spill_loads, r.shared_bytes, a.time.as_secs_f64() * 1e3
                 );
             }
         }

@@ -164,7 +164,7 @@ enum Cmd {
         /// The NVIDIA architecture for `--target ptx`, `sm_70` to `sm_90`.
         #[arg(long, default_value = "sm_80")]
         arch: String,
-        /// With `--target ptx`: report registers, spills and shared memory per kernel (ptxas -v);
+        /// With `--target ptx`: report registers, spills, shared memory (ptxas -v) and compile time per kernel;
         /// with `--target spirv`: the lowering time and SPIR-V size of each kernel instance;
         /// with `--target cpu`: the compile time of each kernel instance.
         #[arg(long)]
