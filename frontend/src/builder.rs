@@ -45,6 +45,8 @@ pub(crate) struct Checker<'s> {
     pub(crate) bad_defaults: std::collections::HashSet<String>,
     /// What the checker learns for tools: definitions, uses, expression types.
     pub(crate) sem: Analysis,
+    /// The target's limits: tile extents and sizes (E0204) and shared memory (E0227).
+    pub(crate) limits: crate::TargetLimits,
 }
 
 /// How a body ends.
@@ -166,8 +168,9 @@ impl<'c, 's> FnBuilder<'c, 's> {
         // Every tile, however made (a slice, `outer`, `@`), respects the register-tile limit.
         for t in &tys {
             let len = t.tile_len() as u64;
-            if t.is_tile() && len > crate::types::MAX_TILE_ELEMS {
-                self.error(crate::errors::tile_too_large(span, len, crate::types::MAX_TILE_ELEMS));
+            if t.is_tile() && len > self.cx.limits.max_tile_elems {
+                let limits = self.cx.limits;
+                self.error(crate::errors::tile_too_large(span, len, &limits));
             }
         }
         // Small matrices reach only the ops `mats::lower` splits: any other op given one is a

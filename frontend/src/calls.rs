@@ -87,6 +87,10 @@ impl FnBuilder<'_, '_> {
                 self.error(errors::needs_float(recv.span, method, tt));
                 false
             }
+            Type::Tile { shape, .. } if shape[0] > crate::limits::FACTOR_MAX => {
+                self.error(errors::factor_too_large(recv.span, method, shape[0], crate::limits::FACTOR_MAX));
+                false
+            }
             _ => true,
         }
     }
@@ -514,6 +518,10 @@ impl FnBuilder<'_, '_> {
                 let kind = ir::Trsm::from_name(&m.name).unwrap_or(ir::Trsm::RIGHT_LOWER_T);
                 if shape.len() != 2 || shape[0] != shape[1] || !elem.is_any_float() {
                     self.error(errors::needs_square(recv.span, &m.name, &tt));
+                    return Ev::Err;
+                }
+                if shape[0] > crate::limits::FACTOR_MAX {
+                    self.error(errors::factor_too_large(recv.span, &m.name, shape[0], crate::limits::FACTOR_MAX));
                     return Ev::Err;
                 }
                 let Some((bname, b)) = self.place_var(&args[0], "the right-hand side of a triangular solve") else {

@@ -244,13 +244,20 @@ impl FnBuilder<'_, '_> {
         eval(e, &mut lookup)
     }
 
-    /// Evaluates a positive compile-time extent (tile dimensions, slice extents), reporting
-    /// E0204 when it is not constant or not in `1..=4096`.
+    /// Evaluates a positive compile-time tile extent (tile dimensions, reshapes), reporting
+    /// E0204 when it is not constant or not in `1..=` the target's largest tile extent.
     pub(crate) fn extent(&mut self, e: &Expr, what: &str) -> Option<u32> {
+        let max = self.cx.limits.max_extent;
+        self.extent_up_to(e, what, max)
+    }
+
+    /// [`Self::extent`] in `1..=max`.
+    pub(crate) fn extent_up_to(&mut self, e: &Expr, what: &str, max: u32) -> Option<u32> {
         match self.const_eval(e) {
-            Ok(Const::Int(v, _)) if (1..=4096).contains(&v) => Some(v as u32),
+            Ok(Const::Int(v, _)) if (1..=max as i64).contains(&v) => Some(v as u32),
             Ok(c) => {
-                self.error(errors::bad_extent(e.span, what, c.as_f64()));
+                let limits = self.cx.limits;
+                self.error(errors::bad_extent(e.span, what, c.as_f64(), max, &limits));
                 None
             }
             Err(NotConst::Runtime(span)) => {

@@ -1,6 +1,7 @@
 //! Constructors of the frontend's diagnostics, one per error case; every code is listed in
 //! `docs/errors.md`. Codes: E01xx names, E02xx types and shapes, E03xx items and kernels.
 
+use crate::TargetLimits;
 use tilec_grammar::ast::{BinOp, Ident, UnOp};
 use tilec_grammar::diag::Diagnostic;
 use tilec_grammar::span::Span;
@@ -201,15 +202,44 @@ pub(crate) fn not_const(span: Span, what: &str) -> Diagnostic {
         .help("use integer literals, `const` items or const generic parameters")
 }
 
-pub(crate) fn bad_extent(span: Span, what: &str, v: f64) -> Diagnostic {
-    Diagnostic::error("E0204", format!("{what} must be an integer from 1 to 4096, found {v}"))
-        .label(span, "this extent")
+pub(crate) fn bad_extent(span: Span, what: &str, v: f64, max: u32, limits: &TargetLimits) -> Diagnostic {
+    let d = Diagnostic::error("E0204", format!("{what} must be an integer from 1 to {max}, found {v}"))
+        .label(span, "this extent");
+    match limits.name {
+        _ if max != limits.max_extent || v < 1.0 => d,
+        "cpu" => d.note(format!("tiles on the CPU target have at most {max} elements per extent")),
+        name => d.note(format!(
+            "tiles on the {name} target have at most {max} elements per extent (the CPU target allows {})",
+            TargetLimits::CPU.max_extent
+        )),
+    }
 }
 
-pub(crate) fn tile_too_large(span: Span, len: u64, max: u64) -> Diagnostic {
-    Diagnostic::error("E0204", format!("this tile has {len} elements, more than the limit of {max}"))
+pub(crate) fn factor_too_large(span: Span, method: &str, n: u32, max: u32) -> Diagnostic {
+    Diagnostic::error("E0204", format!("`{method}` takes tiles of at most {max} x {max}, found {n} x {n}"))
+        .label(span, "this tile")
+        .help("factor larger matrices by blocks (the stdlib's `potrf_batched` and `getrf_batched` take any order)")
+}
+
+pub(crate) fn sort_too_long(span: Span, f: &str, n: u32, max: u32) -> Diagnostic {
+    Diagnostic::error("E0204", format!("`{f}` takes lines of at most {max} elements, found {n}"))
+        .label(span, format!("lines of {n} along the sorted axis"))
+        .note("a bitonic sorting network grows as n log2(n)^2 compare-exchanges")
+        .help("sort blocks of at most 4096 and merge them, or sort along the shorter axis")
+}
+
+pub(crate) fn tile_too_large(span: Span, len: u64, limits: &TargetLimits) -> Diagnostic {
+    let max = limits.max_tile_elems;
+    let d = Diagnostic::error("E0204", format!("this tile has {len} elements, more than the limit of {max}"))
         .label(span, "too large for a register tile")
-        .help("split the work into smaller tiles")
+        .help("split the work into smaller tiles");
+    match limits.name {
+        "cpu" => d.note(format!("tiles on the CPU target have at most {max} elements")),
+        name => d.note(format!(
+            "tiles on the {name} target, held in registers, have at most {max} elements (the CPU target allows {})",
+            TargetLimits::CPU.max_tile_elems
+        )),
+    }
 }
 
 pub(crate) fn read_only(span: Span, name: &str) -> Diagnostic {

@@ -205,6 +205,7 @@ pub(crate) fn lower_program(
         called: std::collections::HashSet::new(),
         bad_defaults: std::collections::HashSet::new(),
         sem: crate::semantic::Analysis::default(),
+        limits: *limits,
     };
     crate::items::define_items(&mut cx);
     let mut names: Vec<&String> = program.consts.keys().collect();
@@ -811,7 +812,7 @@ fn lower_kernel(
     let Some((params, kinds)) = b.kernel_params(item) else {
         return;
     };
-    let block = item.block.as_ref().and_then(|e| b.extent(e, "the `block` size"));
+    let block = item.block.as_ref().and_then(|e| b.extent_up_to(e, "the `block` size", crate::limits::BLOCK_MAX));
     b.block(&item.body);
     b.emit(OpKind::Return, vec![], vec![], item.body.span);
     let body = b.finish(params);

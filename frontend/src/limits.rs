@@ -7,6 +7,25 @@ use crate::errors;
 use tilec_grammar::span::Span;
 use tilec_midend::{Function, Module, Op, OpKind, Type};
 
+/// The largest `block(..)` size and shared array extent, on every target.
+pub(crate) const BLOCK_MAX: u32 = 4096;
+
+/// The largest order of the in-register factorizations and triangular solves (`cholesky_`,
+/// `lu_`, `solve_*_`), on every target: 128 x 128 is a GPU's largest square tile, and the
+/// CPU code grows with the order squared (LLVM: 2.7 s to compile at 128, 40 s at 256).
+pub(crate) const FACTOR_MAX: u32 = 128;
+
+/// The longest line `sort`, `argsort` and `topk` take, on every target: their bitonic
+/// networks grow as `n log2(n)^2` (4096: 78 stages, seconds to compile).
+pub(crate) const SORT_MAX: u32 = 4096;
+
+/// The largest tile extent on the GPU targets, whose tiles live in registers spread over a
+/// subgroup's lanes.
+const GPU_MAX_EXTENT: u32 = 4096;
+/// The most elements of a tile on the GPU targets (64 KiB of `f32`: 512 registers per lane on
+/// a 32-lane warp, which W0103 reports long before).
+const GPU_MAX_TILE_ELEMS: u64 = 16384;
+
 /// The limits of one target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TargetLimits {
@@ -16,6 +35,10 @@ pub struct TargetLimits {
     pub shared_bytes: u64,
     /// Where the limit comes from.
     pub source: &'static str,
+    /// The largest extent of a register tile (and of a slice or a reshape).
+    pub max_extent: u32,
+    /// The most elements of one register tile.
+    pub max_tile_elems: u64,
     /// The lanes a program's register tiles are spread over, for which W0103 counts
     /// registers per lane: a CUDA warp's 32, a Vulkan device's subgroup size (32 until a
     /// device or `tilec build --lanes` says otherwise: [`TargetLimits::with_lanes`]). The
@@ -24,12 +47,15 @@ pub struct TargetLimits {
 }
 
 impl TargetLimits {
-    /// The CPU target: shared arrays live in the program's stack frame, at most 32 MiB
-    /// together with its tiles.
+    /// The CPU target: tiles and shared arrays live in the program's stack frame, at most
+    /// 32 MiB together; a tile may have 32768 elements per extent and 65536 in all (256 KiB of
+    /// `f32`, four times a GPU's), so that a 32768-wide row of logits is one tile.
     pub const CPU: TargetLimits = TargetLimits {
         name: "cpu",
         shared_bytes: 32 << 20,
         source: "the CPU target's 32 MiB frame per program",
+        max_extent: tilec_midend::MAX_TILE_EXTENT,
+        max_tile_elems: 65536,
         lanes: 32,
     };
     /// CUDA: 48 KiB of static shared memory per block (every NVIDIA GPU since sm_50).
@@ -37,6 +63,8 @@ impl TargetLimits {
         name: "cuda",
         shared_bytes: 48 << 10,
         source: "the 48 KiB of static shared memory a CUDA block may declare",
+        max_extent: GPU_MAX_EXTENT,
+        max_tile_elems: GPU_MAX_TILE_ELEMS,
         lanes: 32,
     };
     /// Vulkan: 64 KiB, the largest `maxComputeSharedMemorySize` of common GPUs (AMD, Intel);
@@ -45,8 +73,21 @@ impl TargetLimits {
         name: "vulkan",
         shared_bytes: 64 << 10,
         source: "64 KiB, the largest `maxComputeSharedMemorySize` of common Vulkan GPUs (a device's own limit, often 32 or 48 KiB, is checked at launch: E0426)",
+        max_extent: GPU_MAX_EXTENT,
+        max_tile_elems: GPU_MAX_TILE_ELEMS,
         lanes: 32,
     };
+
+    /// Whether a register tile of type `t` is within these limits (extents and elements);
+    /// other types are.
+    pub fn holds(&self, t: &Type) -> bool {
+        match t {
+            Type::Tile { shape, .. } => {
+                shape.iter().all(|&d| d <= self.max_extent) && t.tile_len() as u64 <= self.max_tile_elems
+            }
+            _ => true,
+        }
+    }
 
     /// These limits for programs spread over `lanes` lanes (a Vulkan device's subgroup size:
     /// lavapipe's and Intel's 8, AMD's 64), at least 1.

@@ -271,7 +271,8 @@ impl FnBuilder<'_, '_> {
             self.error(errors::tile_rank(span, dims.len()));
             return None;
         }
-        let shape: Option<Vec<u32>> = dims.iter().map(|d| self.extent(d, "a shared array extent")).collect();
+        let shape: Option<Vec<u32>> =
+            dims.iter().map(|d| self.extent_up_to(d, "a shared array extent", crate::limits::BLOCK_MAX)).collect();
         Some((elem?, shape?))
     }
 

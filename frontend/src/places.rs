@@ -76,10 +76,12 @@ impl FnBuilder<'_, '_> {
                 same_expr(bl, bh).then(|| oh.saturating_sub(ol))
             }
         };
+        let max = self.cx.limits.max_extent;
         match k {
-            Some(k) if (1..=4096).contains(&k) => Some(k as u32),
+            Some(k) if (1..=max as i64).contains(&k) => Some(k as u32),
             Some(k) => {
-                self.error(errors::bad_extent(lo.span.to(hi.span), "a slice extent", k as f64));
+                let limits = self.cx.limits;
+                self.error(errors::bad_extent(lo.span.to(hi.span), "a slice extent", k as f64, max, &limits));
                 None
             }
             None => {
@@ -152,7 +154,7 @@ impl FnBuilder<'_, '_> {
                     ok = false;
                 }
                 IndexItem::Full(s) => match fixed.get(d).copied().flatten() {
-                    Some(n) if (1..=4096).contains(&n) => {
+                    Some(n) if (1..=self.cx.limits.max_extent as u64).contains(&n) => {
                         let zero = self.constant(Const::Int(0, Scalar::I32), *s);
                         kinds.push(Index::Slice(n as u32));
                         indices.push(zero);

@@ -317,9 +317,12 @@ fn mat_warning(d: &Def) -> Option<Diagnostic> {
 }
 
 /// W0103: a `let` whose tile needs more registers per lane than a GPU thread has, with the
-/// target's `lanes` lanes to spread it over.
+/// target's `lanes` lanes to spread it over; not for tiles beyond the GPU targets' limits.
 fn register_warning(d: &Def, lanes: u64) -> Option<Diagnostic> {
-    let (t, regs) = d.types.iter().filter_map(|t| Some((t, registers_per_lane(t, lanes)?))).max_by_key(|x| x.1)?;
+    // A tile beyond the GPU targets' limits is for the CPU alone (a GPU build reports E0204).
+    let gpu = |t: &&Type| crate::TargetLimits::CUDA.holds(t);
+    let (t, regs) =
+        d.types.iter().filter(gpu).filter_map(|t| Some((t, registers_per_lane(t, lanes)?))).max_by_key(|x| x.1)?;
     (regs > GPU_REGISTER_LIMIT).then(|| {
         Diagnostic::warning(
             "W0103",

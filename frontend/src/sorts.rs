@@ -72,6 +72,10 @@ impl FnBuilder<'_, '_> {
             },
         };
         let n = shape[axis as usize];
+        if n > crate::limits::SORT_MAX {
+            self.error(errors::sort_too_long(positional[0].span, &f.name, n, crate::limits::SORT_MAX));
+            return Ev::Err;
+        }
         let k = if topk {
             match self.const_eval(positional[1]) {
                 Ok(Const::Int(k, _)) if (1..=n as i64).contains(&k) => Some(k as u32),

@@ -5,10 +5,6 @@ use crate::errors;
 use tilec_grammar::ast::TypeExpr;
 use tilec_midend::{Scalar, Type};
 
-/// Most elements of one register tile (register tiles live in registers on GPUs and in the
-/// stack frame on CPUs).
-pub(crate) const MAX_TILE_ELEMS: u64 = 16384;
-
 impl FnBuilder<'_, '_> {
     /// Resolves a scalar type name as the type that values of it have: a written `f16` or
     /// `bf16` is a half type (its arithmetic rounds to it, language §3.5); a type parameter
@@ -73,8 +69,9 @@ impl FnBuilder<'_, '_> {
                 }
                 let shape: Vec<u32> = shape.into_iter().collect::<Option<Vec<u32>>>()?;
                 let len: u64 = shape.iter().map(|&d| d as u64).product();
-                if len > MAX_TILE_ELEMS {
-                    self.error(errors::tile_too_large(*span, len, MAX_TILE_ELEMS));
+                if len > self.cx.limits.max_tile_elems {
+                    let limits = self.cx.limits;
+                    self.error(errors::tile_too_large(*span, len, &limits));
                     return None;
                 }
                 Some(Type::Tile { elem: elem?, shape })

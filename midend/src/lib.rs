@@ -30,4 +30,4 @@ pub mod types;
 pub mod verify;
 
 pub use ir::*;
-pub use types::{Scalar, Type};
+pub use types::{Scalar, Type, MAX_TILE_EXTENT};

@@ -1,5 +1,9 @@
 //! Types of Tile IR values: scalars, register tiles and global arrays.
 
+/// The largest tile extent of the IR (the CPU target's; the GPU targets allow 4096: the
+/// frontend checks each target's own limits).
+pub const MAX_TILE_EXTENT: u32 = 32768;
+
 use std::fmt;
 
 /// Scalar element types.

@@ -330,7 +330,7 @@ impl V<'_> {
         }
         for v in op.results.iter().chain(&op.args) {
             if let Some(Type::Tile { shape, .. }) = self.ty(*v) {
-                if shape.is_empty() || shape.len() > 2 || shape.iter().any(|&d| d == 0 || d > 4096) {
+                if shape.is_empty() || shape.len() > 2 || shape.iter().any(|&d| d == 0 || d > crate::MAX_TILE_EXTENT) {
                     errs.push(format!("%{} has an invalid tile shape", v.0));
                 }
             }

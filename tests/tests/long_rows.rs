@@ -102,3 +102,48 @@ fn long_rows_move_and_reduce_alike_on_both_backends() {
     }
 }
 
+/// A whole 32000-entry row of logits as one tile (the CPU target's tiles reach 32768 per
+/// extent): softmax with the padding masked, the same bits on both backends, within f32
+/// rounding of the f64 softmax.
+#[test]
+fn a_32768_wide_row_is_one_tile_on_the_cpu() {
+    let src = SourceSet::with_stdlib(
+        "softmax_row.tile",
+        "kernel softmax_row(X: f32[M, N], Y: mut f32[M, N]) grid(M) {\n\
+         \x20   let r = program_id(0);\n\
+         \x20   let x = where(tile<i32, 32768>::iota(0) < N, X[r, 0:32768], -inf);\n\
+         \x20   let e = exp(x - max(x));\n\
+         \x20   Y[r, 0:32768] = e / sum(e);\n\
+         }\n",
+    );
+    let (m, n) = (3usize, 32000usize);
+    let x: Vec<f64> = random_uniform(m * n, 11).iter().map(|v| Scalar::F32.round(v * 8.0)).collect();
+    let args = || -> HashMap<String, ArgValue> {
+        [
+            ("X".to_string(), ArgValue::Array(HostArray::from_f64_as(Scalar::F32, &x, &[m as u64, n as u64]).unwrap())),
+            (
+                "Y".to_string(),
+                ArgValue::Array(HostArray::from_f64_as(Scalar::F32, &vec![0.0; m * n], &[m as u64, n as u64]).unwrap()),
+            ),
+        ]
+        .into()
+    };
+    let outs: Vec<Vec<f64>> = tilec_tests::cpu_backends()
+        .into_iter()
+        .map(|b| {
+            let runner = CpuRunner::with_backend(&src, "softmax_row", &args(), &HashMap::new(), b).expect("compiles");
+            runner.run(args()).expect("runs").0.array("Y").unwrap().to_f64_vec()
+        })
+        .collect();
+    assert!(outs.iter().all(|o| o.iter().zip(&outs[0]).all(|(a, b)| a.to_bits() == b.to_bits())), "backends differ");
+    for r in 0..m {
+        let row = &x[r * n..(r + 1) * n];
+        let mx = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let d: f64 = row.iter().map(|v| (v - mx).exp()).sum();
+        for c in 0..n {
+            let want = (row[c] - mx).exp() / d;
+            let got = outs[0][r * n + c];
+            assert!((got - want).abs() <= 1e-4 * want, "Y[{r}, {c}]: {got} vs {want}");
+        }
+    }
+}

@@ -10,9 +10,9 @@ use tilec_midend::Scalar;
 use tilec_runtime::{ArgValue, HostArray};
 
 /// `REPS` repeats the same work (2000 times by default: slow), `WRONG = 1` changes the result,
-/// and `W = 8192` is a tile over the 4096 per extent that tiles may have.
+/// and `W = 65536` is a tile over the 32768 per extent that tiles may have on the CPU.
 const PROGRAM: &str = "
-kernel work<const REPS: i32 = 2000 in [1, 2000], const WRONG: i32 = 0 in [0, 1], const W: i32 = 1024 in [1024, 8192]>(
+kernel work<const REPS: i32 = 2000 in [1, 2000], const WRONG: i32 = 0 in [0, 1], const W: i32 = 1024 in [1024, 65536]>(
     X: f32[N], Y: mut f32[N]) grid(cdiv(N, W)) {
     let i0 = program_id(0) * W;
     let t = tile<f32, W>::zeros();
@@ -59,9 +59,9 @@ fn tuning_picks_the_fastest_agreeing_configuration_and_launches_use_it() {
     assert_eq!(default.verdict, Verdict::Timed);
     for t in &tuning.trials {
         let wrong = value(&t.config, "WRONG") == Some(GenericArg::Const(1));
-        let wide = value(&t.config, "W") == Some(GenericArg::Const(8192));
+        let wide = value(&t.config, "W") == Some(GenericArg::Const(65536));
         match &t.verdict {
-            Verdict::Pruned(why) => assert!(wide && why.contains("8192"), "{t:?}"),
+            Verdict::Pruned(why) => assert!(wide && why.contains("65536"), "{t:?}"),
             Verdict::Disagrees(why) => assert!(wrong && !wide && why.contains("`Y`"), "{t:?}"),
             v => assert!(!wrong && !wide, "{v:?}: {t:?}"),
         }

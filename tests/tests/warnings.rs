@@ -113,3 +113,25 @@ fn register_warning_counts_the_targets_lanes() {
     let (_, err) = build(src, &["--target", "spirv", "--lanes", "4"]);
     assert!(err.contains("1024 registers per lane on a 4-lane GPU"), "{err}");
 }
+
+/// A tile beyond the GPU targets' limits (a 32768-wide row) is a CPU kernel: `check` on the
+/// CPU target accepts it without W0103, and a GPU build reports E0204 with both targets'
+/// limits.
+#[test]
+fn cpu_only_tiles_get_no_register_warning_and_gpu_builds_refuse_them() {
+    let src = "kernel row(X: f32[M, N], Y: mut f32[M, N]) grid(M) {\n\
+               \x20   let x = X[program_id(0), 0:32768];\n\
+               \x20   Y[program_id(0), 0:32768] = x * 2.0;\n\
+               }\n";
+    quiet(src);
+    let (code, err) = build(src, &["--target", "spirv"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("E0204")
+            && err.contains("from 1 to 4096, found 32768")
+            && err.contains(
+                "tiles on the vulkan target have at most 4096 elements per extent (the CPU target allows 32768)"
+            ),
+        "{err}"
+    );
+}
