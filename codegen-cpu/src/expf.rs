@@ -36,12 +36,14 @@ pub(crate) trait ExpOps {
     fn fadd(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fsub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fmul(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
-    /// IEEE 754-2019 `minimum` and `maximum` (NaN if either operand is).
+    /// The clamps of the argument: `min(a, b)` and `max(a, b)` for a number `b` (`b` where
+    /// `a` is above, resp. below it, else `a`; a NaN `a` stays NaN, its payload as it may).
+    /// IEEE 754-2019 `minimum` and `maximum` qualify, and so do a compare and a select.
     fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fmax(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     /// Rounded to an integer, ties to even.
     fn nearest(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
-    /// An integral `f32` in the `i32` range to `i32` (NaN to 0).
+    /// An integral `f32` in the `i32` range, or NaN, to `i32` (NaN to 0).
     fn to_i32(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
     /// `a >> 1` on `i32`, arithmetic.
     fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
