@@ -400,12 +400,12 @@ impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
     // IEEE minimum and maximum take eight on x86.
     fn fmin(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         let above = self.0.fcmp(FloatPredicate::OGT, a, b)?;
-        Ok(self.0.select(above, b, a)?)
+        self.0.select(above, b, a)
     }
 
     fn fmax(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         let below = self.0.fcmp(FloatPredicate::OLT, a, b)?;
-        Ok(self.0.select(below, b, a)?)
+        self.0.select(below, b, a)
     }
 
     fn nearest(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
