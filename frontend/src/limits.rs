@@ -1,6 +1,8 @@
 //! Resource limits that are known per target before any device is seen: the shared memory one
-//! program may allocate. `tilec check --target T` and `tilec build --target T` report kernels
-//! over their target's limit with a span (E0227) instead of failing in code generation.
+//! program may allocate (E0227), the size of a register tile (E0204) and the lanes its
+//! registers are spread over (W0103). `tilec check --target T` and `tilec build --target T`
+//! report kernels over their target's limits with a span instead of failing in code
+//! generation.
 
 use crate::builder::Checker;
 use crate::errors;
