@@ -7,6 +7,10 @@ use super::{be, err, Gen};
 use crate::CodegenError;
 use tilec_midend::{Op, OpKind, Scalar};
 
+/// Most runs of a block copy or broadcast unrolled (the rows of a 64-row tile); more are
+/// copied in a loop.
+const BLOCK_UNROLL: u32 = 64;
+
 impl<'ctx> Gen<'ctx, '_> {
     /// `ExtractBlock`, `InsertBlock` and `Broadcast`: the runs of `crate::blocks::plan` (after
     /// the tile an insert starts from), each one `memcpy`.
@@ -20,7 +24,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let es = s.bytes();
         for k in p.copies {
             let run = self.i64c((k.cols * es) as i64);
-            self.each_row(0, k.rows, 1, s, |g, r| {
+            // Up to BLOCK_UNROLL runs unrolled, more in a loop (a sort's network of 256 x 2 blocks made
+            // 256 copies per block op, unrolled: seconds of LLVM time).
+            self.each_row_unrolled(0, k.rows, 1, s, BLOCK_UNROLL, |g, r| {
                 let so = g.b.build_int_mul(r, g.i64c(k.src_stride as i64), "").map_err(be)?;
                 let so = g.add_off(so, k.src_off)?;
                 let dof = g.b.build_int_mul(r, g.i64c(k.dst_stride as i64), "").map_err(be)?;

@@ -278,13 +278,12 @@ fn min_max_propagate_nan() {
     }
 }
 
-/// Documents a gap: the 16384-element limit of register tiles (E0204) is only checked on
-/// written tile types (`tile<f32, 129, 128>::zeros()` is rejected); tiles made by slices or
-/// `outer` are not limited, so `A[0:129, 0:128]` (16512 elements) compiles, and
-/// `outer(A[0:4096, 0], A[0, 0:4096])` fails late, in code generation (E0901).
+/// The CPU target's limit of 65536 elements per register tile (E0204) applies to tiles made
+/// by slices and by `outer` too, not only to written tile types: `A[0:257, 0:256]` (65792
+/// elements) is rejected at compile time, as is the `outer` of the same shape.
 #[test]
 fn tile_element_limit_applies_to_slice_and_outer_results() {
-    for body in ["let t = A[0:129, 0:128]; O[0:129, 0:128] = t;", "O[0:129, 0:128] = outer(A[0:129, 0], A[0, 0:128]);"]
+    for body in ["let t = A[0:257, 0:256]; O[0:257, 0:256] = t;", "O[0:257, 0:256] = outer(A[0:257, 0], A[0, 0:256]);"]
     {
         let src = format!("kernel k(A: f32[N, N], O: mut f32[N, N]) grid(1) {{ {body} }}");
         let set = SourceSet::with_stdlib("test.tile", src.as_str());
