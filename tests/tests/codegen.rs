@@ -318,3 +318,15 @@ fn op_locations_name_their_source() {
         assert!(l.end as usize <= text.len());
     }
 }
+
+/// `-o -` writes to standard output, as `cc` and most tools do, and never a file named `-`.
+#[test]
+fn dash_output_is_standard_output() {
+    let root = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    let file = format!("{root}/examples/cholesky.tile");
+    let _ = std::fs::remove_file("-");
+    let (code, ir, err) = tilec(&["build", &file, "--generic", "T=f32", "--emit", "tir", "-o", "-"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(ir.contains("kernel @cholesky__f32"), "{ir}");
+    assert!(!std::path::Path::new("-").exists(), "a file named `-` was written");
+}

@@ -148,7 +148,7 @@ enum Cmd {
         /// What to write: tokens, ast, tir (Tile IR after passes), clif, obj (the default).
         #[arg(long, value_enum, default_value_t = Emit::Obj)]
         emit: Emit,
-        /// Output file (default: stdout for text forms, FILE.o for objects).
+        /// Output file (default: stdout for text forms, FILE.o for objects; `-`: stdout).
         #[arg(short, long)]
         o: Option<PathBuf>,
         /// Fix a kernel type parameter, e.g. `T=f32` (default: every allowed type).
@@ -580,7 +580,9 @@ pub(crate) fn write_out(
     bytes: &[u8],
     out: &mut dyn Write,
 ) -> Result<(), Error> {
-    match path.clone().or(default) {
+    // `-o -` is standard output, as for `cc` and most tools (it once wrote a file named `-`).
+    let dash = path.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    match path.clone().or(default).filter(|_| !dash) {
         Some(p) => {
             let arr_err = |e: std::io::Error| Error::usage("E0400", format!("cannot write `{}`: {e}", p.display()));
             let tmp = p.with_extension("tmp~");
