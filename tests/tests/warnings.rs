@@ -3,13 +3,25 @@
 //! nothing. (The warnings themselves are snapshotted in tests/ui/warn_*.tile.)
 
 fn check(src: &str) -> (i32, String) {
+    cli(src, "check", &[])
+}
+
+/// `tilec COMMAND FILE ARGS..` on `src` written to a temporary file (`build` writes its output
+/// beside it): the exit code and stderr.
+fn cli(src: &str, command: &str, args: &[&str]) -> (i32, String) {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("tilec-warn-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let file = dir.join("p.tile");
     std::fs::write(&file, src).expect("write");
-    let argv: Vec<String> = ["tilec", "check", file.to_str().expect("path")].iter().map(|s| s.to_string()).collect();
+    let out_file = dir.join("p.out");
+    let mut argv: Vec<String> =
+        ["tilec", command, file.to_str().expect("path")].iter().map(|s| s.to_string()).collect();
+    if command == "build" {
+        argv.extend(["-o".to_string(), out_file.to_str().expect("path").to_string()]);
+    }
+    argv.extend(args.iter().map(|s| s.to_string()));
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
     std::fs::remove_dir_all(&dir).ok();
@@ -73,23 +85,7 @@ fn unreachable_code_is_a_warning_not_a_false_unused() {
 
 /// `tilec build FILE ARGS..`: the exit code and stderr.
 fn build(src: &str, args: &[&str]) -> (i32, String) {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("tilec-warn-build-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join("p.tile");
-    std::fs::write(&file, src).expect("write");
-    let out_file = dir.join("p.out");
-    let mut argv: Vec<String> =
-        ["tilec", "build", file.to_str().expect("path"), "-o", out_file.to_str().expect("path")]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    argv.extend(args.iter().map(|s| s.to_string()));
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = tilec::cli::main_with(argv, &mut out, &mut err, false);
-    std::fs::remove_dir_all(&dir).ok();
-    (code, String::from_utf8(err).expect("UTF-8"))
+    cli(src, "build", args)
 }
 
 /// W0103 counts registers per lane for the target's lanes: a 64 x 64 f32 tile is 128 registers
