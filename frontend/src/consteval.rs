@@ -247,17 +247,21 @@ impl FnBuilder<'_, '_> {
     /// Evaluates a positive compile-time tile extent (tile dimensions, reshapes), reporting
     /// E0204 when it is not constant or not in `1..=` the target's largest tile extent.
     pub(crate) fn extent(&mut self, e: &Expr, what: &str) -> Option<u32> {
-        let max = self.cx.limits.max_extent;
-        self.extent_up_to(e, what, max)
+        let limits = self.cx.limits;
+        self.checked_extent(e, what, limits.max_extent, Some(&limits))
     }
 
-    /// [`Self::extent`] in `1..=max`.
+    /// A positive compile-time extent that is not a tile's (`block`, shared arrays) in
+    /// `1..=max` (E0204).
     pub(crate) fn extent_up_to(&mut self, e: &Expr, what: &str, max: u32) -> Option<u32> {
+        self.checked_extent(e, what, max, None)
+    }
+
+    fn checked_extent(&mut self, e: &Expr, what: &str, max: u32, tile: Option<&crate::TargetLimits>) -> Option<u32> {
         match self.const_eval(e) {
             Ok(Const::Int(v, _)) if (1..=max as i64).contains(&v) => Some(v as u32),
             Ok(c) => {
-                let limits = self.cx.limits;
-                self.error(errors::bad_extent(e.span, what, c.as_f64(), max, &limits));
+                self.error(errors::bad_extent(e.span, what, c.as_f64(), max, tile));
                 None
             }
             Err(NotConst::Runtime(span)) => {

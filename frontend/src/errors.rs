@@ -202,11 +202,13 @@ pub(crate) fn not_const(span: Span, what: &str) -> Diagnostic {
         .help("use integer literals, `const` items or const generic parameters")
 }
 
-pub(crate) fn bad_extent(span: Span, what: &str, v: f64, max: u32, limits: &TargetLimits) -> Diagnostic {
+/// E0204 for an extent outside `1..=max`; for a tile's extent (`tile`: the target's limits)
+/// over the limit, a note naming the target's limit (and the CPU's, on a GPU target).
+pub(crate) fn bad_extent(span: Span, what: &str, v: f64, max: u32, tile: Option<&TargetLimits>) -> Diagnostic {
     let d = Diagnostic::error("E0204", format!("{what} must be an integer from 1 to {max}, found {v}"))
         .label(span, "this extent");
+    let Some(limits) = tile.filter(|_| v >= 1.0) else { return d };
     match limits.name {
-        _ if max != limits.max_extent || v < 1.0 => d,
         "cpu" => d.note(format!("tiles on the CPU target have at most {max} elements per extent")),
         name => d.note(format!(
             "tiles on the {name} target have at most {max} elements per extent (the CPU target allows {})",

@@ -81,7 +81,7 @@ impl FnBuilder<'_, '_> {
             Some(k) if (1..=max as i64).contains(&k) => Some(k as u32),
             Some(k) => {
                 let limits = self.cx.limits;
-                self.error(errors::bad_extent(lo.span.to(hi.span), "a slice extent", k as f64, max, &limits));
+                self.error(errors::bad_extent(lo.span.to(hi.span), "a slice extent", k as f64, max, Some(&limits)));
                 None
             }
             None => {

@@ -440,6 +440,26 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(self.b.build_int_compare(IntPredicate::SLT, ones, zero, "").map_err(be)?.into())
     }
 
+    /// `llvm.masked.load` at `p` of a vector shaped like `pass`: the lanes where the `i1`
+    /// vector `mask` is set from memory, the others `pass`'s.
+    fn masked_load(
+        &self,
+        p: PointerValue<'ctx>,
+        s: Scalar,
+        mask: V<'ctx>,
+        pass: V<'ctx>,
+    ) -> Result<V<'ctx>, CodegenError> {
+        let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
+        self.call(&name, pass.get_type(), &[p.into(), self.align(s), mask, pass])
+    }
+
+    /// `llvm.masked.store` of the vector `x` at `p`, in the lanes where the `i1` vector `mask`
+    /// is set.
+    fn masked_store(&self, x: V<'ctx>, p: PointerValue<'ctx>, s: Scalar, mask: V<'ctx>) -> Result<(), CodegenError> {
+        let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
+        self.call_void(&name, &[x, p.into(), self.align(s), mask])
+    }
+
     fn align(&self, s: Scalar) -> V<'ctx> {
         self.i32c(s.bytes() as i64).into()
     }
@@ -715,12 +735,9 @@ impl<'ctx> Gen<'ctx, '_> {
                 row_ok,
                 |g| {
                     for (&(c0, len), m) in segs.iter().zip(&masks) {
-                        let mask = m.lanes;
                         let pass = pass(g, c0, len)?;
                         let p = g.raw_ptr(a, g.add_off(off, c0)?)?;
-                        let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
-                        let mask = g.lane_mask(mask)?;
-                        let x = g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?;
+                        let x = g.masked_load(p, s, g.lane_mask(m.lanes)?, pass)?;
                         g.store_vec(dst, s, g.add_off(row, c0)?, x)?;
                     }
                     Ok(())
@@ -763,8 +780,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         let pass = pass(g, t)?;
                         let mask = g.lane_mask(g.col_range_mask(&cd, c0, w, s)?.lanes)?;
                         let p = g.raw_ptr(a, g.add_dyn(off, c0)?)?;
-                        let name = format!("llvm.masked.load.{}.p0", super::scalar::suffix(pass));
-                        let x = g.call(&name, pass.get_type(), &[p.into(), g.align(s), mask, pass])?;
+                        let x = g.masked_load(p, s, mask, pass)?;
                         g.store_vec(dst, s, t, x)
                     })
                 },
@@ -820,9 +836,8 @@ impl<'ctx> Gen<'ctx, '_> {
                             return g.store_vec(a.ptr, s, at, x);
                         }
                         let p = g.raw_ptr(a, at)?;
-                        let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
                         let m = g.col_range_mask(&cd, c0, w, s)?;
-                        g.call_void(&name, &[x, p.into(), g.align(s), g.lane_mask(m.lanes)?])
+                        g.masked_store(x, p, s, g.lane_mask(m.lanes)?)
                     })
                 };
                 return if masked { g.guarded(row_ok, put) } else { put(g) };
@@ -835,12 +850,11 @@ impl<'ctx> Gen<'ctx, '_> {
                         let x = g.load_vec(src, tc, t, len)?;
                         let at = g.add_off(off, c0)?;
                         let p = g.raw_ptr(a, at)?;
-                        let name = format!("llvm.masked.store.{}.p0", super::scalar::suffix(x));
                         let Some(um) = um_ptr else {
                             if segs.len() > PREFIX_STORE_SEGMENTS {
                                 // A long row: one masked store per segment (the branches
                                 // below, per segment, took seconds to compile for 4096).
-                                g.call_void(&name, &[x, p.into(), g.align(s), g.lane_mask(m.lanes)?])?;
+                                g.masked_store(x, p, s, g.lane_mask(m.lanes)?)?;
                                 continue;
                             }
                             // Plain stores where the columns inside are the whole segment or
@@ -854,7 +868,7 @@ impl<'ctx> Gen<'ctx, '_> {
                                     g.branches(
                                         m.from_0,
                                         |g| g.store_prefix(a, at, x, m.hi),
-                                        |g| g.call_void(&name, &[x, p.into(), g.align(s), g.lane_mask(m.lanes)?]),
+                                        |g| g.masked_store(x, p, s, g.lane_mask(m.lanes)?),
                                     )
                                 },
                             )?;
@@ -863,7 +877,7 @@ impl<'ctx> Gen<'ctx, '_> {
                         let u = g.load_vec(um, Scalar::Bool, t, len)?.into_vector_value();
                         let mask = g.lane_mask(m.lanes)?.into_vector_value();
                         let mask = g.b.build_and(mask, u, "").map_err(be)?.into();
-                        g.call_void(&name, &[x, p.into(), g.align(s), mask])?;
+                        g.masked_store(x, p, s, mask)?;
                     }
                     Ok(())
                 });
