@@ -36,6 +36,7 @@ mod half;
 mod matmul;
 mod memory;
 pub(crate) mod orc;
+mod reduce;
 mod scalar;
 mod strided;
 mod tile;
