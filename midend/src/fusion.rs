@@ -123,61 +123,85 @@ pub fn direct_loads(
     unformed: &HashSet<Value>,
     max_elems: u32,
 ) -> HashSet<Value> {
-    struct Cx<'a> {
-        f: &'a Function,
-        uses: &'a HashMap<Value, usize>,
-        views: &'a HashMap<Value, LeftOperand>,
-        unformed: &'a HashSet<Value>,
-        max_elems: u32,
-    }
-    impl Cx<'_> {
-        fn candidate(&self, op: &Op) -> bool {
-            let (kinds, array) = match &op.kind {
-                OpKind::Load(kinds) => (kinds, op.args[0]),
-                OpKind::LoadInto(kinds) => (kinds, op.args[1]),
-                _ => return false,
-            };
-            let slices = kinds.iter().filter(|k| matches!(k, crate::Index::Slice(_))).count();
-            let Type::Tile { elem, shape } = self.f.ty(op.results[0]) else { return false };
-            slices == 2
-                && matches!(kinds.last(), Some(crate::Index::Slice(_)))
-                && matches!(elem, crate::Scalar::F32 | crate::Scalar::F64)
-                && shape.len() == 2
-                && shape.iter().product::<u32>() <= self.max_elems
-                && self.f.ty(array).elem() == *elem
-                && self.uses.get(&op.results[0]) == Some(&1)
-        }
+    let candidate = |op: &Op| {
+        let Some((2, elem)) = in_place_load(f, uses, op) else { return false };
+        matches!(elem, crate::Scalar::F32 | crate::Scalar::F64) && f.ty(op.results[0]).tile_len() <= max_elems
+    };
+    let reads = |op: &Op| match (product_operands(op), &op.kind) {
+        (Some((a, b)), _) => vec![views.get(&a).map_or(a, |v| v.source), b],
+        (None, OpKind::Trsm(_)) => vec![op.args[0]],
+        (None, OpKind::Transpose) if !unformed.contains(&op.results[0]) => vec![op.args[0]],
+        _ => vec![],
+    };
+    loads_read_by(&f.body, &candidate, &reads)
+}
 
-        fn walk(&self, r: &Region, out: &mut HashSet<Value>) {
-            // Candidate loads of this region (result -> position), and the last op with an effect.
-            let mut loads: HashMap<Value, usize> = HashMap::new();
-            let mut last_effect = None;
-            for (i, op) in r.ops.iter().enumerate() {
-                if self.candidate(op) {
-                    loads.insert(op.results[0], i);
+/// Tile loads that an element-wise op (a `map`, a binary or unary op but `neg`) may read straight from
+/// the array instead of a copy: the result
+/// of a `load` or `load_into` of a 1-D or 2-D tile with contiguous rows (its last index a
+/// slice, one slice per tile axis), stored as it is computed (not `bool`, `f16` or `bf16`),
+/// used once, as an operand of such an op in the same region with no op with an effect between
+/// the two (as [`direct_loads`]), of any size. The backend then reads each element from the
+/// array where the whole tile lies inside it, and from the load's copy (with its bounds
+/// rules) where it does not: the same values, so the same bits, without a pass that copies
+/// the tile before the map reads it (a 1024-wide row streamed into an accumulator,
+/// `acc += A[i, j0:j0+1024] * y`, was copied, then read). `uses`: operand counts.
+pub fn map_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
+    let candidate = |op: &Op| in_place_load(f, uses, op).is_some_and(|(_, e)| e != crate::Scalar::Bool && !e.is_half());
+    let reads = |op: &Op| match op.kind {
+        // Not a `neg`, which a product may read in place (`left_operands`).
+        OpKind::Map | OpKind::Bin(_) => op.args.clone(),
+        OpKind::Un(k) if k != UnOp::Neg => op.args.clone(),
+        _ => vec![],
+    };
+    loads_read_by(&f.body, &candidate, &reads)
+}
+
+/// For a `load` or `load_into` whose tile a backend could read from the array in place:
+/// its slices (one per tile axis, at most two, the last index a slice, so rows are
+/// contiguous) and element type (the array's own), when its result is used once.
+fn in_place_load(f: &Function, uses: &HashMap<Value, usize>, op: &Op) -> Option<(usize, crate::Scalar)> {
+    let (kinds, array) = match &op.kind {
+        OpKind::Load(kinds) => (kinds, op.args[0]),
+        OpKind::LoadInto(kinds) => (kinds, op.args[1]),
+        _ => return None,
+    };
+    let slices = kinds.iter().filter(|k| matches!(k, crate::Index::Slice(_))).count();
+    let Type::Tile { elem, shape } = f.ty(op.results[0]) else { return None };
+    let fits = (1..=2).contains(&slices)
+        && shape.len() == slices
+        && matches!(kinds.last(), Some(crate::Index::Slice(_)))
+        && f.ty(array).elem() == *elem
+        && uses.get(&op.results[0]) == Some(&1);
+    fits.then_some((slices, *elem))
+}
+
+/// The loads (`candidate`) that an op of the same region reads (`reads`: the values an op
+/// would read in place) with no op with an effect between the load and that reader.
+fn loads_read_by(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: &dyn Fn(&Op) -> Vec<Value>) -> HashSet<Value> {
+    fn walk(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: &dyn Fn(&Op) -> Vec<Value>, out: &mut HashSet<Value>) {
+        // Candidate loads of this region (result -> position), and the last op with an effect.
+        let mut loads: HashMap<Value, usize> = HashMap::new();
+        let mut last_effect = None;
+        for (i, op) in r.ops.iter().enumerate() {
+            if candidate(op) {
+                loads.insert(op.results[0], i);
+            }
+            for v in reads(op) {
+                // Loaded after the last op with an effect (if any) before the reader.
+                if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
+                    out.insert(v);
                 }
-                let read: Vec<Value> = match (product_operands(op), &op.kind) {
-                    (Some((a, b)), _) => vec![self.views.get(&a).map_or(a, |v| v.source), b],
-                    (None, OpKind::Trsm(_)) => vec![op.args[0]],
-                    (None, OpKind::Transpose) if !self.unformed.contains(&op.results[0]) => vec![op.args[0]],
-                    _ => vec![],
-                };
-                for v in read {
-                    // Loaded after the last op with an effect (if any) before the reader.
-                    if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
-                        out.insert(v);
-                    }
-                }
-                if op.has_effect() {
-                    last_effect = Some(i);
-                }
-                for reg in &op.regions {
-                    self.walk(reg, out);
-                }
+            }
+            if op.has_effect() {
+                last_effect = Some(i);
+            }
+            for reg in &op.regions {
+                walk(reg, candidate, reads, out);
             }
         }
     }
     let mut out = HashSet::new();
-    Cx { f, uses, views, unformed, max_elems }.walk(&f.body, &mut out);
+    walk(r, candidate, reads, &mut out);
     out
 }

@@ -3,6 +3,7 @@
 //! LLVM's `mem2reg`/SROA turn into phis of registers; `map` regions run in a loop over the
 //! tile's elements.
 
+use super::memory::Strided;
 use super::{be, err, Gen, Held};
 use crate::CodegenError;
 use inkwell::types::BasicTypeEnum;
@@ -206,7 +207,8 @@ impl<'ctx> Gen<'ctx, '_> {
     /// previous link (which nothing else reads, but for element, line and block reads before
     /// that op) and writes each element of its result only after reading that element:
     /// `matmul_acc` and `rank1` into their accumulator, an elementwise binary op of two
-    /// same-shaped tiles (a fused `t - a @ b` too), and element and line inserts. The
+    /// same-shaped tiles (a fused `t - a @ b` too), a `map` of operands of its result's type
+    /// (`acc += A[i, j0:j0+1024] * y`), and element and line inserts. The
     /// loop-carried products of potrf and the trsm kernels, loops that rewrite a tile row by row
     /// (`for i in 0..32 { t[i, :] = t[i, :] * 2.0; }`), and rotations that rewrite two rows
     /// and two columns (`syevj_batched`: four line inserts in a row).
@@ -260,6 +262,8 @@ impl<'ctx> Gen<'ctx, '_> {
         let candidates: Vec<Value> = match op.kind {
             OpKind::MatmulAcc | OpKind::Rank1(_) | OpKind::Insert | OpKind::InsertLine(_) => vec![op.args[0]],
             OpKind::Bin(_) if op.args.iter().all(|a| self.f.ty(*a) == self.f.ty(v)) => op.args.clone(),
+            // A map reads element `i` of each operand before it writes element `i`.
+            OpKind::Map => op.args.iter().copied().filter(|a| self.f.ty(*a) == self.f.ty(v)).collect(),
             _ => vec![],
         };
         candidates
@@ -274,7 +278,7 @@ impl<'ctx> Gen<'ctx, '_> {
                     })
                     .sum::<Option<usize>>();
                 let reads = op.args.iter().filter(|a| **a == src).count();
-                let once = reads == 1 || matches!(op.kind, OpKind::Bin(_));
+                let once = reads == 1 || matches!(op.kind, OpKind::Bin(_) | OpKind::Map);
                 once && copies.map(|c| c + reads) == local.get(&src).copied()
             })
             .collect()
@@ -461,28 +465,51 @@ impl<'ctx> Gen<'ctx, '_> {
         Ok(())
     }
 
-    /// `map`: the region applied to every element, in a loop over the tile.
+    /// `map`: the region applied to every element, in a loop over the tile. An operand loaded
+    /// for the map alone (`tilec_midend::fusion::map_loads`) is read from its array where the
+    /// tile lies inside it, else from a copy made behind a branch with the load's rules; the
+    /// loop then runs over rows and columns, so that both offsets are consecutive.
     fn map(&mut self, op: &Op) -> Result<(), CodegenError> {
         let t = self.f.ty(op.args[0]).clone();
         let de = self.elem(op.results[0]);
-        let mut srcs = Vec::new();
+        let (rows, cols) = super::tile::shape(&t);
+        let (mut srcs, mut direct_none) = (Vec::new(), 0);
         for a in &op.args {
-            srcs.push((self.tile(*a)?, self.f.ty(*a).elem()));
+            let se = self.f.ty(*a).elem();
+            match self.pending_view(*a)? {
+                Some(view) => srcs.push((view, se)),
+                None => {
+                    srcs.push((Strided::tile(self, self.tile(*a)?, cols, false), se));
+                    direct_none += 1;
+                }
+            }
         }
         let dst = self.new_tile(op.results[0])?;
         let r = &op.regions[0];
-        let (lo, hi) = (self.i64c(0), self.i64c(t.tile_len() as i64));
-        self.dyn_loop(lo, hi, |g, i| {
+        let body = |g: &mut Self,
+                    i: IntValue<'ctx>,
+                    at: &dyn Fn(&Self, &Strided<'ctx>) -> Result<IntValue<'ctx>, CodegenError>| {
             for ((src, se), p) in srcs.iter().zip(&r.params) {
-                let x = g.load_elem(*src, *se, i)?;
+                let x = g.load_elem(src.ptr, *se, at(g, src)?)?;
                 g.held.insert(*p, Held::Val(x));
             }
             let Some(ys) = g.region_yield(r)? else {
                 return Err(err("`map` region does not yield"));
             };
             let y = g.val(ys[0])?;
-            let _ = de;
             g.store_elem(dst, de, i, y)
+        };
+        let zero = self.i64c(0);
+        if rows == 1 || srcs.len() == direct_none {
+            // One loop over the elements (a tile's offset is the element's).
+            return self.dyn_loop(zero, self.i64c((rows * cols) as i64), |g, i| body(g, i, &|g, s| s.at(g, zero, i)));
+        }
+        self.dyn_loop(zero, self.i64c(rows as i64), |g, row| {
+            let first = g.b.build_int_mul(row, g.i64c(cols as i64), "").map_err(be)?;
+            g.dyn_loop(zero, g.i64c(cols as i64), |g, c| {
+                let i = g.b.build_int_add(first, c, "").map_err(be)?;
+                body(g, i, &|g, s| s.at(g, row, c))
+            })
         })
     }
 }

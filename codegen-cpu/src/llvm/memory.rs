@@ -599,16 +599,39 @@ impl<'ctx> Gen<'ctx, '_> {
         // (potrs 512 x 92 f32 on one Zen 3 thread: 24.2 -> 23.7 ms).
         let (rows, cols) = shape(self.f.ty(v));
         let inside = self.all_inside(&a)?;
-        let (Some(rd), _) = Self::tile_dims(&a) else { return Err(err("a pending load has one slice")) };
-        Ok(Some(PendingLoad { ptr: a.ptr, base: a.base, row_stride: rd.stride, inside, rows, cols, access: a, old }))
+        // A one-slice load (a `map` operand) is one row.
+        let row_stride = match Self::tile_dims(&a) {
+            (Some(rd), _) => rd.stride,
+            (None, _) => self.i64c(cols as i64),
+        };
+        Ok(Some(PendingLoad { ptr: a.ptr, base: a.base, row_stride, inside, rows, cols, access: a, old }))
     }
 
     /// The pending load `p` as a tile, with the load's bounds rules.
     pub(crate) fn copy_pending(&mut self, p: &PendingLoad<'ctx>) -> Result<PointerValue<'ctx>, CodegenError> {
         let dst = self.alloca(p.access.elem.compute(), p.rows * p.cols)?;
-        let old = p.old.map(|v| self.tile(v)).transpose()?;
-        self.fill_tile(&p.access, dst, p.rows, p.cols, old)?;
+        self.fill_pending(p, dst)?;
         Ok(dst)
+    }
+
+    /// The tile `v`, if it is a pending load (`Gen::direct`) that an element-wise op reads
+    /// (`tilec_midend::fusion::map_loads`), as a view: of its array where the tile lies inside
+    /// it, else of a copy made behind a branch with the load's bounds rules. Prefetches what
+    /// the load would have (`prefetch_next`).
+    pub(crate) fn pending_view(&mut self, v: Value) -> Result<Option<Strided<'ctx>>, CodegenError> {
+        let Some(p) = self.pending_load(v)? else { return Ok(None) };
+        self.prefetch_pending(&p)?;
+        let copy = self.alloca(p.access.elem.compute(), p.rows * p.cols)?;
+        let outside = self.b.build_not(p.inside, "").map_err(be)?;
+        self.guarded(outside, |g| g.fill_pending(&p, copy))?;
+        let (in_array, in_copy) = (Strided::array(self, &p, false), Strided::tile(self, copy, p.cols, false));
+        Ok(Some(Strided::select(self, p.inside, in_array, in_copy)?))
+    }
+
+    /// Fills the tile storage `dst` with the pending load `p`, with the load's bounds rules.
+    pub(crate) fn fill_pending(&mut self, p: &PendingLoad<'ctx>, dst: PointerValue<'ctx>) -> Result<(), CodegenError> {
+        let old = p.old.map(|v| self.tile(v)).transpose()?;
+        self.fill_tile(&p.access, dst, p.rows, p.cols, old)
     }
 
     /// Fills the `rows x cols` tile `dst` from the access `a`: elements out of bounds read as

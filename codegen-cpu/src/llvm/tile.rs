@@ -4,6 +4,7 @@
 //! products and rank-1 updates, transposes, flips, and element access. Reductions and scans
 //! are in `reduce.rs`, products in `matmul.rs`, factorizations in `factor.rs`.
 
+use super::memory::Strided;
 use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::{BasicTypeEnum, VectorType};
@@ -24,6 +25,8 @@ const EXP_UNROLL_SEGMENTS: u32 = 16;
 pub(crate) enum Operand<'ctx> {
     Tile(PointerValue<'ctx>, Scalar),
     Scalar(V<'ctx>),
+    /// A tile of `cols` columns read through a view (`Gen::pending_view`).
+    View(Strided<'ctx>, Scalar, u32),
 }
 
 /// Elements per 64-byte vector of `s`.
@@ -314,6 +317,14 @@ impl<'ctx> Gen<'ctx, '_> {
         } else {
             (rows, cols)
         };
+        // A view's rows are apart in memory: no vector may span two of them.
+        let (rows, cols) = match ops.iter().find_map(|o| match o {
+            Operand::View(_, _, vc) if n > *vc && !vc.is_multiple_of(cols) => Some(*vc),
+            _ => None,
+        }) {
+            Some(vc) => (n / vc, vc),
+            None => (rows, cols),
+        };
         let segs = segments(cols, s);
         self.each_row_unrolled(0, rows, cols, s, unroll, |g, row| {
             for &(c0, len) in &segs {
@@ -323,6 +334,14 @@ impl<'ctx> Gen<'ctx, '_> {
                     .map(|o| match o {
                         Operand::Tile(p, ts) => g.load_vec(*p, *ts, off, len),
                         Operand::Scalar(x) => g.splat(*x, len),
+                        Operand::View(v, ts, vc) => {
+                            // Tile element `off` is [off / vc, off % vc].
+                            let vcols = g.i64c(*vc as i64);
+                            let r = g.b.build_int_unsigned_div(off, vcols, "").map_err(be)?;
+                            let first = g.b.build_int_mul(r, vcols, "").map_err(be)?;
+                            let c = g.b.build_int_sub(off, first, "").map_err(be)?;
+                            g.load_vec(v.ptr, *ts, v.at(g, r, c)?, len)
+                        }
                     })
                     .collect::<Result<Vec<_>, _>>()?;
                 let y = f(g, &args)?;
@@ -332,8 +351,12 @@ impl<'ctx> Gen<'ctx, '_> {
         })
     }
 
-    fn operand(&self, v: Value) -> Result<Operand<'ctx>, CodegenError> {
-        if self.f.ty(v).is_tile() {
+    /// An element-wise op's operand `v`: a tile, read in place where it is a pending load
+    /// (`Gen::pending_view`), or a scalar.
+    fn operand(&mut self, v: Value) -> Result<Operand<'ctx>, CodegenError> {
+        if let Some(view) = self.pending_view(v)? {
+            Ok(Operand::View(view, self.elem(v), shape(self.f.ty(v)).1))
+        } else if self.f.ty(v).is_tile() {
             Ok(Operand::Tile(self.tile(v)?, self.elem(v)))
         } else {
             Ok(Operand::Scalar(self.val(v)?))

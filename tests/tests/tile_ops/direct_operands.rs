@@ -227,3 +227,98 @@ fn transposed_left_operand_loaded_before_a_store() {
         }
     }
 }
+
+/// Tiles loaded for a `map` alone (`tilec_midend::fusion::map_loads`), which the LLVM backend
+/// reads from the array where the tile lies inside it and from a copy with the load's bounds
+/// rules where it does not: rows streamed into an accumulator computed in place
+/// (`acc += A[i, j0:j0+40] * y`), two 8 x 40 blocks (the array's row stride), a masked load
+/// that keeps its tile's values outside the array, at column offsets that start 3 before the
+/// block (negative for the first) and end past `N`; and a load made before a store to its
+/// array, which must see the old values. Against an f64 reference, with the same bits from
+/// Cranelift and LLVM.
+#[test]
+fn map_operands_read_in_place() {
+    let src = "kernel k<T: float>(A: T[M, N], X: T[M, N], Y: T[M], Z: mut T[M, N], P: mut T[G, N],
+                 O: mut T[M, N], Q: mut T[M, N], R: mut T[M, N]) grid(cdiv(M, 8), cdiv(N, 40)) {
+        let p = program_id(0);
+        let i0 = p * 8;
+        let c0 = program_id(1) * 40;
+        let j0 = c0 - 3;
+        let acc = tile<T, 40>::zeros();
+        for i in i0..i0+8 {
+            acc += A[i, j0:j0+40] * Y[i];
+        }
+        P[p, c0:c0+40] = acc;
+        O[i0:i0+8, c0:c0+40] = A[i0:i0+8, j0:j0+40] * (2.0 as T) + X[i0:i0+8, j0:j0+40];
+        let t = tile<T, 8, 40>::full(7.0 as T);
+        t[:, :] = X[i0+4:i0+12, j0:j0+40];
+        Q[i0:i0+8, c0:c0+40] = t * (3.0 as T) + (1.0 as T);
+        let z = Z[i0:i0+8, c0:c0+40];
+        Z[i0:i0+8, c0:c0+40] = X[i0:i0+8, c0:c0+40];
+        R[i0:i0+8, c0:c0+40] = z * (3.0 as T) + (1.0 as T);
+    }";
+    for elem in FLOATS {
+        for (m, n) in [(8usize, 5usize), (8, 40), (24, 83)] {
+            let g = m / 8;
+            let mut rng = Rng::new(5 + (m * n) as u64);
+            let (a, x, z) = (rng.vec(m * n, -1.0, 1.0), rng.vec(m * n, -1.0, 1.0), rng.vec(m * n, -1.0, 1.0));
+            let y = rng.vec(m, -1.0, 1.0);
+            let args = || -> HashMap<String, ArgValue> {
+                [
+                    ("A", arr(elem, &a, &[m, n])),
+                    ("X", arr(elem, &x, &[m, n])),
+                    ("Y", arr(elem, &y, &[m])),
+                    ("Z", arr(elem, &z, &[m, n])),
+                    ("P", sentinel(elem, &[g, n])),
+                    ("O", sentinel(elem, &[m, n])),
+                    ("Q", sentinel(elem, &[m, n])),
+                    ("R", sentinel(elem, &[m, n])),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+            };
+            let ctx = format!("{elem:?} {m}x{n}");
+            // Read in place: the loop's row, O's two blocks, the masked load; not `z`.
+            let set = SourceSet::with_stdlib("test.tile", src);
+            let module = compiled(&set, "k", &args());
+            let body = &module.funcs[module.kernels[0].body];
+            let mut uses = HashMap::new();
+            body.body.count_uses(&mut uses);
+            assert_eq!(tilec_midend::fusion::map_loads(body, &uses).len(), 4, "{ctx}");
+            // Element (i, j) of `v`, or `or` outside the matrix.
+            let at = |v: &[f64], i: usize, j: i64, or: f64| {
+                if i < m && (0..n as i64).contains(&j) {
+                    v[i * n + j as usize]
+                } else {
+                    or
+                }
+            };
+            let mut want: HashMap<&str, Vec<f64>> = ["P", "O", "Q", "R"]
+                .iter()
+                .map(|k| (*k, vec![SENTINEL; if *k == "P" { g * n } else { m * n }]))
+                .collect();
+            want.insert("Z", x.clone());
+            for c in 0..n {
+                let j = c as i64 - 3;
+                for pp in 0..g {
+                    want.get_mut("P").expect("P")[pp * n + c] =
+                        (0..8).map(|r| at(&a, pp * 8 + r, j, 0.0) * y[pp * 8 + r]).sum();
+                }
+                for i in 0..m {
+                    want.get_mut("O").expect("O")[i * n + c] = 2.0 * at(&a, i, j, 0.0) + at(&x, i, j, 0.0);
+                    want.get_mut("Q").expect("Q")[i * n + c] = 3.0 * at(&x, i + 4, j, 7.0) + 1.0;
+                    want.get_mut("R").expect("R")[i * n + c] = 3.0 * z[i * n + c] + 1.0;
+                }
+            }
+            for name in ["P", "O", "Q", "R", "Z"] {
+                let outs = outputs_per_backend(&set, "k", args, name, &ctx);
+                let ctx = format!("{ctx} {name}");
+                assert_close(&outs[0].1, &want[name], tol(elem) * 10.0, &ctx);
+                for (be, o) in &outs[1..] {
+                    assert_exact(o, &outs[0].1, &format!("{ctx}: {be} against Cranelift"));
+                }
+            }
+        }
+    }
+}
