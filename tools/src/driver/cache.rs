@@ -50,13 +50,14 @@ pub(crate) fn unseal<'a>(magic: &[u8], entry: &'a [u8]) -> Option<&'a [u8]> {
     (rest.get(16) == Some(&b'\n') && digest(payload) == want).then_some(payload)
 }
 
-/// The key of a kernel instance's code: tilec's version and the commit it was built from
-/// (`build.rs`; so a build from another commit with the same version, whose code generators
-/// may differ, never reads this build's code), `what` (the kind of code and its options:
+/// The key of a kernel instance's code: tilec's version and the commit it was built from,
+/// with a digest of uncommitted changes (`build.rs`, `TILEC_BUILD_ID`; so a build from another
+/// commit or other changes with the same version, whose code generators may differ, never
+/// reads this build's code), `what` (the kind of code and its options:
 /// `["ptx", "sm_80", ..]`), the instance's symbol and its module's Tile IR.
 pub(crate) fn instance_key(module: &tilec_midend::Module, kernel: &tilec_midend::Kernel, what: &[&str]) -> u64 {
     let ir = tilec_midend::print::print_module(module);
-    let mut parts = vec![env!("CARGO_PKG_VERSION"), env!("TILEC_COMMIT")];
+    let mut parts = vec![env!("CARGO_PKG_VERSION"), env!("TILEC_BUILD_ID")];
     parts.extend_from_slice(what);
     parts.extend([kernel.symbol.as_str(), ir.as_str()]);
     key(&parts)
