@@ -103,6 +103,24 @@ impl Bound {
         self.vars.iter().find(|(n, _)| n == name).map(|&(_, v)| v)
     }
 
+    /// Copies the host arrays of `kernel`'s `mut` parameters from `from` (arguments bound to
+    /// the same instance, as this one was before a launch) into this binding's arrays, in
+    /// place: what a repeated launch restores before each timed run, without allocating or
+    /// copying the read-only arrays.
+    pub fn restore_mut_arrays(&mut self, from: &Bound, kernel: &Kernel) {
+        for ((name, v), (_, src)) in self.args.iter_mut().zip(&from.args) {
+            let is_mut = kernel
+                .params
+                .iter()
+                .any(|p| &p.name == name && matches!(p.kind, ParamKind::Array { mutable: true, .. }));
+            if let (true, ArgValue::Array(dst), ArgValue::Array(src)) = (is_mut, v, src) {
+                if dst.byte_len() == src.byte_len() {
+                    dst.bytes_mut().copy_from_slice(src.bytes());
+                }
+            }
+        }
+    }
+
     /// The array bound to `name`, checked to be a `mut` array parameter of `kernel` (what an
     /// output file may be written from). Error E0418 otherwise.
     pub fn output(&self, kernel: &Kernel, name: &str) -> Result<&HostArray, RunError> {

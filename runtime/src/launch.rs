@@ -145,7 +145,29 @@ pub unsafe fn launch_cpu(f: CpuKernelFn, args: &[u64], grid: [i64; 3]) -> Result
             unsafe { f(shared.0, ids.as_ptr()) };
         })
     });
+    pool().spawn_broadcast(|_| poll_for_work(POLL));
     Ok(())
+}
+
+/// How long the launcher's threads keep looking for the next launch's programs after a
+/// launch, before they go to sleep (as OpenMP runtimes keep theirs awake: Intel's
+/// `KMP_BLOCKTIME`, 200 ms, GNU's `GOMP_SPINCOUNT`; OpenBLAS's threads too). Waking a
+/// sleeping thread costs tens of microseconds to milliseconds on a VM, where an idle virtual
+/// CPU is descheduled: back-to-back launches then ran mostly on the thread that woke first
+/// (a 4096 x 4096 f32 row stream on a 2-core VM: 2 threads no faster than 1).
+const POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Runs the thread pool's pending jobs (the next launch's programs) as they come, for
+/// `period` or until one ran, giving the CPU away between looks (`sched_yield`), so that the
+/// thread that starts a launch and anything else runnable go first.
+fn poll_for_work(period: std::time::Duration) {
+    let end = std::time::Instant::now() + period;
+    while std::time::Instant::now() < end {
+        match rayon::yield_now() {
+            Some(rayon::Yield::Idle) => std::thread::yield_now(),
+            _ => return,
+        }
+    }
 }
 
 /// Programs along grid axis 0 per group of [`grouped`].

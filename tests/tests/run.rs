@@ -359,3 +359,38 @@ fn the_readme_first_kernel_runs_as_shown() {
     assert!(last.lines().any(|l| l == want), "the README shows\n{want}\nthe run printed\n{last}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tilec run --repeat N` times N runs of an in-place kernel and writes what one run gives:
+/// its `mut` array is restored before every run (`Bound::restore_mut_arrays`), on both CPU
+/// backends.
+#[test]
+fn repeated_runs_start_from_the_inputs() {
+    let dir = std::env::temp_dir().join(format!("tilec-run-repeat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    std::fs::write(
+        path("k.tile"),
+        "kernel twice_plus(A: mut f32[N], B: f32[N]) grid(cdiv(N, 16)) {
+            let i0 = program_id(0) * 16;
+            A[i0:i0+16] = A[i0:i0+16] * 2.0 + B[i0:i0+16];
+        }",
+    )
+    .unwrap();
+    let (a, b): (Vec<f64>, Vec<f64>) = (0..37).map(|k| (k as f64 - 9.5, (k % 5) as f64 / 4.0)).unzip();
+    for (name, data) in [("a.npy", &a), ("b.npy", &b)] {
+        let arr = HostArray::from_f64_as(Scalar::F32, data, &[data.len() as u64]).unwrap();
+        tilec_runtime::write_npy_atomic(path(name), &arr).unwrap();
+    }
+    let backends: &[&str] = if cfg!(feature = "llvm") { &["cranelift", "llvm"] } else { &["cranelift"] };
+    for backend in backends {
+        let (aa, ba, out) =
+            (format!("A={}", path("a.npy")), format!("B={}", path("b.npy")), format!("A={}", path("o.npy")));
+        let k = path("k.tile");
+        let argv = ["run", &k, "--kernel", "twice_plus", "--arg", &aa, "--arg", &ba, "--out", &out, "--repeat", "5"];
+        cli_ok(&[&argv[..], &["--backend", backend]].concat());
+        let got = tilec_runtime::read_npy(std::path::Path::new(&path("o.npy"))).unwrap().to_f64_vec();
+        let want: Vec<f64> = a.iter().zip(&b).map(|(x, y)| 2.0 * x + y).collect();
+        assert_eq!(got, want, "{backend}: one run's A = 2 A + B");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
