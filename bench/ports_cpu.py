@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Const parameters given to kernels (`--generic`): the block size CPUs prefer.
-GENERICS = {"syrk": {"BS": 64}}
+GENERICS = {"syrk": {"BS": 64}, "gemver_atx_parts": {"BN": 4000}}
 
 
 def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
@@ -48,6 +48,18 @@ def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
         m = re.search(r"median ([0-9.]+) ms", r.stdout + r.stderr)
         got = {n: np.load(os.path.join(tmp, f"out_{n}.npy")) for n in outs}
         return got, float(m.group(1))
+
+
+def tilec_steps(tilec, src, steps, arrays, outs, backend, repeat):
+    """Runs the kernels of a workload made of several launches in turn, `steps` a list of
+    `(kernel, argument names, outputs)`: each step's outputs replace those arrays for the
+    steps after it. Returns (the outputs `outs`, the sum of the steps' median ms)."""
+    arrays, total = dict(arrays), 0.0
+    for kernel, names, step_outs in steps:
+        got, ms = tilec_run(tilec, src, kernel, {n: arrays[n] for n in names}, step_outs, backend, repeat)
+        arrays.update(got)
+        total += ms
+    return {n: arrays[n] for n in outs}, total
 
 
 def peer_ms(f, reps, prep=lambda: None):
@@ -96,7 +108,8 @@ def getf2(a):
 
 
 def workloads(rng):
-    """(name, .tile file, kernel, inputs, outputs, reference check, peers by name)."""
+    """(name, .tile file, kernel, inputs, outputs, reference check, peers by name); the kernel
+    may be a list of launches in turn (`tilec_steps`)."""
     a = rng.uniform(-1, 1, (1000, 32, 32)).astype(np.float32)
     a64 = a.astype(np.float64)
     cols_ref = a64.copy()
@@ -300,8 +313,10 @@ def workloads(rng):
     yield ("gemver 1: A += u1 v1^T + u2 v2^T (NPBench), 4000 x 4000 f32", "examples/gemver.tile", "gemver_rank2",
            {"A": ga, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, ["A"], lambda o: rel(o["A"], ga2_64),
            {"NumPy (NPBench)": lambda: ga.copy().__iadd__(np.outer(u1, v1) + np.outer(u2, v2))})
-    yield ("gemver 2: x += beta A^T y + z (NPBench)", "examples/gemver.tile", "gemver_atx",
-           {"A": ga2, "X": xv, "Y": yv, "Z": zv, "beta": "1.2"}, ["X"],
+    # A^T y in two launches: 16 bands of rows (a few per core), each one stream (BN = N).
+    yield ("gemver 2: x += beta A^T y + z (NPBench)", "examples/gemver.tile",
+           [("gemver_atx_parts", ["A", "Y", "P"], ["P"]), ("gemver_atx", ["P", "X", "Z", "beta"], ["X"])],
+           {"A": ga2, "X": xv, "Y": yv, "Z": zv, "beta": "1.2", "P": np.zeros((16, nv), np.float32)}, ["X"],
            lambda o: rel(o["X"], f64(xv) + 1.2 * f64(yv) @ f64(ga2) + f64(zv)),
            {"NumPy (NPBench)": lambda: xv + beta * yv @ ga2 + zv})
     yield ("gemver 3: w += alpha A x (NPBench)", "examples/gemver.tile", "gemver_ax",
@@ -391,7 +406,8 @@ def main():
         for _ in range(args.rounds):
             for label, exe in builds:
                 for be in args.backends.split(","):
-                    got, ms = tilec_run(exe, src, kernel, arrays, outs, be, args.repeat)
+                    run = tilec_steps if isinstance(kernel, list) else tilec_run
+                    got, ms = run(exe, src, kernel, arrays, outs, be, args.repeat)
                     err = check(got)
                     ok = err <= 1e-5
                     print(f"{name}: {label} {be}: {ms:.3f} ms, error {err:.1e} {'ok' if ok else 'WRONG'}", flush=True)

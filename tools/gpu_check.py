@@ -623,11 +623,21 @@ def case_ex_gemver_rank2(rng, dt, n):
                 arrays={"A": a, "U1": u1, "V1": v1, "U2": u2, "V2": v2}, scalars={}, out="A", ref=ref)
 
 
+def case_ex_gemver_atx_parts(rng, dt, n):
+    a, y = rng.uniform(0, 1, (n, n)).astype(dt), rng.uniform(0, 1, n).astype(dt)
+    g = 5
+    band = -(-(-(-n // g)) // 4) * 4
+    ya = y.astype(np.float64)[:, None] * a.astype(np.float64)
+    ref = np.stack([ya[p * band:(p + 1) * band].sum(0) for p in range(g)])
+    return dict(src=example("gemver.tile"), kernel="gemver_atx_parts",
+                arrays={"A": a, "Y": y, "P": np.full((g, n), 7, dt)}, scalars={}, out="P", ref=ref)
+
+
 def case_ex_gemver_atx(rng, dt, n):
-    a, x, y, z = rng.uniform(0, 1, (n, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(3))
-    a64, x64, y64, z64 = (t.astype(np.float64) for t in (a, x, y, z))
-    return dict(src=example("gemver.tile"), kernel="gemver_atx", arrays={"A": a, "X": x, "Y": y, "Z": z},
-                scalars={"beta": "1.25"}, out="X", ref=x64 + 1.25 * y64 @ a64 + z64)
+    p, x, z = rng.uniform(0, 1, (5, n)).astype(dt), *(rng.uniform(0, 1, n).astype(dt) for _ in range(2))
+    p64, x64, z64 = (t.astype(np.float64) for t in (p, x, z))
+    return dict(src=example("gemver.tile"), kernel="gemver_atx", arrays={"P": p, "X": x, "Z": z},
+                scalars={"beta": "1.25"}, out="X", ref=x64 + 1.25 * p64.sum(0) + z64)
 
 
 def case_ex_gemver_ax(rng, dt, n):
@@ -745,7 +755,8 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("examples/suffix_sums", case_ex_suffix_sums), ("examples/topk_rows", case_ex_topk),
           ("examples/compact", case_ex_compact), ("examples/embedding_fwd", case_ex_embedding_fwd), ("examples/embedding_bwd", case_ex_embedding_bwd),
           ("examples/gemver_rank2", case_ex_gemver_rank2),
-          ("examples/gemver_atx", case_ex_gemver_atx), ("examples/gemver_ax", case_ex_gemver_ax),
+          ("examples/gemver_atx_parts", case_ex_gemver_atx_parts), ("examples/gemver_atx", case_ex_gemver_atx),
+          ("examples/gemver_ax", case_ex_gemver_ax),
           ("examples/syrk", case_ex_syrk), ("examples/residual_f16", case_ex_residual_f16),
           ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16), ("examples/mpm_stress", case_ex_mpm_stress),
           ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton),

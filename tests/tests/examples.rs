@@ -807,7 +807,7 @@ fn topk_example_picks_the_largest_first() {
     }
 }
 
-/// NPBench's gemver at N = 75 (partial blocks everywhere): the three kernels in turn, each
+/// NPBench's gemver at N = 75 (partial blocks everywhere): the four kernels in turn, each
 /// against f64 from the previous kernel's output.
 #[test]
 fn gemver_example_matches_reference() {
@@ -833,21 +833,43 @@ fn gemver_example_matches_reference() {
         );
         let want: Vec<f64> = (0..n * n).map(|e| a[e] + u1[e / n] * v1[e % n] + u2[e / n] * v2[e % n]).collect();
         assert!(normwise(&a2, &want) <= tol(elem), "{elem:?} A");
-        let x2 = run(
-            "gemver.tile",
-            "gemver_atx",
-            vec![
-                ("A", arr(elem, &a2, &sq)),
-                ("X", arr(elem, x, &nu)),
-                ("Y", arr(elem, y, &nu)),
-                ("Z", arr(elem, z, &nu)),
-                ("beta", ArgValue::Scalar(Const::Float(beta, elem))),
-            ],
-            "X",
-        );
-        let want: Vec<f64> =
-            (0..n).map(|j| x[j] + beta * (0..n).map(|i| a2[i * n + j] * y[i]).sum::<f64>() + z[j]).collect();
-        assert!(normwise(&x2, &want) <= tol(elem), "{elem:?} x");
+        // A^T y by G bands of rows (the last ones empty at G = 7 and 24; heights 12 and 4),
+        // at BN = 256 (one partial block) and 32 (three), each band's sums against f64.
+        let mut x2 = Vec::new();
+        for (g, bn) in [(1usize, 256i64), (7, 32), (24, 256)] {
+            let ctx = format!("{elem:?} G={g} BN={bn}");
+            let p = run_with(
+                "gemver.tile",
+                "gemver_atx_parts",
+                vec![
+                    ("A", arr(elem, &a2, &sq)),
+                    ("Y", arr(elem, y, &nu)),
+                    ("P", arr(elem, &vec![7.0; g * n], &[g as u64, n as u64])),
+                ],
+                &[("BN", bn)],
+                &["P"],
+            )
+            .remove(0);
+            let band = n.div_ceil(g).div_ceil(4) * 4;
+            let want: Vec<f64> = (0..g * n)
+                .map(|e| (e / n * band..(e / n * band + band).min(n)).map(|i| a2[i * n + e % n] * y[i]).sum())
+                .collect();
+            assert!(normwise(&p, &want) <= tol(elem), "{ctx}: P");
+            x2 = run(
+                "gemver.tile",
+                "gemver_atx",
+                vec![
+                    ("P", arr(elem, &p, &[g as u64, n as u64])),
+                    ("X", arr(elem, x, &nu)),
+                    ("Z", arr(elem, z, &nu)),
+                    ("beta", ArgValue::Scalar(Const::Float(beta, elem))),
+                ],
+                "X",
+            );
+            let want: Vec<f64> =
+                (0..n).map(|j| x[j] + beta * (0..n).map(|i| a2[i * n + j] * y[i]).sum::<f64>() + z[j]).collect();
+            assert!(normwise(&x2, &want) <= tol(elem), "{ctx}: x");
+        }
         let w2 = run(
             "gemver.tile",
             "gemver_ax",

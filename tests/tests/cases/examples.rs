@@ -169,11 +169,21 @@ pub(crate) fn all() -> Vec<Case> {
         ),
         case(
             example("gemver.tile"),
-            "gemver_atx",
+            "gemver_atx_parts",
             vec![
                 ("A", random_uniform(45 * 45, 107), vec![45, 45]),
-                ("X", random_uniform(45, 108), vec![45]),
                 ("Y", random_uniform(45, 109), vec![45]),
+                ("P", vec![7.0; 5 * 45], vec![5, 45]),
+            ],
+            vec![],
+            vec!["P"],
+        ),
+        case(
+            example("gemver.tile"),
+            "gemver_atx",
+            vec![
+                ("P", random_uniform(5 * 45, 107), vec![5, 45]),
+                ("X", random_uniform(45, 108), vec![45]),
                 ("Z", random_uniform(45, 110), vec![45]),
             ],
             vec![("beta", 1.25)],
