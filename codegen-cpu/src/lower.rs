@@ -72,6 +72,34 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) left_views: HashMap<Value, LeftOperand>,
     /// The `transpose`/`neg` results that those products read through and that are not formed.
     unformed: HashSet<Value>,
+    /// One-row tile loads that their `map` reads from the array (`map_row_loads`).
+    pub(crate) direct: HashSet<Value>,
+    /// Those loads reached so far, not yet read: their ops, lowered at the map.
+    pub(crate) pending: HashMap<Value, Op>,
+}
+
+/// The results of `load`s of a 1-D tile that a `map` reads in place
+/// (`tilec_midend::fusion::map_loads`): the map reads the array where the row lies inside it,
+/// else the load's own slot, filled there with the load's bounds rules (`Lower::map_operand`).
+/// One pass over the row instead of a copy and a pass.
+fn map_row_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
+    fn walk(r: &tilec_midend::Region, f: &Function, cands: &HashSet<Value>, out: &mut HashSet<Value>) {
+        let loads: HashSet<Value> =
+            r.ops.iter().filter(|o| matches!(o.kind, OpKind::Load(_))).map(|o| o.results[0]).collect();
+        for op in &r.ops {
+            if op.kind == OpKind::Map {
+                let row = |a: &Value| matches!(f.ty(*a), Type::Tile { shape, .. } if shape.len() == 1);
+                out.extend(op.args.iter().filter(|a| cands.contains(a) && loads.contains(a) && row(a)));
+            }
+            for reg in &op.regions {
+                walk(reg, f, cands, out);
+            }
+        }
+    }
+    let cands = tilec_midend::fusion::map_loads(f, uses);
+    let mut out = HashSet::new();
+    walk(&f.body, f, &cands, &mut out);
+    out
 }
 
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
@@ -89,6 +117,7 @@ pub(crate) fn lower_function<M: ClModule>(
     f.body.count_uses(&mut uses);
     let (left_views, unformed) = tilec_midend::fusion::left_operands(f, &uses);
     let slots = slots::assign(f, &left_views);
+    let direct = map_row_loads(f, &uses);
     let mut l = Lower {
         b,
         module,
@@ -104,6 +133,8 @@ pub(crate) fn lower_function<M: ClModule>(
         uses,
         left_views,
         unformed,
+        direct,
+        pending: HashMap::new(),
     };
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);
@@ -203,11 +234,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let t = self.f.ty(op.args[0]).clone();
         let de = self.f.ty(op.results[0]).elem();
         let srcs: Vec<(ir::Value, Scalar)> =
-            op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
+            op.args.iter().map(|a| (self.map_operand(*a), self.f.ty(*a).elem())).collect();
         let dst = self.tile_addr(op.results[0]);
         // Whole vectors first (`vmap.rs`), then the elements left one by one.
         let done = match crate::vmap::lane_bytes(self.f, op) {
-            Some(bytes) => self.map_vectors(op, bytes)?,
+            Some(bytes) => self.map_vectors(op, bytes, &srcs)?,
             None => 0,
         };
         if done == t.tile_len() {

@@ -94,6 +94,45 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Access { ptr, base, in_bounds, slices, elem }
     }
 
+    /// The address of a `map` operand's elements: its slot, or for a pending one-row load
+    /// (`map_row_loads`) the row in its array where it lies inside it, else the load's slot
+    /// filled with the load's bounds rules.
+    pub(crate) fn map_operand(&mut self, v: Value) -> ir::Value {
+        let Some(op) = self.pending.remove(&v) else { return self.tile_addr(v) };
+        let OpKind::Load(kinds) = &op.kind else { unreachable!("a pending load is a load") };
+        let acc = self.access(op.args[0], kinds, &op.args[1..]);
+        let inside = self.whole(&acc.slices[0]);
+        let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let addr = self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(inside, yes, &[], no, &[]);
+        self.b.switch_to_block(yes);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let a = self.elem_addr(&acc, zero);
+        self.b.ins().jump(done, &[a.into()]);
+        self.b.switch_to_block(no);
+        let dst = self.tile_addr(v);
+        self.load_into_slot(&acc, dst, self.f.ty(v).tile_len());
+        self.b.ins().jump(done, &[dst.into()]);
+        self.b.switch_to_block(done);
+        addr
+    }
+
+    /// Whether the load of `v` is left for its `map` to read (`map_row_loads`).
+    fn is_direct(&self, v: Value) -> bool {
+        self.direct.contains(&v)
+    }
+
+    /// Notes a load that its `map` reads in place (`map_operand` lowers it there).
+    fn defer_load(&mut self, op: &Op) {
+        self.pending.insert(op.results[0], op.clone());
+    }
+
+    /// Fills the tile of `len` elements at `dst` from the access `acc`, zero outside the array.
+    fn load_into_slot(&mut self, acc: &Access, dst: ir::Value, len: u32) {
+        self.zero_bytes(dst, len * acc.elem.compute().bytes());
+        self.copy_slices(acc, dst, Xfer::Load);
+    }
+
     /// Whether slice dimension `s` lies wholly inside the array (`lo == 0` and `hi == extent`).
     fn whole(&mut self, s: &SliceDim) -> ir::Value {
         let k = self.b.ins().iconst(types::I64, s.extent as i64);
@@ -454,12 +493,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `Load`, `LoadInto` and `Store` of tiles, and scalar stores.
     pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         match &op.kind {
+            OpKind::Load(_) if self.is_direct(op.results[0]) => self.defer_load(op),
             OpKind::Load(kinds) => {
                 let acc = self.access(op.args[0], kinds, &op.args[1..]);
                 let dst = self.tile_addr(op.results[0]);
-                let bytes = self.f.ty(op.results[0]).tile_len() * acc.elem.compute().bytes();
-                self.zero_bytes(dst, bytes);
-                self.copy_slices(&acc, dst, Xfer::Load);
+                self.load_into_slot(&acc, dst, self.f.ty(op.results[0]).tile_len());
             }
             OpKind::LoadInto(kinds) => {
                 let acc = self.access(op.args[1], kinds, &op.args[2..]);

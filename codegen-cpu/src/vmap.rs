@@ -105,7 +105,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// The elements `0 .. n - n % lanes` of `map` op `op` (region lanes `bytes` wide), one
     /// vector at a time; returns how many elements it did.
-    pub(crate) fn map_vectors(&mut self, op: &Op, bytes: u32) -> Result<u32, CodegenError> {
+    pub(crate) fn map_vectors(
+        &mut self,
+        op: &Op,
+        bytes: u32,
+        srcs: &[(ir::Value, Scalar)],
+    ) -> Result<u32, CodegenError> {
         let n = self.f.ty(op.args[0]).tile_len();
         let lanes = 16 / bytes;
         let chunks = n / lanes;
@@ -124,8 +129,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let sp = self.b.ins().splat(vt, x);
             self.bind(*v, sp);
         }
-        let srcs: Vec<(ir::Value, Scalar)> =
-            op.args.iter().map(|a| (self.tile_addr(*a), self.f.ty(*a).elem())).collect();
         let rt = self.f.ty(op.results[0]).elem();
         let dst = self.tile_addr(op.results[0]);
         let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, chunks as i64));
