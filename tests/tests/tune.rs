@@ -25,6 +25,15 @@ kernel work<const REPS: i32 = 2000 in [1, 2000], const WRONG: i32 = 0 in [0, 1],
 }
 ";
 
+/// Held by the tests that time launches: the CPU launcher's one thread pool would otherwise
+/// run two tests' launches in turn, and a short configuration's time would include the wait
+/// for the other test's long one (REPS = 1 measured at 27 ms beside a tuning of REPS = 2000).
+static TIMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn timing() -> std::sync::MutexGuard<'static, ()> {
+    TIMING.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn cache_dir(test: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("tilec-tune-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -48,6 +57,7 @@ fn value(config: &[(String, GenericArg)], name: &str) -> Option<GenericArg> {
 
 #[test]
 fn tuning_picks_the_fastest_agreeing_configuration_and_launches_use_it() {
+    let _serial = timing();
     let dir = cache_dir("fastest");
     let s = session(&dir);
     let args = args(1 << 16);
@@ -117,6 +127,7 @@ fn tune_reports_kernels_without_candidates_and_fixed_spaces() {
 /// `tilec tune` prints every configuration and the record; `tilec run` then says it used it.
 #[test]
 fn tilec_tune_then_run_uses_the_winner() {
+    let _serial = timing();
     let dir = cache_dir("cli");
     std::fs::create_dir_all(&dir).expect("dir");
     let prog = dir.join("work.tile");
