@@ -78,18 +78,17 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) pending: HashMap<Value, Op>,
 }
 
-/// The results of `load`s of a 1-D tile that a `map` reads in place
-/// (`tilec_midend::fusion::map_loads`): the map reads the array where the row lies inside it,
+/// The results of loads of a 1-D tile that a `map` reads in place
+/// (`tilec_midend::fusion::map_loads`; of those, `memory_op` leaves the `load`s, not the
+/// `load_into`s, to the map): the map reads the array where the row lies inside it,
 /// else the load's own slot, filled there with the load's bounds rules (`Lower::map_operand`).
 /// One pass over the row instead of a copy and a pass.
 fn map_row_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
     fn walk(r: &tilec_midend::Region, f: &Function, cands: &HashSet<Value>, out: &mut HashSet<Value>) {
-        let loads: HashSet<Value> =
-            r.ops.iter().filter(|o| matches!(o.kind, OpKind::Load(_))).map(|o| o.results[0]).collect();
         for op in &r.ops {
             if op.kind == OpKind::Map {
                 let row = |a: &Value| matches!(f.ty(*a), Type::Tile { shape, .. } if shape.len() == 1);
-                out.extend(op.args.iter().filter(|a| cands.contains(a) && loads.contains(a) && row(a)));
+                out.extend(op.args.iter().filter(|a| cands.contains(a) && row(a)));
             }
             for reg in &op.regions {
                 walk(reg, f, cands, out);

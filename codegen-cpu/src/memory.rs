@@ -117,16 +117,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
         addr
     }
 
-    /// Whether the load of `v` is left for its `map` to read (`map_row_loads`).
-    fn is_direct(&self, v: Value) -> bool {
-        self.direct.contains(&v)
-    }
-
-    /// Notes a load that its `map` reads in place (`map_operand` lowers it there).
-    fn defer_load(&mut self, op: &Op) {
-        self.pending.insert(op.results[0], op.clone());
-    }
-
     /// Fills the tile of `len` elements at `dst` from the access `acc`, zero outside the array.
     fn load_into_slot(&mut self, acc: &Access, dst: ir::Value, len: u32) {
         self.zero_bytes(dst, len * acc.elem.compute().bytes());
@@ -493,7 +483,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `Load`, `LoadInto` and `Store` of tiles, and scalar stores.
     pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         match &op.kind {
-            OpKind::Load(_) if self.is_direct(op.results[0]) => self.defer_load(op),
+            // Left for its `map`, which reads it in place (`map_operand`).
+            OpKind::Load(_) if self.direct.contains(&op.results[0]) => {
+                self.pending.insert(op.results[0], op.clone());
+            }
             OpKind::Load(kinds) => {
                 let acc = self.access(op.args[0], kinds, &op.args[1..]);
                 let dst = self.tile_addr(op.results[0]);

@@ -127,7 +127,7 @@ pub fn direct_loads(
         let Some((2, elem)) = in_place_load(f, uses, op) else { return false };
         matches!(elem, crate::Scalar::F32 | crate::Scalar::F64) && f.ty(op.results[0]).tile_len() <= max_elems
     };
-    let reads = |op: &Op| match (product_operands(op), &op.kind) {
+    let reads = |_: Option<&Op>, op: &Op| match (product_operands(op), &op.kind) {
         (Some((a, b)), _) => vec![views.get(&a).map_or(a, |v| v.source), b],
         (None, OpKind::Trsm(_)) => vec![op.args[0]],
         (None, OpKind::Transpose) if !unformed.contains(&op.results[0]) => vec![op.args[0]],
@@ -148,8 +148,10 @@ pub fn direct_loads(
 /// `acc += A[i, j0:j0+1024] * y`, was copied, then read). `uses`: operand counts.
 pub fn map_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
     let candidate = |op: &Op| in_place_load(f, uses, op).is_some_and(|(_, e)| e != crate::Scalar::Bool && !e.is_half());
-    let reads = |op: &Op| match op.kind {
-        // Not a `neg`, which a product may read in place (`left_operands`).
+    let reads = |prev: Option<&Op>, op: &Op| match op.kind {
+        // Not the `t - p` that a backend lowers with its product (`is_matmul_sub`, reading
+        // `t` as a tile), nor a `neg`, which a product may read in place (`left_operands`).
+        OpKind::Bin(_) if prev.is_some_and(|mm| is_matmul_sub(f, uses, mm, op)) => vec![],
         OpKind::Map | OpKind::Bin(_) => op.args.clone(),
         OpKind::Un(k) if k != UnOp::Neg => op.args.clone(),
         _ => vec![],
@@ -176,10 +178,13 @@ fn in_place_load(f: &Function, uses: &HashMap<Value, usize>, op: &Op) -> Option<
     fits.then_some((slices, *elem))
 }
 
-/// The loads (`candidate`) that an op of the same region reads (`reads`: the values an op
-/// would read in place) with no op with an effect between the load and that reader.
-fn loads_read_by(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: &dyn Fn(&Op) -> Vec<Value>) -> HashSet<Value> {
-    fn walk(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: &dyn Fn(&Op) -> Vec<Value>, out: &mut HashSet<Value>) {
+/// The values an op would read in place, given the op before it in its region.
+type Reads<'a> = &'a dyn Fn(Option<&Op>, &Op) -> Vec<Value>;
+
+/// The loads (`candidate`) that an op of the same region reads (`reads`) with no op with an
+/// effect between the load and that reader.
+fn loads_read_by(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: Reads) -> HashSet<Value> {
+    fn walk(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: Reads, out: &mut HashSet<Value>) {
         // Candidate loads of this region (result -> position), and the last op with an effect.
         let mut loads: HashMap<Value, usize> = HashMap::new();
         let mut last_effect = None;
@@ -187,7 +192,7 @@ fn loads_read_by(r: &Region, candidate: &dyn Fn(&Op) -> bool, reads: &dyn Fn(&Op
             if candidate(op) {
                 loads.insert(op.results[0], i);
             }
-            for v in reads(op) {
+            for v in reads(i.checked_sub(1).map(|j| &r.ops[j]), op) {
                 // Loaded after the last op with an effect (if any) before the reader.
                 if loads.get(&v).is_some_and(|&at| last_effect.is_none_or(|w| w < at)) {
                     out.insert(v);

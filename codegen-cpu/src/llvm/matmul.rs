@@ -37,11 +37,7 @@ impl<'ctx> Gen<'ctx, '_> {
     /// `t` as it leaves the registers, the same operations as the two ops.
     pub(crate) fn matmul_sub(&mut self, mm: &Op, sub: &Op) -> Result<(), CodegenError> {
         let s = self.elem(sub.results[0]);
-        // A `t` loaded for the subtraction alone (`fusion::map_loads`) is copied here.
-        let t = match self.pending_load(sub.args[0])? {
-            Some(p) => self.copy_pending(&p)?,
-            None => self.tile(sub.args[0])?,
-        };
+        let t = self.tile(sub.args[0])?;
         let dst = self.new_tile(sub.results[0])?;
         self.matmul_into(mm, s, false, dst, Some(t))
     }
