@@ -3,7 +3,7 @@
 //! LLVM's `mem2reg`/SROA turn into phis of registers; `map` regions run in a loop over the
 //! tile's elements.
 
-use super::memory::Strided;
+use super::views::Strided;
 use super::{be, err, Gen, Held};
 use crate::CodegenError;
 use inkwell::types::BasicTypeEnum;

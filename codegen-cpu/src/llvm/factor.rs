@@ -7,9 +7,9 @@
 //! - Triangular solves: substitution over the rows of X for left solves, over the rows of
 //!   X^T for right solves (`X T = B` is `T^T X^T = B^T`), each row a vector operation.
 
-use super::memory::Strided;
 use super::tile::segments;
 use super::tile::shape;
+use super::views::Strided;
 use super::{be, Gen, V};
 use crate::CodegenError;
 use inkwell::types::VectorType;

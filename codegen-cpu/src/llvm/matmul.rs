@@ -8,8 +8,8 @@
 //! Geijn, ACM TOMS 2015), accumulating `fma(a[i][k], b[k], acc)` in increasing `k` from zero
 //! (or from `c`); the blocks run in a loop.
 
-use super::memory::Strided;
 use super::tile::{shape, width};
+use super::views::Strided;
 use super::{be, err, Gen, V};
 use crate::CodegenError;
 use inkwell::values::{IntValue, PointerValue};

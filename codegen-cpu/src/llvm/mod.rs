@@ -45,6 +45,7 @@ mod reduce;
 mod scalar;
 mod strided;
 mod tile;
+mod views;
 
 use crate::{CodegenError, KernelFn};
 use inkwell::attributes::AttributeLoc;

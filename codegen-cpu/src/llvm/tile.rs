@@ -4,7 +4,7 @@
 //! products and rank-1 updates, transposes, flips, and element access. Reductions and scans
 //! are in `reduce.rs`, products in `matmul.rs`, factorizations in `factor.rs`.
 
-use super::memory::Strided;
+use super::views::Strided;
 use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::{BasicTypeEnum, VectorType};
