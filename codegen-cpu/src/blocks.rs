@@ -157,6 +157,30 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(())
     }
 
+    /// The address of the row of `extract_line.0` op `op` (an unformed row of a chain,
+    /// `chains.rs`): the row in its tile, or for an index out of range the op's own slot,
+    /// zeroed.
+    pub(crate) fn row_operand(&mut self, op: &Op) -> ir::Value {
+        let (s, (rows, cols)) = (self.f.ty(op.args[0]).elem(), self.f.ty(op.args[0]).rows_cols());
+        let tile = self.tile_addr(op.args[0]);
+        let k = self.val(op.args[1]);
+        let k = self.b.ins().sextend(types::I64, k);
+        let ok = self.b.ins().icmp_imm_s(IntCC::UnsignedLessThan, k, rows as i64);
+        let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let addr = self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(ok, yes, &[], no, &[]);
+        self.b.switch_to_block(yes);
+        let off = self.b.ins().imul_imm_s(k, (cols * s.bytes()) as i64);
+        let at = self.b.ins().iadd(tile, off);
+        self.b.ins().jump(done, &[at.into()]);
+        self.b.switch_to_block(no);
+        let own = self.tile_addr(op.results[0]);
+        self.zero_bytes(own, cols * s.bytes());
+        self.b.ins().jump(done, &[own.into()]);
+        self.b.switch_to_block(done);
+        addr
+    }
+
     /// One run of `k` from `s` to `d` (addresses of its first elements).
     fn copy_run_of(&mut self, d: ir::Value, s: ir::Value, k: BlockCopy, elem: Scalar) {
         if !k.splat {

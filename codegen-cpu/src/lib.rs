@@ -26,6 +26,7 @@
 //! case) defined as the number of slots.
 
 mod blocks;
+mod chains;
 mod expf;
 mod factor;
 mod half;

@@ -72,23 +72,28 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) left_views: HashMap<Value, LeftOperand>,
     /// The `transpose`/`neg` results that those products read through and that are not formed.
     unformed: HashSet<Value>,
-    /// One-row tile loads that their `map` reads from the array (`map_row_loads`).
+    /// Tile loads that their reader reads from the array (`in_place_loads`).
     pub(crate) direct: HashSet<Value>,
-    /// Those loads reached so far, not yet read: their ops, lowered at the map.
+    /// Those loads reached so far, not yet read: their ops, lowered at the reader.
     pub(crate) pending: HashMap<Value, Op>,
+    /// Element-wise ops computed by their reader (`chains.rs`).
+    pub(crate) chains: crate::chains::Chains,
 }
 
-/// The results of loads of a 1-D tile that a `map` reads in place
-/// (`tilec_midend::fusion::map_loads`; of those, `memory_op` leaves the `load`s, not the
-/// `load_into`s, to the map): the map reads the array where the row lies inside it,
-/// else the load's own slot, filled there with the load's bounds rules (`Lower::map_operand`).
-/// One pass over the row instead of a copy and a pass.
-fn map_row_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
+/// The results of tile loads read in place (`tilec_midend::fusion::map_loads`; of those,
+/// `memory_op` leaves the `load`s, not the `load_into`s, to their reader): a `map` reads
+/// 1-D tiles so, a `Bin` or `Un` 1-D and 2-D ones, from the array where the tile lies inside
+/// it, else from the load's own slot, filled there with the load's bounds rules
+/// (`Lower::map_operand`, `Lower::view_operand`). One pass over the tile instead of a copy and
+/// a pass.
+fn in_place_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
     fn walk(r: &tilec_midend::Region, f: &Function, cands: &HashSet<Value>, out: &mut HashSet<Value>) {
         for op in &r.ops {
-            if op.kind == OpKind::Map {
-                let row = |a: &Value| matches!(f.ty(*a), Type::Tile { shape, .. } if shape.len() == 1);
-                out.extend(op.args.iter().filter(|a| cands.contains(a) && row(a)));
+            let row = |a: &Value| matches!(f.ty(*a), Type::Tile { shape, .. } if shape.len() == 1);
+            match op.kind {
+                OpKind::Map => out.extend(op.args.iter().filter(|a| cands.contains(a) && row(a))),
+                OpKind::Bin(_) | OpKind::Un(_) => out.extend(op.args.iter().filter(|a| cands.contains(a))),
+                _ => {}
             }
             for reg in &op.regions {
                 walk(reg, f, cands, out);
@@ -115,8 +120,9 @@ pub(crate) fn lower_function<M: ClModule>(
     let mut uses = HashMap::new();
     f.body.count_uses(&mut uses);
     let (left_views, unformed) = tilec_midend::fusion::left_operands(f, &uses);
-    let slots = slots::assign(f, &left_views);
-    let direct = map_row_loads(f, &uses);
+    let chains = crate::chains::find(f, &uses, &unformed);
+    let slots = slots::assign(f, &left_views, &chains);
+    let direct = in_place_loads(f, &uses);
     let mut l = Lower {
         b,
         module,
@@ -134,6 +140,7 @@ pub(crate) fn lower_function<M: ClModule>(
         unformed,
         direct,
         pending: HashMap::new(),
+        chains,
     };
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);
@@ -436,8 +443,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     fn op(&mut self, op: &Op) -> Result<(), CodegenError> {
-        if op.results.first().is_some_and(|r| self.unformed.contains(r)) {
-            // Read in place by its product (`left_views`).
+        if op.results.first().is_some_and(|r| self.unformed.contains(r) || self.chains.ops.contains_key(r)) {
+            // Read in place by its product (`left_views`), or computed by its element-wise
+            // reader (`chains`).
             return Ok(());
         }
         match &op.kind {

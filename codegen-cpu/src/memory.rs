@@ -4,10 +4,11 @@
 //! path for rows that lie wholly inside the array.
 
 use crate::lower::{cl_type, Lower};
+use crate::tile::Operand;
 use crate::CodegenError;
 use cranelift_codegen::ir::{self, condcodes::IntCC, types, AtomicRmwOp, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
-use tilec_midend::{Index, Op, OpKind, Rmw, Scalar, Value};
+use tilec_midend::{Index, Op, OpKind, Rmw, Scalar, Type, Value};
 
 /// A slice dimension of an access: valid range `lo..hi` of tile positions and the array
 /// stride (in elements) of that dimension.
@@ -95,7 +96,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// The address of a `map` operand's elements: its slot, or for a pending one-row load
-    /// (`map_row_loads`) the row in its array where it lies inside it, else the load's slot
+    /// (`in_place_loads`) the row in its array where it lies inside it, else the load's slot
     /// filled with the load's bounds rules.
     pub(crate) fn map_operand(&mut self, v: Value) -> ir::Value {
         let Some(op) = self.pending.remove(&v) else { return self.tile_addr(v) };
@@ -117,9 +118,56 @@ impl<M: ClModule> Lower<'_, '_, M> {
         addr
     }
 
-    /// Fills the tile of `len` elements at `dst` from the access `acc`, zero outside the array.
+    /// An operand of an element-wise op read from a pending tile load (`in_place_loads`): a
+    /// 1-D tile as `map_operand` reads it; a matrix tile as rows of the array where the whole
+    /// tile lies inside it, else the load's slot filled with the load's bounds rules.
+    pub(crate) fn view_operand(&mut self, v: Value) -> Operand {
+        let Type::Tile { shape, elem } = self.f.ty(v).clone() else { unreachable!("a load's tile") };
+        if shape.len() == 1 {
+            return Operand::Tile(self.map_operand(v));
+        }
+        let op = self.pending.remove(&v).expect("a pending load");
+        let OpKind::Load(kinds) = &op.kind else { unreachable!("a pending load is a load") };
+        let acc = self.access(op.args[0], kinds, &op.args[1..]);
+        let inside = self.inside(&acc);
+        let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let base = self.b.append_block_param(done, types::I64);
+        let stride = self.b.append_block_param(done, types::I64);
+        self.b.ins().brif(inside, yes, &[], no, &[]);
+        self.b.switch_to_block(yes);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        let a = self.elem_addr(&acc, zero);
+        let pitch = self.b.ins().imul_imm_s(acc.slices[0].stride, elem.bytes() as i64);
+        self.b.ins().jump(done, &[a.into(), pitch.into()]);
+        self.b.switch_to_block(no);
+        let dst = self.tile_addr(v);
+        self.load_into_slot(&acc, dst, self.f.ty(v).tile_len());
+        let pitch = self.b.ins().iconst(types::I64, (shape[1] * elem.bytes()) as i64);
+        self.b.ins().jump(done, &[dst.into(), pitch.into()]);
+        self.b.switch_to_block(done);
+        Operand::Rows { base, stride }
+    }
+
+    /// Whether every slice of `acc` lies wholly inside the array (so does the tile).
+    fn inside(&mut self, acc: &Access) -> ir::Value {
+        let mut all = self.b.ins().iconst(types::I8, 1);
+        for s in &acc.slices {
+            let w = self.whole(s);
+            all = self.b.ins().band(all, w);
+        }
+        all
+    }
+
+    /// Fills the tile of `len` elements at `dst` from the access `acc`, zero outside the array
+    /// (zeroed first only when the tile does not lie wholly inside it).
     fn load_into_slot(&mut self, acc: &Access, dst: ir::Value, len: u32) {
+        let inside = self.inside(acc);
+        let (zero_b, copy_b) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(inside, copy_b, &[], zero_b, &[]);
+        self.b.switch_to_block(zero_b);
         self.zero_bytes(dst, len * acc.elem.compute().bytes());
+        self.b.ins().jump(copy_b, &[]);
+        self.b.switch_to_block(copy_b);
         self.copy_slices(acc, dst, Xfer::Load);
     }
 

@@ -5,6 +5,7 @@
 //! the ops, with uses inside a nested region extended to the end of the outermost op that
 //! encloses the use but not the definition (a loop keeps its outer operands alive).
 
+use crate::chains::Chains;
 use std::collections::HashMap;
 use tilec_midend::fusion::LeftOperand;
 use tilec_midend::{Function, Op, OpKind, Region, Value};
@@ -84,16 +85,18 @@ fn count_ops(regions: &[Region], n: &mut usize) {
     }
 }
 
-/// Which operand (if any) an op may overwrite in place to produce result 0.
-fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
+/// Which operand (if any) an op may overwrite in place to produce result 0 (for a `Bin` or
+/// `Un`, the first tile it reads of the result's type, through its chain: the leaves of
+/// [`Chains::leaves`]); `dies` says whether a value dies at the op.
+fn in_place_operand(f: &Function, chains: &Chains, op: &Op, dies: impl Fn(Value) -> bool) -> Option<Value> {
     let res_ty = f.ty(*op.results.first()?);
     let cand = match op.kind {
-        OpKind::Bin(_) => {
-            // Prefer the first operand; the second when only it is a tile.
-            op.args.iter().copied().find(|a| f.ty(*a) == res_ty)
+        OpKind::Bin(_) | OpKind::Un(_) => {
+            let mut leaves = Vec::new();
+            chains.leaves(f, op, &mut leaves);
+            leaves.into_iter().find(|a| f.ty(*a) == res_ty && dies(*a))
         }
-        OpKind::Un(_)
-        | OpKind::Rank1(_)
+        OpKind::Rank1(_)
         | OpKind::Cholesky
         | OpKind::Lu
         | OpKind::LoadInto(_)
@@ -105,11 +108,12 @@ fn in_place_operand(f: &Function, op: &Op) -> Option<Value> {
         OpKind::Map => Some(op.args[0]),
         _ => None,
     }?;
-    (f.ty(cand) == res_ty).then_some(cand)
+    (f.ty(cand) == res_ty && dies(cand)).then_some(cand)
 }
 
 struct Alloc<'f> {
     f: &'f Function,
+    chains: &'f Chains,
     live: Live,
     slots: Slots,
     pos: usize,
@@ -177,12 +181,14 @@ impl Alloc<'_> {
                         continue;
                     }
                     for (i, res) in op.results.iter().enumerate() {
-                        if !self.f.ty(*res).is_tile() {
+                        let unformed = self.chains.ops.contains_key(res) && !matches!(op.kind, OpKind::ExtractLine(_));
+                        if !self.f.ty(*res).is_tile() || unformed {
                             continue;
                         }
-                        let reuse = if i == 0 { in_place_operand(self.f, op) } else { None };
+                        let dies = |a: Value| self.dies_at(a, at) && self.slots.of.contains_key(&a);
+                        let reuse = if i == 0 { in_place_operand(self.f, self.chains, op, dies) } else { None };
                         match reuse {
-                            Some(a) if self.dies_at(a, at) && self.slots.of.contains_key(&a) => {
+                            Some(a) => {
                                 let s = self.slots.of[&a];
                                 self.slots.of.insert(*res, s);
                             }
@@ -200,8 +206,12 @@ impl Alloc<'_> {
 /// Assigns slots to every tile value of `f`. `views`: the left operands that products read
 /// in place from another tile (`tilec_midend::fusion::left_operands`): that source tile stays
 /// alive one op past its product, so that neither the product's result nor anything before
-/// it takes the source's slot.
-pub(crate) fn assign(f: &Function, views: &HashMap<Value, LeftOperand>) -> Slots {
+/// it takes the source's slot. `chains`: the element-wise ops that their reader computes
+/// (`chains.rs`): they get no slot (but a row taken from a tile, zeroed there for an index out
+/// of range), and the tiles they read stay alive until the op that reads them (the chain's
+/// root), the tile of a broadcast row or of a row one op past it (the root's result, written
+/// row by row, must not overwrite the row it reads).
+pub(crate) fn assign(f: &Function, views: &HashMap<Value, LeftOperand>, chains: &Chains) -> Slots {
     let mut live = Live { def: HashMap::new(), last: HashMap::new() };
     for p in &f.body.params {
         live.def.insert(*p, 0);
@@ -214,7 +224,15 @@ pub(crate) fn assign(f: &Function, views: &HashMap<Value, LeftOperand>) -> Slots
         let l = live.last.entry(view.source).or_insert(0);
         *l = (*l).max(until);
     }
-    let mut a = Alloc { f, live, slots: Slots { of: HashMap::new(), sizes: Vec::new() }, pos: 0 };
+    for (p, op) in &chains.ops {
+        let row = !matches!(op.kind, OpKind::Bin(_) | OpKind::Un(_));
+        let until = live.last.get(&chains.top(*p)).copied().unwrap_or(0) + usize::from(row);
+        for x in op.args.iter().filter(|x| f.ty(**x).is_tile()) {
+            let l = live.last.entry(*x).or_insert(0);
+            *l = (*l).max(until);
+        }
+    }
+    let mut a = Alloc { f, chains, live, slots: Slots { of: HashMap::new(), sizes: Vec::new() }, pos: 0 };
     a.region(&f.body);
     a.slots
 }

@@ -14,6 +14,20 @@ use tilec_midend::{BinOp, Const, Fill, Op, OpKind, Reduce, Scalar, Type, UnOp, V
 pub(crate) enum Operand {
     Tile(ir::Value),
     Scalar(ir::Value),
+    /// A matrix tile whose rows are `stride` bytes apart (an i64 value), the first at `base`:
+    /// a tile read in place from its array, or one row broadcast to every row (`stride` 0).
+    Rows {
+        base: ir::Value,
+        stride: ir::Value,
+    },
+}
+
+/// The computation of an element-wise op and of the unformed ops of its chain (`chains.rs`)
+/// on the vectors (or elements) of its leaf operands.
+enum Node {
+    Leaf(usize),
+    Bin(BinOp, Box<Node>, Box<Node>),
+    Un(UnOp, Box<Node>),
 }
 
 /// The 128-bit vector type of an element type.
@@ -60,7 +74,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// `dst[k] = f(operands[k])` for `n` elements of type `s`; `vector` says whether `f` may
-    /// be applied to whole vectors.
+    /// be applied to whole vectors. No operand is [`Operand::Rows`] (`elementwise_rows`).
     pub(crate) fn elementwise(
         &mut self,
         n: u32,
@@ -79,7 +93,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 .iter()
                 .map(|o| match o {
                     Operand::Scalar(x) => Some(self.b.ins().splat(vt, *x)),
-                    Operand::Tile(_) => None,
+                    Operand::Tile(_) | Operand::Rows { .. } => None,
                 })
                 .collect();
             let mut chunk = |l: &mut Self, off: Option<ir::Value>, coff: i32| -> Result<(), CodegenError> {
@@ -87,6 +101,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 for (o, sp) in ops.iter().zip(&splats) {
                     args.push(match (o, sp) {
                         (_, Some(x)) => *x,
+                        (Operand::Rows { .. }, None) => unreachable!("rows are split by elementwise_rows"),
                         (Operand::Tile(a), None) => {
                             let a = match off {
                                 Some(o) => l.b.ins().iadd(*a, o),
@@ -129,6 +144,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             for o in ops {
                 args.push(match o {
                     Operand::Tile(a) => self.ld(s, *a, off),
+                    Operand::Rows { .. } => unreachable!("rows are split by elementwise_rows"),
                     Operand::Scalar(x) => *x,
                 });
             }
@@ -138,12 +154,129 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(())
     }
 
-    fn operand(&mut self, v: Value) -> Operand {
-        if self.f.ty(v).is_tile() {
-            Operand::Tile(self.tile_addr(v))
-        } else {
-            Operand::Scalar(self.val(v))
+    /// `elementwise` of a `rows` x `cols` tile (a 1-D tile: one row) whose operands may be
+    /// [`Operand::Rows`]: then one row at a time (each row is contiguous in every operand).
+    #[allow(clippy::too_many_arguments)]
+    fn elementwise_rows(
+        &mut self,
+        (rows, cols): (u32, u32),
+        s: Scalar,
+        ops: &[Operand],
+        dst: ir::Value,
+        vector: bool,
+        f: &mut ElemFn<'_, Self>,
+    ) -> Result<(), CodegenError> {
+        if !ops.iter().any(|o| matches!(o, Operand::Rows { .. })) {
+            return self.elementwise(rows * cols, s, ops, dst, vector, f);
         }
+        let row_bytes = (cols * s.bytes()) as i64;
+        let mut row = |l: &mut Self, r: ir::Value| -> Result<(), CodegenError> {
+            let at = |l: &mut Self, a: ir::Value, stride: ir::Value| {
+                let o = l.b.ins().imul(r, stride);
+                l.b.ins().iadd(a, o)
+            };
+            let pitch = l.b.ins().iconst(types::I64, row_bytes);
+            let row_ops: Vec<Operand> = ops
+                .iter()
+                .map(|o| match *o {
+                    Operand::Tile(a) => Operand::Tile(at(l, a, pitch)),
+                    Operand::Rows { base, stride } => Operand::Tile(at(l, base, stride)),
+                    Operand::Scalar(x) => Operand::Scalar(x),
+                })
+                .collect();
+            let d = at(l, dst, pitch);
+            l.elementwise(cols, s, &row_ops, d, vector, f)
+        };
+        let lanes = 16 / s.bytes();
+        if rows * cols.div_ceil(lanes) <= UNROLL {
+            for r in 0..rows {
+                let r = self.b.ins().iconst(types::I64, r as i64);
+                row(self, r)?;
+            }
+            return Ok(());
+        }
+        let (lo, hi) = (self.b.ins().iconst(types::I64, 0), self.b.ins().iconst(types::I64, rows as i64));
+        let mut res = Ok(());
+        self.dyn_loop(lo, hi, |l, r| {
+            if let Err(e) = row(l, r) {
+                res = Err(e);
+            }
+        });
+        res
+    }
+
+    /// An operand of an element-wise op: a scalar, a tile in its slot, a tile load read in
+    /// place (`view_operand`), or a value of its chain, whose op becomes part of `node`
+    /// (`chains.rs`; a broadcast row is read as every row).
+    fn elem_node(&mut self, v: Value, leaves: &mut Vec<Operand>) -> Node {
+        let leaf = |leaves: &mut Vec<Operand>, o| {
+            leaves.push(o);
+            Node::Leaf(leaves.len() - 1)
+        };
+        let Some(p) = self.chains.ops.get(&v).cloned() else {
+            let o = if !self.f.ty(v).is_tile() {
+                Operand::Scalar(self.val(v))
+            } else if self.pending.contains_key(&v) {
+                self.view_operand(v)
+            } else {
+                Operand::Tile(self.tile_addr(v))
+            };
+            return leaf(leaves, o);
+        };
+        match p.kind {
+            OpKind::Broadcast => {
+                let base = self.tile_addr(p.args[0]);
+                let stride = self.b.ins().iconst(types::I64, 0);
+                leaf(leaves, Operand::Rows { base, stride })
+            }
+            OpKind::ExtractLine(_) => {
+                let row = self.row_operand(&p);
+                leaf(leaves, Operand::Tile(row))
+            }
+            _ => self.elem_tree(&p, leaves),
+        }
+    }
+
+    fn elem_tree(&mut self, op: &Op, leaves: &mut Vec<Operand>) -> Node {
+        match op.kind {
+            OpKind::Bin(k) => {
+                let a = self.elem_node(op.args[0], leaves);
+                let b = self.elem_node(op.args[1], leaves);
+                Node::Bin(k, Box::new(a), Box::new(b))
+            }
+            OpKind::Un(k) => Node::Un(k, Box::new(self.elem_node(op.args[0], leaves))),
+            _ => unreachable!("a chain holds element-wise ops"),
+        }
+    }
+
+    fn eval(&mut self, n: &Node, s: Scalar, args: &[ir::Value]) -> Result<ir::Value, CodegenError> {
+        Ok(match n {
+            Node::Leaf(k) => args[*k],
+            Node::Bin(k, a, b) => {
+                let (a, b) = (self.eval(a, s, args)?, self.eval(b, s, args)?);
+                self.bin(*k, s, a, b)
+            }
+            Node::Un(k, a) => {
+                let a = self.eval(a, s, args)?;
+                self.unary(*k, s, a)?
+            }
+        })
+    }
+
+    /// A `Bin` or `Un` on tiles, with the unformed ops of its chain: one pass over the tile,
+    /// a vector at a time where every op of the chain has a vector form.
+    fn elementwise_op(&mut self, op: &Op) -> Result<(), CodegenError> {
+        let t = self.f.ty(op.results[0]).clone();
+        let s = t.elem();
+        let mut leaves = Vec::new();
+        let node = self.elem_tree(op, &mut leaves);
+        let vector = crate::chains::vector_elementwise(self.f, op);
+        let shape = match &t {
+            Type::Tile { shape, .. } if shape.len() == 2 => (shape[0], shape[1]),
+            _ => (1, t.tile_len()),
+        };
+        let dst = self.tile_addr(op.results[0]);
+        self.elementwise_rows(shape, s, &leaves, dst, vector, &mut |l, a| l.eval(&node, s, a))
     }
 
     /// Lowers an operation with a tile result, or a store.
@@ -195,21 +328,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     }
                 }
             }
-            OpKind::Bin(k) => {
-                let ops = [self.operand(op.args[0]), self.operand(op.args[1])];
-                let dst = self.tile_addr(op.results[0]);
-                let k = *k;
-                let vector =
-                    if s.is_float() { k != BinOp::Rem } else { matches!(k, BinOp::Add | BinOp::Sub | BinOp::Mul) };
-                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| Ok(l.bin(k, s, a[0], a[1])))?;
-            }
-            OpKind::Un(k) => {
-                let ops = [self.operand(op.args[0])];
-                let dst = self.tile_addr(op.results[0]);
-                let k = *k;
-                let vector = if s.is_float() { crate::vmap::vector_un(k, s) } else { k == UnOp::Neg };
-                self.elementwise(n, s, &ops, dst, vector, &mut |l, a| l.unary(k, s, a[0]))?;
-            }
+            OpKind::Bin(_) | OpKind::Un(_) => self.elementwise_op(op)?,
             OpKind::Outer => self.outer(op, s, None)?,
             OpKind::Rank1(alpha) => {
                 self.copy_tile_to_result(op.args[0], op.results[0]);

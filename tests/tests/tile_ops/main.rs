@@ -19,6 +19,7 @@ mod constructs;
 mod direct_operands;
 mod edges;
 mod elementwise;
+mod elementwise_chains;
 mod gathers;
 mod guarded_selects;
 mod half_arith;
