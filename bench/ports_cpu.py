@@ -378,6 +378,58 @@ def workloads(rng):
             "width": str(wd), "height": str(wd)}, ["Out"], lambda o: rel(o["Out"], mlp_ref),
            {"NumPy (all pixels at once)": lambda: mlp_fwd(np.float32)})
 
+    # Warp's block Cholesky example (example_tile_block_cholesky.py): one 1000 x 1000 system
+    # in arrays of 1008 (its padding to the block size), factored and solved by one program,
+    # against SciPy's cho_factor + cho_solve (LAPACK potrf/potrs) and the NumPy code of Warp's
+    # example (cholesky, then two general solves).
+    nc, npad = 1000, 1008
+    ac = rng.standard_normal((npad, npad))
+    ac = (ac @ ac.T + npad * np.eye(npad)).astype(np.float32)
+    bc = rng.standard_normal((npad, 1)).astype(np.float32)
+    a_act, b_act = ac[:nc, :nc].copy(), bc[:nc].copy()
+    xc_ref = np.linalg.solve(f64(a_act), f64(b_act))
+
+    def numpy_warp():
+        lc = np.linalg.cholesky(a_act)
+        return np.linalg.solve(lc.T, np.linalg.solve(lc, b_act))
+
+    yield (f"block Cholesky factor + solve (Warp tile example), n = {nc} f32", "examples/block_cholesky.tile",
+           [("block_cholesky", ["A", "L", "n", "eps"], ["L"]), ("block_cholesky_solve", ["L", "B", "X", "n"], ["X"])],
+           {"A": ac, "L": np.zeros_like(ac), "B": bc, "X": np.zeros_like(bc), "n": str(nc), "eps": "1e-30"}, ["X"],
+           lambda o: rel(o["X"][:nc], xc_ref),
+           {"SciPy cho_factor + cho_solve": lambda: sl.cho_solve(sl.cho_factor(a_act, lower=True), b_act),
+            "NumPy (Warp's reference code)": numpy_warp})
+
+    # Warp's tile FFT examples (example_tile_fft.py, example_tile_filtering.py): batched
+    # 512-point complex rows by the four-step FFT of examples/fft.tile, planar (real and
+    # imaginary rows), against NumPy's FFT (pocketfft) on the same values as complex64. The
+    # tables (fft_plan's) are made once, as a plan is, and not timed.
+    mf, n1, n2 = 16384, 16, 32
+    nf = n1 * n2
+
+    def twiddles(j):
+        a = -2 * np.pi * j / nf
+        return np.stack([np.cos(a), np.sin(a)]).astype(np.float32)
+
+    k1, k2 = np.arange(n1), np.arange(n2)
+    tables = {"F1": twiddles(np.outer(k1, k1) % n1 * n2), "F2": twiddles(np.outer(k2, k2) % n2 * n1),
+              "Tw": twiddles(np.outer(k1, k2))}
+    xc = (rng.standard_normal((mf, nf)) + 1j * rng.standard_normal((mf, nf))).astype(np.complex64)
+    hc = (rng.standard_normal((mf, nf)) + 1j * rng.standard_normal((mf, nf))).astype(np.complex64)
+    # Row m's points as (2, N1, N2) for X, (2, N2, N1) for H and Y: the same bytes.
+    planar = lambda c, a, b: np.ascontiguousarray(np.stack([c.real, c.imag], 1)).reshape(mf, 2, a, b)
+    unplanar = lambda p: p.reshape(mf, 2, nf)[:, 0].astype(np.float64) + 1j * p.reshape(mf, 2, nf)[:, 1]
+    fft_ref = np.fft.fft(xc.astype(np.complex128))
+    filt_ref = np.fft.ifft(fft_ref * hc.astype(np.complex128))
+    crel = lambda y, ref: float(np.abs(unplanar(y) - ref).max() / np.abs(ref).max())
+    yield (f"FFT of complex rows (Warp tile example), {mf} x {nf} complex f32", "examples/fft.tile", "fft_rows",
+           {"X": planar(xc, n1, n2), **tables, "Y": np.zeros((mf, 2, n2, n1), np.float32)}, ["Y"],
+           lambda o: crel(o["Y"], fft_ref), {"NumPy fft": lambda: np.fft.fft(xc)})
+    yield (f"FFT filtering (Warp tile example), {mf} x {nf} complex f32", "examples/fft.tile", "fft_filter_rows",
+           {"X": planar(xc, n1, n2), "H": planar(hc, n2, n1), **tables, "Y": np.zeros((mf, 2, n2, n1), np.float32)},
+           ["Y"],
+           lambda o: crel(o["Y"], filt_ref), {"NumPy ifft(fft(x) * h)": lambda: np.fft.ifft(np.fft.fft(xc) * hc)})
+
     ns, ks = 1200, 1000
     sc = rng.uniform(0, 1, (ns, ns)).astype(np.float32)
     sa = rng.uniform(0, 1, (ns, ks)).astype(np.float32)

@@ -708,6 +708,62 @@ def case_ex_nbody(rng, dt, n):
                 scalars={"dt": "0.016", "eps2": "0.01", "mass": "1.5"}, out="V", ref=vn)
 
 
+def case_ex_block_cholesky(rng, dt, n):
+    a = rng.uniform(-1, 1, (n, n))
+    a = (a @ a.T + n * np.eye(n)).astype(dt)
+    return dict(src=example("block_cholesky.tile"), kernel="block_cholesky",
+                arrays={"A": a, "L": np.zeros_like(a)}, scalars={"n": str(n), "eps": "1e-30"}, out="L",
+                ref=np.linalg.cholesky(a.astype(np.float64)), mask="tril")
+
+
+def case_ex_block_cholesky_solve(rng, dt, n):
+    a = rng.uniform(-1, 1, (n, n))
+    a = a @ a.T + n * np.eye(n)
+    b = rng.uniform(-1, 1, (n, 3)).astype(dt)
+    lf = np.linalg.cholesky(a).astype(dt)
+    return dict(src=example("block_cholesky.tile"), kernel="block_cholesky_solve",
+                arrays={"L": lf, "B": b, "X": np.zeros_like(b)}, scalars={"n": str(n)}, out="X",
+                ref=np.linalg.solve(lf.astype(np.float64) @ lf.astype(np.float64).T, b.astype(np.float64)))
+
+
+def fft_tables(dt, n1, n2):
+    """examples/fft.tile's tables (fft_plan) for N = n1 n2 points, in float64 rounded to dt."""
+    n = n1 * n2
+
+    def w(j):
+        a = -2 * np.pi * j / n
+        return np.stack([np.cos(a), np.sin(a)]).astype(dt)
+
+    k1, k2 = np.arange(n1), np.arange(n2)
+    return {"F1": w(np.outer(k1, k1) % n1 * n2), "F2": w(np.outer(k2, k2) % n2 * n1), "Tw": w(np.outer(k1, k2))}
+
+
+def case_ex_fft_plan(rng, dt, n):
+    t = fft_tables(np.float64, 8, 16)
+    return dict(src=example("fft.tile"), kernel="fft_plan",
+                arrays={"F1": np.zeros((2, 8, 8), dt), "F2": np.zeros((2, 16, 16), dt), "Tw": np.zeros((2, 8, 16), dt)},
+                scalars={}, out="Tw", ref=t["Tw"])
+
+
+def case_ex_fft_rows(rng, dt, n):
+    x = rng.uniform(-1, 1, (n, 2, 64)).astype(dt)
+    x64 = x.astype(np.float64)
+    y = np.fft.fft(x64[:, 0] + 1j * x64[:, 1])
+    return dict(src=example("fft.tile"), kernel="fft_rows",
+                arrays={"X": x.reshape(n, 2, 8, 8), **fft_tables(dt, 8, 8), "Y": np.zeros((n, 2, 8, 8), dt)},
+                scalars={}, out="Y", ref=np.stack([y.real, y.imag], 1).reshape(n, 2, 8, 8))
+
+
+def case_ex_fft_filter_rows(rng, dt, n):
+    x, h = rng.uniform(-1, 1, (n, 2, 64)).astype(dt), rng.uniform(-1, 1, (n, 2, 64)).astype(dt)
+    x64, h64 = x.astype(np.float64), h.astype(np.float64)
+    y = np.fft.ifft(np.fft.fft(x64[:, 0] + 1j * x64[:, 1]) * (h64[:, 0] + 1j * h64[:, 1]))
+    return dict(src=example("fft.tile"), kernel="fft_filter_rows",
+                arrays={"X": x.reshape(n, 2, 8, 8), "H": h.reshape(n, 2, 8, 8), **fft_tables(dt, 8, 8),
+                        "Y": np.zeros((n, 2, 8, 8), dt)},
+                scalars={}, out="Y", ref=np.stack([y.real, y.imag], 1).reshape(n, 2, 8, 8))
+
+
 def case_ex_mlp(rng, dt, n):
     width, height = 16, n // 16 + 2
     idx = rng.permutation(width * height)[:n].astype(np.int32)
@@ -760,7 +816,10 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("examples/syrk", case_ex_syrk), ("examples/residual_f16", case_ex_residual_f16),
           ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16), ("examples/mpm_stress", case_ex_mpm_stress),
           ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton),
-          ("examples/nbody_step", case_ex_nbody), ("examples/mlp_image", case_ex_mlp)]
+          ("examples/nbody_step", case_ex_nbody), ("examples/mlp_image", case_ex_mlp),
+          ("examples/block_cholesky", case_ex_block_cholesky),
+          ("examples/block_cholesky_solve", case_ex_block_cholesky_solve), ("examples/fft_plan", case_ex_fft_plan),
+          ("examples/fft_rows", case_ex_fft_rows), ("examples/fft_filter_rows", case_ex_fft_filter_rows)]
 EXTENTS = [1, 17, 77, 92, 131]
 TOL = {"f32": 2e-4, "f64": 1e-10}
 

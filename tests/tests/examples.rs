@@ -9,12 +9,14 @@ use tilec_tests::{cholesky_f64, matmul_f64, max_rel_err, svd_f64, transpose_f64}
 /// The examples this file runs; `every_example_is_run` checks it against the folder.
 const RUN: &[&str] = &[
     "attention.tile",
+    "block_cholesky.tile",
     "causal_softmax.tile",
     "cholesky.tile",
     "colsum.tile",
     "compact.tile",
     "dropout.tile",
     "embedding.tile",
+    "fft.tile",
     "gauss_newton.tile",
     "gemm.tile",
     "gemver.tile",
@@ -1122,6 +1124,152 @@ fn gauss_newton_example_solves_the_normal_equations() {
             want.extend(tilec_tests::getrs_f64(&lu, &piv, 6, &g, 1).iter().map(|x| -x));
         }
         assert!(normwise(&out, &want) <= tol(elem), "{elem:?}: {}", normwise(&out, &want));
+    }
+}
+
+/// The block Cholesky factorization and solve (examples/block_cholesky.tile) of the leading n x
+/// n block of 45 x 45 arrays, n = 45, 40 and 16 (the padding to the block size with the
+/// identity, a partial last block, NaN outside the system), against f64 Cholesky and solves.
+#[test]
+fn block_cholesky_example_matches_reference() {
+    let np_ = 45usize;
+    for elem in [Scalar::F32, Scalar::F64] {
+        for n in [45usize, 40, 16] {
+            let spd = rounded(elem, &random_spd(1, np_, 160));
+            // The system is the leading n x n block; everything else is NaN.
+            let a: Vec<f64> =
+                (0..np_ * np_).map(|e| if e / np_ < n && e % np_ < n { spd[e] } else { f64::NAN }).collect();
+            let b = rounded(elem, &random_uniform(np_ * 2, 161));
+            let s = |x: f64| ArgValue::Scalar(Const::Float(x, elem));
+            let nn = ArgValue::Scalar(Const::Int(n as i64, Scalar::I32));
+            let sh = [np_ as u64, np_ as u64];
+            let l = run(
+                "block_cholesky.tile",
+                "block_cholesky",
+                vec![
+                    ("A", arr(elem, &a, &sh)),
+                    ("L", arr(elem, &vec![7.0; np_ * np_], &sh)),
+                    ("n", nn.clone()),
+                    ("eps", s(1e-30)),
+                ],
+                "L",
+            );
+            let active: Vec<f64> = (0..n * n).map(|e| spd[(e / n) * np_ + e % n]).collect();
+            let want = cholesky_f64(&active, n);
+            let got: Vec<f64> =
+                (0..n * n).map(|e| if e % n <= e / n { l[(e / n) * np_ + e % n] } else { 0.0 }).collect();
+            assert!(normwise(&got, &want) <= tol(elem), "{elem:?} n = {n} L: {}", normwise(&got, &want));
+            let x = run(
+                "block_cholesky.tile",
+                "block_cholesky_solve",
+                vec![
+                    ("L", arr(elem, &l, &sh)),
+                    ("B", arr(elem, &b, &[np_ as u64, 2])),
+                    ("X", arr(elem, &vec![f64::NAN; np_ * 2], &[np_ as u64, 2])),
+                    ("n", nn),
+                ],
+                "X",
+            );
+            // A x = b by the f64 factor: L y = b, L^T x = y, both columns.
+            for c in 0..2 {
+                let mut y: Vec<f64> = (0..n).map(|i| b[i * 2 + c]).collect();
+                for i in 0..n {
+                    y[i] = (y[i] - (0..i).map(|j| want[i * n + j] * y[j]).sum::<f64>()) / want[i * n + i];
+                }
+                for i in (0..n).rev() {
+                    y[i] = (y[i] - (i + 1..n).map(|j| want[j * n + i] * y[j]).sum::<f64>()) / want[i * n + i];
+                }
+                let got: Vec<f64> = (0..n).map(|i| x[i * 2 + c]).collect();
+                assert!(normwise(&got, &y) <= tol(elem), "{elem:?} n = {n} X[:, {c}]: {}", normwise(&got, &y));
+                assert!((n..np_).all(|i| x[i * 2 + c].is_nan()), "{elem:?} n = {n}: rows past n written");
+            }
+        }
+    }
+}
+
+/// The four-step FFT (examples/fft.tile) on 5 rows of 4 x 8, 8 x 8 and 16 x 32 points: the
+/// plan's tables against cosines and sines in f64, and `fft_rows` and `fft_filter_rows`
+/// against the DFT sums in f64 (NumPy's `fft(x)` and `ifft(fft(x) * h)`).
+#[test]
+fn fft_example_matches_dft_sums() {
+    use std::f64::consts::PI;
+    // The DFT of the planar rows `v` (m rows of 2 x n), `sign` -1 forward, +1 inverse.
+    let dft = |v: &[f64], m: usize, n: usize, sign: f64| -> Vec<f64> {
+        let mut out = vec![0.0; m * 2 * n];
+        for r in 0..m {
+            let (re, im) = (&v[r * 2 * n..r * 2 * n + n], &v[r * 2 * n + n..(r + 1) * 2 * n]);
+            for k in 0..n {
+                let (mut sr, mut si) = (0.0, 0.0);
+                for j in 0..n {
+                    let a = sign * 2.0 * PI * ((k * j) % n) as f64 / n as f64;
+                    sr += re[j] * a.cos() - im[j] * a.sin();
+                    si += re[j] * a.sin() + im[j] * a.cos();
+                }
+                out[r * 2 * n + k] = sr;
+                out[r * 2 * n + n + k] = si;
+            }
+        }
+        out
+    };
+    for elem in [Scalar::F32, Scalar::F64] {
+        for (n1, n2) in [(4usize, 8usize), (8, 8), (16, 32)] {
+            let (n, m) = (n1 * n2, 5usize);
+            let fixed = [("N1", n1 as i64), ("N2", n2 as i64)];
+            let ctx = format!("{elem:?} {n1}x{n2}");
+            let shapes = [[2, n1 as u64, n1 as u64], [2, n2 as u64, n2 as u64], [2, n1 as u64, n2 as u64]];
+            let plan = run_with(
+                "fft.tile",
+                "fft_plan",
+                ["F1", "F2", "Tw"]
+                    .iter()
+                    .zip(&shapes)
+                    .map(|(k, sh)| (*k, arr(elem, &vec![7.0; sh.iter().product::<u64>() as usize], sh)))
+                    .collect(),
+                &fixed,
+                &["F1", "F2", "Tw"],
+            );
+            // Entry [part, r, c] of a table: W^(j) with j = scale * (r c mod modulus).
+            let table = |rows: usize, cols: usize, modulus: usize, scale: usize| -> Vec<f64> {
+                let angle = |r: usize, c: usize| -2.0 * PI * (((r * c) % modulus) * scale) as f64 / n as f64;
+                let part = |f: fn(f64) -> f64| (0..rows * cols).map(move |i| f(angle(i / cols, i % cols)));
+                part(f64::cos).chain(part(f64::sin)).collect()
+            };
+            let want = [table(n1, n1, n1, n2), table(n2, n2, n2, n1), table(n1, n2, n, 1)];
+            for (k, (got, want)) in plan.iter().zip(&want).enumerate() {
+                assert!(normwise(got, want) <= tol(elem) / 10.0, "{ctx} table {k}: {}", normwise(got, want));
+            }
+            let x = rounded(elem, &random_uniform(m * 2 * n, 150));
+            let h = rounded(elem, &random_uniform(m * 2 * n, 151));
+            // Each row's points in order as N1 x N2 (X) or N2 x N1 (H, Y): the same bytes.
+            let (sh, sh_t) = ([m as u64, 2, n1 as u64, n2 as u64], [m as u64, 2, n2 as u64, n1 as u64]);
+            let tables = || -> Vec<(&str, ArgValue)> {
+                ["F1", "F2", "Tw"].iter().zip(&shapes).zip(&plan).map(|((k, s), v)| (*k, arr(elem, v, s))).collect()
+            };
+            let mut args = vec![("X", arr(elem, &x, &sh)), ("Y", arr(elem, &vec![7.0; m * 2 * n], &sh_t))];
+            args.extend(tables());
+            let y = run_with("fft.tile", "fft_rows", args, &fixed, &["Y"]).remove(0);
+            let want = dft(&x, m, n, -1.0);
+            assert!(normwise(&y, &want) <= tol(elem), "{ctx} fft_rows: {}", normwise(&y, &want));
+            let mut args = vec![
+                ("X", arr(elem, &x, &sh)),
+                ("H", arr(elem, &h, &sh_t)),
+                ("Y", arr(elem, &vec![7.0; m * 2 * n], &sh_t)),
+            ];
+            args.extend(tables());
+            let y = run_with("fft.tile", "fft_filter_rows", args, &fixed, &["Y"]).remove(0);
+            let spectrum = dft(&x, m, n, -1.0);
+            let mut product = vec![0.0; m * 2 * n];
+            for r in 0..m {
+                for k in 0..n {
+                    let (a, b) = (spectrum[r * 2 * n + k], spectrum[r * 2 * n + n + k]);
+                    let (c, d) = (h[r * 2 * n + k], h[r * 2 * n + n + k]);
+                    product[r * 2 * n + k] = a * c - b * d;
+                    product[r * 2 * n + n + k] = a * d + b * c;
+                }
+            }
+            let want: Vec<f64> = dft(&product, m, n, 1.0).iter().map(|v| v / n as f64).collect();
+            assert!(normwise(&y, &want) <= tol(elem), "{ctx} fft_filter_rows: {}", normwise(&y, &want));
+        }
     }
 }
 

@@ -10,6 +10,26 @@ fn near_identity(p: usize, seed: u64) -> Vec<f64> {
     (0..p * 9).map(|e| if e % 9 % 4 == 0 { 1.0 } else { 0.0 } + 0.1 * r[e]).collect()
 }
 
+/// A `size x size` array holding the Cholesky factor of the leading `n x n` block of an SPD
+/// matrix (`random_spd(1, size, seed)`) and the identity past it: what `block_cholesky` leaves.
+fn chol_padded(size: usize, n: usize, seed: u64) -> Vec<f64> {
+    let a = random_spd(1, size, seed);
+    let active: Vec<f64> = (0..n * n).map(|e| a[(e / n) * size + e % n]).collect();
+    let l = tilec_tests::cholesky_f64(&active, n);
+    (0..size * size)
+        .map(|e| {
+            let (i, j) = (e / size, e % size);
+            if i < n && j < n {
+                l[i * n + j]
+            } else if i == j {
+                1.0
+            } else {
+                0.0
+            }
+        })
+        .collect()
+}
+
 /// Every example.
 pub(crate) fn all() -> Vec<Case> {
     let n = 20usize;
@@ -221,6 +241,68 @@ pub(crate) fn all() -> Vec<Case> {
             ],
             vec![("dt", 0.1), ("q", 0.01), ("r", 0.5)],
             vec!["X", "Cov"],
+        ),
+        Case {
+            ints: vec![("n", 30)],
+            ..case(
+                example("block_cholesky.tile"),
+                "block_cholesky",
+                vec![("A", random_spd(1, 37, 158), vec![37, 37]), ("L", vec![7.0; 37 * 37], vec![37, 37])],
+                vec![("eps", 1e-30)],
+                vec!["L"],
+            )
+        },
+        Case {
+            ints: vec![("n", 30)],
+            ..case(
+                example("block_cholesky.tile"),
+                "block_cholesky_solve",
+                vec![
+                    ("L", chol_padded(37, 30, 158), vec![37, 37]),
+                    ("B", random_uniform(37 * 2, 159), vec![37, 2]),
+                    ("X", vec![7.0; 37 * 2], vec![37, 2]),
+                ],
+                vec![],
+                vec!["X"],
+            )
+        },
+        case(
+            example("fft.tile"),
+            "fft_plan",
+            vec![
+                ("F1", vec![7.0; 2 * 4 * 4], vec![2, 4, 4]),
+                ("F2", vec![7.0; 2 * 8 * 8], vec![2, 8, 8]),
+                ("Tw", vec![7.0; 2 * 4 * 8], vec![2, 4, 8]),
+            ],
+            vec![],
+            vec!["F1", "F2", "Tw"],
+        ),
+        case(
+            example("fft.tile"),
+            "fft_rows",
+            vec![
+                ("X", random_uniform(3 * 2 * 32, 152), vec![3, 2, 4, 8]),
+                ("F1", random_uniform(2 * 4 * 4, 153), vec![2, 4, 4]),
+                ("F2", random_uniform(2 * 8 * 8, 154), vec![2, 8, 8]),
+                ("Tw", random_uniform(2 * 4 * 8, 155), vec![2, 4, 8]),
+                ("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4]),
+            ],
+            vec![],
+            vec!["Y"],
+        ),
+        case(
+            example("fft.tile"),
+            "fft_filter_rows",
+            vec![
+                ("X", random_uniform(3 * 2 * 32, 156), vec![3, 2, 4, 8]),
+                ("H", random_uniform(3 * 2 * 32, 157), vec![3, 2, 8, 4]),
+                ("F1", random_uniform(2 * 4 * 4, 153), vec![2, 4, 4]),
+                ("F2", random_uniform(2 * 8 * 8, 154), vec![2, 8, 8]),
+                ("Tw", random_uniform(2 * 4 * 8, 155), vec![2, 4, 8]),
+                ("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4]),
+            ],
+            vec![],
+            vec!["Y"],
         ),
         case(
             example("nbody.tile"),
