@@ -156,7 +156,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// `elementwise` of a `rows` x `cols` tile (a 1-D tile: one row) whose operands may be
     /// [`Operand::Rows`]: then one row at a time (each row is contiguous in every operand).
-    #[allow(clippy::too_many_arguments)]
     fn elementwise_rows(
         &mut self,
         (rows, cols): (u32, u32),
