@@ -378,6 +378,21 @@ def workloads(rng):
             "width": str(wd), "height": str(wd)}, ["Out"], lambda o: rel(o["Out"], mlp_ref),
            {"NumPy (all pixels at once)": lambda: mlp_fwd(np.float32)})
 
+    # The policy network of Warp's tile walker example: 0.3 tanh(W p) for 2^20 tetrahedra
+    # (the phases p = sin(5 t + 2 pi k / 8) computed in the kernel), against NumPy.
+    nw = 1 << 20
+    ww = rng.uniform(-0.35, 0.35, (nw, 8)).astype(np.float32)
+    tw = np.float32(0.25)
+    ph64 = np.sin(5 * f64(tw) + np.arange(8) * np.pi / 4)
+
+    def walker_np():
+        ph = np.sin(np.float32(5) * tw + np.arange(8, dtype=np.float32) * np.float32(np.pi / 4))
+        return np.float32(0.3) * np.tanh(ww @ ph)
+
+    yield (f"walker policy network (Warp tile example), {nw} tetrahedra f32", "examples/walker.tile", "walker_network",
+           {"W": ww, "Act": np.zeros((nw, 1), np.float32), "t": "0.25"}, ["Act"],
+           lambda o: rel(o["Act"][:, 0], 0.3 * np.tanh(f64(ww) @ ph64)), {"NumPy": walker_np})
+
     # Warp's block Cholesky example (example_tile_block_cholesky.py): one 1000 x 1000 system
     # in arrays of 1008 (its padding to the block size), factored and solved by one program,
     # against SciPy's cho_factor + cho_solve (LAPACK potrf/potrs) and the NumPy code of Warp's

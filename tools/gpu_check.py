@@ -726,6 +726,14 @@ def case_ex_block_cholesky_solve(rng, dt, n):
                 ref=np.linalg.solve(lf.astype(np.float64) @ lf.astype(np.float64).T, b.astype(np.float64)))
 
 
+def case_ex_walker(rng, dt, n):
+    w = rng.uniform(-0.35, 0.35, (n, 8)).astype(dt)
+    t = dt(0.25).astype(np.float64)
+    ph = np.sin(5 * t + np.arange(8) * np.pi / 4)
+    return dict(src=example("walker.tile"), kernel="walker_network", arrays={"W": w, "Act": np.zeros((n, 1), dt)},
+                scalars={"t": "0.25"}, out="Act", ref=0.3 * np.tanh(w.astype(np.float64) @ ph)[:, None])
+
+
 def fft_tables(dt, n1, n2):
     """examples/fft.tile's tables (fft_plan) for N = n1 n2 points, in float64 rounded to dt."""
     n = n1 * n2
@@ -817,7 +825,7 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("examples/sgd_momentum_bf16", case_ex_sgd_momentum_bf16), ("examples/mpm_stress", case_ex_mpm_stress),
           ("examples/kalman_step", case_ex_kalman), ("examples/gauss_newton", case_ex_gauss_newton),
           ("examples/nbody_step", case_ex_nbody), ("examples/mlp_image", case_ex_mlp),
-          ("examples/block_cholesky", case_ex_block_cholesky),
+          ("examples/walker_network", case_ex_walker), ("examples/block_cholesky", case_ex_block_cholesky),
           ("examples/block_cholesky_solve", case_ex_block_cholesky_solve), ("examples/fft_plan", case_ex_fft_plan),
           ("examples/fft_rows", case_ex_fft_rows), ("examples/fft_filter_rows", case_ex_fft_filter_rows)]
 EXTENTS = [1, 17, 77, 92, 131]

@@ -38,6 +38,7 @@ const RUN: &[&str] = &[
     "syrk.tile",
     "topk.tile",
     "trsm.tile",
+    "walker.tile",
 ];
 
 fn source(name: &str) -> SourceSet {
@@ -1123,6 +1124,32 @@ fn gauss_newton_example_solves_the_normal_equations() {
             let (lu, piv, _) = tilec_tests::getrf_f64(&a, 6);
             want.extend(tilec_tests::getrs_f64(&lu, &piv, 6, &g, 1).iter().map(|x| -x));
         }
+        assert!(normwise(&out, &want) <= tol(elem), "{elem:?}: {}", normwise(&out, &want));
+    }
+}
+
+/// The walker's policy network (examples/walker.tile) for 77 tetrahedra (a partial last
+/// program): 0.3 tanh(W p) with the eight phases sin(5 t + 2 pi k / 8), against f64.
+#[test]
+fn walker_example_matches_reference() {
+    for elem in [Scalar::F32, Scalar::F64] {
+        let n = 77usize;
+        let w: Vec<f64> = rounded(elem, &random_uniform(n * 8, 162)).iter().map(|v| v * 0.35).collect();
+        let w = rounded(elem, &w);
+        let t = elem.round(0.25);
+        let out = run(
+            "walker.tile",
+            "walker_network",
+            vec![
+                ("W", arr(elem, &w, &[n as u64, 8])),
+                ("Act", arr(elem, &vec![7.0; n], &[n as u64, 1])),
+                ("t", ArgValue::Scalar(Const::Float(t, elem))),
+            ],
+            "Act",
+        );
+        let phases: Vec<f64> = (0..8).map(|k| (5.0 * t + k as f64 * std::f64::consts::PI / 4.0).sin()).collect();
+        let want: Vec<f64> =
+            (0..n).map(|i| 0.3 * (0..8).map(|k| w[i * 8 + k] * phases[k]).sum::<f64>().tanh()).collect();
         assert!(normwise(&out, &want) <= tol(elem), "{elem:?}: {}", normwise(&out, &want));
     }
 }

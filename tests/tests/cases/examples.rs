@@ -267,6 +267,13 @@ pub(crate) fn all() -> Vec<Case> {
             )
         },
         case(
+            example("walker.tile"),
+            "walker_network",
+            vec![("W", random_uniform(77 * 8, 163), vec![77, 8]), ("Act", vec![7.0; 77], vec![77, 1])],
+            vec![("t", 0.25)],
+            vec!["Act"],
+        ),
+        case(
             example("fft.tile"),
             "fft_plan",
             vec![
