@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # Const parameters given to kernels (`--generic`): the block size CPUs prefer.
-GENERICS = {"syrk": {"BS": 64}, "gemver_atx_parts": {"BN": 4000}}
+GENERICS = {"syrk": {"BS": 64}, "gemver_atx_parts": {"BN": 4000}, "walker_network": {"BT": 256}}
 
 
 def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
