@@ -106,14 +106,11 @@ fn walk(f: &Function, r: &Region, uses: &HashMap<Value, usize>, unformed: &HashS
         if root {
             let ty = f.ty(op.results[0]);
             for a in &op.args {
-                if let Some(j) = open.get(a).copied() {
-                    let p = &r.ops[j];
-                    let same = ty == f.ty(*a);
-                    if same {
-                        open.remove(a);
-                        c.ops.insert(*a, p.clone());
-                        c.reader.insert(*a, op.results[0]);
-                    }
+                // A producer of the reader's own type (a row of it, a broadcast to it).
+                if let Some(j) = open.get(a).copied().filter(|_| f.ty(*a) == ty) {
+                    open.remove(a);
+                    c.ops.insert(*a, r.ops[j].clone());
+                    c.reader.insert(*a, op.results[0]);
                 }
             }
         }

@@ -96,56 +96,55 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// The address of a `map` operand's elements: its slot, or for a pending one-row load
-    /// (`in_place_loads`) the row in its array where it lies inside it, else the load's slot
-    /// filled with the load's bounds rules.
+    /// (`in_place_loads`) where `pending_view` reads it.
     pub(crate) fn map_operand(&mut self, v: Value) -> ir::Value {
-        let Some(op) = self.pending.remove(&v) else { return self.tile_addr(v) };
-        let OpKind::Load(kinds) = &op.kind else { unreachable!("a pending load is a load") };
-        let acc = self.access(op.args[0], kinds, &op.args[1..]);
-        let inside = self.whole(&acc.slices[0]);
-        let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
-        let addr = self.b.append_block_param(done, types::I64);
-        self.b.ins().brif(inside, yes, &[], no, &[]);
-        self.b.switch_to_block(yes);
-        let zero = self.b.ins().iconst(types::I64, 0);
-        let a = self.elem_addr(&acc, zero);
-        self.b.ins().jump(done, &[a.into()]);
-        self.b.switch_to_block(no);
-        let dst = self.tile_addr(v);
-        self.load_into_slot(&acc, dst, self.f.ty(v).tile_len());
-        self.b.ins().jump(done, &[dst.into()]);
-        self.b.switch_to_block(done);
-        addr
+        if !self.pending.contains_key(&v) {
+            return self.tile_addr(v);
+        }
+        self.pending_view(v).0
     }
 
     /// An operand of an element-wise op read from a pending tile load (`in_place_loads`): a
-    /// 1-D tile as `map_operand` reads it; a matrix tile as rows of the array where the whole
-    /// tile lies inside it, else the load's slot filled with the load's bounds rules.
+    /// 1-D tile at one address, a matrix tile as rows at a pitch (`pending_view`).
     pub(crate) fn view_operand(&mut self, v: Value) -> Operand {
-        let Type::Tile { shape, elem } = self.f.ty(v).clone() else { unreachable!("a load's tile") };
-        if shape.len() == 1 {
-            return Operand::Tile(self.map_operand(v));
+        match self.pending_view(v) {
+            (base, Some(stride)) => Operand::Rows { base, stride },
+            (base, None) => Operand::Tile(base),
         }
+    }
+
+    /// Where the elements of pending load `v` are read: the tile's first element in its array
+    /// where the whole tile lies inside it, else the load's own slot filled with the load's
+    /// bounds rules; for a matrix tile also the row pitch in bytes (the array's, or the
+    /// slot's).
+    fn pending_view(&mut self, v: Value) -> (ir::Value, Option<ir::Value>) {
+        let Type::Tile { shape, elem } = self.f.ty(v).clone() else { unreachable!("a load's tile") };
         let op = self.pending.remove(&v).expect("a pending load");
         let OpKind::Load(kinds) = &op.kind else { unreachable!("a pending load is a load") };
         let acc = self.access(op.args[0], kinds, &op.args[1..]);
-        let inside = self.inside(&acc);
+        let rows = shape.len() == 2;
+        let inside = if rows { self.inside(&acc) } else { self.whole(&acc.slices[0]) };
         let (yes, no, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         let base = self.b.append_block_param(done, types::I64);
-        let stride = self.b.append_block_param(done, types::I64);
+        let stride = rows.then(|| self.b.append_block_param(done, types::I64));
         self.b.ins().brif(inside, yes, &[], no, &[]);
         self.b.switch_to_block(yes);
         let zero = self.b.ins().iconst(types::I64, 0);
-        let a = self.elem_addr(&acc, zero);
-        let pitch = self.b.ins().imul_imm_s(acc.slices[0].stride, elem.bytes() as i64);
-        self.b.ins().jump(done, &[a.into(), pitch.into()]);
+        let mut args = vec![self.elem_addr(&acc, zero).into()];
+        if rows {
+            args.push(self.b.ins().imul_imm_s(acc.slices[0].stride, elem.bytes() as i64).into());
+        }
+        self.b.ins().jump(done, &args);
         self.b.switch_to_block(no);
         let dst = self.tile_addr(v);
         self.load_into_slot(&acc, dst, self.f.ty(v).tile_len());
-        let pitch = self.b.ins().iconst(types::I64, (shape[1] * elem.bytes()) as i64);
-        self.b.ins().jump(done, &[dst.into(), pitch.into()]);
+        let mut args = vec![dst.into()];
+        if rows {
+            args.push(self.b.ins().iconst(types::I64, (shape[1] * elem.bytes()) as i64).into());
+        }
+        self.b.ins().jump(done, &args);
         self.b.switch_to_block(done);
-        Operand::Rows { base, stride }
+        (base, stride)
     }
 
     /// Whether every slice of `acc` lies wholly inside the array (so does the tile).
