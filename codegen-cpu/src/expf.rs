@@ -26,8 +26,8 @@ const P: [f32; 6] = [1.987_569_2e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-
 const LO: f32 = -104.0;
 const HI: f32 = 89.0;
 
-/// The operations the algorithm needs, on a scalar `f32` or a vector of them (and the `i32`
-/// values of the same shape).
+/// The operations tilec's own `f32` functions need (`exp` here, `tanh` in `tanhf.rs`), on a
+/// scalar `f32` or a vector of them (and the `i32` values of the same shape).
 pub(crate) trait ExpOps {
     type V: Copy;
     type E;
@@ -36,6 +36,12 @@ pub(crate) trait ExpOps {
     fn fadd(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fsub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fmul(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    /// `a / b`, rounded once.
+    fn fdiv(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
+    /// `|a|` (the sign bit cleared).
+    fn fabs(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
+    /// `a < b ? x : y`, element by element (false where `a` or `b` is NaN).
+    fn select_lt(&mut self, a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Result<Self::V, Self::E>;
     /// The clamps of the argument: `min(a, b)` and `max(a, b)` for a number `b` (`b` where
     /// `a` is above, resp. below it, else `a`; a NaN `a` stays NaN, its payload as it may).
     /// IEEE 754-2019 `minimum` and `maximum` qualify, and so do a compare and a select.
@@ -107,6 +113,25 @@ impl<M: cranelift_module::Module> ExpOps for crate::lower::Lower<'_, '_, M> {
 
     fn fmul(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
         Ok(self.b.ins().fmul(a, b))
+    }
+
+    fn fdiv(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fdiv(a, b))
+    }
+
+    fn fabs(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
+        Ok(self.b.ins().fabs(a))
+    }
+
+    fn select_lt(&mut self, a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Result<Self::V, Self::E> {
+        let c = self.b.ins().fcmp(cranelift_codegen::ir::condcodes::FloatCC::LessThan, a, b);
+        Ok(if self.b.func.dfg.value_type(a).is_vector() {
+            let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+            let c = self.b.ins().bitcast(types::F32X4, flags, c);
+            self.b.ins().bitselect(c, x, y)
+        } else {
+            self.b.ins().select(c, x, y)
+        })
     }
 
     fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {

@@ -11,7 +11,8 @@
 //! its value's bits in the low bytes. `ids` points to six `int64_t`: the program's index along
 //! grid axes 0, 1, 2, then the grid's extents. One call runs one program; the caller runs
 //! every program of the grid (in any order, in parallel). Transcendental functions call the C
-//! library's `expf`, `exp`, `logf`, ... (link with `-lm`).
+//! library's `exp`, `logf`, `sinf`, ... (link with `-lm`), except the `f32` `exp` and `tanh`,
+//! which are tilec's own (`expf.rs`, `tanhf.rs`).
 //!
 //! Object files also export, for every kernel instance, its launch function:
 //! ```c
@@ -39,6 +40,7 @@ mod lower;
 mod memory;
 mod scalar;
 mod slots;
+mod tanhf;
 mod tile;
 mod vmap;
 

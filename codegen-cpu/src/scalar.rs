@@ -131,13 +131,8 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     "cos"
                 }
             }
-            UnOp::Tanh => {
-                if f32 {
-                    "tanhf"
-                } else {
-                    "tanh"
-                }
-            }
+            UnOp::Tanh if f32 => return crate::tanhf::tanhf(self, a),
+            UnOp::Tanh => "tanh",
             UnOp::Exp2 => {
                 if f32 {
                     "exp2f"

@@ -5,7 +5,7 @@
 //!
 //! Inside the region a `bool` is a lane mask of the region's width (all ones or zero).
 //! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts and the `f32`
-//! `exp` (`expf.rs`) are vector instructions with the scalar code's semantics (the same
+//! `exp` and `tanh` (`expf.rs`, `tanhf.rs`) are vector instructions with the scalar code's semantics (the same
 //! instructions, per lane); every other op (the C library's functions, integer division, the
 //! other casts) is computed lane by lane by the scalar lowering itself, so no result changes.
 //! A `bool` operand tile (one byte per element, 0 or 1) is widened into mask lanes as it is
@@ -341,12 +341,12 @@ fn vector_bin(k: BinOp, s: Scalar) -> bool {
     }
 }
 
-/// Unary ops with a vector form: float `-`, `abs`, `sqrt`, `f32` `exp` (`expf.rs`); integer
-/// negation.
+/// Unary ops with a vector form: float `-`, `abs`, `sqrt`, `f32` `exp` and `tanh` (`expf.rs`,
+/// `tanhf.rs`); integer negation.
 pub(crate) fn vector_un(k: UnOp, s: Scalar) -> bool {
     if s.is_float() {
         matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
-            || (matches!(k, UnOp::Exp | UnOp::RoundF16 | UnOp::RoundBf16) && s == Scalar::F32)
+            || (matches!(k, UnOp::Exp | UnOp::Tanh | UnOp::RoundF16 | UnOp::RoundBf16) && s == Scalar::F32)
     } else {
         k == UnOp::Neg && s != Scalar::Bool
     }

@@ -1,6 +1,6 @@
 //! Pass `guard-select` (run by both CPU backends on their own copy of a module): a scalar
 //! `select %c, %a, %b` whose operand `%a` (or `%b`) is the result of a libm-backed function
-//! (`exp` but of `f32`, which is computed inline, `log`, `sin`, `cos`, `tanh`, `exp2`, `log2`)
+//! (`exp` and `tanh` but of `f32`, which are computed inline, `log`, `sin`, `cos`, `exp2`, `log2`)
 //! of the same region used by nothing else becomes an `if` that computes it only when it is
 //! chosen:
 //!
@@ -24,16 +24,17 @@ use crate::ir::*;
 use std::collections::HashMap;
 
 /// Whether `op` is a scalar function that the CPU backends call the C library for (not the
-/// `f32` `exp`, which they compute inline, on vectors in a `map`: `codegen-cpu/src/expf.rs`).
+/// `f32` `exp` and `tanh`, which they compute inline, on vectors in a `map`:
+/// `codegen-cpu/src/expf.rs`, `tanhf.rs`).
 fn costly(op: &Op, values: &[ValueData]) -> bool {
-    let f32_exp = op.kind == OpKind::Un(UnOp::Exp)
+    let inline = matches!(op.kind, OpKind::Un(UnOp::Exp | UnOp::Tanh))
         && op
             .results
             .first()
             .is_some_and(|r| values[r.0 as usize].ty == crate::types::Type::Scalar(crate::types::Scalar::F32));
     matches!(op.kind, OpKind::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tanh | UnOp::Exp2 | UnOp::Log2))
         && op.results.len() == 1
-        && !f32_exp
+        && !inline
 }
 
 /// Runs the pass over every function of a module.

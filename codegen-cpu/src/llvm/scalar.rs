@@ -214,7 +214,8 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Log => ["log", "logf"][f32 as usize],
             UnOp::Sin => ["sin", "sinf"][f32 as usize],
             UnOp::Cos => ["cos", "cosf"][f32 as usize],
-            UnOp::Tanh => ["tanh", "tanhf"][f32 as usize],
+            UnOp::Tanh if f32 => return crate::tanhf::tanhf(&mut ExpOn(self), a),
+            UnOp::Tanh => "tanh",
             UnOp::Exp2 => ["exp2", "exp2f"][f32 as usize],
             UnOp::Log2 => ["log2", "log2f"][f32 as usize],
         };
@@ -373,7 +374,7 @@ fn bits(s: Scalar) -> u32 {
     }
 }
 
-/// [`Gen`] for `crate::expf` (whose operations take `&mut self`; these need only `&self`).
+/// [`Gen`] for `crate::expf` and `crate::tanhf` (whose operations take `&mut self`; these need only `&self`).
 struct ExpOn<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
 
 impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
@@ -394,6 +395,19 @@ impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
 
     fn fmul(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         self.0.bin(BinOp::Mul, Scalar::F32, a, b)
+    }
+
+    fn fdiv(&mut self, a: V<'ctx>, b: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Div, Scalar::F32, a, b)
+    }
+
+    fn fabs(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.unary(UnOp::Abs, Scalar::F32, a)
+    }
+
+    fn select_lt(&mut self, a: V<'ctx>, b: V<'ctx>, x: V<'ctx>, y: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let c = self.0.fcmp(FloatPredicate::OLT, a, b)?;
+        self.0.select(c, x, y)
     }
 
     // The clamps as a compare and a select (`b` is a number): two instructions, where the

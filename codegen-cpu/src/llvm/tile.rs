@@ -18,7 +18,7 @@ const UNROLL_SEGMENTS: u32 = 256;
 /// [`Gen::reduce_long`]; unrolled, a 4096-element row's masked load, store and reduction took
 /// three seconds to compile).
 pub(super) const LOOP_SEGMENTS: u32 = 16;
-/// Most vectors of an `f32` `exp` (`crate::expf`) unrolled.
+/// Most vectors of an `f32` `exp` or `tanh` (`crate::expf`, `crate::tanhf`) unrolled.
 const EXP_UNROLL_SEGMENTS: u32 = 16;
 /// An operand of an element-wise operation.
 #[derive(Clone, Copy)]
@@ -413,7 +413,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let ops = [self.operand(op.args[0])?];
                 let dst = self.new_tile(op.results[0])?;
                 let k = *k;
-                if k == UnOp::Exp && s == Scalar::F32 {
+                if matches!(k, UnOp::Exp | UnOp::Tanh) && s == Scalar::F32 {
                     // The inline `exp` is about 30 instructions a vector: the tile as rows of
                     // one 64-byte vector, in a loop beyond 16 of them (a 4096-element tile's
                     // 256 unrolled `exp`s took 4 s to compile).

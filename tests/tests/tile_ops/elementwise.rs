@@ -452,33 +452,8 @@ fn fused_maps_match_the_scalar_code_bit_for_bit() {
 /// 0 at -104 and below, NaN for NaN; the scalar code gives the tile's bits.
 #[test]
 fn f32_exp_is_within_one_ulp_of_the_exact_value() {
-    let n = 1usize << 20;
-    let mut xs: Vec<f64> = (0..n).map(|k| (-104.0 + 193.0 * k as f64 / (n - 1) as f64) as f32 as f64).collect();
     let specials = [0.0, -0.0, 1.0, -1.0, 88.72283, 88.7229, -87.33655, -103.97, -104.5, 1e30, -1e30];
-    xs[..specials.len()].copy_from_slice(&specials);
-    xs[specials.len()] = f64::INFINITY;
-    xs[specials.len() + 1] = f64::NEG_INFINITY;
-    xs[specials.len() + 2] = f64::NAN;
-    let xs: Vec<f64> = xs.iter().map(|x| *x as f32 as f64).collect();
-    let src = "kernel k(X: f32[N], Y: mut f32[N], Z: mut f32[64]) grid(cdiv(N, 4096)) {
-        let i = program_id(0) * 4096;
-        Y[i:i+4096] = exp(X[i:i+4096]);
-        if program_id(0) == 0 {
-            for j in 0..64 {
-                Z[j] = exp(X[j]);
-            }
-        }
-    }";
-    let b = run(
-        src,
-        "k",
-        vec![
-            ("X", arr(Scalar::F32, &xs, &[n])),
-            ("Y", sentinel(Scalar::F32, &[n])),
-            ("Z", sentinel(Scalar::F32, &[64])),
-        ],
-    );
-    let (y, z) = (out(&b, "Y"), out(&b, "Z"));
+    let (xs, y) = f32_function_on_cpu("exp", -104.0, 89.0, &specials);
     let tiny = f32::MIN_POSITIVE as f64;
     let mut worst = (0.0f64, 0.0f64);
     for (x, got) in xs.iter().zip(&y) {
@@ -500,24 +475,84 @@ fn f32_exp_is_within_one_ulp_of_the_exact_value() {
         }
     }
     assert_eq!((y[0], y[1]), (1.0, 1.0), "exp(0), exp(-0)");
-    for (j, (t, s)) in y.iter().zip(&z).enumerate() {
-        assert!(t.to_bits() == s.to_bits() || (t.is_nan() && s.is_nan()), "exp({}): tile {t}, scalar {s}", xs[j]);
-    }
     eprintln!("f32 exp: largest error {:.3} ulp, at {}", worst.0, worst.1);
-    // Both CPU code generators give these bits (LLVM clamps with compares and selects and
-    // converts with a plain `fptosi` after mapping NaN to 0; Cranelift with its own
-    // instructions), NaNs apart.
-    let set = SourceSet::with_stdlib("test.tile", src);
-    let args: HashMap<String, ArgValue> = [
-        ("X".to_string(), arr(Scalar::F32, &xs, &[n])),
-        ("Y".to_string(), sentinel(Scalar::F32, &[n])),
-        ("Z".to_string(), sentinel(Scalar::F32, &[64])),
-    ]
-    .into();
-    for backend in tilec_tests::cpu_backends() {
-        let runner = tilec::CpuRunner::with_backend(&set, "k", &args, &HashMap::new(), backend).expect("compiles");
-        let other = out(&runner.run(args.clone()).expect("runs").0, "Y");
-        let same = other.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
-        assert!(same, "exp on {backend:?} differs from the run tests' backend");
+}
+
+/// `tanh` of `f32` on the CPU (tilec's own, `codegen-cpu/src/tanhf.rs`, on tiles and
+/// scalars): within 1.5 ulp of the `f64` tanh on 2^20 points spanning `[-10, 10]` and at the
+/// edges (subnormals, the switch between its two forms at 0.625, large arguments), `tanh(±0)
+/// = ±0`, `±1` at infinity and from 10 on, NaN for NaN; the scalar code gives the tile's bits.
+#[test]
+fn f32_tanh_is_within_one_and_a_half_ulp_of_the_exact_value() {
+    let below = 0.625f32.next_down() as f64;
+    let specials = [0.0, -0.0, 1e-40, -1e-40, 1e-20, 0.625, -0.625, below, -below, 10.0, 44.0, 50.0, 1e30, -1e30, 1e-7];
+    let (xs, y) = f32_function_on_cpu("tanh", -10.0, 10.0, &specials);
+    let mut worst = (0.0f64, 0.0f64);
+    for (x, got) in xs.iter().zip(&y) {
+        let want = x.tanh();
+        if x.is_nan() {
+            assert!(got.is_nan(), "tanh(NaN) = {got}");
+            continue;
+        }
+        let unit = 2f64.powi((want as f32).abs().log2().floor().max(-126.0) as i32 - 23);
+        let err = if want == 0.0 { 0.0 } else { (got - want).abs() / unit };
+        assert!(err <= 1.5, "tanh({x}) = {got}, exact {want}: {err} ulp");
+        if err > worst.0 {
+            worst = (err, *x);
+        }
     }
+    assert_eq!(y[0].to_bits(), 0f64.to_bits(), "tanh(0)");
+    assert_eq!(y[1].to_bits(), (-0f64).to_bits(), "tanh(-0)");
+    let n = specials.len();
+    assert_eq!((y[n], y[n + 1]), (1.0, -1.0), "tanh(inf), tanh(-inf)");
+    assert_eq!((y[9], y[12], y[13]), (1.0, 1.0, -1.0), "tanh(10), tanh(1e30), tanh(-1e30)");
+    eprintln!("f32 tanh: largest error {:.3} ulp, at {}", worst.0, worst.1);
+}
+
+/// Runs the `f32` function `name` on 2^20 points evenly spaced over `[lo, hi]` (the first
+/// replaced by `specials`, then infinity, minus infinity and NaN), on a tile of 4096 per
+/// program and on scalars for the first 64; asserts that the scalar code gives the tile's bits
+/// and that every CPU code generator gives them (NaNs apart: LLVM and Cranelift clamp and
+/// convert with different instructions). Returns the points and the tile's results.
+fn f32_function_on_cpu(name: &str, lo: f64, hi: f64, specials: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    let n = 1usize << 20;
+    let mut xs: Vec<f64> = (0..n).map(|k| (lo + (hi - lo) * k as f64 / (n - 1) as f64) as f32 as f64).collect();
+    xs[..specials.len()].copy_from_slice(specials);
+    xs[specials.len()] = f64::INFINITY;
+    xs[specials.len() + 1] = f64::NEG_INFINITY;
+    xs[specials.len() + 2] = f64::NAN;
+    let xs: Vec<f64> = xs.iter().map(|x| *x as f32 as f64).collect();
+    let src = format!(
+        "kernel k(X: f32[N], Y: mut f32[N], Z: mut f32[64]) grid(cdiv(N, 4096)) {{
+        let i = program_id(0) * 4096;
+        Y[i:i+4096] = {name}(X[i:i+4096]);
+        if program_id(0) == 0 {{
+            for j in 0..64 {{
+                Z[j] = {name}(X[j]);
+            }}
+        }}
+    }}"
+    );
+    let args = || -> HashMap<String, ArgValue> {
+        [
+            ("X".to_string(), arr(Scalar::F32, &xs, &[n])),
+            ("Y".to_string(), sentinel(Scalar::F32, &[n])),
+            ("Z".to_string(), sentinel(Scalar::F32, &[64])),
+        ]
+        .into()
+    };
+    let named = args();
+    let b = run(&src, "k", named.iter().map(|(k, v)| (k.as_str(), v.clone())).collect());
+    let (y, z) = (out(&b, "Y"), out(&b, "Z"));
+    for (j, (t, s)) in y.iter().zip(&z).enumerate() {
+        assert!(t.to_bits() == s.to_bits() || (t.is_nan() && s.is_nan()), "{name}({}): tile {t}, scalar {s}", xs[j]);
+    }
+    let set = SourceSet::with_stdlib("test.tile", &src);
+    for backend in tilec_tests::cpu_backends() {
+        let runner = tilec::CpuRunner::with_backend(&set, "k", &args(), &HashMap::new(), backend).expect("compiles");
+        let other = out(&runner.run(args()).expect("runs").0, "Y");
+        let same = other.iter().zip(&y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        assert!(same, "{name} on {backend:?} differs from the run tests' backend");
+    }
+    (xs, y)
 }
