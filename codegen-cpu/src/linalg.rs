@@ -32,6 +32,8 @@ struct AView {
 const MR: u32 = 4;
 /// Vectors per row of that block.
 const NR: u32 = 2;
+/// Vectors of rows (of one column) kept in registers by `column_block`.
+const COL_BLOCK: u32 = 4;
 
 impl<M: ClModule> Lower<'_, '_, M> {
     /// `a @ b` (`acc`: `c + a @ b` with `c` the first operand), into the result tile.
@@ -94,9 +96,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             j += w;
         }
-        // Columns past the last whole vector: scalar dot products, looping over k.
+        // Columns past the last whole vector (all of a matrix-vector product's): `lanes` rows
+        // at a time in one vector (`column_block`), the rows left over one by one.
+        let full_rows = m / lanes * lanes;
         for col in nv * lanes..n {
-            for row in 0..m {
+            let mut i = 0;
+            while i < full_rows {
+                let h = COL_BLOCK.min((full_rows - i) / lanes);
+                self.column_block(s, (av, b, c, sub_from), (n, k), (i, col), h);
+                i += h * lanes;
+            }
+            for row in full_rows..m {
                 let cell = ((row * n + col) * s.bytes()) as i32;
                 let init = match sub_from {
                     Some(_) => self.zero(s),
@@ -126,6 +136,98 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
         }
         Ok(())
+    }
+
+    /// Column `col` of `C[i0..i0 + h*lanes, :] += A[i0.., :] @ B[:, col]` with each vector of
+    /// `lanes` rows in a register across the loop over `k` (with `t: Some(..)`, from zero, and
+    /// `C = T - block` stored): `A`'s column as one vector load where its rows are adjacent in
+    /// memory (`ai == 1`, a transpose read in place), else `lanes` loads into the lanes;
+    /// `B[kk, col]` splatted. Each lane does the scalar loop's operations in its order (one
+    /// fused multiply-add per `kk`), so the bits are the scalar loop's; a matrix-vector product
+    /// (`n == 1`) needs this alone.
+    fn column_block(
+        &mut self,
+        s: Scalar,
+        (av, b, c, t): (AView, ir::Value, ir::Value, Option<ir::Value>),
+        (n, k): (u32, u32),
+        (i0, col): (u32, u32),
+        h: u32,
+    ) {
+        let vt = vec_ty(s).unwrap_or(types::F32X4);
+        let esz = s.bytes();
+        let lanes = 16 / esz;
+        // C's (or T's) elements [i0 + v*lanes + r, col], r in 0..lanes: a vector load where
+        // they are adjacent (`n == 1`), else one load per lane.
+        let cell = |v: u32, r: u32| (((i0 + v * lanes + r) * n + col) * esz) as i32;
+        let gather = |l: &mut Self, base: ir::Value, v: u32| {
+            if n == 1 {
+                return l.b.ins().load(vt, flags(), base, cell(v, 0));
+            }
+            let x = l.ld(s, base, cell(v, 0));
+            let mut x = l.b.ins().scalar_to_vector(vt, x);
+            for r in 1..lanes {
+                let y = l.ld(s, base, cell(v, r));
+                x = l.b.ins().insertlane(x, y, r as u8);
+            }
+            x
+        };
+        let mut accs: Vec<Variable> = Vec::new();
+        for v in 0..h {
+            let var = self.b.declare_var(vt);
+            let x = match t {
+                Some(_) => {
+                    let z = self.zero(s);
+                    self.b.ins().splat(vt, z)
+                }
+                None => gather(self, c, v),
+            };
+            self.b.def_var(var, x);
+            accs.push(var);
+        }
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, k as i64);
+        self.dyn_loop(lo, hi, |l, kk| {
+            let brow = l.b.ins().imul_imm_s(kk, (n * esz) as i64);
+            let brow = l.b.ins().iadd(b, brow);
+            let y = l.ld(s, brow, (col * esz) as i32);
+            let ys = l.b.ins().splat(vt, y);
+            let acol = l.b.ins().imul_imm_s(kk, (av.ak * esz) as i64);
+            let acol = l.b.ins().iadd(av.a, acol);
+            for (v, var) in accs.iter().enumerate() {
+                let row = i0 + v as u32 * lanes;
+                let x = if av.ai == 1 {
+                    l.b.ins().load(vt, flags(), acol, (row * esz) as i32)
+                } else {
+                    let at = |r: u32| ((row + r) * av.ai * esz) as i32;
+                    let x = l.ld(s, acol, at(0));
+                    let mut x = l.b.ins().scalar_to_vector(vt, x);
+                    for r in 1..lanes {
+                        let e = l.ld(s, acol, at(r));
+                        x = l.b.ins().insertlane(x, e, r as u8);
+                    }
+                    x
+                };
+                let x = if av.neg { l.neg(s, x) } else { x };
+                let cur = l.b.use_var(*var);
+                let nxt = l.fma(x, ys, cur);
+                l.b.def_var(*var, nxt);
+            }
+        });
+        for v in 0..h {
+            let mut x = self.b.use_var(accs[v as usize]);
+            if let Some(t) = t {
+                let tv = gather(self, t, v);
+                x = self.bin(BinOp::Sub, s, tv, x);
+            }
+            if n == 1 {
+                self.b.ins().store(flags(), x, c, cell(v, 0));
+            } else {
+                for r in 0..lanes {
+                    let e = self.b.ins().extractlane(x, r as u8);
+                    self.st(e, c, cell(v, r));
+                }
+            }
+        }
     }
 
     /// `C[i0..i0+h, j0..j0+w*lanes] += A[i0..i0+h, :] @ B[:, j0..j0+w*lanes]` with the block of C
