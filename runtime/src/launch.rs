@@ -192,13 +192,47 @@ fn grouped(i: usize, g0: usize, g1: usize) -> (usize, usize) {
 /// (up to 32 MiB, checked by the CPU backend, which also emits stack probes).
 const PROGRAM_STACK: usize = 64 << 20;
 
-/// The thread pool that runs programs: one thread per core, with large stacks.
+/// Binds the pool's `i`-th thread to the `i`-th CPU that the process may use (wrapping
+/// around), as OpenMP's `OMP_PROC_BIND=close` does. Unbound, the workers drifted onto one CPU:
+/// Linux places a woken thread near the thread that wakes it, and two workers polling for the
+/// next launch on one CPU (`sched_yield` in turn) look busy and cache-hot there, so the load
+/// balancer left them together for the rest of the process: every launch on one core. Traced
+/// with `perf sched` on a 2-core VM, where `examples/walker.tile` (2^20 rows, 1.4 ms a launch
+/// on two cores) measured 2.3-3.1 ms in half of the `tilec run --repeat 30` processes that a
+/// Python script using NumPy's threads started; bound, 1.4-1.5 ms in 15 of 16. Threads
+/// outside the pool are not touched. Where the affinity cannot be read or set (or outside
+/// Linux), the thread stays unbound.
+fn bind_to_cpu(i: usize) {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `cpu_set_t` is plain data (zeroed is the empty set), and both calls get its size
+    // and a pointer to one.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut allowed: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size, &mut allowed) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
+        if cpus.len() < 2 {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[i % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, size, &one);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = i;
+}
+
+/// The thread pool that runs programs: one thread per core, each bound to its CPU
+/// ([`bind_to_cpu`]), with large stacks.
 fn pool() -> &'static rayon::ThreadPool {
     static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
     POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .stack_size(PROGRAM_STACK)
             .thread_name(|i| format!("tilec-program-{i}"))
+            .start_handler(bind_to_cpu)
             .build()
             .unwrap_or_else(|_| {
                 rayon::ThreadPoolBuilder::new().num_threads(1).stack_size(PROGRAM_STACK).build().expect("a thread")
