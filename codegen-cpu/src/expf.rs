@@ -5,7 +5,8 @@
 //!
 //! Algorithm: Cody & Waite, *Software Manual for the Elementary Functions* (1980), with the
 //! polynomial of Cephes' `expf` (S. Moshier): `x` clamped to `[-104, 89]` (beyond, the result
-//! is 0 or infinity anyway; NaN stays NaN), `n = round(x log2 e)` (ties to even), `r = x - n
+//! is 0 or infinity anyway; NaN stays NaN), `n = round(x log2 e)` (ties to even, by adding and
+//! subtracting `1.5 * 2^23`, which also gives `n`'s integer bits), `r = x - n
 //! ln 2` with `ln 2` in two parts (`n * C1` is exact), `e^r = 1 + r + r^2 P(r)` on `|r| <= ln 2 /
 //! 2` (Horner, degree 5), and `2^n` applied as two exact powers of two, `2^(n >> 1)` and
 //! `2^(n - (n >> 1))`, so that subnormal results are rounded once. Only `f32` multiplies and
@@ -22,6 +23,9 @@ const C1: f32 = 0.693_359_4;
 const C2: f32 = -2.121_944_4e-4;
 /// Cephes' `expf` polynomial, highest power first: `e^r = 1 + r + r^2 P(r)`.
 const P: [f32; 6] = [1.987_569_2e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
+/// `1.5 * 2^23`: `t + MAGIC` is `round(t) + MAGIC` for `|t| < 2^22`, its bits `0x4b40_0000 +
+/// round(t)`.
+const MAGIC: f32 = 12_582_912.0;
 /// The arguments are clamped to `[LO, HI]`: `e^LO` rounds to 0, `e^HI` overflows.
 const LO: f32 = -104.0;
 const HI: f32 = 89.0;
@@ -47,10 +51,8 @@ pub(crate) trait ExpOps {
     /// IEEE 754-2019 `minimum` and `maximum` qualify, and so do a compare and a select.
     fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     fn fmax(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
-    /// Rounded to an integer, ties to even.
-    fn nearest(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
-    /// An integral `f32` in the `i32` range, or NaN, to `i32` (NaN to 0).
-    fn to_i32(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
+    /// The bits of `a` as an `i32` (a bitcast).
+    fn to_bits(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
     /// `a >> 1` on `i32`, arithmetic.
     fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E>;
     /// `a - b` on `i32`.
@@ -66,7 +68,14 @@ pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     let x = b.fmin(x, hi)?;
     let l2e = b.f32c(LOG2E, x)?;
     let t = b.fmul(x, l2e)?;
-    let n = b.nearest(t)?;
+    // n = round(t), ties to even, as a float and as an integer: `t + 1.5 * 2^23` lies in
+    // [2^23, 2^24), where the spacing is 1, so the addition rounds `t` to an integer (in the
+    // default rounding mode, ties to even) held in the low bits of the sum's significand;
+    // subtracting the constant again is exact. No rounding or conversion instruction (a
+    // conversion with Cranelift's saturating semantics is seven instructions on x86).
+    let magic = b.f32c(MAGIC, x)?;
+    let tm = b.fadd(t, magic)?;
+    let n = b.fsub(tm, magic)?;
     let (c1, c2) = (b.f32c(C1, x)?, b.f32c(C2, x)?);
     let p = b.fmul(n, c1)?;
     let r = b.fsub(x, p)?;
@@ -83,7 +92,8 @@ pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     y = b.fadd(y, r)?;
     let one = b.f32c(1.0, x)?;
     y = b.fadd(y, one)?;
-    let ni = b.to_i32(n)?;
+    let (tb, mb) = (b.to_bits(tm)?, b.to_bits(magic)?);
+    let ni = b.isub(tb, mb)?;
     let n1 = b.halve(ni)?;
     let n2 = b.isub(ni, n1)?;
     let (s1, s2) = (b.pow2(n1)?, b.pow2(n2)?);
@@ -134,22 +144,22 @@ impl<M: cranelift_module::Module> ExpOps for crate::lower::Lower<'_, '_, M> {
         })
     }
 
+    // The clamps as `b < a ? b : a` and `a < b ? b : a`: on x86 vectors, one `minps b, a` /
+    // `maxps b, a` (which return `a` where it is NaN), where `fmin`/`fmax` (IEEE minimum and
+    // maximum) take seven instructions.
     fn fmin(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
-        Ok(self.b.ins().fmin(a, b))
+        self.select_lt(b, a, b, a)
     }
 
     fn fmax(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E> {
-        Ok(self.b.ins().fmax(a, b))
+        self.select_lt(a, b, b, a)
     }
 
-    fn nearest(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
-        Ok(self.b.ins().nearest(a))
-    }
-
-    fn to_i32(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
+    fn to_bits(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
         let ty = self.b.func.dfg.value_type(a);
         let it = if ty.is_vector() { types::I32X4 } else { types::I32 };
-        Ok(self.b.ins().fcvt_to_sint_sat(it, a))
+        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
+        Ok(self.b.ins().bitcast(it, flags, a))
     }
 
     fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
