@@ -67,6 +67,7 @@ def run_tilec(args, kernel, arrays, scalars, out_name, generics=(), binary=None,
         for g in generics:
             cmd += ["--generic", g]
         os.sync()  # input files written back before the timed runs, not during them
+        time.sleep(0.25)  # NumPy's OpenBLAS threads stop spinning (ports_cpu.py: tilec_run)
         t0 = time.perf_counter()
         p = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.perf_counter() - t0

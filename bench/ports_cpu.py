@@ -45,6 +45,10 @@ def tilec_run(tilec, src, kernel, arrays, outs, backend, repeat):
         # The inputs just written go to disk now, not during the timed runs (the kernel's
         # write-back of a 64 MB file took a core from them: 1.5x slower streaming kernels).
         os.sync()
+        # NumPy's OpenBLAS threads, after a peer's last call, spin (sched_yield) for about
+        # 0.1 s before they sleep: a tilec run started at once shared a core with them in its
+        # first launches (walker, 10 launches after NumPy's: 2.9-4.3 ms, 1.4-1.5 after this).
+        time.sleep(0.25)
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)}\n{r.stderr}")

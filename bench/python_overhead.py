@@ -59,6 +59,7 @@ def tilec_run_us(exe, src, kernel, arrays, scalars, repeat):
         for name, v in scalars.items():
             args += ["--arg", f"{name}={v}"]
         os.sync()  # input files written back before the timed runs, not during them
+        time.sleep(0.25)  # NumPy's OpenBLAS threads stop spinning (ports_cpu.py: tilec_run)
         out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     return float(re.search(r"median ([0-9.]+) ms", out).group(1)) * 1e3
 
