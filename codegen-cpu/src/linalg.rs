@@ -138,6 +138,27 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Ok(())
     }
 
+    /// A vector variable holding part of a product's result across its `k` loop: zero when the
+    /// product is subtracted at the end (`from_zero`), else `init`'s vector (the result's
+    /// elements there).
+    fn block_acc(
+        &mut self,
+        s: Scalar,
+        vt: ir::Type,
+        from_zero: bool,
+        init: impl FnOnce(&mut Self) -> ir::Value,
+    ) -> Variable {
+        let var = self.b.declare_var(vt);
+        let x = if from_zero {
+            let z = self.zero(s);
+            self.b.ins().splat(vt, z)
+        } else {
+            init(self)
+        };
+        self.b.def_var(var, x);
+        var
+    }
+
     /// Column `col` of `C[i0..i0 + h*lanes, :] += A[i0.., :] @ B[:, col]` with each vector of
     /// `lanes` rows in a register across the loop over `k` (with `t: Some(..)`, from zero, and
     /// `C = T - block` stored): `A`'s column as one vector load where its rows are adjacent in
@@ -171,19 +192,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             x
         };
-        let mut accs: Vec<Variable> = Vec::new();
-        for v in 0..h {
-            let var = self.b.declare_var(vt);
-            let x = match t {
-                Some(_) => {
-                    let z = self.zero(s);
-                    self.b.ins().splat(vt, z)
-                }
-                None => gather(self, c, v),
-            };
-            self.b.def_var(var, x);
-            accs.push(var);
-        }
+        let accs: Vec<Variable> = (0..h).map(|v| self.block_acc(s, vt, t.is_some(), |l| gather(l, c, v))).collect();
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, k as i64);
         self.dyn_loop(lo, hi, |l, kk| {
@@ -249,16 +258,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let mut accs: Vec<Variable> = Vec::new();
         for r in 0..h {
             for v in 0..w {
-                let var = self.b.declare_var(vt);
-                let x = match t {
-                    Some(_) => {
-                        let z = self.zero(s);
-                        self.b.ins().splat(vt, z)
-                    }
-                    None => self.b.ins().load(vt, flags(), c, coff(r, v)),
-                };
-                self.b.def_var(var, x);
-                accs.push(var);
+                accs.push(self.block_acc(s, vt, t.is_some(), |l| l.b.ins().load(vt, flags(), c, coff(r, v))));
             }
         }
         let lo = self.b.ins().iconst(types::I64, 0);
