@@ -192,8 +192,8 @@ fn grouped(i: usize, g0: usize, g1: usize) -> (usize, usize) {
 /// (up to 32 MiB, checked by the CPU backend, which also emits stack probes).
 const PROGRAM_STACK: usize = 64 << 20;
 
-/// Binds the pool's `i`-th thread to the `i`-th CPU that the process may use (wrapping
-/// around), as OpenMP's `OMP_PROC_BIND=close` does. Unbound, the workers drifted onto one CPU:
+/// Binds the pool's `i`-th thread to the `i`-th CPU that the process may use, as OpenMP's
+/// `OMP_PROC_BIND=close` does, when the pool has one thread per such CPU. Unbound, the workers drifted onto one CPU:
 /// Linux places a woken thread near the thread that wakes it, and two workers polling for the
 /// next launch on one CPU (`sched_yield` in turn) look busy and cache-hot there, so the load
 /// balancer left them together for the rest of the process: every launch on one core. Traced
@@ -213,11 +213,14 @@ fn bind_to_cpu(i: usize) {
             return;
         }
         let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &allowed)).collect();
-        if cpus.len() < 2 {
+        // Only a pool of one thread per allowed CPU: a smaller one (`RAYON_NUM_THREADS`, or a
+        // container's CPU quota, which `available_parallelism` and so rayon follow) would be
+        // tied to the first CPUs of the set, which other work may be using.
+        if cpus.len() < 2 || rayon::current_num_threads() != cpus.len() {
             return;
         }
         let mut one: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpus[i % cpus.len()], &mut one);
+        libc::CPU_SET(cpus[i], &mut one);
         libc::sched_setaffinity(0, size, &one);
     }
     #[cfg(not(target_os = "linux"))]
