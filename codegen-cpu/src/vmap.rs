@@ -5,8 +5,8 @@
 //!
 //! Inside the region a `bool` is a lane mask of the region's width (all ones or zero).
 //! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts and the `f32`
-//! `exp` and `tanh` (`expf.rs`, `tanhf.rs`) are vector instructions with the scalar code's semantics (the same
-//! instructions, per lane); every other op (the C library's functions, integer division, the
+//! `exp` and `tanh` (`expf.rs`, `tanhf.rs`) are vector instructions with the scalar code's
+//! semantics (the same instructions, per lane); every other op (the C library's functions, integer division, the
 //! other casts) is computed lane by lane by the scalar lowering itself, so no result changes.
 //! A `bool` operand tile (one byte per element, 0 or 1) is widened into mask lanes as it is
 //! loaded, and a `bool` result is stored back one byte per lane. A region whose values are not

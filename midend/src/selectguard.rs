@@ -1,7 +1,7 @@
 //! Pass `guard-select` (run by both CPU backends on their own copy of a module): a scalar
 //! `select %c, %a, %b` whose operand `%a` (or `%b`) is the result of a libm-backed function
-//! (`exp` and `tanh` but of `f32`, which are computed inline, `log`, `sin`, `cos`, `exp2`, `log2`)
-//! of the same region used by nothing else becomes an `if` that computes it only when it is
+//! (`exp` and `tanh` but of `f32`, which are computed inline, `log`, `sin`, `cos`, `exp2`,
+//! `log2`) of the same region used by nothing else becomes an `if` that computes it only when it is
 //! chosen:
 //!
 //! ```text

@@ -193,8 +193,8 @@ fn grouped(i: usize, g0: usize, g1: usize) -> (usize, usize) {
 const PROGRAM_STACK: usize = 64 << 20;
 
 /// Binds the pool's `i`-th thread to the `i`-th CPU that the process may use, as OpenMP's
-/// `OMP_PROC_BIND=close` does, when the pool has one thread per such CPU. Unbound, the workers drifted onto one CPU:
-/// Linux places a woken thread near the thread that wakes it, and two workers polling for the
+/// `OMP_PROC_BIND=close` does, when the pool has one thread per such CPU. Unbound, the
+/// workers drifted onto one CPU: Linux places a woken thread near the thread that wakes it, and two workers polling for the
 /// next launch on one CPU (`sched_yield` in turn) look busy and cache-hot there, so the load
 /// balancer left them together for the rest of the process: every launch on one core. Traced
 /// with `perf sched` on a 2-core VM, where `examples/walker.tile` (2^20 rows, 1.4 ms a launch

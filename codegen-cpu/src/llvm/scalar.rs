@@ -374,7 +374,8 @@ fn bits(s: Scalar) -> u32 {
     }
 }
 
-/// [`Gen`] for `crate::expf` and `crate::tanhf` (whose operations take `&mut self`; these need only `&self`).
+/// [`Gen`] for `crate::expf` and `crate::tanhf` (whose operations take `&mut self`; these
+/// need only `&self`).
 struct ExpOn<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
 
 impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
