@@ -1,5 +1,5 @@
 //! `exp` of `f32` on the CPU, tilec's own instead of the C library's `expf` (a call per
-//! element that no vector code can make): written once over [`ExpOps`] and emitted by
+//! element that no vector code can make): written once over [`F32Ops`] and emitted by
 //! Cranelift (`scalar.rs`, this file) and LLVM (`llvm/scalar.rs`) on scalars and on vectors
 //! alike, so that both backends, scalars and tiles give the same bits.
 //!
@@ -15,6 +15,8 @@
 //! points evenly spaced over `[-104, 89]` and at the edges: at most 0.99 ulp for normal
 //! results (the C library's `expf` as NumPy calls it: 2.5), within one unit of the smallest
 //! subnormal below them (`tests/tests/tile_ops/elementwise.rs`).
+
+use tilec_midend::UnOp;
 
 /// `log2(e)`.
 const LOG2E: f32 = std::f32::consts::LOG2_E;
@@ -32,7 +34,7 @@ const HI: f32 = 89.0;
 
 /// The operations tilec's own `f32` functions need (`exp` here, `tanh` in `tanhf.rs`), on a
 /// scalar `f32` or a vector of them (and the `i32` values of the same shape).
-pub(crate) trait ExpOps {
+pub(crate) trait F32Ops {
     type V: Copy;
     type E;
     /// `c` shaped like `like` (splatted for a vector).
@@ -61,8 +63,35 @@ pub(crate) trait ExpOps {
     fn pow2(&mut self, n: Self::V) -> Result<Self::V, Self::E>;
 }
 
+/// Whether tilec computes `op` on `f32` itself ([`own`]) instead of calling the C library:
+/// scalars and vectors alike, so the code generators' element-wise and `map` code keep these
+/// in vector form.
+pub(crate) fn is_own(op: UnOp) -> bool {
+    matches!(op, UnOp::Exp | UnOp::Tanh)
+}
+
+/// `op(x)` for an `f32` scalar or vector `x` and an `op` that [`is_own`] accepts.
+pub(crate) fn own<B: F32Ops>(b: &mut B, op: UnOp, x: B::V) -> Result<B::V, B::E> {
+    match op {
+        UnOp::Exp => expf(b, x),
+        UnOp::Tanh => crate::tanhf::tanhf(b, x),
+        _ => unreachable!("{op:?} is not one of tilec's own f32 functions"),
+    }
+}
+
+/// `p[0] x^(n-1) + .. + p[n-1]` by Horner's rule (`f32` multiplies and adds, in that order).
+pub(crate) fn horner<B: F32Ops>(b: &mut B, p: &[f32], x: B::V) -> Result<B::V, B::E> {
+    let mut y = b.f32c(p[0], x)?;
+    for &c in &p[1..] {
+        y = b.fmul(y, x)?;
+        let c = b.f32c(c, x)?;
+        y = b.fadd(y, c)?;
+    }
+    Ok(y)
+}
+
 /// `e^x` for the `f32` scalar or vector `x` (the module docs).
-pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
+pub(crate) fn expf<B: F32Ops>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     let (lo, hi) = (b.f32c(LO, x)?, b.f32c(HI, x)?);
     let x = b.fmax(x, lo)?;
     let x = b.fmin(x, hi)?;
@@ -82,12 +111,7 @@ pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     let p = b.fmul(n, c2)?;
     let r = b.fsub(r, p)?;
     let z = b.fmul(r, r)?;
-    let mut y = b.f32c(P[0], x)?;
-    for &c in &P[1..] {
-        y = b.fmul(y, r)?;
-        let c = b.f32c(c, x)?;
-        y = b.fadd(y, c)?;
-    }
+    let mut y = horner(b, &P, r)?;
     y = b.fmul(y, z)?;
     y = b.fadd(y, r)?;
     let one = b.f32c(1.0, x)?;
@@ -103,7 +127,7 @@ pub(crate) fn expf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
 
 use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData};
 
-impl<M: cranelift_module::Module> ExpOps for crate::lower::Lower<'_, '_, M> {
+impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
     type V = cranelift_codegen::ir::Value;
     type E = crate::CodegenError;
 

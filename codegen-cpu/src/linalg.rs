@@ -177,21 +177,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let vt = vec_ty(s).unwrap_or(types::F32X4);
         let esz = s.bytes();
         let lanes = 16 / esz;
-        // C's (or T's) elements [i0 + v*lanes + r, col], r in 0..lanes: a vector load where
+        // C's (or T's) elements [i0 + v*lanes + r, col], r in 0..lanes: one vector load where
         // they are adjacent (`n == 1`), else one load per lane.
-        let cell = |v: u32, r: u32| (((i0 + v * lanes + r) * n + col) * esz) as i32;
-        let gather = |l: &mut Self, base: ir::Value, v: u32| {
-            if n == 1 {
-                return l.b.ins().load(vt, flags(), base, cell(v, 0));
-            }
-            let x = l.ld(s, base, cell(v, 0));
-            let mut x = l.b.ins().scalar_to_vector(vt, x);
-            for r in 1..lanes {
-                let y = l.ld(s, base, cell(v, r));
-                x = l.b.ins().insertlane(x, y, r as u8);
-            }
-            x
-        };
+        let cell = |v: u32, r: u32| ((i0 + v * lanes + r) * n + col) * esz;
+        let gather = |l: &mut Self, base: ir::Value, v: u32| l.strided_vector(s, base, cell(v, 0), n * esz);
         let accs: Vec<Variable> = (0..h).map(|v| self.block_acc(s, vt, t.is_some(), |l| gather(l, c, v))).collect();
         let lo = self.b.ins().iconst(types::I64, 0);
         let hi = self.b.ins().iconst(types::I64, k as i64);
@@ -204,18 +193,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             let acol = l.b.ins().iadd(av.a, acol);
             for (v, var) in accs.iter().enumerate() {
                 let row = i0 + v as u32 * lanes;
-                let x = if av.ai == 1 {
-                    l.b.ins().load(vt, flags(), acol, (row * esz) as i32)
-                } else {
-                    let at = |r: u32| ((row + r) * av.ai * esz) as i32;
-                    let x = l.ld(s, acol, at(0));
-                    let mut x = l.b.ins().scalar_to_vector(vt, x);
-                    for r in 1..lanes {
-                        let e = l.ld(s, acol, at(r));
-                        x = l.b.ins().insertlane(x, e, r as u8);
-                    }
-                    x
-                };
+                let x = l.strided_vector(s, acol, row * av.ai * esz, av.ai * esz);
                 let x = if av.neg { l.neg(s, x) } else { x };
                 let cur = l.b.use_var(*var);
                 let nxt = l.fma(x, ys, cur);
@@ -229,11 +207,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 x = self.bin(BinOp::Sub, s, tv, x);
             }
             if n == 1 {
-                self.b.ins().store(flags(), x, c, cell(v, 0));
+                self.b.ins().store(flags(), x, c, cell(v, 0) as i32);
             } else {
                 for r in 0..lanes {
                     let e = self.b.ins().extractlane(x, r as u8);
-                    self.st(e, c, cell(v, r));
+                    self.st(e, c, cell(v, r) as i32);
                 }
             }
         }

@@ -439,10 +439,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
                             Some(vt) => {
                                 pending.push(self.b.ins().load(cl_type(elem), flags(), ga, 0));
                                 if pending.len() as u32 == lanes {
-                                    let mut v = self.b.ins().scalar_to_vector(vt, pending[0]);
-                                    for (k, x) in pending.iter().enumerate().skip(1) {
-                                        v = self.b.ins().insertlane(v, *x, k as u8);
-                                    }
+                                    let v = self.vector_of(vt, &pending);
                                     let off = ((r + 1 - lanes) as i64 * esz) as i32;
                                     self.b.ins().store(flags(), v, tile, off);
                                     pending.clear();

@@ -108,7 +108,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             UnOp::RoundF16 | UnOp::RoundBf16 => return Ok(self.round_half(op.rounds_to().expect("a rounding"), a)),
             UnOp::Trunc if s.is_float() => return Ok(self.b.ins().trunc(a)),
             UnOp::Trunc => return Ok(a),
-            UnOp::Exp if f32 => return crate::expf::expf(self, a),
+            k if f32 && crate::expf::is_own(k) => return crate::expf::own(self, k, a),
             UnOp::Exp => "exp",
             UnOp::Log => {
                 if f32 {
@@ -131,7 +131,6 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     "cos"
                 }
             }
-            UnOp::Tanh if f32 => return crate::tanhf::tanhf(self, a),
             UnOp::Tanh => "tanh",
             UnOp::Exp2 => {
                 if f32 {

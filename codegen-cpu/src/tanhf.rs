@@ -1,5 +1,5 @@
 //! `tanh` of `f32` on the CPU, tilec's own instead of the C library's `tanhf` (a call per
-//! element that no vector code can make), written once over [`ExpOps`] as `expf.rs` and
+//! element that no vector code can make), written once over [`F32Ops`] as `expf.rs` and
 //! emitted by Cranelift and LLVM on scalars and vectors alike: both backends, scalars and tiles
 //! give the same bits.
 //!
@@ -13,7 +13,7 @@
 //! 2^20 points spanning `[-10, 10]` and at the edges: at most 1.26 ulp (the test allows 1.5;
 //! `tests/tests/tile_ops/elementwise.rs`).
 
-use crate::expf::{expf, ExpOps};
+use crate::expf::{expf, horner, F32Ops};
 
 /// Below this `|x|`, the polynomial; from it on, the exponential form.
 const SMALL: f32 = 0.625;
@@ -24,15 +24,10 @@ const P: [f32; 5] = [-5.704_988_7e-3, 2.063_909e-2, -5.373_971_6e-2, 1.333_144_2
 const TINY: f32 = 1.0 / 4096.0;
 
 /// `tanh(x)` for the `f32` scalar or vector `x` (the module docs).
-pub(crate) fn tanhf<B: ExpOps>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
+pub(crate) fn tanhf<B: F32Ops>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     // |x| < 0.625: x + x z P(z).
     let z = b.fmul(x, x)?;
-    let mut p = b.f32c(P[0], x)?;
-    for &c in &P[1..] {
-        p = b.fmul(p, z)?;
-        let c = b.f32c(c, x)?;
-        p = b.fadd(p, c)?;
-    }
+    let p = horner(b, &P, z)?;
     let p = b.fmul(p, z)?;
     let p = b.fmul(p, x)?;
     let small = b.fadd(x, p)?;

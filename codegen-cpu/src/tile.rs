@@ -73,6 +73,26 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.ins().store(flags(), v, addr, off);
     }
 
+    /// The vector of type `vt` whose lanes are the scalars `xs` (as many as it has lanes).
+    pub(crate) fn vector_of(&mut self, vt: ir::Type, xs: &[ir::Value]) -> ir::Value {
+        let mut v = self.b.ins().scalar_to_vector(vt, xs[0]);
+        for (k, x) in xs.iter().enumerate().skip(1) {
+            v = self.b.ins().insertlane(v, *x, k as u8);
+        }
+        v
+    }
+
+    /// One vector of `s` elements at `addr + off + r * step` bytes, `r` over its lanes: a
+    /// vector load where they are adjacent (`step` is the element size), else a load per lane.
+    pub(crate) fn strided_vector(&mut self, s: Scalar, addr: ir::Value, off: u32, step: u32) -> ir::Value {
+        let vt = vec_ty(s).expect("a vector type");
+        if step == s.bytes() {
+            return self.b.ins().load(vt, flags(), addr, off as i32);
+        }
+        let xs: Vec<ir::Value> = (0..16 / s.bytes()).map(|r| self.ld(s, addr, (off + r * step) as i32)).collect();
+        self.vector_of(vt, &xs)
+    }
+
     /// `dst[k] = f(operands[k])` for `n` elements of type `s`; `vector` says whether `f` may
     /// be applied to whole vectors. No operand is [`Operand::Rows`] (`elementwise_rows`).
     pub(crate) fn elementwise(

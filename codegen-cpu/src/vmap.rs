@@ -346,7 +346,7 @@ fn vector_bin(k: BinOp, s: Scalar) -> bool {
 pub(crate) fn vector_un(k: UnOp, s: Scalar) -> bool {
     if s.is_float() {
         matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)
-            || (matches!(k, UnOp::Exp | UnOp::Tanh | UnOp::RoundF16 | UnOp::RoundBf16) && s == Scalar::F32)
+            || ((crate::expf::is_own(k) || matches!(k, UnOp::RoundF16 | UnOp::RoundBf16)) && s == Scalar::F32)
     } else {
         k == UnOp::Neg && s != Scalar::Bool
     }

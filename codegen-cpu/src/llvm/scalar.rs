@@ -209,12 +209,11 @@ impl<'ctx> Gen<'ctx, '_> {
             }
             UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
             UnOp::Trunc => return Ok(a),
-            UnOp::Exp if f32 => return crate::expf::expf(&mut ExpOn(self), a),
+            k if f32 && crate::expf::is_own(k) => return crate::expf::own(&mut F32On(self), k, a),
             UnOp::Exp => "exp",
             UnOp::Log => ["log", "logf"][f32 as usize],
             UnOp::Sin => ["sin", "sinf"][f32 as usize],
             UnOp::Cos => ["cos", "cosf"][f32 as usize],
-            UnOp::Tanh if f32 => return crate::tanhf::tanhf(&mut ExpOn(self), a),
             UnOp::Tanh => "tanh",
             UnOp::Exp2 => ["exp2", "exp2f"][f32 as usize],
             UnOp::Log2 => ["log2", "log2f"][f32 as usize],
@@ -376,9 +375,9 @@ fn bits(s: Scalar) -> u32 {
 
 /// [`Gen`] for `crate::expf` and `crate::tanhf` (whose operations take `&mut self`; these
 /// need only `&self`).
-struct ExpOn<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
+struct F32On<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
 
-impl<'ctx> crate::expf::ExpOps for ExpOn<'_, 'ctx, '_> {
+impl<'ctx> crate::expf::F32Ops for F32On<'_, 'ctx, '_> {
     type V = V<'ctx>;
     type E = CodegenError;
 

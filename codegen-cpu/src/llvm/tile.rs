@@ -9,7 +9,7 @@ use super::{be, err, Gen, Held, V};
 use crate::CodegenError;
 use inkwell::types::{BasicTypeEnum, VectorType};
 use inkwell::values::{BasicValue, IntValue, PointerValue};
-use tilec_midend::{BinOp, Fill, Op, OpKind, Scalar, Type, UnOp, Value};
+use tilec_midend::{BinOp, Fill, Op, OpKind, Scalar, Type, Value};
 
 /// Most row segments an operation unrolls; larger tiles loop over their rows.
 const UNROLL_SEGMENTS: u32 = 256;
@@ -413,7 +413,7 @@ impl<'ctx> Gen<'ctx, '_> {
                 let ops = [self.operand(op.args[0])?];
                 let dst = self.new_tile(op.results[0])?;
                 let k = *k;
-                if matches!(k, UnOp::Exp | UnOp::Tanh) && s == Scalar::F32 {
+                if crate::expf::is_own(k) && s == Scalar::F32 {
                     // The inline `exp` is about 30 instructions a vector: the tile as rows of
                     // one 64-byte vector, in a loop beyond 16 of them (a 4096-element tile's
                     // 256 unrolled `exp`s took 4 s to compile).

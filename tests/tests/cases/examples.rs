@@ -10,6 +10,16 @@ fn near_identity(p: usize, seed: u64) -> Vec<f64> {
     (0..p * 9).map(|e| if e % 9 % 4 == 0 { 1.0 } else { 0.0 } + 0.1 * r[e]).collect()
 }
 
+/// Tables for `fft_rows` and `fft_filter_rows` at N1 = 4, N2 = 8 (any values: the cases compare
+/// targets with each other, not with a DFT).
+fn fft_tables() -> Vec<(&'static str, Vec<f64>, Vec<u64>)> {
+    vec![
+        ("F1", random_uniform(2 * 4 * 4, 153), vec![2, 4, 4]),
+        ("F2", random_uniform(2 * 8 * 8, 154), vec![2, 8, 8]),
+        ("Tw", random_uniform(2 * 4 * 8, 155), vec![2, 4, 8]),
+    ]
+}
+
 /// A `size x size` array holding the Cholesky factor of the leading `n x n` block of an SPD
 /// matrix (`random_spd(1, size, seed)`) and the identity past it: what `block_cholesky` leaves.
 fn chol_padded(size: usize, n: usize, seed: u64) -> Vec<f64> {
@@ -287,27 +297,27 @@ pub(crate) fn all() -> Vec<Case> {
         case(
             example("fft.tile"),
             "fft_rows",
-            vec![
-                ("X", random_uniform(3 * 2 * 32, 152), vec![3, 2, 4, 8]),
-                ("F1", random_uniform(2 * 4 * 4, 153), vec![2, 4, 4]),
-                ("F2", random_uniform(2 * 8 * 8, 154), vec![2, 8, 8]),
-                ("Tw", random_uniform(2 * 4 * 8, 155), vec![2, 4, 8]),
-                ("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4]),
-            ],
+            [
+                vec![("X", random_uniform(3 * 2 * 32, 152), vec![3, 2, 4, 8])],
+                fft_tables(),
+                vec![("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4])],
+            ]
+            .concat(),
             vec![],
             vec!["Y"],
         ),
         case(
             example("fft.tile"),
             "fft_filter_rows",
-            vec![
-                ("X", random_uniform(3 * 2 * 32, 156), vec![3, 2, 4, 8]),
-                ("H", random_uniform(3 * 2 * 32, 157), vec![3, 2, 8, 4]),
-                ("F1", random_uniform(2 * 4 * 4, 153), vec![2, 4, 4]),
-                ("F2", random_uniform(2 * 8 * 8, 154), vec![2, 8, 8]),
-                ("Tw", random_uniform(2 * 4 * 8, 155), vec![2, 4, 8]),
-                ("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4]),
-            ],
+            [
+                vec![
+                    ("X", random_uniform(3 * 2 * 32, 156), vec![3, 2, 4, 8]),
+                    ("H", random_uniform(3 * 2 * 32, 157), vec![3, 2, 8, 4]),
+                ],
+                fft_tables(),
+                vec![("Y", vec![7.0; 3 * 2 * 32], vec![3, 2, 8, 4])],
+            ]
+            .concat(),
             vec![],
             vec!["Y"],
         ),
