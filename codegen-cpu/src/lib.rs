@@ -10,7 +10,10 @@
 //! slots (the data pointer, then each extent as an `int64_t`), a scalar parameter one slot with
 //! its value's bits in the low bytes. `ids` points to six `int64_t`: the program's index along
 //! grid axes 0, 1, 2, then the grid's extents. One call runs one program; the caller runs
-//! every program of the grid (in any order, in parallel). Transcendental functions call the C
+//! every program of the grid (in any order, in parallel). The arrays must have the shapes the
+//! signature declares (extents named alike equal, fixed extents as written) and the ids must lie
+//! in the grid: indices that these prove in bounds are not checked (`tilec_midend::bounds`).
+//! Transcendental functions call the C
 //! library's `exp`, `logf`, `sinf`, ... (link with `-lm`), except the `f32` `exp` and `tanh`,
 //! which are tilec's own (`expf.rs`, `tanhf.rs`).
 //!
@@ -189,7 +192,7 @@ fn jit_function(module: &Module, kernel: &Kernel) -> Result<(JITModule, cranelif
     let mut jit = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
     let mut ctx = jit.make_context();
     ctx.func.signature = sig;
-    lower::lower_function(&mut jit, &mut ctx.func, &module.funcs[kernel.body], kernel)?;
+    lower::lower_function(&mut jit, &mut ctx.func, &module.funcs[kernel.body], kernel, &module.funcs[kernel.launch])?;
     Ok((jit, ctx))
 }
 
@@ -339,12 +342,12 @@ pub fn compile_object(module: &Module) -> Result<Vec<u8>, CodegenError> {
         let id = obj.declare_function(&k.symbol, Linkage::Export, &sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = sig.clone();
-        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.body], k)?;
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.body], k, &module.funcs[k.launch])?;
         obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
         let id = obj.declare_function(&format!("{}__grid", k.symbol), Linkage::Export, &launch_sig).map_err(err)?;
         let mut ctx = obj.make_context();
         ctx.func.signature = launch_sig.clone();
-        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.launch], k)?;
+        lower::lower_function(&mut obj, &mut ctx.func, &module.funcs[k.launch], k, &module.funcs[k.launch])?;
         obj.define_function(id, &mut ctx).map_err(|e| err(format!("{e:?}")))?;
     }
     obj.finish().emit().map_err(err)

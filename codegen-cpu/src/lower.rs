@@ -78,6 +78,8 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
     pub(crate) pending: HashMap<Value, Op>,
     /// Element-wise ops computed by their reader (`chains.rs`).
     pub(crate) chains: crate::chains::Chains,
+    /// The array indices proven in bounds, whose checks are left out.
+    pub(crate) bounds: tilec_midend::bounds::Bounds,
 }
 
 /// The results of tile loads read in place (`tilec_midend::fusion::map_loads`; of those,
@@ -108,12 +110,14 @@ fn in_place_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> 
 
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
 /// (signature: `args`, `grid`, `flops`; its `Return` stores the three grid extents as
-/// `int64_t` and the flop count as a `double`), into `func`.
+/// `int64_t` and the flop count as a `double`), into `func`. `launch` is the kernel's launch
+/// function (its grid bounds `program_id`).
 pub(crate) fn lower_function<M: ClModule>(
     module: &mut M,
     func: &mut ir::Function,
     f: &Function,
     k: &Kernel,
+    launch: &Function,
 ) -> Result<(), CodegenError> {
     let mut fctx = FunctionBuilderContext::new();
     let b = FunctionBuilder::new(func, &mut fctx);
@@ -141,6 +145,7 @@ pub(crate) fn lower_function<M: ClModule>(
         direct,
         pending: HashMap::new(),
         chains,
+        bounds: tilec_midend::bounds::Bounds::of(k, f, launch),
     };
     let entry = l.b.create_block();
     l.b.append_block_params_for_function_params(entry);

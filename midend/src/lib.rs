@@ -5,6 +5,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bounds;
 pub mod cse;
 pub mod debug;
 pub mod dims;

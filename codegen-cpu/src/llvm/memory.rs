@@ -41,6 +41,8 @@ const PREFIX_STORE_SEGMENTS: usize = 16;
 #[derive(Clone, Copy)]
 pub(super) struct SliceDim<'ctx> {
     extent: u32,
+    /// Whether the slice is proven to lie inside the array (`tilec_midend::bounds`).
+    proven: bool,
     pub(super) start: IntValue<'ctx>,
     pub(super) dim: IntValue<'ctx>,
     pub(super) stride: IntValue<'ctx>,
@@ -117,10 +119,15 @@ impl<'ctx> Gen<'ctx, '_> {
                     if next_step.is_none() && self.batch_ids.contains(&idx[d]) {
                         next_step = Some(strides[d]);
                     }
-                    let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
-                    at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
+                    if !self.bounds.inside(array, d, idx[d], None) {
+                        let ok = b.build_int_compare(IntPredicate::ULT, i, dims[d], "").map_err(be)?;
+                        at_ok = b.build_and(at_ok, ok, "").map_err(be)?;
+                    }
                 }
-                Index::Slice(k) => slices.push(SliceDim { extent: k, start: i, dim: dims[d], stride: strides[d] }),
+                Index::Slice(k) => {
+                    let proven = self.bounds.inside(array, d, idx[d], Some(k));
+                    slices.push(SliceDim { extent: k, proven, start: i, dim: dims[d], stride: strides[d] })
+                }
             }
         }
         let contiguous = matches!(kinds.last(), Some(Index::Slice(_)));
@@ -175,7 +182,7 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(super) fn all_inside(&self, a: &Access<'ctx>) -> Result<IntValue<'ctx>, CodegenError> {
         let b = &self.b;
         let mut ok = a.at_ok;
-        for sd in &a.slices {
+        for sd in a.slices.iter().filter(|sd| !sd.proven) {
             let nonneg = b.build_int_compare(IntPredicate::SGE, sd.start, self.i64c(0), "").map_err(be)?;
             let end = b.build_int_add(sd.start, self.i64c(sd.extent as i64), "").map_err(be)?;
             let fits = b.build_int_compare(IntPredicate::SLE, end, sd.dim, "").map_err(be)?;
@@ -202,6 +209,9 @@ impl<'ctx> Gen<'ctx, '_> {
         let b = &self.b;
         let off = b.build_int_mul(r, rd.stride, "").map_err(be)?;
         let off = b.build_int_add(a.base, off, "").map_err(be)?;
+        if rd.proven {
+            return Ok((off, a.at_ok));
+        }
         let i = b.build_int_add(rd.start, r, "").map_err(be)?;
         let ok = b.build_int_compare(IntPredicate::ULT, i, rd.dim, "").map_err(be)?;
         Ok((off, b.build_and(ok, a.at_ok, "").map_err(be)?))

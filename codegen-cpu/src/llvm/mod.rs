@@ -133,6 +133,8 @@ pub(crate) struct Gen<'ctx, 'f> {
     pub(crate) direct: std::collections::HashSet<Value>,
     /// Those loads reached so far, not yet read: their ops, emitted at the product.
     pub(crate) pending: HashMap<Value, tilec_midend::Op>,
+    /// The array indices proven in bounds, whose checks are left out.
+    pub(crate) bounds: tilec_midend::bounds::Bounds,
 }
 
 /// The host's target machine (its CPU name and features), for JIT code (`pic`: false) or
@@ -185,7 +187,7 @@ fn build<'ctx>(
             }
             // Tiles make large frames: probe them page by page.
             func.add_attribute(AttributeLoc::Function, cx.create_string_attribute("probe-stack", "inline-asm"));
-            lower_function(cx, &m, func, f, k)?;
+            lower_function(cx, &m, func, f, k, &module.funcs[k.launch])?;
         }
     }
     m.verify().map_err(|e| {
@@ -207,6 +209,7 @@ fn lower_function<'ctx>(
     func: FunctionValue<'ctx>,
     f: &Function,
     k: &Kernel,
+    launch: &Function,
 ) -> Result<(), CodegenError> {
     if f.body.params.len() != k.params.len() {
         return Err(err("kernel parameters do not match its body function"));
@@ -242,6 +245,7 @@ fn lower_function<'ctx>(
         direct: Default::default(),
         pending: HashMap::new(),
         frame: 0,
+        bounds: tilec_midend::bounds::Bounds::of(k, f, launch),
     };
     f.body.count_uses(&mut g.uses);
     (g.left_views, g.unformed) = tilec_midend::fusion::left_operands(f, &g.uses);
