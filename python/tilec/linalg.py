@@ -7,7 +7,8 @@ batched triangular solves ``trsm_{left,right}_{lower,upper}[_t]_batched(A, X)``,
 ``orgqr_batched(A, tau)`` and ``gels_batched(A, X, info)`` (Householder QR, its Q, least
 squares; ``geqrf_compact_batched(A, tau)`` on batch-interleaved packs),
 ``syevj_batched(A, W, V, info, tol, max_sweeps)`` (symmetric eigenvalues, ascending, and
-eigenvectors by Jacobi; ``tol=np.finfo(dtype).eps, max_sweeps=100`` as cuSOLVER) and
+eigenvectors by Jacobi; ``tol=np.finfo(dtype).eps, max_sweeps=100`` as cuSOLVER;
+``syevj_compact_batched(A, E, V, info, tol, max_sweeps)`` on batch-interleaved packs) and
 ``gesvj_batched(A, S, V, info, tol, max_sweeps)`` (SVD by one-sided Jacobi, U over A;
 ``tol=sqrt(M) * eps, max_sweeps=30`` as LAPACK's gesvj),
 ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and ``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).

@@ -2,7 +2,7 @@
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
 //! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
 //! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs),
-//! potrf_compact_batched (against potrf_batched's bits and f64), geqrf, geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj and gesvj
+//! potrf_compact_batched (against potrf_batched's bits and f64), geqrf, geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj, syevj_compact_batched and gesvj
 //! (against f64 eigenvalues and singular values, `A = V W V^T`, `A = U S V^T`, orthogonality;
 //! repeated, graded, rank-deficient, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
@@ -920,6 +920,76 @@ fn syevj_reports_nan_and_too_few_sweeps_and_takes_empty_input() {
     }
 }
 
+/// `syevj_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol
+/// the element type's epsilon): A, E, V (unpacked) and info.
+fn syevj_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    let p = b / w;
+    let args = vec![
+        ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
+        ("E", arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
+        ("V", arr(elem, &vec![f64::NAN; b * n * n], &[p, n, n, w])),
+        ("info", int_array(&vec![-7.0; b], &[p, w])),
+        ("tol", float(elem, eps_of(elem))),
+        ("max_sweeps", int(sweeps)),
+    ];
+    let out = run_outs("syevj_compact_batched", args, &["A", "E", "V", "info"]);
+    let lens = [n * n, n, n * n, 1];
+    out.iter().zip(lens).map(|(o, len)| tilec_tests::unpack_compact(o, len, w)).collect()
+}
+
+/// syevj_compact_batched, packs of 4, 8 and 16: the eigenvalues of f64 LAPACK-style Jacobi,
+/// `A = V W V^T` and `V^T V = I` with the bounds of the `syevj_batched` test, on the same
+/// matrices (random, repeated eigenvalues, graded, diagonal) in lanes beside random ones; the
+/// upper triangle (NaN) is neither read nor written; a NaN matrix gets info N + 1 in its own
+/// lane only; with no sweep, W is each diagonal sorted.
+#[test]
+fn syevj_compact_matches_f64_and_keeps_lanes_apart() {
+    let mut rng = Rng::new(73);
+    for (w, n) in [(4, 1), (4, 5), (8, 17), (16, 9), (8, 32)] {
+        let mut a = symmetric_cases(n, &mut rng);
+        while a.len() < 2 * w * n * n {
+            a.extend(tilec_tests::symmetric_from_lower(&round_f32(&rng.vec(n * n, -1.0, 1.0)), n));
+        }
+        let b = a.len() / (n * n);
+        let nan_lane = w + 1;
+        let upper = |k: usize| k % n > (k / n) % n;
+        let mut spoiled: Vec<f64> = a.iter().enumerate().map(|(k, &x)| if upper(k) { f64::NAN } else { x }).collect();
+        spoiled[nan_lane * n * n + (n - 1) * n] = f64::NAN;
+        for elem in FLOATS {
+            let eps = eps_of(elem);
+            let out = syevj_compact(elem, &spoiled, b, n, w, 100);
+            let (rot, e, v, info) = (&out[0], &out[1], &out[2], &out[3]);
+            for i in 0..b {
+                let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
+                let rot_i = &rot[i * n * n..(i + 1) * n * n];
+                assert!((0..n * n).filter(|&k| upper(k)).all(|k| rot_i[k].is_nan()), "{ctx}: upper triangle written");
+                if i == nan_lane {
+                    assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
+                    continue;
+                }
+                assert_eq!(info[i], 0.0, "{ctx}: info");
+                let ai = &a[i * n * n..(i + 1) * n * n];
+                let (wi, vi) = (&e[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
+                let want = tilec_tests::eigvalsh_f64(ai, n);
+                let scale = frobenius(ai) * n as f64 * eps;
+                let we = wi.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                assert!(we <= 4.0 * scale, "{ctx}: eigenvalues off by {we:e}");
+                assert!(wi.windows(2).all(|p| p[0] <= p[1]), "{ctx}: ascending");
+                let res = svd_residual(ai, vi, wi, vi, n, n);
+                assert!(res <= 4.0 * scale, "{ctx}: |A - V W V^T| = {res:e}");
+                let orth = orthogonality(vi, n, n, n);
+                assert!(orth <= 4.0 * n as f64 * eps, "{ctx}: |V^T V - I| = {orth:e}");
+            }
+            let none = syevj_compact(elem, &spoiled, b, n, w, 0);
+            for i in (0..b).filter(|&i| i != nan_lane) {
+                let mut diag: Vec<f64> = (0..n).map(|k| spoiled[i * n * n + k * n + k]).collect();
+                diag.sort_by(f64::total_cmp);
+                assert_eq!(&none[1][i * n..(i + 1) * n], &diag[..], "{elem:?} W={w} n {n} matrix {i}: no sweep");
+            }
+        }
+    }
+}
+
 #[test]
 fn gesvj_matches_f64_singular_values_and_its_factors_reproduce_a() {
     let mut rng = Rng::new(71);
@@ -1088,6 +1158,20 @@ fn both_cpu_code_generators_give_the_same_bits() {
                 "V",
             ));
         }
+        // sym's 37 x 37 matrix in all 9 lanes of one pack, each lane scaled by its index + 1.
+        let packed: Vec<f64> = sym[..n * n].iter().flat_map(|&x| (1..=b).map(move |l| x * l as f64)).collect();
+        cases.push((
+            "syevj_compact_batched".into(),
+            vec![
+                ("A", arr(elem, &packed, &[1, n, n, b])),
+                ("E", arr(elem, &vec![0.0; n * b], &[1, n, b])),
+                ("V", arr(elem, &vec![0.0; n * n * b], &[1, n, n, b])),
+                ("info", zeros(b, &[1, b])),
+                ("tol", float(elem, eps_of(elem))),
+                ("max_sweeps", int(30)),
+            ],
+            "V",
+        ));
         for (kernel, args, out) in cases {
             let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
             let bits: Vec<Vec<u64>> = backends

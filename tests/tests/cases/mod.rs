@@ -105,7 +105,7 @@ fn case(
 
 /// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched,
 /// geqrf_compact_batched, orgqr_batched,
-/// gels_batched, syevj_batched and gesvj_batched.
+/// gels_batched, syevj_batched, syevj_compact_batched and gesvj_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -205,6 +205,7 @@ pub(crate) fn factorizations() -> Vec<Case> {
         ),
         potrf_compact(),
         geqrf_compact(),
+        syevj_compact(),
         case(
             stdlib(),
             "potrs_batched",
@@ -225,6 +226,31 @@ fn potrf_compact() -> Case {
     let packed = tilec_tests::pack_compact(&random_spd(packs * w, n, 5), n * n, w);
     let shape = vec![packs as u64, n as u64, n as u64, w as u64];
     case(stdlib(), "potrf_compact_batched", vec![("A", packed, shape)], vec![("eps", 1e-9)], vec!["A"])
+}
+
+/// syevj_compact_batched on 2 packs of 4 symmetric matrices of order 9, with tol 0 and 8
+/// sweeps as `syevj_batched`'s case (every target runs all 8).
+fn syevj_compact() -> Case {
+    let (packs, w, n) = (2usize, 4usize, 9usize);
+    let sym: Vec<f64> = random_uniform(packs * w * n * n, 14)
+        .chunks(n * n)
+        .flat_map(|m| tilec_tests::symmetric_from_lower(m, n))
+        .collect();
+    let (pu, wu, nu) = (packs as u64, w as u64, n as u64);
+    let mut c = case(
+        stdlib(),
+        "syevj_compact_batched",
+        vec![
+            ("A", tilec_tests::pack_compact(&sym, n * n, w), vec![pu, nu, nu, wu]),
+            ("E", vec![0.0; packs * n * w], vec![pu, nu, wu]),
+            ("V", vec![0.0; packs * n * n * w], vec![pu, nu, nu, wu]),
+        ],
+        vec![("tol", 0.0)],
+        vec!["E", "V", "info"],
+    );
+    c.ints = vec![("max_sweeps", 8)];
+    c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
+    c
 }
 
 /// geqrf_compact_batched on 2 packs of 4 matrices of 11 x 7 (matrix `p * 4 + l`'s element
