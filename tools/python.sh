@@ -40,7 +40,15 @@ for m in maturin numpy scipy pytest dask distributed; do
 done
 if [ ${#missing[@]} -gt 0 ]; then
     echo "installing into $venv: ${missing[*]}"
-    pkgs=("${missing[@]/dask/dask[array]}")
+    # Dask and distributed as one requirement, which pins them to the same version (a plain
+    # `distributed` let pip pair dask 2026.11.0 with distributed 2021.4.1, which fails to import).
+    pkgs=()
+    for m in "${missing[@]}"; do
+        case "$m" in
+            dask | distributed) pkgs+=("dask[array,distributed]") ;;
+            *) pkgs+=("$m") ;;
+        esac
+    done
     "$py" -m pip install --quiet --disable-pip-version-check "${pkgs[@]}"
 fi
 # The extension shares the main workspace's target folder (its lock file starts as a copy of the
