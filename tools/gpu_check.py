@@ -334,6 +334,18 @@ def case_syevj(rng, dt, n):
                 scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
 
 
+def case_syevj_compact(rng, dt, n):
+    # About 6 N^3 loop iterations for 10 sweeps: within lavapipe's limit up to N = 16.
+    n = min(n, 16)
+    a = rng.uniform(-1, 1, (8, n, n))
+    a = (a + a.transpose(0, 2, 1)).astype(dt)
+    ref = np.linalg.eigvalsh(a.astype(np.float64)).reshape(1, 8, n).transpose(0, 2, 1)
+    return dict(src=STDLIB, kernel="syevj_compact_batched", out="E", ref=ref,
+                arrays={"A": pack(a, 8), "E": np.zeros((1, n, 8), dt), "V": np.zeros((1, n, n, 8), dt),
+                        "info": np.full((1, 8), -2, np.int32)},
+                scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
+
+
 def case_gesvj(rng, dt, n):
     m, k = min(n, 64), min(n, 40)
     a = rng.uniform(-1, 1, (3, m, k)).astype(dt)
@@ -803,7 +815,8 @@ for _side in ("left", "right"):
 CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
           ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
           ("potrf_compact_batched", case_potrf_compact), ("geqrf_compact_batched", case_geqrf_compact),
-          ("syevj_batched", case_syevj), ("gesvj_batched", case_gesvj),
+          ("syevj_batched", case_syevj), ("syevj_compact_batched", case_syevj_compact),
+          ("gesvj_batched", case_gesvj),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),
