@@ -485,6 +485,10 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         }
         let dst = self.new_tile(op.results[0])?;
+        let contiguous = rows == 1 || srcs.len() == direct_none;
+        if self.map_vectors(op, &srcs, contiguous, dst, de, rows * cols)? {
+            return Ok(());
+        }
         let r = &op.regions[0];
         let body = |g: &mut Self,
                     i: IntValue<'ctx>,

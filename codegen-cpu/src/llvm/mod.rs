@@ -28,7 +28,10 @@
 //! element-wise op (a `map`, a binary or unary op) is read by it in place too
 //! (`tilec_midend::fusion::map_loads`; a row streamed into an accumulator,
 //! `acc += A[i, j0:j0+1024] * y` over 4096 x 4096 f32 on one AMD EPYC thread: 9.4 -> 5.7 ms), and a
-//! `map` whose result is a loop's carried tile computes it in that tile's storage. In a kernel
+//! `map` whose result is a loop's carried tile computes it in that tile's storage, and a `map`
+//! over a tile of at most four 64-byte vectors is straight-line vector code (`vmap.rs`: the
+//! `where`s of a 16-lane compact kernel had been 8-wide loops through the stack; same bits).
+//! In a kernel
 //! with one grid axis, the other tile
 //! loads indexed by `program_id(0)` also prefetch the next program's tile (`memory.rs`,
 //! `prefetch_next`).
@@ -46,6 +49,7 @@ mod scalar;
 mod strided;
 mod tile;
 mod views;
+mod vmap;
 
 use crate::{CodegenError, KernelFn};
 use inkwell::attributes::AttributeLoc;

@@ -272,15 +272,19 @@ impl<'ctx> Gen<'ctx, '_> {
         self.select(top, max_c, r)
     }
 
-    /// A scalar conversion (the language converts scalars only).
+    /// A conversion of a scalar, or of a vector of them element by element (a `map`'s casts on
+    /// vectors, `vmap.rs`; the language converts scalars only).
     pub(crate) fn cast(&self, from: Scalar, to: Scalar, x: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         use inkwell::values::InstructionOpcode as I;
         if from == to {
             return Ok(x);
         }
-        let t = self.ty(to);
+        let t: BasicTypeEnum<'ctx> = match x {
+            V::VectorValue(v) => self.vty(to, v.get_type().get_size()).into(),
+            _ => self.ty(to),
+        };
         if to == Scalar::Bool {
-            let zero = self.constant(from, 0.0);
+            let zero = self.const_like(from, 0.0, x)?;
             return self.cmp(CmpOp::Ne, from, x, zero);
         }
         let op = match (from.is_float(), to.is_float()) {
