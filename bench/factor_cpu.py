@@ -1,6 +1,8 @@
 """Benchmark (not a test): the standard library's batched Householder QR, symmetric
-eigensolvers and SVD on the CPU (`geqrf_batched`, `syevj_batched` and `syevj_compact_batched`,
-`gesvj_batched`; `tilec run`, both CPU code generators) against NumPy's batched
+eigensolvers and SVD on the CPU (`geqrf_batched` and `geqrf_compact_batched`, `syevj_batched`
+and `syevj_compact_batched`, `gesvj_batched` and `gesvj_compact_batched`, the compact ones on
+the same matrices packed one 64-byte vector of them at a time, packing not timed; `tilec run`,
+both CPU code generators) against NumPy's batched
 `np.linalg.qr(mode="raw")`, `np.linalg.eigh` and `np.linalg.svd` on the same stacks, and
 PyTorch's and Intel MKL's batched routines where installed (bench/strong_cpu.py), in one run,
 at 4096 x 32 x 32 and 1024 x 64 x 64, f32 and f64 (issue 34). Every tilec result is checked
@@ -66,7 +68,11 @@ def cases(b, n, dt, rng):
     # The same matrices in MKL's compact layout (packs of one 64-byte vector of matrices;
     # packing not timed: NumPy's transpose costs about a tenth of the kernel at 64 f64).
     w = 64 // np.dtype(dt).itemsize
-    packed = np.ascontiguousarray(syms.reshape(b // w, w, n, n).transpose(0, 2, 3, 1))
+
+    def pack(x):
+        return np.ascontiguousarray(x.reshape(b // w, w, n, n).transpose(0, 2, 3, 1))
+
+    packed = pack(syms)
 
     def eigc_check(o):
         assert (o["info"] == 0).all(), "syevj_compact info"
@@ -81,13 +87,30 @@ def cases(b, n, dt, rng):
            {"A": a, "S": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
             "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"}, ["S", "info"], svd_check)
 
+    def svdc_check(o):
+        assert (o["info"] == 0).all(), "gesvj_compact info"
+        s = o["S"].transpose(0, 2, 1).reshape(b, n)
+        check("gesvj_compact S", np.abs(s - s_ref).max(), 8 * n * eps * fro)
+
+    yield ("SVD compact", a, lambda: np.linalg.svd(a), "gesvj_compact_batched",
+           {"A": pack(a), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
+            "info": np.zeros((b // w, w), np.int32), "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"},
+           ["S", "info"], svdc_check)
+
+    def qrc_check(o):
+        # The factors unpacked, then the same check as geqrf_batched's.
+        qr_check({"A": o["A"].transpose(0, 3, 1, 2).reshape(b, n, n), "tau": o["tau"].transpose(0, 2, 1).reshape(b, n)})
+
+    yield ("QR compact", a, lambda: np.linalg.qr(a, mode="raw"), "geqrf_compact_batched",
+           {"A": pack(a), "tau": np.zeros((b // w, n, w), dt)}, ["A", "tau"], qrc_check)
+
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backends", default="llvm,cranelift")
-    ap.add_argument("--only", default="QR,eigh,eigh compact,SVD")
+    ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,SVD,SVD compact")
     args = ap.parse_args()
     rng = np.random.default_rng(34)
     rows = []

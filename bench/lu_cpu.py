@@ -1,5 +1,7 @@
 """Benchmark (not a test): the standard library's batched LU with partial pivoting on the CPU,
-`getrf_batched` then `getrs_batched` (`tilec run`, both CPU code generators), against NumPy's
+`getrf_batched` then `getrs_batched` (`tilec run`, both CPU code generators), and
+`getrf_compact_batched` then `getrs_compact_batched` on the same stacks packed batch-interleaved
+(16 f32 or 8 f64 matrices per pack; packing not timed), against NumPy's
 batched `np.linalg.solve` and SciPy's `lu_factor` (per matrix, and batched where SciPy has it)
 on the same stacks, and PyTorch's and Intel MKL's batched LU where installed (bench/strong_cpu.py),
 in one run, at 4096 x 32 x 32 and 1024 x 64 x 64, f32 and f64 (issue 34).
@@ -23,6 +25,40 @@ from ports_cpu import getf2, peer_ms, tilec_run  # noqa: E402
 from strong_cpu import peers as strong_peers  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
+
+
+def pack(a, w):
+    """The stack ``a`` (B, ...) in the compact layout (B / w, ..., w)."""
+    return np.ascontiguousarray(np.moveaxis(a.reshape(a.shape[0] // w, w, *a.shape[1:]), 1, -1))
+
+
+def unpack(c):
+    """The inverse of ``pack``."""
+    return np.moveaxis(c, -1, 1).reshape(-1, *c.shape[1:-1])
+
+
+def compact(args, a, x, a64, x64, refs, backend, shape):
+    """getrf_compact_batched + getrs_compact_batched on the stack packed W at a time (16 f32,
+    8 f64: one AVX-512 vector; packing not timed), checked as the usual layout's run is:
+    (getrf ms, getrs ms)."""
+    b, n = a.shape[:2]
+    w = 16 if a.dtype == np.float32 else 8
+    ipiv0, info0 = np.zeros((b // w, n, w), np.int32), np.zeros((b // w, w), np.int32)
+    out, t_f = tilec_run(args.tilec, STDLIB, "getrf_compact_batched", {"A": pack(a, w), "ipiv": ipiv0, "info": info0},
+                         ["A", "ipiv", "info"], backend, args.repeat)
+    piv = unpack(out["ipiv"])
+    for i, (_, p) in enumerate(refs):
+        if a.dtype == np.float64 and (piv[i] != p).any():
+            raise SystemExit(f"{shape} {backend} compact: pivots of matrix {i} differ from getf2")
+    assert (out["info"] == 0).all()
+    sol, t_s = tilec_run(args.tilec, STDLIB, "getrs_compact_batched",
+                         {"LU": out["A"], "ipiv": out["ipiv"], "X": pack(x, w)}, ["X"], backend, args.repeat)
+    got = unpack(sol["X"]).astype(np.float64)
+    res = np.abs(a64 @ got - x64).max()
+    bound = 8 * n * n * np.finfo(a.dtype).eps * np.abs(got).max()
+    if not res <= bound:
+        raise SystemExit(f"{shape} {backend} compact: residual {res:.2e} above {bound:.2e}")
+    return t_f, t_s
 
 
 def main():
@@ -67,6 +103,10 @@ def main():
                 print(f"{shape}: tilec {backend} getrf {t_f:.2f} ms + getrs {t_s:.2f} ms = {total:.2f} ms; "
                       + "; ".join(f"{k} {v:.2f} ms" for k, v in peers.items()), flush=True)
                 rows.append((shape, backend, t_f, t_s, total, peers))
+                t_f, t_s = compact(args, a, x, a64, x64, refs, backend, shape)
+                print(f"{shape}: tilec {backend} getrf_compact {t_f:.2f} ms + getrs_compact {t_s:.2f} ms = "
+                      f"{t_f + t_s:.2f} ms", flush=True)
+                rows.append((shape, f"{backend}, compact", t_f, t_s, t_f + t_s, peers))
     print()
     names = list(dict.fromkeys(k for row in rows for k in row[5]))
     print("| stack | tilec (getrf + getrs) | " + " | ".join(f"{k} (ratio)" for k in names) + " |")

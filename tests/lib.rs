@@ -674,7 +674,7 @@ pub fn vulkan_device() -> Option<tilec_runtime::VulkanDevice> {
 /// `e` of matrix `p * w + l` at `(p * len + e) * w + l`.
 pub fn pack_compact(a: &[f64], len: usize, w: usize) -> Vec<f64> {
     let mut out = vec![0.0; a.len()];
-    for (q, mat) in a.chunks(len).enumerate() {
+    for (q, mat) in a.chunks(len.max(1)).enumerate() {
         let (p, l) = (q / w, q % w);
         for (e, &x) in mat.iter().enumerate() {
             out[(p * len + e) * w + l] = x;

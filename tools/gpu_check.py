@@ -188,6 +188,24 @@ def case_potrf_compact(rng, dt, n):
                 out="A", ref=pack(ref, 8))
 
 
+def case_getrf_compact(rng, dt, n):
+    # About N^3 / 3 iterations in the update: N = 64 would pass lavapipe's loop limit.
+    n = min(n, COMPACT_QR_MAX)
+    a = rng.uniform(-1, 1, (8, n, n)).astype(dt)
+    ref, _ = getf2(a)
+    return dict(src=STDLIB, kernel="getrf_compact_batched", scalars={}, out="A", ref=pack(ref, 8),
+                arrays={"A": pack(a, 8), "ipiv": np.full((1, n, 8), -1, np.int32),
+                        "info": np.full((1, 8), -1, np.int32)})
+
+
+def case_getrs_compact(rng, dt, n):
+    c = case_getrs(rng, dt, min(n, COMPACT_QR_MAX), batch=8)
+    piv = c["arrays"]["ipiv"]
+    return dict(c, kernel="getrs_compact_batched", ref=pack(c["ref"], 8),
+                arrays={"LU": pack(c["arrays"]["LU"], 8), "X": pack(c["arrays"]["X"], 8),
+                        "ipiv": np.ascontiguousarray(piv.reshape(1, 8, -1).transpose(0, 2, 1))})
+
+
 def case_trsm(side, lower, trans):
     def make(rng, dt, n):
         b, m = 3, 17
@@ -239,14 +257,14 @@ def case_getrf(rng, dt, n):
                 arrays={"A": a, "ipiv": np.full((3, n), -1, np.int32), "info": np.full(3, -1, np.int32)})
 
 
-def case_getrs(rng, dt, n):
+def case_getrs(rng, dt, n, batch=3):
     n = min(n, 64)
-    lu, piv = getf2(rng.uniform(-1, 1, (3, n, n)).astype(dt))
+    lu, piv = getf2(rng.uniform(-1, 1, (batch, n, n)).astype(dt))
     lu = lu.astype(dt)
-    x = rng.uniform(-1, 1, (3, n, 2)).astype(dt)
+    x = rng.uniform(-1, 1, (batch, n, 2)).astype(dt)
     # The solve with the factors as the kernel gets them (rounded to dt), in f64.
-    a = np.empty((3, n, n))
-    for i in range(3):
+    a = np.empty((batch, n, n))
+    for i in range(batch):
         l, u = np.tril(lu[i].astype(np.float64), -1) + np.eye(n), np.triu(lu[i].astype(np.float64))
         pa = l @ u
         for k in reversed(range(n)):
@@ -344,6 +362,17 @@ def case_syevj_compact(rng, dt, n):
                 arrays={"A": pack(a, 8), "E": np.zeros((1, n, 8), dt), "V": np.zeros((1, n, n, 8), dt),
                         "info": np.full((1, 8), -2, np.int32)},
                 scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
+
+
+def case_gesvj_compact(rng, dt, n):
+    # About N^3 loop iterations a sweep: within lavapipe's limit up to N = 16, as syevj's.
+    n = min(n, 16)
+    a = rng.uniform(-1, 1, (8, n, n)).astype(dt)
+    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False).reshape(1, 8, n).transpose(0, 2, 1)
+    return dict(src=STDLIB, kernel="gesvj_compact_batched", out="S", ref=ref,
+                arrays={"A": pack(a, 8), "S": np.zeros((1, n, 8), dt), "V": np.zeros((1, n, n, 8), dt),
+                        "info": np.full((1, 8), -2, np.int32)},
+                scalars={"tol": repr(float(np.sqrt(n) * np.finfo(dt).eps)), "max_sweeps": "30"})
 
 
 def case_gesvj(rng, dt, n):
@@ -813,10 +842,11 @@ for _side in ("left", "right"):
             CASES.append((f"trsm_{_side}_{'lower' if _lower else 'upper'}{'_t' if _trans else ''}_batched",
                           case_trsm(_side, _lower, _trans)))
 CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_batched", case_getrs),
+          ("getrf_compact_batched", case_getrf_compact), ("getrs_compact_batched", case_getrs_compact),
           ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
           ("potrf_compact_batched", case_potrf_compact), ("geqrf_compact_batched", case_geqrf_compact),
           ("syevj_batched", case_syevj), ("syevj_compact_batched", case_syevj_compact),
-          ("gesvj_batched", case_gesvj),
+          ("gesvj_batched", case_gesvj), ("gesvj_compact_batched", case_gesvj_compact),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),

@@ -2,9 +2,12 @@
 //! against the plain f64 references of `tilec_tests`: gemm and gemm_batched, the 8 batched
 //! triangular solves and potrs (4096 matrices of 92x92, and odd sizes), row_sum, getrf and
 //! getrs (against getf2 in f64 and by their backward errors; singular, NaN and empty inputs),
-//! potrf_compact_batched (against potrf_batched's bits and f64), geqrf, geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj, syevj_compact_batched and gesvj
-//! (against f64 eigenvalues and singular values, `A = V W V^T`, `A = U S V^T`, orthogonality;
-//! repeated, graded, rank-deficient, NaN and empty inputs); and that both
+//! potrf_compact_batched (against potrf_batched's bits and f64), getrf_compact_batched and
+//! getrs_compact_batched (likewise, lanes beside singular and NaN ones), geqrf,
+//! geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj,
+//! syevj_compact_batched, gesvj and gesvj_compact_batched (against f64 eigenvalues and
+//! singular values, `A = V W V^T`, `A = U S V^T`, orthogonality; repeated, graded,
+//! rank-deficient, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
@@ -642,6 +645,109 @@ fn getrs_solves_with_getrf_s_factors() {
     }
 }
 
+/// `getrf_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time: the
+/// factors, the pivots and info, unpacked.
+fn getrf_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let p = b / w;
+    let args = vec![
+        ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
+        ("ipiv", int_array(&vec![-1.0; b * n], &[p, n, w])),
+        ("info", int_array(&vec![-1.0; b], &[p, w])),
+    ];
+    let out = run_outs("getrf_compact_batched", args, &["A", "ipiv", "info"]);
+    let mut un = [n * n, n, 1].into_iter().zip(&out).map(|(len, o)| tilec_tests::unpack_compact(o, len, w));
+    (un.next().unwrap(), un.next().unwrap(), un.next().unwrap())
+}
+
+/// getrf_compact_batched, packs of 4, 8 and 16: in f64 the pivots, info and factors of f64
+/// getf2 (the factors within rounding: the update is a product then a difference); in f32
+/// factors that reproduce P A within a few n eps. Singular matrices (a zero column, the zero
+/// matrix, I with a zero last pivot) and a NaN matrix sit in lanes beside random ones: each
+/// gets getrf_batched's info in its own lane, the NaN stays in its matrix, and the matrices
+/// beside them are factored as if alone.
+#[test]
+fn getrf_compact_matches_getf2_and_keeps_lanes_apart() {
+    let mut rng = Rng::new(79);
+    for (w, n) in [(4, 1), (4, 6), (8, 17), (16, 5), (8, 32), (16, 64)] {
+        let b = 2 * w;
+        let mut a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let m = |k: usize, r: usize, c: usize| k * n * n + r * n + c;
+        let (zero_col, zero, eye, nan) = (1, w - 1, w, w + 1);
+        for r in 0..n {
+            a[m(zero_col, r, n / 2)] = 0.0;
+            for c in 0..n {
+                a[m(zero, r, c)] = 0.0;
+                a[m(eye, r, c)] = if r == c && r + 1 < n { 1.0 } else { 0.0 };
+            }
+        }
+        a[m(nan, n / 2, n - 1)] = f64::NAN;
+        for elem in FLOATS {
+            let (lu, piv, info) = getrf_compact(elem, &a, b, n, w);
+            let eps = eps_of(elem);
+            for i in 0..b {
+                let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
+                let (got, got_piv) = (&lu[i * n * n..(i + 1) * n * n], &piv[i * n..(i + 1) * n]);
+                if i == nan {
+                    assert!(got.iter().any(|x| x.is_nan()), "{ctx}: the NaN stays in its matrix");
+                    continue;
+                }
+                let (want, want_piv, want_info) = tilec_tests::getrf_f64(&a[i * n * n..(i + 1) * n * n], n);
+                assert_eq!(info[i], want_info as f64, "{ctx}: info");
+                assert!(got.iter().all(|x| x.is_finite()), "{ctx}: finite factors");
+                let e = lu_backward_error(&a[i * n * n..(i + 1) * n * n], got, got_piv, n, eps);
+                assert!(e <= 4.0, "{ctx}: |PA - LU| is {e} n eps |A|");
+                if elem == Scalar::F64 {
+                    let want_piv: Vec<f64> = want_piv.iter().map(|&p| p as f64).collect();
+                    assert_eq!(got_piv, &want_piv[..], "{ctx}: pivots");
+                    let err = got.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+                    assert!(err <= 1e-12, "{ctx}: factors differ from getf2's by {err:e}");
+                }
+            }
+        }
+    }
+}
+
+/// getrs_compact_batched with getrf_compact_batched's factors: X against the substitutions
+/// of the same factors in f64 and `A X = B` within rounding; then N = 0 and an empty batch.
+#[test]
+fn getrs_compact_solves_with_getrf_compact_s_factors_and_takes_empty_input() {
+    let mut rng = Rng::new(83);
+    for (w, n, k) in [(4, 1, 1), (8, 5, 3), (16, 17, 1), (8, 32, 2), (16, 64, 1)] {
+        let b = 2 * w;
+        let a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let x = round_f32(&rng.vec(b * n * k, -1.0, 1.0));
+        for elem in FLOATS {
+            let (lu, piv, _) = getrf_compact(elem, &a, b, n, w);
+            let pack = |v: &[f64], len: usize| tilec_tests::pack_compact(v, len, w);
+            let args = vec![
+                ("LU", arr(elem, &pack(&lu, n * n), &[b / w, n, n, w])),
+                ("ipiv", int_array(&pack(&piv, n), &[b / w, n, w])),
+                ("X", arr(elem, &pack(&x, n * k), &[b / w, n, k, w])),
+            ];
+            let got = tilec_tests::unpack_compact(&run("getrs_compact_batched", args, &[], "X"), n * k, w);
+            let mut want = Vec::new();
+            for i in 0..b {
+                let p: Vec<i32> = piv[i * n..(i + 1) * n].iter().map(|&p| p as i32).collect();
+                let (lu_i, x_i) = (&lu[i * n * n..(i + 1) * n * n], &x[i * n * k..(i + 1) * n * k]);
+                want.extend(tilec_tests::getrs_f64(lu_i, &p, n, x_i, k));
+            }
+            check(&got, &want, n * k, elem, &format!("getrs_compact W={w} n {n} k {k}"));
+        }
+    }
+    for elem in FLOATS {
+        let (_, _, info) = getrf_compact(elem, &[], 8, 0, 4);
+        assert_eq!(info, [0.0; 8], "{elem:?}: N = 0: each empty matrix is factored");
+        let (lu, _, info) = getrf_compact(elem, &[], 0, 3, 4);
+        assert!(lu.is_empty() && info.is_empty(), "{elem:?}: an empty batch");
+        let args = vec![
+            ("LU", arr(elem, &[], &[2, 0, 0, 4])),
+            ("ipiv", int_array(&[], &[2, 0, 4])),
+            ("X", arr(elem, &[], &[2, 0, 3, 4])),
+        ];
+        assert!(run("getrs_compact_batched", args, &[], "X").is_empty(), "{elem:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // geqrf, orgqr, gels
 // ---------------------------------------------------------------------------------------
@@ -989,6 +1095,26 @@ fn syevj_compact_matches_f64_and_keeps_lanes_apart() {
     }
 }
 
+/// The checks of one SVD `A = U diag(s) V^T` (`a`, `u`: `m x n`, `v`: `n x n`, row-major):
+/// the singular values of f64 Jacobi within `8 max(m, n) eps ||A||_F`, descending, the
+/// residual within the same, `V^T V = I`, and U's columns orthonormal for the singular values
+/// well above rounding.
+#[allow(clippy::too_many_arguments)]
+fn check_svd(ai: &[f64], ui: &[f64], si: &[f64], vi: &[f64], m: usize, n: usize, eps: f64, ctx: &str) {
+    let want = tilec_tests::singular_values_f64(ai, m, n);
+    let scale = frobenius(ai) * m.max(n) as f64 * eps;
+    let se = si.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
+    assert!(se <= 8.0 * scale, "{ctx}: singular values off by {se:e}");
+    assert!(si.windows(2).all(|p| p[0] >= p[1]), "{ctx}: descending");
+    let res = svd_residual(ai, ui, si, vi, m, n);
+    assert!(res <= 8.0 * scale, "{ctx}: |A - U S V^T| = {res:e}");
+    let orth = orthogonality(vi, n, n, n);
+    assert!(orth <= 8.0 * n as f64 * eps, "{ctx}: |V^T V - I| = {orth:e}");
+    let k = si.iter().filter(|&&x| x > 1e3 * scale).count();
+    let ou = orthogonality(ui, m, n, k);
+    assert!(ou <= 8.0 * m.max(n) as f64 * eps * si[0] / si[k.max(1) - 1], "{ctx}: |U^T U - I| = {ou:e}");
+}
+
 #[test]
 fn gesvj_matches_f64_singular_values_and_its_factors_reproduce_a() {
     let mut rng = Rng::new(71);
@@ -1014,22 +1140,7 @@ fn gesvj_matches_f64_singular_values_and_its_factors_reproduce_a() {
                 let ai = &a[i * m * n..(i + 1) * m * n];
                 let (ui, si, vi) =
                     (&u[i * m * n..(i + 1) * m * n], &s[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
-                let want = tilec_tests::singular_values_f64(ai, m, n);
-                let scale = frobenius(ai) * m.max(n) as f64 * eps;
-                let se = si.iter().zip(&want).fold(0.0f64, |e, (g, w)| e.max((g - w).abs()));
-                assert!(se <= 8.0 * scale, "{elem:?} {m}x{n} matrix {i}: singular values off by {se:e}");
-                assert!(si.windows(2).all(|p| p[0] >= p[1]), "{elem:?} {m}x{n} matrix {i}: descending");
-                let res = svd_residual(ai, ui, si, vi, m, n);
-                assert!(res <= 8.0 * scale, "{elem:?} {m}x{n} matrix {i}: |A - U S V^T| = {res:e}");
-                let orth = orthogonality(vi, n, n, n);
-                assert!(orth <= 8.0 * n as f64 * eps, "{elem:?} {m}x{n} matrix {i}: |V^T V - I| = {orth:e}");
-                // U's columns are orthonormal for the singular values well above rounding.
-                let k = si.iter().filter(|&&x| x > 1e3 * scale).count();
-                let ou = orthogonality(ui, m, n, k);
-                assert!(
-                    ou <= 8.0 * m.max(n) as f64 * eps * si[0] / si[k.max(1) - 1],
-                    "{elem:?} {m}x{n} matrix {i}: |U^T U - I| = {ou:e}"
-                );
+                check_svd(ai, ui, si, vi, m, n, eps, &format!("{elem:?} {m}x{n} matrix {i}"));
             }
             if m >= n && n > 1 {
                 assert!(
@@ -1060,6 +1171,77 @@ fn gesvj_reports_nan_and_too_few_sweeps_and_takes_zero_and_empty_input() {
         assert_eq!(gesvj(elem, &[], 2, 0, 3, 30)[3], [0.0; 2], "{elem:?}: 0 x 3 matrices");
         assert_eq!(gesvj(elem, &[], 2, 3, 0, 30)[3], [0.0; 2], "{elem:?}: 3 x 0 matrices");
         assert!(gesvj(elem, &[], 0, 4, 4, 30)[3].is_empty(), "{elem:?}: an empty batch");
+    }
+}
+
+/// `gesvj_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol
+/// sqrt(n) eps): U, S, V (unpacked) and info.
+fn gesvj_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    let p = b / w;
+    let args = vec![
+        ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
+        ("S", arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
+        ("V", arr(elem, &vec![f64::NAN; b * n * n], &[p, n, n, w])),
+        ("info", int_array(&vec![-7.0; b], &[p, w])),
+        ("tol", float(elem, (n.max(1) as f64).sqrt() * eps_of(elem))),
+        ("max_sweeps", int(sweeps)),
+    ];
+    let out = run_outs("gesvj_compact_batched", args, &["A", "S", "V", "info"]);
+    let lens = [n * n, n, n * n, 1];
+    out.iter().zip(lens).map(|(o, len)| tilec_tests::unpack_compact(o, len, w)).collect()
+}
+
+/// gesvj_compact_batched, packs of 4, 8 and 16: `gesvj_batched`'s checks (f64 singular values,
+/// `A = U S V^T`, orthogonality) on random, rank-deficient and graded matrices in lanes beside
+/// a NaN matrix (info N + 1 in its lane only) and the zero matrix (S = 0, U = 0, V = I); one
+/// sweep leaves random matrices unconverged (info N + 1); N = 0 and an empty batch.
+#[test]
+fn gesvj_compact_matches_f64_and_keeps_lanes_apart() {
+    let mut rng = Rng::new(89);
+    for (w, n) in [(4, 1), (4, 5), (8, 17), (16, 9), (8, 32)] {
+        let b = 2 * w;
+        let mut a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let (deficient, graded, zero, nan) = (1, 2, w - 1, w + 1);
+        for r in 0..n {
+            a[deficient * n * n + r * n + n - 1] = a[deficient * n * n + r * n];
+            for c in 0..n {
+                a[graded * n * n + r * n + c] *= 2f64.powi(-2 * c as i32);
+                a[zero * n * n + r * n + c] = 0.0;
+            }
+        }
+        a[nan * n * n + n / 2] = f64::NAN;
+        for elem in FLOATS {
+            let eps = eps_of(elem);
+            let out = gesvj_compact(elem, &a, b, n, w, 30);
+            let (u, s, v, info) = (&out[0], &out[1], &out[2], &out[3]);
+            for i in 0..b {
+                let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
+                if i == nan {
+                    assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
+                    continue;
+                }
+                assert_eq!(info[i], 0.0, "{ctx}: info");
+                let (ai, ui, si, vi) = (
+                    &a[i * n * n..(i + 1) * n * n],
+                    &u[i * n * n..(i + 1) * n * n],
+                    &s[i * n..(i + 1) * n],
+                    &v[i * n * n..(i + 1) * n * n],
+                );
+                if i == zero {
+                    assert!(si.iter().chain(ui).all(|&x| x == 0.0), "{ctx}: S = 0 and U = 0");
+                    assert!((0..n * n).all(|k| vi[k] == if k / n == k % n { 1.0 } else { 0.0 }), "{ctx}: V = I");
+                    continue;
+                }
+                check_svd(ai, ui, si, vi, n, n, eps, &ctx);
+            }
+            if n >= 5 {
+                assert_eq!(gesvj_compact(elem, &a, b, n, w, 1)[3][0], (n + 1) as f64, "{elem:?}: one sweep");
+            }
+        }
+    }
+    for elem in FLOATS {
+        assert_eq!(gesvj_compact(elem, &[], 8, 0, 4, 30)[3], [0.0; 8], "{elem:?}: 0 x 0 matrices");
+        assert!(gesvj_compact(elem, &[], 0, 3, 4, 30)[3].is_empty(), "{elem:?}: an empty batch");
     }
 }
 
@@ -1123,6 +1305,25 @@ fn both_cpu_code_generators_give_the_same_bits() {
             vec![("A", arr(elem, &general, &[b, n, n])), ("ipiv", zeros(b * n, &[b, n])), ("info", zeros(b, &[b]))],
             "A",
         ));
+        // The same numbers as one pack of 9 (other matrices, the same kernels' work).
+        cases.push((
+            "getrf_compact_batched".into(),
+            vec![
+                ("A", arr(elem, &general, &[1, n, n, b])),
+                ("ipiv", zeros(b * n, &[1, n, b])),
+                ("info", zeros(b, &[1, b])),
+            ],
+            "A",
+        ));
+        cases.push((
+            "getrs_compact_batched".into(),
+            vec![
+                ("LU", arr(elem, &lu, &[1, n, n, b])),
+                ("ipiv", int_array(&piv, &[1, n, b])),
+                ("X", arr(elem, &rhs, &[1, n, k, b])),
+            ],
+            "X",
+        ));
         cases.push((
             "geqrf_batched".into(),
             vec![("A", arr(elem, &general, &[b, n, n])), ("tau", arr(elem, &vec![0.0; b * n], &[b, n]))],
@@ -1167,6 +1368,18 @@ fn both_cpu_code_generators_give_the_same_bits() {
                 ("V", arr(elem, &vec![0.0; n * n * b], &[1, n, n, b])),
                 ("info", zeros(b, &[1, b])),
                 ("tol", float(elem, eps_of(elem))),
+                ("max_sweeps", int(30)),
+            ],
+            "V",
+        ));
+        cases.push((
+            "gesvj_compact_batched".into(),
+            vec![
+                ("A", arr(elem, &packed, &[1, n, n, b])),
+                ("S", arr(elem, &vec![0.0; n * b], &[1, n, b])),
+                ("V", arr(elem, &vec![0.0; n * n * b], &[1, n, n, b])),
+                ("info", zeros(b, &[1, b])),
+                ("tol", float(elem, (n as f64).sqrt() * eps_of(elem))),
                 ("max_sweeps", int(30)),
             ],
             "V",

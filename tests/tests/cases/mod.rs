@@ -103,9 +103,10 @@ fn case(
     }
 }
 
-/// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched, geqrf_batched,
-/// geqrf_compact_batched, orgqr_batched,
-/// gels_batched, syevj_batched, syevj_compact_batched and gesvj_batched.
+/// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched,
+/// getrf_compact_batched, getrs_compact_batched, geqrf_batched, geqrf_compact_batched,
+/// orgqr_batched, gels_batched, syevj_batched, syevj_compact_batched, gesvj_batched and
+/// gesvj_compact_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -204,8 +205,11 @@ pub(crate) fn factorizations() -> Vec<Case> {
             vec!["A"],
         ),
         potrf_compact(),
+        getrf_compact(),
+        getrs_compact(),
         geqrf_compact(),
         syevj_compact(),
+        gesvj_compact(),
         case(
             stdlib(),
             "potrs_batched",
@@ -228,6 +232,52 @@ fn potrf_compact() -> Case {
     case(stdlib(), "potrf_compact_batched", vec![("A", packed, shape)], vec![("eps", 1e-9)], vec!["A"])
 }
 
+/// getrf_compact_batched on 2 packs of 4 matrices of order 13 (matrix `p * 4 + l`'s element
+/// `(i, j)` at `[p, i, j, l]`); lane 1 of pack 0 singular (a zero column: info 6), so the lanes
+/// of one pack pivot on different rows and report different info.
+fn getrf_compact() -> Case {
+    let (packs, w, n) = (2usize, 4usize, 13usize);
+    let mut a = random_uniform(packs * w * n * n, 15);
+    for r in 0..n {
+        a[n * n + r * n + 5] = 0.0;
+    }
+    let (pu, wu, nu) = (packs as u64, w as u64, n as u64);
+    let mut c = case(
+        stdlib(),
+        "getrf_compact_batched",
+        vec![("A", tilec_tests::pack_compact(&a, n * n, w), vec![pu, nu, nu, wu])],
+        vec![],
+        vec!["A", "ipiv", "info"],
+    );
+    c.int_arrays =
+        vec![("ipiv", vec![-1; packs * n * w], vec![pu, nu, wu]), ("info", vec![-1; packs * w], vec![pu, wu])];
+    c
+}
+
+/// getrs_compact_batched on 2 packs of 4 systems of order 13 with 3 right-hand sides, from
+/// f64 getf2's factors of random matrices (pivots differing from lane to lane).
+fn getrs_compact() -> Case {
+    let (packs, w, n, k) = (2usize, 4usize, 13usize, 3usize);
+    let factors: Vec<_> =
+        random_uniform(packs * w * n * n, 16).chunks(n * n).map(|m| tilec_tests::getrf_f64(m, n)).collect();
+    let lu: Vec<f64> = factors.iter().flat_map(|f| f.0.clone()).collect();
+    let piv: Vec<f64> = factors.iter().flat_map(|f| f.1.iter().map(|&p| p as f64)).collect();
+    let (pu, wu, nu, ku) = (packs as u64, w as u64, n as u64, k as u64);
+    let mut c = case(
+        stdlib(),
+        "getrs_compact_batched",
+        vec![
+            ("LU", tilec_tests::pack_compact(&lu, n * n, w), vec![pu, nu, nu, wu]),
+            ("X", tilec_tests::pack_compact(&random_uniform(packs * w * n * k, 17), n * k, w), vec![pu, nu, ku, wu]),
+        ],
+        vec![],
+        vec!["X"],
+    );
+    let piv = tilec_tests::pack_compact(&piv, n, w).iter().map(|&p| p as i32).collect();
+    c.int_arrays = vec![("ipiv", piv, vec![pu, nu, wu])];
+    c
+}
+
 /// syevj_compact_batched on 2 packs of 4 symmetric matrices of order 9, with tol 0 and 8
 /// sweeps as `syevj_batched`'s case (every target runs all 8).
 fn syevj_compact() -> Case {
@@ -247,6 +297,27 @@ fn syevj_compact() -> Case {
         ],
         vec![("tol", 0.0)],
         vec!["E", "V", "info"],
+    );
+    c.ints = vec![("max_sweeps", 8)];
+    c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
+    c
+}
+
+/// gesvj_compact_batched on 2 packs of 4 matrices of order 9, with tol 0 and 8 sweeps as
+/// `gesvj_batched`'s case (every target runs all 8).
+fn gesvj_compact() -> Case {
+    let (packs, w, n) = (2usize, 4usize, 9usize);
+    let (pu, wu, nu) = (packs as u64, w as u64, n as u64);
+    let mut c = case(
+        stdlib(),
+        "gesvj_compact_batched",
+        vec![
+            ("A", random_uniform(packs * w * n * n, 18), vec![pu, nu, nu, wu]),
+            ("S", vec![0.0; packs * n * w], vec![pu, nu, wu]),
+            ("V", vec![0.0; packs * n * n * w], vec![pu, nu, nu, wu]),
+        ],
+        vec![("tol", 0.0)],
+        vec!["A", "S", "V", "info"],
     );
     c.ints = vec![("max_sweeps", 8)];
     c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
