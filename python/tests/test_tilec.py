@@ -823,6 +823,54 @@ def test_getrf_and_getrs_match_scipy_and_numpy(dtype, n):
     assert res <= 8 * n * eps * n * np.abs(a[:5]).max() * np.abs(got).max()
 
 
+def _pack(a, w):
+    """The stack ``a`` (B, ...) in the compact layout (B / w, ..., w), a copy (for 1 x 1
+    matrices ``np.ascontiguousarray`` would give a view of ``a``, which the kernels write)."""
+    return np.moveaxis(a.reshape(a.shape[0] // w, w, *a.shape[1:]), 1, -1).copy()
+
+
+def _unpack(c):
+    """The inverse of ``_pack``."""
+    return np.moveaxis(c, -1, 1).reshape(-1, *c.shape[1:-1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 33])
+def test_compact_lu_and_svd_match_scipy_and_numpy(dtype, n):
+    """``linalg.getrf_compact_batched`` and ``getrs_compact_batched`` on 16 matrices packed 8 at
+    a time give SciPy's ``lu_factor`` pivots (float64) and solve as ``np.linalg.solve``, a
+    singular matrix's ``info`` in its own lane; ``gesvj_compact_batched`` gives NumPy's
+    singular values and ``A = U S V^T``."""
+    rng = np.random.default_rng(n + 11)
+    a = rng.uniform(-1, 1, (16, n, n)).astype(dtype)
+    a[3, :, 0] = 0  # singular: the first pivot is zero
+    lu, piv, info = _pack(a, 8), np.zeros((2, n, 8), np.int32), np.full((2, 8), -1, np.int32)
+    tilec.linalg.getrf_compact_batched(A=lu, ipiv=piv, info=info)
+    want = np.zeros(16, np.int32)
+    want[3] = 1
+    np.testing.assert_array_equal(info.reshape(16), want)
+    if dtype == np.float64:
+        for b in (0, 5, 15):
+            np.testing.assert_array_equal(_unpack(piv)[b], scipy.linalg.lu_factor(a[b].astype(np.float64))[1])
+    x = rng.uniform(-1, 1, (16, n, 2)).astype(dtype)
+    got = _pack(x, 8)
+    tilec.linalg.getrs_compact_batched(LU=lu, ipiv=piv, X=got)
+    ok = [b for b in range(16) if b != 3]
+    a64, got64 = a[ok].astype(np.float64), _unpack(got)[ok].astype(np.float64)
+    eps = np.finfo(dtype).eps
+    assert np.abs(a64 @ got64 - x[ok]).max() <= 8 * n * eps * n * np.abs(a64).max() * np.abs(got64).max()
+    u, s, v = _pack(a, 8), np.zeros((2, n, 8), dtype), np.zeros((2, n, n, 8), dtype)
+    info = np.full((2, 8), 7, np.int32)
+    tilec.linalg.gesvj_compact_batched(A=u, S=s, V=v, info=info, tol=float(np.sqrt(n) * eps), max_sweeps=30)
+    np.testing.assert_array_equal(info, 0)
+    u, s, v = _unpack(u).astype(np.float64), _unpack(s).astype(np.float64), _unpack(v).astype(np.float64)
+    for b in range(16):
+        ab = a[b].astype(np.float64)
+        bound = 8 * n * eps * max(np.linalg.norm(ab), 1e-300)
+        np.testing.assert_allclose(s[b], np.linalg.svd(ab, compute_uv=False), rtol=0, atol=bound)
+        assert np.abs(u[b] * s[b] @ v[b].T - ab).max() <= bound
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n", [(1, 1), (7, 7), (33, 20), (64, 40)])
 def test_geqrf_orgqr_gels_match_scipy_and_numpy(dtype, m, n):
