@@ -36,13 +36,14 @@ def spd(rng, b, n, dt):
 
 
 def pack(a, w):
-    b, n, _ = a.shape
-    return np.ascontiguousarray(a.reshape(b // w, w, n, n).transpose(0, 2, 3, 1))
+    """The stack ``a`` (B, ...) in the compact layout (B / w, ..., w): the matrices, or their
+    pivots, right-hand sides or singular values, w at a time."""
+    return np.ascontiguousarray(np.moveaxis(a.reshape(a.shape[0] // w, w, *a.shape[1:]), 1, -1))
 
 
 def unpack(c):
-    p, n, _, w = c.shape
-    return c.transpose(0, 3, 1, 2).reshape(p * w, n, n)
+    """The inverse of ``pack``."""
+    return np.moveaxis(c, -1, 1).reshape(-1, *c.shape[1:-1])
 
 
 def check(what, l, ref, dt):

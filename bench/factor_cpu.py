@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import check_error as check, peer_ms, tilec_run  # noqa: E402
 from strong_cpu import peers as strong_peers  # noqa: E402
+from compact_cpu import pack, unpack  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
 
@@ -68,15 +69,11 @@ def cases(b, n, dt, rng):
     # The same matrices in MKL's compact layout (packs of one 64-byte vector of matrices;
     # packing not timed: NumPy's transpose costs about a tenth of the kernel at 64 f64).
     w = 64 // np.dtype(dt).itemsize
-
-    def pack(x):
-        return np.ascontiguousarray(x.reshape(b // w, w, n, n).transpose(0, 2, 3, 1))
-
-    packed = pack(syms)
+    packed = pack(syms, w)
 
     def eigc_check(o):
         assert (o["info"] == 0).all(), "syevj_compact info"
-        e = o["E"].transpose(0, 2, 1).reshape(b, n)
+        e = unpack(o["E"])
         check("syevj_compact E", np.abs(e - w_ref).max(), 8 * n * eps * fro)
 
     yield ("eigh compact", syms, lambda: np.linalg.eigh(syms), "syevj_compact_batched",
@@ -89,20 +86,20 @@ def cases(b, n, dt, rng):
 
     def svdc_check(o):
         assert (o["info"] == 0).all(), "gesvj_compact info"
-        s = o["S"].transpose(0, 2, 1).reshape(b, n)
+        s = unpack(o["S"])
         check("gesvj_compact S", np.abs(s - s_ref).max(), 8 * n * eps * fro)
 
     yield ("SVD compact", a, lambda: np.linalg.svd(a), "gesvj_compact_batched",
-           {"A": pack(a), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
+           {"A": pack(a, w), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
             "info": np.zeros((b // w, w), np.int32), "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"},
            ["S", "info"], svdc_check)
 
     def qrc_check(o):
         # The factors unpacked, then the same check as geqrf_batched's.
-        qr_check({"A": o["A"].transpose(0, 3, 1, 2).reshape(b, n, n), "tau": o["tau"].transpose(0, 2, 1).reshape(b, n)})
+        qr_check({"A": unpack(o["A"]), "tau": unpack(o["tau"])})
 
     yield ("QR compact", a, lambda: np.linalg.qr(a, mode="raw"), "geqrf_compact_batched",
-           {"A": pack(a), "tau": np.zeros((b // w, n, w), dt)}, ["A", "tau"], qrc_check)
+           {"A": pack(a, w), "tau": np.zeros((b // w, n, w), dt)}, ["A", "tau"], qrc_check)
 
 
 def main():

@@ -23,18 +23,9 @@ import scipy.linalg as sl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import getf2, peer_ms, tilec_run  # noqa: E402
 from strong_cpu import peers as strong_peers  # noqa: E402
+from compact_cpu import pack, unpack  # noqa: E402
 
 STDLIB = "stdlib/linalg.tile"
-
-
-def pack(a, w):
-    """The stack ``a`` (B, ...) in the compact layout (B / w, ..., w)."""
-    return np.ascontiguousarray(np.moveaxis(a.reshape(a.shape[0] // w, w, *a.shape[1:]), 1, -1))
-
-
-def unpack(c):
-    """The inverse of ``pack``."""
-    return np.moveaxis(c, -1, 1).reshape(-1, *c.shape[1:-1])
 
 
 def compact(args, a, x, a64, x64, refs, backend, shape):

@@ -425,53 +425,48 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 let (lo, hi, stride, extent) = (s.lo, s.hi, s.stride, s.extent);
                 let done = self.b.create_block();
                 let short = same && matches!(mode, Xfer::Load | Xfer::Store) && extent <= UNROLL_1D;
-                if short && s.unit {
-                    // A short row (the innermost axis) wholly in bounds: unrolled vector moves
-                    // (the 16-lane rows of the compact kernels, `A[p, i, j, 0:W]`, had been
-                    // moved element by element: getrf_compact_batched 1024 x 64 x 64 f64
-                    // 98 -> 74 ms).
+                if short {
+                    // The whole slice in bounds: unrolled. A row (the innermost axis) with
+                    // vector moves (the 16-lane rows of the compact kernels, `A[p, i, j, 0:W]`,
+                    // had been moved element by element: getrf_compact_batched 1024 x 64 x 64
+                    // f64 98 -> 74 ms); a column of a matrix, typically, one pointer step per
+                    // element.
                     let full = self.whole(s);
                     let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(full, fast_b, &[], slow_b, &[]);
                     self.b.switch_to_block(fast_b);
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    let ga = self.elem_addr(acc, zero);
-                    let (src, dst) = if mode == Xfer::Store { (tile, ga) } else { (ga, tile) };
-                    self.copy_bytes(dst, src, extent * esz as u32);
-                    self.b.ins().jump(done, &[]);
-                    self.b.switch_to_block(slow_b);
-                } else if short {
-                    // The whole slice in bounds (a column of a matrix, typically): unrolled,
-                    // one pointer step per element.
-                    let full = self.whole(s);
-                    let (fast_b, slow_b) = (self.b.create_block(), self.b.create_block());
-                    self.b.ins().brif(full, fast_b, &[], slow_b, &[]);
-                    self.b.switch_to_block(fast_b);
-                    let step = self.b.ins().imul_imm_s(stride, esz);
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    let mut ga = self.elem_addr(acc, zero);
-                    let lanes = 16 / esz as u32;
-                    let vt = crate::tile::vec_ty(elem).filter(|_| mode == Xfer::Load && extent % lanes == 0);
-                    let mut pending = Vec::new();
-                    for r in 0..extent {
-                        if r > 0 {
-                            ga = self.b.ins().iadd(ga, step);
-                        }
-                        match vt {
-                            // Gathered into vectors and stored whole, so that the vector loads
-                            // of the tile that follow are forwarded from these stores.
-                            Some(vt) => {
-                                pending.push(self.b.ins().load(cl_type(elem), flags(), ga, 0));
-                                if pending.len() as u32 == lanes {
-                                    let v = self.vector_of(vt, &pending);
-                                    let off = ((r + 1 - lanes) as i64 * esz) as i32;
-                                    self.b.ins().store(flags(), v, tile, off);
-                                    pending.clear();
-                                }
+                    if s.unit {
+                        let zero = self.b.ins().iconst(types::I64, 0);
+                        let ga = self.elem_addr(acc, zero);
+                        let (src, dst) = if mode == Xfer::Store { (tile, ga) } else { (ga, tile) };
+                        self.copy_bytes(dst, src, extent * esz as u32);
+                    } else {
+                        let step = self.b.ins().imul_imm_s(stride, esz);
+                        let zero = self.b.ins().iconst(types::I64, 0);
+                        let mut ga = self.elem_addr(acc, zero);
+                        let lanes = 16 / esz as u32;
+                        let vt = crate::tile::vec_ty(elem).filter(|_| mode == Xfer::Load && extent % lanes == 0);
+                        let mut pending = Vec::new();
+                        for r in 0..extent {
+                            if r > 0 {
+                                ga = self.b.ins().iadd(ga, step);
                             }
-                            None => {
-                                let ta = self.b.ins().iadd_imm_s(tile, r as i64 * esz);
-                                self.xfer_elem(mode, ga, ta, elem);
+                            match vt {
+                                // Gathered into vectors and stored whole, so that the vector loads
+                                // of the tile that follow are forwarded from these stores.
+                                Some(vt) => {
+                                    pending.push(self.b.ins().load(cl_type(elem), flags(), ga, 0));
+                                    if pending.len() as u32 == lanes {
+                                        let v = self.vector_of(vt, &pending);
+                                        let off = ((r + 1 - lanes) as i64 * esz) as i32;
+                                        self.b.ins().store(flags(), v, tile, off);
+                                        pending.clear();
+                                    }
+                                }
+                                None => {
+                                    let ta = self.b.ins().iadd_imm_s(tile, r as i64 * esz);
+                                    self.xfer_elem(mode, ga, ta, elem);
+                                }
                             }
                         }
                     }

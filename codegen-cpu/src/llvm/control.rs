@@ -485,8 +485,9 @@ impl<'ctx> Gen<'ctx, '_> {
             }
         }
         let dst = self.new_tile(op.results[0])?;
-        let contiguous = rows == 1 || srcs.len() == direct_none;
-        if self.map_vectors(op, &srcs, contiguous, dst, de, rows * cols)? {
+        // One run of elements: a row, or tiles all in their own (row-major) storage.
+        let flat = rows == 1 || srcs.len() == direct_none;
+        if self.map_vectors(op, &srcs, flat, dst, de, rows * cols)? {
             return Ok(());
         }
         let r = &op.regions[0];
@@ -504,7 +505,7 @@ impl<'ctx> Gen<'ctx, '_> {
             g.store_elem(dst, de, i, y)
         };
         let zero = self.i64c(0);
-        if rows == 1 || srcs.len() == direct_none {
+        if flat {
             // One loop over the elements (a tile's offset is the element's).
             return self.dyn_loop(zero, self.i64c((rows * cols) as i64), |g, i| body(g, i, &|g, s| s.at(g, zero, i)));
         }
