@@ -55,10 +55,10 @@ def potrf_row(args, a, w, shape):
     dt = a.dtype
     ref = np.linalg.cholesky(a[:64].astype(np.float64))
     eps = "1e-30"
-    c, t_c = tilec_run(args.tilec, STDLIB, "potrf_compact_batched", {"A": pack(a, w), "eps": eps}, ["A"],
+    c, t_c = tilec_run(args.tilec, args.stdlib, "potrf_compact_batched", {"A": pack(a, w), "eps": eps}, ["A"],
                        args.backend, args.repeat)
     check(f"{shape} potrf_compact_batched", unpack(c["A"]), ref, dt)
-    p, t_p = tilec_run(args.tilec, STDLIB, "potrf_batched", {"A": a, "eps": eps}, ["A"], args.backend, args.repeat)
+    p, t_p = tilec_run(args.tilec, args.stdlib, "potrf_batched", {"A": a, "eps": eps}, ["A"], args.backend, args.repeat)
     check(f"{shape} potrf_batched", p["A"], ref, dt)
     peers = {"tilec usual layout": t_p}
     same = []
@@ -83,10 +83,10 @@ def geqrf_row(args, a, w, shape):
     dt, (b, n, _) = a.dtype, a.shape
     ref = diag_r(np.linalg.qr(a[:64].astype(np.float64), mode="r"))
     bound = 8 * n * np.finfo(dt).eps * max(float(ref.max()), 1.0)
-    c, t_c = tilec_run(args.tilec, STDLIB, "geqrf_compact_batched",
+    c, t_c = tilec_run(args.tilec, args.stdlib, "geqrf_compact_batched",
                        {"A": pack(a, w), "tau": np.zeros((b // w, n, w), dt)}, ["A"], args.backend, args.repeat)
     check_error(f"{shape} geqrf_compact_batched |diag R|", float(np.abs(diag_r(unpack(c["A"])[:64]) - ref).max()), bound)
-    p, t_p = tilec_run(args.tilec, STDLIB, "geqrf_batched", {"A": a, "tau": np.zeros((b, n), dt)}, ["A"],
+    p, t_p = tilec_run(args.tilec, args.stdlib, "geqrf_batched", {"A": a, "tau": np.zeros((b, n), dt)}, ["A"],
                        args.backend, args.repeat)
     check_error(f"{shape} geqrf_batched |diag R|", float(np.abs(diag_r(p["A"][:64]) - ref).max()), bound)
     peers = {"tilec usual layout": t_p}
@@ -101,6 +101,9 @@ def geqrf_row(args, a, w, shape):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
+    ap.add_argument("--stdlib", default=STDLIB,
+                    help="the file the stdlib kernels run from: an earlier text for a before/after "
+                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--orders", default="16,24,32,48,64,80,92")
     ap.add_argument("--qr-orders", default="16,32,64")

@@ -105,6 +105,9 @@ def cases(b, n, dt, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
+    ap.add_argument("--stdlib", default=STDLIB,
+                    help="the file the stdlib kernels run from: an earlier text for a before/after "
+                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backends", default="llvm,cranelift")
     ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,SVD,SVD compact")
@@ -122,7 +125,7 @@ def main():
                     peers[name] = peer_ms(run, args.repeat, prep)
                     verify()
                 for backend in args.backends.split(","):
-                    out, t = tilec_run(args.tilec, STDLIB, kernel, arrays, outs, backend, args.repeat)
+                    out, t = tilec_run(args.tilec, args.stdlib, kernel, arrays, outs, backend, args.repeat)
                     ok(out)
                     print(f"{routine} {shape}: tilec {backend} {kernel} {t:.2f} ms; "
                           + "; ".join(f"{k} {v:.2f} ms ({v / t:.2f}x)" for k, v in peers.items()), flush=True)

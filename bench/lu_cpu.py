@@ -35,14 +35,14 @@ def compact(args, a, x, a64, x64, refs, backend, shape):
     b, n = a.shape[:2]
     w = 16 if a.dtype == np.float32 else 8
     ipiv0, info0 = np.zeros((b // w, n, w), np.int32), np.zeros((b // w, w), np.int32)
-    out, t_f = tilec_run(args.tilec, STDLIB, "getrf_compact_batched", {"A": pack(a, w), "ipiv": ipiv0, "info": info0},
+    out, t_f = tilec_run(args.tilec, args.stdlib, "getrf_compact_batched", {"A": pack(a, w), "ipiv": ipiv0, "info": info0},
                          ["A", "ipiv", "info"], backend, args.repeat)
     piv = unpack(out["ipiv"])
     for i, (_, p) in enumerate(refs):
         if a.dtype == np.float64 and (piv[i] != p).any():
             raise SystemExit(f"{shape} {backend} compact: pivots of matrix {i} differ from getf2")
     assert (out["info"] == 0).all()
-    sol, t_s = tilec_run(args.tilec, STDLIB, "getrs_compact_batched",
+    sol, t_s = tilec_run(args.tilec, args.stdlib, "getrs_compact_batched",
                          {"LU": out["A"], "ipiv": out["ipiv"], "X": pack(x, w)}, ["X"], backend, args.repeat)
     got = unpack(sol["X"]).astype(np.float64)
     res = np.abs(a64 @ got - x64).max()
@@ -55,6 +55,9 @@ def compact(args, a, x, a64, x64, refs, backend, shape):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
+    ap.add_argument("--stdlib", default=STDLIB,
+                    help="the file the stdlib kernels run from: an earlier text for a before/after "
+                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--backends", default="llvm,cranelift")
     args = ap.parse_args()
@@ -78,13 +81,13 @@ def main():
                 verify()
             for backend in args.backends.split(","):
                 ipiv0, info0 = np.zeros((b, n), np.int32), np.zeros(b, np.int32)
-                out, t_f = tilec_run(args.tilec, STDLIB, "getrf_batched", {"A": a, "ipiv": ipiv0, "info": info0},
+                out, t_f = tilec_run(args.tilec, args.stdlib, "getrf_batched", {"A": a, "ipiv": ipiv0, "info": info0},
                                      ["A", "ipiv", "info"], backend, args.repeat)
                 for i, (_, p) in enumerate(refs):
                     if dt == np.float64 and (out["ipiv"][i] != p).any():
                         raise SystemExit(f"{shape} {backend}: pivots of matrix {i} differ from getf2")
                 assert (out["info"] == 0).all()
-                sol, t_s = tilec_run(args.tilec, STDLIB, "getrs_batched",
+                sol, t_s = tilec_run(args.tilec, args.stdlib, "getrs_batched",
                                      {"LU": out["A"], "ipiv": out["ipiv"], "X": x}, ["X"], backend, args.repeat)
                 res = np.abs(a64 @ sol["X"].astype(np.float64) - x64).max()
                 bound = 8 * n * n * np.finfo(dt).eps * np.abs(sol["X"]).max()
