@@ -39,17 +39,14 @@ pub(crate) fn lane_bytes(f: &tilec_midend::Function, op: &Op) -> Option<u32> {
         }
     }
     for o in &r.ops {
-        if !o.regions.is_empty() || o.results.len() > 1 {
+        if !f.is_scalar_op(o) {
             return None;
         }
         if o.kind == OpKind::Yield {
             continue;
         }
-        let tys = o.args.iter().chain(&o.results).map(|v| f.ty(*v));
-        for t in tys {
-            if t.is_tile() || matches!(t, tilec_midend::Type::Array { .. }) || !same(t.elem()) {
-                return None;
-            }
+        if !o.args.iter().chain(&o.results).all(|v| same(f.ty(*v).elem())) {
+            return None;
         }
     }
     // A region of library calls alone (softmax's `exp`) gains nothing from vectors.

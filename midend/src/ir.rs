@@ -552,6 +552,15 @@ impl Function {
         Function { name: name.into(), kind, body: Region::default(), ret: Vec::new(), values: Vec::new() }
     }
 
+    /// Whether `o` is a plain scalar operation: no nested regions, at most one result, every
+    /// operand and result a scalar (no tile, no array). The CPU backends compute a `map` whose
+    /// body holds only such ops a vector of lanes at a time.
+    pub fn is_scalar_op(&self, o: &Op) -> bool {
+        o.regions.is_empty()
+            && o.results.len() <= 1
+            && o.args.iter().chain(&o.results).all(|v| matches!(self.ty(*v), Type::Scalar(_)))
+    }
+
     /// Allocates a new value of type `ty`.
     pub fn new_value(&mut self, ty: Type) -> Value {
         self.values.push(ValueData { ty });

@@ -36,8 +36,7 @@ impl<'ctx> Gen<'ctx, '_> {
     ) -> Result<bool, CodegenError> {
         let r = &op.regions[0];
         let vector_op = |o: &Op| {
-            o.regions.is_empty()
-                && o.results.len() <= 1
+            self.f.is_scalar_op(o)
                 && matches!(
                     o.kind,
                     OpKind::Bin(_)
@@ -49,7 +48,6 @@ impl<'ctx> Gen<'ctx, '_> {
                         | OpKind::Const(_)
                         | OpKind::Yield
                 )
-                && o.args.iter().chain(&o.results).all(|v| !self.f.ty(*v).is_tile())
         };
         let widest = srcs.iter().map(|s| s.1).chain([de]).map(|s| s.bytes().max(1)).max().unwrap_or(1);
         let unit_stride = srcs.iter().all(|(s, _)| s.col.get_zero_extended_constant() == Some(1));
