@@ -119,7 +119,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
 
     /// The columns of a 4 x 4 block of 32-bit elements, or a 2 x 2 block of 64-bit elements,
     /// given its rows (as `i8x16`): two rounds of interleaving unpacks.
-    fn transpose_block(&mut self, rows: &[ir::Value]) -> Vec<ir::Value> {
+    pub(crate) fn transpose_block(&mut self, rows: &[ir::Value]) -> Vec<ir::Value> {
         // Byte masks of `shuffle(a, b)` (bytes 0-15 of a, 16-31 of b): x86's punpck{l,h}dq
         // and punpck{l,h}qdq.
         const LO32: [u8; 16] = [0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23];

@@ -78,7 +78,10 @@ impl<M: ClModule> Lower<'_, '_, M> {
         // The left operand, or the tile it is read from in place (`left_views`): `a[i, kk]`
         // is at `a + (i * ai + kk * ak)` elements, negated when `neg`.
         let view = self.left_views.get(&op.args[base]).copied();
-        let a = self.tile_addr(view.map_or(op.args[base], |v| v.source));
+        let a = match view {
+            Some(v) => self.tile_addr(v.source),
+            None => self.packed_operand(op.args[base]),
+        };
         let (ai, ak) = if view.is_some_and(|v| v.transposed) { (1, m) } else { (k, 1) };
         let av = AView { a, ai, ak, neg: view.is_some_and(|v| v.negated) };
         let b = self.tile_addr(op.args[base + 1]);
@@ -182,24 +185,28 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let cell = |v: u32, r: u32| ((i0 + v * lanes + r) * n + col) * esz;
         let gather = |l: &mut Self, base: ir::Value, v: u32| l.strided_vector(s, base, cell(v, 0), n * esz);
         let accs: Vec<Variable> = (0..h).map(|v| self.block_acc(s, vt, t.is_some(), |l| gather(l, c, v))).collect();
-        let lo = self.b.ins().iconst(types::I64, 0);
-        let hi = self.b.ins().iconst(types::I64, k as i64);
-        self.dyn_loop(lo, hi, |l, kk| {
-            let brow = l.b.ins().imul_imm_s(kk, (n * esz) as i64);
-            let brow = l.b.ins().iadd(b, brow);
-            let y = l.ld(s, brow, (col * esz) as i32);
-            let ys = l.b.ins().splat(vt, y);
-            let acol = l.b.ins().imul_imm_s(kk, (av.ak * esz) as i64);
-            let acol = l.b.ins().iadd(av.a, acol);
-            for (v, var) in accs.iter().enumerate() {
-                let row = i0 + v as u32 * lanes;
-                let x = l.strided_vector(s, acol, row * av.ai * esz, av.ai * esz);
-                let x = if av.neg { l.neg(s, x) } else { x };
-                let cur = l.b.use_var(*var);
-                let nxt = l.fma(x, ys, cur);
-                l.b.def_var(*var, nxt);
-            }
-        });
+        if av.ak == 1 && av.ai > 1 && k % lanes == 0 {
+            self.column_block_by_rows(s, (av, b), (n, k), (i0, col), &accs);
+        } else {
+            let lo = self.b.ins().iconst(types::I64, 0);
+            let hi = self.b.ins().iconst(types::I64, k as i64);
+            self.dyn_loop(lo, hi, |l, kk| {
+                let brow = l.b.ins().imul_imm_s(kk, (n * esz) as i64);
+                let brow = l.b.ins().iadd(b, brow);
+                let y = l.ld(s, brow, (col * esz) as i32);
+                let ys = l.b.ins().splat(vt, y);
+                let acol = l.b.ins().imul_imm_s(kk, (av.ak * esz) as i64);
+                let acol = l.b.ins().iadd(av.a, acol);
+                for (v, var) in accs.iter().enumerate() {
+                    let row = i0 + v as u32 * lanes;
+                    let x = l.strided_vector(s, acol, row * av.ai * esz, av.ai * esz);
+                    let x = if av.neg { l.neg(s, x) } else { x };
+                    let cur = l.b.use_var(*var);
+                    let nxt = l.fma(x, ys, cur);
+                    l.b.def_var(*var, nxt);
+                }
+            });
+        }
         for v in 0..h {
             let mut x = self.b.use_var(accs[v as usize]);
             if let Some(t) = t {
@@ -215,6 +222,54 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 }
             }
         }
+    }
+
+    /// The `k` loop of `column_block` for a row-major left operand (`ak == 1`) whose rows hold
+    /// a whole number of vectors: `lanes` columns of A at a time, each `lanes x lanes` block of
+    /// it loaded by rows (vector loads) and transposed in registers (`transpose_block`), instead
+    /// of a load per lane of each column. Each accumulator's lanes get the same fused
+    /// multiply-adds in the same order (`kk` ascending), so the bits are `column_block`'s. The
+    /// walker's 256 x 8 by 8 x 1 product gathered each column element by element.
+    fn column_block_by_rows(
+        &mut self,
+        s: Scalar,
+        (av, b): (AView, ir::Value),
+        (n, k): (u32, u32),
+        (i0, col): (u32, u32),
+        accs: &[Variable],
+    ) {
+        let vt = vec_ty(s).unwrap_or(types::F32X4);
+        let esz = s.bytes();
+        let lanes = 16 / esz;
+        let lo = self.b.ins().iconst(types::I64, 0);
+        let hi = self.b.ins().iconst(types::I64, (k / lanes) as i64);
+        self.dyn_loop(lo, hi, |l, q| {
+            // B[q*lanes + u, col] for u in 0..lanes, and A's columns q*lanes.. of row 0.
+            let brow = l.b.ins().imul_imm_s(q, (lanes * n * esz) as i64);
+            let brow = l.b.ins().iadd(b, brow);
+            let ys: Vec<ir::Value> = (0..lanes)
+                .map(|u| {
+                    let y = l.ld(s, brow, ((u * n + col) * esz) as i32);
+                    l.b.ins().splat(vt, y)
+                })
+                .collect();
+            let acol = l.b.ins().imul_imm_s(q, (lanes * esz) as i64);
+            let acol = l.b.ins().iadd(av.a, acol);
+            for (v, var) in accs.iter().enumerate() {
+                let row = i0 + v as u32 * lanes;
+                let rows: Vec<ir::Value> = (0..lanes)
+                    .map(|r| l.b.ins().load(types::I8X16, flags(), acol, ((row + r) * av.ai * esz) as i32))
+                    .collect();
+                let cols = l.transpose_block(&rows);
+                let mut cur = l.b.use_var(*var);
+                for (u, cv) in cols.into_iter().enumerate() {
+                    let x = l.b.ins().bitcast(vt, ir::MemFlagsData::new().with_endianness(ir::Endianness::Little), cv);
+                    let x = if av.neg { l.neg(s, x) } else { x };
+                    cur = l.fma(x, ys[u], cur);
+                }
+                l.b.def_var(*var, cur);
+            }
+        });
     }
 
     /// `C[i0..i0+h, j0..j0+w*lanes] += A[i0..i0+h, :] @ B[:, j0..j0+w*lanes]` with the block of C

@@ -50,6 +50,12 @@ const OUTER_VECTORS: u32 = 8;
 /// Chunks of one element-wise loop that are unrolled (above this, a loop is emitted).
 const UNROLL: u32 = 64;
 
+/// Most instructions of the unrolled chunks of one element-wise loop: a longer body (`tanh`,
+/// `exp`) runs its first chunk, then a loop. The walker's `tanh` of 256 f32 had been 64
+/// unrolled chunks of about 120 instructions, 49 KB of code per program, more than the
+/// instruction cache; at 1024 the top-k and cumsum ports lost 20-25% (bench/README.md).
+const UNROLL_INSTS: u32 = 4096;
+
 impl<M: ClModule> Lower<'_, '_, M> {
     pub(crate) fn zero(&mut self, s: Scalar) -> ir::Value {
         self.const_val(Const::Int(0, s), s)
@@ -140,12 +146,23 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 l.b.ins().store(flags(), r, d, coff);
                 Ok(())
             };
-            if chunks <= UNROLL {
-                for c in 0..chunks {
-                    chunk(self, None, (c * 16) as i32)?;
+            // Unrolled, unless the body is long (a transcendental function): then the first
+            // chunk, whose instructions are counted, and a loop over the rest.
+            let mut first = 0;
+            if (1..=UNROLL).contains(&chunks) {
+                let before = self.b.func.dfg.num_insts();
+                chunk(self, None, 0)?;
+                first = 1;
+                let body = (self.b.func.dfg.num_insts() - before) as u32;
+                if body * chunks <= UNROLL_INSTS {
+                    for c in 1..chunks {
+                        chunk(self, None, (c * 16) as i32)?;
+                    }
+                    first = chunks;
                 }
-            } else {
-                let lo = self.b.ins().iconst(types::I64, 0);
+            }
+            if first < chunks {
+                let lo = self.b.ins().iconst(types::I64, first as i64);
                 let hi = self.b.ins().iconst(types::I64, chunks as i64);
                 let mut res = Ok(());
                 self.dyn_loop(lo, hi, |l, c| {

@@ -813,7 +813,9 @@ fn geqrf_matches_geqr2_and_orgqr_forms_an_orthonormal_q() {
 #[test]
 fn geqrf_compact_matches_geqr2() {
     let mut rng = Rng::new(61);
-    for (w, packs, m, n) in [(16, 1, 1, 1), (8, 2, 17, 9), (16, 1, 9, 17), (8, 1, 33, 33), (4, 1, 64, 40)] {
+    for (w, packs, m, n) in
+        [(16, 1, 1, 1), (8, 2, 17, 9), (16, 1, 9, 17), (8, 1, 33, 33), (4, 1, 64, 40), (4, 1, 20, 40)]
+    {
         let (b, k) = (packs * w, m.min(n));
         let a = round_f32(&rng.vec(b * m * n, -1.0, 1.0));
         for elem in FLOATS {

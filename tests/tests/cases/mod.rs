@@ -207,7 +207,8 @@ pub(crate) fn factorizations() -> Vec<Case> {
         potrf_compact(),
         getrf_compact(),
         getrs_compact(),
-        geqrf_compact(),
+        geqrf_compact(11, 7),
+        geqrf_compact(20, 33),
         syevj_compact(),
         gesvj_compact(),
         case(
@@ -324,17 +325,19 @@ fn gesvj_compact() -> Case {
     c
 }
 
-/// geqrf_compact_batched on 2 packs of 4 matrices of 11 x 7 (matrix `p * 4 + l`'s element
-/// `(i, j)` at `[p, i, j, l]`).
-fn geqrf_compact() -> Case {
-    let (packs, w, m, n) = (2u64, 4u64, 11u64, 7u64);
+/// geqrf_compact_batched on 2 packs of 4 matrices of `m x n` (matrix `p * 4 + l`'s element
+/// `(i, j)` at `[p, i, j, l]`): 11 x 7 takes its update by column pairs, 20 x 33 (wide) by
+/// rows for the first 20 columns and by single columns after.
+fn geqrf_compact(m: u64, n: u64) -> Case {
+    let (packs, w) = (2u64, 4u64);
     let shape = vec![packs, m, n, w];
+    let k = m.min(n);
     case(
         stdlib(),
         "geqrf_compact_batched",
         vec![
             ("A", random_uniform((packs * m * n * w) as usize, 13), shape),
-            ("tau", vec![0.0; (packs * n * w) as usize], vec![packs, n, w]),
+            ("tau", vec![0.0; (packs * k * w) as usize], vec![packs, k, w]),
         ],
         vec![],
         vec!["A", "tau"],

@@ -322,3 +322,49 @@ fn map_operands_read_in_place() {
         }
     }
 }
+
+/// Matrix-vector products of blocks of whole rows, the walker's form (`W[i0:i0+256, 0:8] @
+/// x`): the Cranelift backend reads the block from the array where its rows follow one another
+/// there (`K = 8`, a whole block) and from the load's copy otherwise (`K = 12`, or the partial
+/// last block of `N = 700`), loads the row-major operand by 4 x 4 (2 x 2) blocks that it
+/// transposes in registers, and runs the 256-element `tanh` as a first vector and a loop. A
+/// 3-column product, a 1-column one under `tanh`, and their `T[N, 1]` column stored as one run:
+/// against an f64 reference, with the same bits from Cranelift and LLVM.
+#[test]
+fn matrix_vector_products_of_row_blocks() {
+    let src = "kernel k<T: float>(W: T[N, K], X: T[8, 3], Y: mut T[N, 3], Z: mut T[N, 1]) grid(cdiv(N, 256)) {
+                   let i0 = program_id(0) * 256;
+                   Y[i0:i0+256, 0:3] = W[i0:i0+256, 0:8] @ X[0:8, 0:3];
+                   Z[i0:i0+256, 0:1] = tanh(W[i0:i0+256, 0:8] @ X[0:8, 1:2]) * 0.3;
+               }";
+    let set = SourceSet::with_stdlib("test.tile", src);
+    for elem in FLOATS {
+        for (n, k) in [(512usize, 8usize), (700, 8), (512, 12), (200, 12)] {
+            let mut rng = Rng::new(43 + (n + k) as u64);
+            let (w, x) = (rng.vec(n * k, -0.5, 0.5), rng.vec(24, -0.5, 0.5));
+            let args = || -> HashMap<String, ArgValue> {
+                [
+                    ("W", arr(elem, &w, &[n, k])),
+                    ("X", arr(elem, &x, &[8, 3])),
+                    ("Y", sentinel(elem, &[n, 3])),
+                    ("Z", sentinel(elem, &[n, 1])),
+                ]
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()
+            };
+            let ctx = format!("{elem:?} N={n} K={k}");
+            let dot = |i: usize, c: usize| (0..8).map(|q| w[i * k + q] * x[q * 3 + c]).sum::<f64>();
+            let want_y: Vec<f64> = (0..n * 3).map(|e| dot(e / 3, e % 3)).collect();
+            let want_z: Vec<f64> = (0..n).map(|i| dot(i, 1).tanh() * 0.3).collect();
+            for (name, want) in [("Y", &want_y), ("Z", &want_z)] {
+                let outs = outputs_per_backend(&set, "k", args, name, &ctx);
+                let ctx = format!("{ctx} {name}");
+                assert_normwise(&outs[0].1, want, tol(elem) * 10.0, &ctx);
+                for (be, o) in &outs[1..] {
+                    assert_exact(o, &outs[0].1, &format!("{ctx}: {be} against Cranelift"));
+                }
+            }
+        }
+    }
+}
