@@ -108,42 +108,6 @@ fn in_place_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> 
     out
 }
 
-/// The loads of left operands of products (read as they are, not through a `transpose` or
-/// `neg`) that the product reads from the array (`tilec_midend::fusion::direct_loads`, of
-/// any size): where the whole tile lies inside the array with its rows one after another
-/// there (a `T[N, 8]`'s `W[i0:i0+256, 0:8]`), at the tile's own layout, so the product's code
-/// is the same for both; else from the load's slot (`Lower::packed_operand`). The walker's
-/// 256 x 8 operand had been copied to the stack first, a pass over 8 KB per program that
-/// waited on memory with nothing else to do.
-fn packed_left_operands(
-    f: &Function,
-    uses: &HashMap<Value, usize>,
-    views: &HashMap<Value, tilec_midend::fusion::LeftOperand>,
-    unformed: &HashSet<Value>,
-) -> HashSet<Value> {
-    fn walk(
-        r: &tilec_midend::Region,
-        views: &HashMap<Value, tilec_midend::fusion::LeftOperand>,
-        out: &mut HashSet<Value>,
-    ) {
-        for op in &r.ops {
-            if let Some((a, _)) = tilec_midend::fusion::product_operands(op) {
-                if !views.contains_key(&a) {
-                    out.insert(a);
-                }
-            }
-            for reg in &op.regions {
-                walk(reg, views, out);
-            }
-        }
-    }
-    let mut lefts = HashSet::new();
-    walk(&f.body, views, &mut lefts);
-    let direct = tilec_midend::fusion::direct_loads(f, uses, views, unformed, u32::MAX);
-    lefts.retain(|a| direct.contains(a));
-    lefts
-}
-
 /// Translates a kernel's body function `f` (signature: `args`, `ids`), or its launch function
 /// (signature: `args`, `grid`, `flops`; its `Return` stores the three grid extents as
 /// `int64_t` and the flop count as a `double`), into `func`. `launch` is the kernel's launch
@@ -163,7 +127,7 @@ pub(crate) fn lower_function<M: ClModule>(
     let chains = crate::chains::find(f, &uses, &unformed);
     let slots = slots::assign(f, &left_views, &chains);
     let mut direct = in_place_loads(f, &uses);
-    direct.extend(packed_left_operands(f, &uses, &left_views, &unformed));
+    direct.extend(tilec_midend::fusion::packed_left_operands(f, &uses, &left_views, &unformed));
     let mut l = Lower {
         b,
         module,

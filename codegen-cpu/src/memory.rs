@@ -113,7 +113,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     }
 
     /// The address of a product's left operand `v` laid out as its slot (rows of `cols`
-    /// elements one after another): for a pending load (`packed_left_operands`), its first
+    /// elements one after another): for a pending load (`fusion::packed_left_operands`), its first
     /// element in the array where the tile lies inside it with its rows adjacent there, else
     /// its slot, filled with the load's bounds rules.
     pub(crate) fn packed_operand(&mut self, v: Value) -> ir::Value {

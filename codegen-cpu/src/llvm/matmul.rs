@@ -13,6 +13,7 @@ use super::views::Strided;
 use super::{be, err, Gen, V};
 use crate::CodegenError;
 use inkwell::values::{IntValue, PointerValue};
+use inkwell::IntPredicate;
 use tilec_midend::fusion::product_operands;
 use tilec_midend::{BinOp, Op, Scalar, Type};
 
@@ -82,6 +83,13 @@ impl<'ctx> Gen<'ctx, '_> {
         let mut inside = self.cx.bool_type().const_int(1, false);
         for p in pa.iter().chain(&pb) {
             inside = self.b.build_and(inside, p.inside, "").map_err(be)?;
+        }
+        // A left operand over `DIRECT_MAX_ELEMS` (`fusion::packed_left_operands`) is read in
+        // place only where its rows follow one another in the array: else its copy packs it.
+        if let Some(p) = pa.as_ref().filter(|_| m * k > DIRECT_MAX_ELEMS) {
+            let width = self.i64c(k as i64);
+            let adjacent = self.b.build_int_compare(IntPredicate::EQ, p.row_stride, width, "").map_err(be)?;
+            inside = self.b.build_and(inside, adjacent, "").map_err(be)?;
         }
         self.branches(
             inside,

@@ -255,6 +255,7 @@ fn lower_function<'ctx>(
     (g.left_views, g.unformed) = tilec_midend::fusion::left_operands(f, &g.uses);
     g.direct = tilec_midend::fusion::direct_loads(f, &g.uses, &g.left_views, &g.unformed, matmul::DIRECT_MAX_ELEMS);
     g.direct.extend(tilec_midend::fusion::map_loads(f, &g.uses));
+    g.direct.extend(tilec_midend::fusion::packed_left_operands(f, &g.uses, &g.left_views, &g.unformed));
     g.batch_ids = batch_ids(f);
     g.params(param(0))?;
     g.region(&f.body)?;

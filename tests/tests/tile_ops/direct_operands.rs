@@ -354,6 +354,14 @@ fn matrix_vector_products_of_row_blocks() {
                 .collect()
             };
             let ctx = format!("{elem:?} N={n} K={k}");
+            // Both products' left operands (the `W` blocks, of 2048 elements) are read in place
+            // where their rows follow one another.
+            let module = compiled(&set, "k", &args());
+            let body = &module.funcs[module.kernels[0].body];
+            let mut uses = HashMap::new();
+            body.body.count_uses(&mut uses);
+            let (views, unformed) = tilec_midend::fusion::left_operands(body, &uses);
+            assert_eq!(tilec_midend::fusion::packed_left_operands(body, &uses, &views, &unformed).len(), 2, "{ctx}");
             let dot = |i: usize, c: usize| (0..8).map(|q| w[i * k + q] * x[q * 3 + c]).sum::<f64>();
             let want_y: Vec<f64> = (0..n * 3).map(|e| dot(e / 3, e % 3)).collect();
             let want_z: Vec<f64> = (0..n).map(|i| dot(i, 1).tanh() * 0.3).collect();
