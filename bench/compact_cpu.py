@@ -35,6 +35,14 @@ def spd(rng, b, n, dt):
     return (m @ m.transpose(0, 2, 1) / n + n * np.eye(n)).astype(dt)
 
 
+def add_stdlib_arg(ap):
+    """`--stdlib FILE`: the file the stdlib kernels run from (STDLIB by default), an earlier
+    text for a before/after (`git show REV:stdlib/linalg.tile > old.tile`)."""
+    ap.add_argument("--stdlib", default=STDLIB,
+                    help="the file the stdlib kernels run from: an earlier text for a before/after "
+                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
+
+
 def pack(a, w):
     """The stack ``a`` (B, ...) in the compact layout (B / w, ..., w): the matrices, or their
     pivots, right-hand sides or singular values, w at a time."""
@@ -101,9 +109,7 @@ def geqrf_row(args, a, w, shape):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
-    ap.add_argument("--stdlib", default=STDLIB,
-                    help="the file the stdlib kernels run from: an earlier text for a before/after "
-                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
+    add_stdlib_arg(ap)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--orders", default="16,24,32,48,64,80,92")
     ap.add_argument("--qr-orders", default="16,32,64")

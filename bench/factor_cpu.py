@@ -23,9 +23,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import check_error as check, peer_ms, tilec_run  # noqa: E402
 from strong_cpu import peers as strong_peers  # noqa: E402
-from compact_cpu import pack, unpack  # noqa: E402
+from compact_cpu import add_stdlib_arg, pack, unpack  # noqa: E402
 
-STDLIB = "stdlib/linalg.tile"
 
 
 def cases(b, n, dt, rng):
@@ -105,9 +104,7 @@ def cases(b, n, dt, rng):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
-    ap.add_argument("--stdlib", default=STDLIB,
-                    help="the file the stdlib kernels run from: an earlier text for a before/after "
-                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
+    add_stdlib_arg(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backends", default="llvm,cranelift")
     ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,SVD,SVD compact")

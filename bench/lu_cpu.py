@@ -23,9 +23,8 @@ import scipy.linalg as sl
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ports_cpu import getf2, peer_ms, tilec_run  # noqa: E402
 from strong_cpu import peers as strong_peers  # noqa: E402
-from compact_cpu import pack, unpack  # noqa: E402
+from compact_cpu import add_stdlib_arg, pack, unpack  # noqa: E402
 
-STDLIB = "stdlib/linalg.tile"
 
 
 def compact(args, a, x, a64, x64, refs, backend, shape):
@@ -55,9 +54,7 @@ def compact(args, a, x, a64, x64, refs, backend, shape):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
-    ap.add_argument("--stdlib", default=STDLIB,
-                    help="the file the stdlib kernels run from: an earlier text for a before/after "
-                         "(`git show REV:stdlib/linalg.tile > old.tile`)")
+    add_stdlib_arg(ap)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--backends", default="llvm,cranelift")
     args = ap.parse_args()

@@ -80,7 +80,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let view = self.left_views.get(&op.args[base]).copied();
         let a = match view {
             Some(v) => self.tile_addr(v.source),
-            None => self.packed_operand(op.args[base]),
+            None => self.slot_layout_operand(op.args[base]),
         };
         let (ai, ak) = if view.is_some_and(|v| v.transposed) { (1, m) } else { (k, 1) };
         let av = AView { a, ai, ak, neg: view.is_some_and(|v| v.negated) };
@@ -185,7 +185,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let cell = |v: u32, r: u32| ((i0 + v * lanes + r) * n + col) * esz;
         let gather = |l: &mut Self, base: ir::Value, v: u32| l.strided_vector(s, base, cell(v, 0), n * esz);
         let accs: Vec<Variable> = (0..h).map(|v| self.block_acc(s, vt, t.is_some(), |l| gather(l, c, v))).collect();
-        if av.ak == 1 && av.ai > 1 && k % lanes == 0 {
+        if (av.ai, av.ak) == (k, 1) && k % lanes == 0 {
             self.column_block_by_rows(s, (av, b), (n, k), (i0, col), &accs);
         } else {
             let lo = self.b.ins().iconst(types::I64, 0);

@@ -86,7 +86,7 @@ pub(crate) struct Lower<'b, 'm, M: ClModule> {
 /// `memory_op` leaves the `load`s, not the `load_into`s, to their reader): a `map` reads
 /// 1-D tiles so, a `Bin` or `Un` 1-D and 2-D ones, from the array where the tile lies inside
 /// it, else from the load's own slot, filled there with the load's bounds rules
-/// (`Lower::map_operand`, `Lower::view_operand`). One pass over the tile instead of a copy and
+/// (`Lower::slot_layout_operand`, `Lower::view_operand`). One pass over the tile instead of a copy and
 /// a pass.
 fn in_place_loads(f: &Function, uses: &HashMap<Value, usize>) -> HashSet<Value> {
     fn walk(r: &tilec_midend::Region, f: &Function, cands: &HashSet<Value>, out: &mut HashSet<Value>) {
@@ -246,7 +246,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let t = self.f.ty(op.args[0]).clone();
         let de = self.f.ty(op.results[0]).elem();
         let srcs: Vec<(ir::Value, Scalar)> =
-            op.args.iter().map(|a| (self.map_operand(*a), self.f.ty(*a).elem())).collect();
+            op.args.iter().map(|a| (self.slot_layout_operand(*a), self.f.ty(*a).elem())).collect();
         let dst = self.tile_addr(op.results[0]);
         // Whole vectors first (`vmap.rs`), then the elements left one by one.
         let done = match crate::vmap::lane_bytes(self.f, op) {

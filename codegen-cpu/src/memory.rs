@@ -103,20 +103,12 @@ impl<M: ClModule> Lower<'_, '_, M> {
         Access { ptr, base, in_bounds, slices, elem }
     }
 
-    /// The address of a `map` operand's elements: its slot, or for a pending one-row load
-    /// (`in_place_loads`) where `pending_view` reads it.
-    pub(crate) fn map_operand(&mut self, v: Value) -> ir::Value {
-        if !self.pending.contains_key(&v) {
-            return self.tile_addr(v);
-        }
-        self.pending_view(v, false).0
-    }
-
-    /// The address of a product's left operand `v` laid out as its slot (rows of `cols`
-    /// elements one after another): for a pending load (`fusion::packed_left_operands`), its first
-    /// element in the array where the tile lies inside it with its rows adjacent there, else
-    /// its slot, filled with the load's bounds rules.
-    pub(crate) fn packed_operand(&mut self, v: Value) -> ir::Value {
+    /// The address of tile `v`'s elements at its slot's layout (rows of its width one after
+    /// another): its slot, or for a pending load where `pending_view` reads it so, in the
+    /// array where the tile lies inside it (a `map`'s one-row operand, `in_place_loads`; a
+    /// product's left operand, `fusion::packed_left_operands`, only where its rows follow one
+    /// another there), else in its slot, filled with the load's bounds rules.
+    pub(crate) fn slot_layout_operand(&mut self, v: Value) -> ir::Value {
         if !self.pending.contains_key(&v) {
             return self.tile_addr(v);
         }
@@ -532,21 +524,20 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     // walker's 256 x 1 store had a loop step per element). Rows of 64 bytes
                     // and more keep their unrolled copies (as one run, 1000 x 32 x 32 f32 rows
                     // took 0.31 -> 0.66 ms).
-                    let adjacent = match row_bytes < 64 {
-                        true => self.b.ins().icmp_imm_s(IntCC::Equal, rstride, cols as i64),
-                        false => self.b.ins().iconst(types::I8, 0),
-                    };
-                    let (run_b, rows_b) = (self.b.create_block(), self.b.create_block());
-                    self.b.ins().brif(adjacent, run_b, &[], rows_b, &[]);
-                    self.b.switch_to_block(run_b);
-                    let zero = self.b.ins().iconst(types::I64, 0);
-                    let ga = self.elem_addr(acc, zero);
-                    let (src, dst) = if mode == Xfer::Store { (tile, ga) } else { (ga, tile) };
-                    let (lo, hi) =
-                        (self.b.ins().imul_imm_s(rlo, cols as i64), self.b.ins().imul_imm_s(rhi, cols as i64));
-                    self.copy_run(dst, src, lo, hi, elem);
-                    self.b.ins().jump(done, &[]);
-                    self.b.switch_to_block(rows_b);
+                    if row_bytes < 64 {
+                        let adjacent = self.b.ins().icmp_imm_s(IntCC::Equal, rstride, cols as i64);
+                        let (run_b, rows_b) = (self.b.create_block(), self.b.create_block());
+                        self.b.ins().brif(adjacent, run_b, &[], rows_b, &[]);
+                        self.b.switch_to_block(run_b);
+                        let zero = self.b.ins().iconst(types::I64, 0);
+                        let ga = self.elem_addr(acc, zero);
+                        let (src, dst) = if mode == Xfer::Store { (tile, ga) } else { (ga, tile) };
+                        let (lo, hi) =
+                            (self.b.ins().imul_imm_s(rlo, cols as i64), self.b.ins().imul_imm_s(rhi, cols as i64));
+                        self.copy_run(dst, src, lo, hi, elem);
+                        self.b.ins().jump(done, &[]);
+                        self.b.switch_to_block(rows_b);
+                    }
                     self.rows_loop(acc, tile, mode, row_bytes, |l, dst, src| l.copy_bytes(dst, src, row_bytes as u32));
                     self.b.ins().jump(done, &[]);
                     self.b.switch_to_block(slow_b);
@@ -581,7 +572,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// `Load`, `LoadInto` and `Store` of tiles, and scalar stores.
     pub(crate) fn memory_op(&mut self, op: &Op) -> Result<(), CodegenError> {
         match &op.kind {
-            // Left for its `map`, which reads it in place (`map_operand`).
+            // Left for its `map`, which reads it in place (`slot_layout_operand`).
             OpKind::Load(_) if self.direct.contains(&op.results[0]) => {
                 self.pending.insert(op.results[0], op.clone());
             }
