@@ -1,6 +1,7 @@
 """Benchmark (not a test): the standard library's batched Householder QR, symmetric
-eigensolvers and SVD on the CPU (`geqrf_batched` and `geqrf_compact_batched`, `syevj_batched`
-and `syevj_compact_batched`, `gesvj_batched` and `gesvj_compact_batched`, the compact ones on
+eigensolvers and SVD on the CPU (`geqrf_batched` and `geqrf_compact_batched`, `syevj_batched`,
+`syevj_compact_batched` and `syev_compact_batched` ("eigh compact QL"), `gesvj_batched` and
+`gesvj_compact_batched`, the compact ones on
 the same matrices packed one 64-byte vector of them at a time, packing not timed; `tilec run`,
 both CPU code generators) against NumPy's batched
 `np.linalg.qr(mode="raw")`, `np.linalg.eigh` and `np.linalg.svd` on the same stacks, and
@@ -70,15 +71,20 @@ def cases(b, n, dt, rng):
     w = 64 // np.dtype(dt).itemsize
     packed = pack(syms, w)
 
-    def eigc_check(o):
-        assert (o["info"] == 0).all(), "syevj_compact info"
-        e = unpack(o["E"])
-        check("syevj_compact E", np.abs(e - w_ref).max(), 8 * n * eps * fro)
+    def eig_compact_check(kernel):
+        def ok(o):
+            assert (o["info"] == 0).all(), f"{kernel} info"
+            check(f"{kernel} E", np.abs(unpack(o["E"]) - w_ref).max(), 8 * n * eps * fro)
+        return ok
+
+    def eig_compact_args(**scalars):
+        return {"A": packed, "E": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
+                "info": np.zeros((b // w, w), np.int32), "tol": repr(float(eps)), **scalars}
 
     yield ("eigh compact", syms, lambda: np.linalg.eigh(syms), "syevj_compact_batched",
-           {"A": packed, "E": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
-            "info": np.zeros((b // w, w), np.int32), "tol": repr(float(eps)), "max_sweeps": "100"},
-           ["E", "info"], eigc_check)
+           eig_compact_args(max_sweeps="100"), ["E", "info"], eig_compact_check("syevj_compact"))
+    yield ("eigh compact QL", syms, lambda: np.linalg.eigh(syms), "syev_compact_batched",
+           eig_compact_args(), ["E", "info"], eig_compact_check("syev_compact"))
     yield ("SVD", a, lambda: np.linalg.svd(a), "gesvj_batched",
            {"A": a, "S": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
             "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"}, ["S", "info"], svd_check)
@@ -107,7 +113,7 @@ def main():
     add_stdlib_arg(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backends", default="llvm,cranelift")
-    ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,SVD,SVD compact")
+    ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,eigh compact QL,SVD,SVD compact")
     args = ap.parse_args()
     rng = np.random.default_rng(34)
     rows = []

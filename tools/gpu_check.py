@@ -352,16 +352,27 @@ def case_syevj(rng, dt, n):
                 scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
 
 
+def case_syev_compact(rng, dt, n):
+    # About N^3 / 3 + 2 N^3 / 3 loop iterations in the reduction and Q, then about 1.5 N^3 in
+    # the QL sweeps: within lavapipe's loop limit up to N = 24 (docs/language.md §16).
+    return eig_compact(rng, dt, min(n, 24), "syev_compact_batched", {})
+
+
 def case_syevj_compact(rng, dt, n):
     # About 6 N^3 loop iterations for 10 sweeps: within lavapipe's limit up to N = 16.
-    n = min(n, 16)
+    return eig_compact(rng, dt, min(n, 16), "syevj_compact_batched", {"max_sweeps": "100"})
+
+
+def eig_compact(rng, dt, n, kernel, scalars):
+    """A compact eigensolver's case: 8 random symmetric matrices of order ``n`` in one pack,
+    their eigenvalues against NumPy's in float64."""
     a = rng.uniform(-1, 1, (8, n, n))
     a = (a + a.transpose(0, 2, 1)).astype(dt)
     ref = np.linalg.eigvalsh(a.astype(np.float64)).reshape(1, 8, n).transpose(0, 2, 1)
-    return dict(src=STDLIB, kernel="syevj_compact_batched", out="E", ref=ref,
+    return dict(src=STDLIB, kernel=kernel, out="E", ref=ref,
                 arrays={"A": pack(a, 8), "E": np.zeros((1, n, 8), dt), "V": np.zeros((1, n, n, 8), dt),
                         "info": np.full((1, 8), -2, np.int32)},
-                scalars={"tol": repr(float(np.finfo(dt).eps)), "max_sweeps": "100"})
+                scalars={"tol": repr(float(np.finfo(dt).eps)), **scalars})
 
 
 def case_gesvj_compact(rng, dt, n):
@@ -846,6 +857,7 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("geqrf_batched", case_geqrf), ("orgqr_batched", case_orgqr), ("gels_batched", case_gels),
           ("potrf_compact_batched", case_potrf_compact), ("geqrf_compact_batched", case_geqrf_compact),
           ("syevj_batched", case_syevj), ("syevj_compact_batched", case_syevj_compact),
+          ("syev_compact_batched", case_syev_compact),
           ("gesvj_batched", case_gesvj), ("gesvj_compact_batched", case_gesvj_compact),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),

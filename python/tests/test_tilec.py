@@ -872,6 +872,31 @@ def test_compact_lu_and_svd_match_scipy_and_numpy(dtype, n):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 33])
+def test_compact_syev_matches_numpy_eigh(dtype, n):
+    """``linalg.syev_compact_batched`` on 16 symmetric matrices packed 8 at a time gives NumPy's
+    ``eigh`` eigenvalues (ascending), ``A = V W V^T`` and ``V^T V = I``; a NaN matrix's
+    ``info`` is ``N + 1`` in its own lane."""
+    rng = np.random.default_rng(n + 23)
+    a = rng.uniform(-1, 1, (16, n, n))
+    a = (a + a.transpose(0, 2, 1)).astype(dtype)
+    a[9, n - 1, 0] = np.nan
+    eps = np.finfo(dtype).eps
+    w, v, info = np.zeros((2, n, 8), dtype), np.zeros((2, n, n, 8), dtype), np.full((2, 8), -1, np.int32)
+    tilec.linalg.syev_compact_batched(A=_pack(a, 8), E=w, V=v, info=info, tol=float(eps))
+    want = np.zeros(16, np.int32)
+    want[9] = n + 1
+    np.testing.assert_array_equal(_unpack(info).reshape(16), want)
+    w, v = _unpack(w).astype(np.float64), _unpack(v).astype(np.float64)
+    for b in [b for b in range(16) if b != 9]:
+        ab = a[b].astype(np.float64)
+        bound = 8 * n * eps * np.linalg.norm(ab)
+        np.testing.assert_allclose(w[b], np.linalg.eigvalsh(ab), rtol=0, atol=bound)
+        assert np.abs(v[b] * w[b] @ v[b].T - ab).max() <= bound
+        assert np.abs(v[b].T @ v[b] - np.eye(n)).max() <= 8 * n * eps
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n", [(1, 1), (7, 7), (33, 20), (64, 40)])
 def test_geqrf_orgqr_gels_match_scipy_and_numpy(dtype, m, n):
     """``linalg.geqrf_batched`` gives SciPy's ``qr(mode='raw')`` (LAPACK's layout and taus),

@@ -10,7 +10,9 @@ batch-interleaved packs), ``geqrf_batched(A, tau)``,
 squares; ``geqrf_compact_batched(A, tau)`` on batch-interleaved packs),
 ``syevj_batched(A, W, V, info, tol, max_sweeps)`` (symmetric eigenvalues, ascending, and
 eigenvectors by Jacobi; ``tol=np.finfo(dtype).eps, max_sweeps=100`` as cuSOLVER;
-``syevj_compact_batched(A, E, V, info, tol, max_sweeps)`` on batch-interleaved packs) and
+``syevj_compact_batched(A, E, V, info, tol, max_sweeps)`` on batch-interleaved packs, and
+``syev_compact_batched(A, E, V, info, tol)``, the same by tridiagonal reduction and QL, several
+times faster) and
 ``gesvj_batched(A, S, V, info, tol, max_sweeps)`` (SVD by one-sided Jacobi, U over A;
 ``tol=sqrt(M) * eps, max_sweeps=30`` as LAPACK's gesvj;
 ``gesvj_compact_batched(A, S, V, info, tol, max_sweeps)`` on batch-interleaved packs of square

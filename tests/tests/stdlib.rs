@@ -5,7 +5,7 @@
 //! potrf_compact_batched (against potrf_batched's bits and f64), getrf_compact_batched and
 //! getrs_compact_batched (likewise, lanes beside singular and NaN ones), geqrf,
 //! geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj,
-//! syevj_compact_batched, gesvj and gesvj_compact_batched (against f64 eigenvalues and
+//! syevj_compact_batched, syev_compact_batched, gesvj and gesvj_compact_batched (against f64 eigenvalues and
 //! singular values, `A = V W V^T`, `A = U S V^T`, orthogonality; repeated, graded,
 //! rank-deficient, NaN and empty inputs); and that both
 //! CPU code generators give the same bits on them.
@@ -1038,18 +1038,60 @@ fn syevj_reports_nan_and_too_few_sweeps_and_takes_empty_input() {
 /// `syevj_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol
 /// the element type's epsilon): A, E, V (unpacked) and info.
 fn syevj_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    eig_compact("syevj_compact_batched", elem, a, b, n, w, Some(sweeps))
+}
+
+/// A compact eigensolver (`syevj_compact_batched` with `max_sweeps`, `syev_compact_batched`
+/// without) on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol the element
+/// type's epsilon): A, E, V (unpacked) and info.
+fn eig_compact(
+    kernel: &str,
+    elem: Scalar,
+    a: &[f64],
+    b: usize,
+    n: usize,
+    w: usize,
+    sweeps: Option<i64>,
+) -> Vec<Vec<f64>> {
     let p = b / w;
-    let args = vec![
+    let mut args = vec![
         ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
         ("E", arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
         ("V", arr(elem, &vec![f64::NAN; b * n * n], &[p, n, n, w])),
         ("info", int_array(&vec![-7.0; b], &[p, w])),
         ("tol", float(elem, eps_of(elem))),
-        ("max_sweeps", int(sweeps)),
     ];
-    let out = run_outs("syevj_compact_batched", args, &["A", "E", "V", "info"]);
+    if let Some(sweeps) = sweeps {
+        args.push(("max_sweeps", int(sweeps)));
+    }
+    let out = run_outs(kernel, args, &["A", "E", "V", "info"]);
     let lens = [n * n, n, n * n, 1];
     out.iter().zip(lens).map(|(o, len)| tilec_tests::unpack_compact(o, len, w)).collect()
+}
+
+/// The checks of a compact eigensolver's output on the `b` matrices `a` (`check_eigenpairs`
+/// on each), matrix `nan_lane` (a NaN) with info N + 1 instead.
+#[allow(clippy::too_many_arguments)]
+fn check_compact_eigenpairs(
+    a: &[f64],
+    e: &[f64],
+    v: &[f64],
+    info: &[f64],
+    n: usize,
+    nan_lane: usize,
+    eps: f64,
+    ctx: &str,
+) {
+    for i in 0..info.len() {
+        let ctx = format!("{ctx} matrix {i}");
+        if i == nan_lane {
+            assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
+            continue;
+        }
+        assert_eq!(info[i], 0.0, "{ctx}: info");
+        let (ai, wi, vi) = (&a[i * n * n..(i + 1) * n * n], &e[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
+        check_eigenpairs(ai, wi, vi, n, eps, &ctx);
+    }
 }
 
 /// syevj_compact_batched, packs of 4, 8 and 16: the eigenvalues of f64 LAPACK-style Jacobi,
@@ -1073,20 +1115,13 @@ fn syevj_compact_matches_f64_and_keeps_lanes_apart() {
         for elem in FLOATS {
             let eps = eps_of(elem);
             let out = syevj_compact(elem, &spoiled, b, n, w, 100);
-            let (rot, e, v, info) = (&out[0], &out[1], &out[2], &out[3]);
+            let rot = &out[0];
             for i in 0..b {
-                let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
                 let rot_i = &rot[i * n * n..(i + 1) * n * n];
-                assert!((0..n * n).filter(|&k| upper(k)).all(|k| rot_i[k].is_nan()), "{ctx}: upper triangle written");
-                if i == nan_lane {
-                    assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
-                    continue;
-                }
-                assert_eq!(info[i], 0.0, "{ctx}: info");
-                let (ai, wi, vi) =
-                    (&a[i * n * n..(i + 1) * n * n], &e[i * n..(i + 1) * n], &v[i * n * n..(i + 1) * n * n]);
-                check_eigenpairs(ai, wi, vi, n, eps, &ctx);
+                let written = (0..n * n).filter(|&k| upper(k)).any(|k| !rot_i[k].is_nan());
+                assert!(!written, "{elem:?} W={w} n {n} matrix {i}: upper triangle written");
             }
+            check_compact_eigenpairs(&a, &out[1], &out[2], &out[3], n, nan_lane, eps, &format!("{elem:?} W={w} n {n}"));
             let none = syevj_compact(elem, &spoiled, b, n, w, 0);
             for i in (0..b).filter(|&i| i != nan_lane) {
                 let mut diag: Vec<f64> = (0..n).map(|k| spoiled[i * n * n + k * n + k]).collect();
@@ -1094,6 +1129,53 @@ fn syevj_compact_matches_f64_and_keeps_lanes_apart() {
                 assert_eq!(&none[1][i * n..(i + 1) * n], &diag[..], "{elem:?} W={w} n {n} matrix {i}: no sweep");
             }
         }
+    }
+}
+
+/// syev_compact_batched (tridiagonal reduction and implicit QL), packs of 4, 8 and 16: the
+/// eigenvalues of f64 Jacobi, `A = V W V^T` and `V^T V = I` with the bounds of the
+/// `syevj_batched` test, on the matrices of that test (random, repeated eigenvalues, graded,
+/// diagonal) and a zero one, one near the largest float (its squares would overflow unscaled)
+/// and a tridiagonal one, in lanes beside random ones; the upper triangle (NaN) is not read; a
+/// NaN matrix gets info N + 1 in its own lane only; empty inputs.
+#[test]
+fn syev_compact_matches_f64_and_keeps_lanes_apart() {
+    let mut rng = Rng::new(79);
+    for (w, n) in [(4, 1), (4, 2), (4, 5), (8, 17), (16, 9), (8, 32), (8, 64)] {
+        for elem in FLOATS {
+            let mut a = symmetric_cases(n, &mut rng);
+            a.extend(vec![0.0; n * n]);
+            // Checked as the matrix divided by `big`, so the f64 reference's squares stay finite.
+            let big = if elem == Scalar::F32 { 1e30 } else { 1e300 };
+            let big_lane = a.len() / (n * n);
+            a.extend(tilec_tests::symmetric_from_lower(&round_f32(&rng.vec(n * n, -1.0, 1.0)), n));
+            a.extend((0..n * n).map(|k| match (k / n).abs_diff(k % n) {
+                0 => (k / n) as f64 * 0.25 - 1.0,
+                1 => 0.5,
+                _ => 0.0,
+            }));
+            while a.len() < 2 * w * n * n {
+                a.extend(tilec_tests::symmetric_from_lower(&round_f32(&rng.vec(n * n, -1.0, 1.0)), n));
+            }
+            let b = a.len() / (n * n);
+            let nan_lane = w + 1;
+            let upper = |k: usize| k % n > (k / n) % n;
+            let mut spoiled: Vec<f64> =
+                a.iter().enumerate().map(|(k, &x)| if upper(k) { f64::NAN } else { x }).collect();
+            spoiled[nan_lane * n * n + (n - 1) * n] = f64::NAN;
+            spoiled[big_lane * n * n..(big_lane + 1) * n * n].iter_mut().for_each(|x| *x *= big);
+            let eps = eps_of(elem);
+            let out = eig_compact("syev_compact_batched", elem, &spoiled, b, n, w, None);
+            let mut e = out[1].clone();
+            e[big_lane * n..(big_lane + 1) * n].iter_mut().for_each(|x| *x /= big);
+            check_compact_eigenpairs(&a, &e, &out[2], &out[3], n, nan_lane, eps, &format!("{elem:?} W={w} n {n}"));
+        }
+    }
+    for elem in FLOATS {
+        let run = |b, n| eig_compact("syev_compact_batched", elem, &[], b, n, 8, None);
+        assert!(run(8, 0)[1].is_empty(), "{elem:?}: 0 x 0 matrices");
+        assert_eq!(run(8, 0)[3], [0.0; 8], "{elem:?}: 0 x 0 matrices: info");
+        assert!(run(0, 5)[1].is_empty(), "{elem:?}: an empty batch");
     }
 }
 

@@ -105,8 +105,8 @@ fn case(
 
 /// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched,
 /// getrf_compact_batched, getrs_compact_batched, geqrf_batched, geqrf_compact_batched,
-/// orgqr_batched, gels_batched, syevj_batched, syevj_compact_batched, gesvj_batched and
-/// gesvj_compact_batched.
+/// orgqr_batched, gels_batched, syevj_batched, syevj_compact_batched, syev_compact_batched,
+/// gesvj_batched and gesvj_compact_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -210,6 +210,8 @@ pub(crate) fn factorizations() -> Vec<Case> {
         geqrf_compact(11, 7),
         geqrf_compact(20, 33),
         syevj_compact(),
+        syev_compact(4, 9),
+        syev_compact(8, 20),
         gesvj_compact(),
         case(
             stdlib(),
@@ -282,24 +284,37 @@ fn getrs_compact() -> Case {
 /// syevj_compact_batched on 2 packs of 4 symmetric matrices of order 9, with tol 0 and 8
 /// sweeps as `syevj_batched`'s case (every target runs all 8).
 fn syevj_compact() -> Case {
-    let (packs, w, n) = (2usize, 4usize, 9usize);
-    let sym: Vec<f64> = random_uniform(packs * w * n * n, 14)
+    let mut c = eig_compact("syevj_compact_batched", 4, 9, 14, 0.0);
+    c.ints = vec![("max_sweeps", 8)];
+    c
+}
+
+/// syev_compact_batched on 2 packs of `w` symmetric matrices of order `n` (tol the type's
+/// epsilon: each target deflates by its own rounding, within which the results agree).
+fn syev_compact(w: usize, n: usize) -> Case {
+    eig_compact("syev_compact_batched", w, n, 15 + n as u64, 1.2e-7)
+}
+
+/// A compact eigensolver's case (A, E, V, info, tol) on 2 packs of `w` random symmetric
+/// matrices of order `n`.
+fn eig_compact(kernel: &'static str, w: usize, n: usize, seed: u64, tol: f64) -> Case {
+    let packs = 2usize;
+    let sym: Vec<f64> = random_uniform(packs * w * n * n, seed)
         .chunks(n * n)
         .flat_map(|m| tilec_tests::symmetric_from_lower(m, n))
         .collect();
     let (pu, wu, nu) = (packs as u64, w as u64, n as u64);
     let mut c = case(
         stdlib(),
-        "syevj_compact_batched",
+        kernel,
         vec![
             ("A", tilec_tests::pack_compact(&sym, n * n, w), vec![pu, nu, nu, wu]),
             ("E", vec![0.0; packs * n * w], vec![pu, nu, wu]),
             ("V", vec![0.0; packs * n * n * w], vec![pu, nu, nu, wu]),
         ],
-        vec![("tol", 0.0)],
+        vec![("tol", tol)],
         vec!["E", "V", "info"],
     );
-    c.ints = vec![("max_sweeps", 8)];
     c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
     c
 }
