@@ -211,7 +211,7 @@ pub(crate) fn factorizations() -> Vec<Case> {
         geqrf_compact(20, 33),
         syevj_compact(),
         syev_compact(4, 9),
-        syev_compact(8, 20),
+        syev_compact(8, 13),
         gesvj_compact(),
         case(
             stdlib(),
