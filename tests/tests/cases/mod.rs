@@ -289,8 +289,8 @@ fn syevj_compact() -> Case {
     c
 }
 
-/// syev_compact_batched on 2 packs of `w` symmetric matrices of order `n` (tol the type's
-/// epsilon: each target deflates by its own rounding, within which the results agree).
+/// syev_compact_batched on 2 packs of `w` symmetric matrices of order `n` (tol f32's epsilon
+/// for both types: each target deflates by its own rounding, within which the results agree).
 fn syev_compact(w: usize, n: usize) -> Case {
     eig_compact("syev_compact_batched", w, n, 15 + n as u64, 1.2e-7)
 }
