@@ -1,7 +1,7 @@
 """Benchmark (not a test): the standard library's batched Householder QR, symmetric
 eigensolvers and SVD on the CPU (`geqrf_batched` and `geqrf_compact_batched`, `syevj_batched`,
-`syevj_compact_batched` and `syev_compact_batched` ("eigh compact QL"), `gesvj_batched` and
-`gesvj_compact_batched`, the compact ones on
+`syevj_compact_batched` and `syev_compact_batched` ("eigh compact QL"), `gesvj_batched`,
+`gesvj_compact_batched` and `gesvd_compact_batched` ("SVD compact QR"), the compact ones on
 the same matrices packed one 64-byte vector of them at a time, packing not timed; `tilec run`,
 both CPU code generators) against NumPy's batched
 `np.linalg.qr(mode="raw")`, `np.linalg.eigh` and `np.linalg.svd` on the same stacks, and
@@ -89,15 +89,23 @@ def cases(b, n, dt, rng):
            {"A": a, "S": np.zeros((b, n), dt), "V": np.zeros((b, n, n), dt), "info": ints,
             "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"}, ["S", "info"], svd_check)
 
-    def svdc_check(o):
-        assert (o["info"] == 0).all(), "gesvj_compact info"
-        s = unpack(o["S"])
-        check("gesvj_compact S", np.abs(s - s_ref).max(), 8 * n * eps * fro)
+    def svdc_check(kernel):
+        def ok(o):
+            assert (o["info"] == 0).all(), f"{kernel} info"
+            s = unpack(o["S"])
+            check(f"{kernel} S", np.abs(s - s_ref).max(), 8 * n * eps * fro)
+        return ok
+
+    def svd_compact_args(**scalars):
+        return {"A": pack(a, w), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
+                "info": np.zeros((b // w, w), np.int32), **scalars}
 
     yield ("SVD compact", a, lambda: np.linalg.svd(a), "gesvj_compact_batched",
-           {"A": pack(a, w), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
-            "info": np.zeros((b // w, w), np.int32), "tol": repr(float(np.sqrt(n) * eps)), "max_sweeps": "30"},
-           ["S", "info"], svdc_check)
+           svd_compact_args(tol=repr(float(np.sqrt(n) * eps)), max_sweeps="30"), ["S", "info"],
+           svdc_check("gesvj_compact"))
+    yield ("SVD compact QR", a, lambda: np.linalg.svd(a), "gesvd_compact_batched",
+           svd_compact_args(E=np.zeros((b // w, n, w), dt), tol=repr(float(eps))), ["S", "info"],
+           svdc_check("gesvd_compact"))
 
     def qrc_check(o):
         # The factors unpacked, then the same check as geqrf_batched's.
@@ -113,7 +121,7 @@ def main():
     add_stdlib_arg(ap)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--backends", default="llvm,cranelift")
-    ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,eigh compact QL,SVD,SVD compact")
+    ap.add_argument("--only", default="QR,QR compact,eigh,eigh compact,eigh compact QL,SVD,SVD compact,SVD compact QR")
     args = ap.parse_args()
     rng = np.random.default_rng(34)
     rows = []

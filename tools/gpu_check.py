@@ -378,12 +378,28 @@ def eig_compact(rng, dt, n, kernel, scalars):
 def case_gesvj_compact(rng, dt, n):
     # About N^3 loop iterations a sweep: within lavapipe's limit up to N = 16, as syevj's.
     n = min(n, 16)
-    a = rng.uniform(-1, 1, (8, n, n)).astype(dt)
-    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False).reshape(1, 8, n).transpose(0, 2, 1)
-    return dict(src=STDLIB, kernel="gesvj_compact_batched", out="S", ref=ref,
-                arrays={"A": pack(a, 8), "S": np.zeros((1, n, 8), dt), "V": np.zeros((1, n, n, 8), dt),
-                        "info": np.full((1, 8), -2, np.int32)},
-                scalars={"tol": repr(float(np.sqrt(n) * np.finfo(dt).eps)), "max_sweeps": "30"})
+    return svd_compact(dt, rng.uniform(-1, 1, (8, n, n)).astype(dt), 8, "gesvj_compact_batched", {},
+                       {"tol": repr(float(np.sqrt(n) * np.finfo(dt).eps)), "max_sweeps": "30"})
+
+
+def case_gesvd_compact(rng, dt, n):
+    # About 4 N^3 / 3 loop iterations in the bidiagonalization, 2 N^3 / 3 in Q, then about
+    # 3 N^3 in the QR sweeps (two matrices rotated): within lavapipe's loop limit up to N = 20.
+    # Packs of 4: lavapipe compiles the W = 8 instance in minutes, W = 4 in about 40 s.
+    n = min(n, 20)
+    return svd_compact(dt, rng.uniform(-1, 1, (8, n, n)).astype(dt), 4, "gesvd_compact_batched",
+                       {"E": np.zeros((2, n, 4), dt)}, {"tol": repr(float(np.finfo(dt).eps))})
+
+
+def svd_compact(dt, a, w, kernel, arrays, scalars):
+    """A compact SVD's case: the stack ``a`` of square matrices packed ``w`` at a time, its
+    singular values against NumPy's in float64; ``arrays`` and ``scalars`` the kernel's own."""
+    b, n, _ = a.shape
+    ref = np.linalg.svd(a.astype(np.float64), compute_uv=False).reshape(b // w, w, n).transpose(0, 2, 1)
+    return dict(src=STDLIB, kernel=kernel, out="S", ref=ref,
+                arrays={"A": pack(a, w), "S": np.zeros((b // w, n, w), dt), "V": np.zeros((b // w, n, n, w), dt),
+                        "info": np.full((b // w, w), -2, np.int32), **arrays},
+                scalars=scalars)
 
 
 def case_gesvj(rng, dt, n):
@@ -859,6 +875,7 @@ CASES += [("potrs_batched", case_potrs), ("getrf_batched", case_getrf), ("getrs_
           ("syevj_batched", case_syevj), ("syevj_compact_batched", case_syevj_compact),
           ("syev_compact_batched", case_syev_compact),
           ("gesvj_batched", case_gesvj), ("gesvj_compact_batched", case_gesvj_compact),
+          ("gesvd_compact_batched", case_gesvd_compact),
           ("gemm", case_gemm), ("gemm_batched", case_gemm_batched),
           ("row_sum", case_row_sum), ("examples/cholesky", case_ex_cholesky), ("examples/residual", case_ex_residual),
           ("examples/colsum", case_ex_colsum),

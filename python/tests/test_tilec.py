@@ -897,6 +897,33 @@ def test_compact_syev_matches_numpy_eigh(dtype, n):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 7, 33])
+def test_compact_gesvd_matches_numpy_svd(dtype, n):
+    """``linalg.gesvd_compact_batched`` on 16 matrices packed 8 at a time gives NumPy's ``svd``
+    singular values (descending), ``A = U S V^T``, ``U^T U = I`` and ``V^T V = I``, also for a
+    rank-deficient matrix; a NaN matrix's ``info`` is ``N + 1`` in its own lane."""
+    rng = np.random.default_rng(n + 29)
+    a = rng.uniform(-1, 1, (16, n, n)).astype(dtype)
+    a[3, :, n - 1] = a[3, :, 0]
+    a[9, 0, n - 1] = np.nan
+    eps = np.finfo(dtype).eps
+    u, s, v, e = _pack(a, 8), np.zeros((2, n, 8), dtype), np.zeros((2, n, n, 8), dtype), np.zeros((2, n, 8), dtype)
+    info = np.full((2, 8), -1, np.int32)
+    tilec.linalg.gesvd_compact_batched(A=u, S=s, V=v, E=e, info=info, tol=float(eps))
+    want = np.zeros(16, np.int32)
+    want[9] = n + 1
+    np.testing.assert_array_equal(_unpack(info).reshape(16), want)
+    u, s, v = _unpack(u).astype(np.float64), _unpack(s).astype(np.float64), _unpack(v).astype(np.float64)
+    for b in [b for b in range(16) if b != 9]:
+        ab = a[b].astype(np.float64)
+        bound = 8 * n * eps * max(np.linalg.norm(ab), 1e-300)
+        np.testing.assert_allclose(s[b], np.linalg.svd(ab, compute_uv=False), rtol=0, atol=bound)
+        assert np.abs(u[b] * s[b] @ v[b].T - ab).max() <= bound
+        assert np.abs(u[b].T @ u[b] - np.eye(n)).max() <= 8 * n * eps
+        assert np.abs(v[b].T @ v[b] - np.eye(n)).max() <= 8 * n * eps
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n", [(1, 1), (7, 7), (33, 20), (64, 40)])
 def test_geqrf_orgqr_gels_match_scipy_and_numpy(dtype, m, n):
     """``linalg.geqrf_batched`` gives SciPy's ``qr(mode='raw')`` (LAPACK's layout and taus),

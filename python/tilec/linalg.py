@@ -16,7 +16,8 @@ times faster) and
 ``gesvj_batched(A, S, V, info, tol, max_sweeps)`` (SVD by one-sided Jacobi, U over A;
 ``tol=sqrt(M) * eps, max_sweeps=30`` as LAPACK's gesvj;
 ``gesvj_compact_batched(A, S, V, info, tol, max_sweeps)`` on batch-interleaved packs of square
-matrices),
+matrices, and ``gesvd_compact_batched(A, S, V, E, info, tol)``, the same by bidiagonalization and
+QR, several times faster; ``E`` is workspace, ``tol=np.finfo(dtype).eps``),
 ``gemm(A, B, C, alpha, beta, BM=.., BN=.., BK=..)``, ``gemm_batched`` and ``row_sum``. Shapes and algorithms are in each kernel's docstring (``help(linalg.gemm)``).
 ``potrf_batched`` leaves the 16x16 tiles above the diagonal as they were: take
 ``np.tril(L)`` for the factor alone.

@@ -54,7 +54,7 @@ fn both(c: Case) {
 
 #[test]
 fn potrf_and_potrs() {
-    cases::factorizations().into_iter().for_each(both);
+    cases::factorizations().into_iter().chain(cases::factorizations_simt()).for_each(both);
 }
 
 #[test]

@@ -5,9 +5,10 @@
 //! potrf_compact_batched (against potrf_batched's bits and f64), getrf_compact_batched and
 //! getrs_compact_batched (likewise, lanes beside singular and NaN ones), geqrf,
 //! geqrf_compact_batched, orgqr and gels (against geqr2 in f64, `Q R = A`, `Q^T Q = I`), syevj,
-//! syevj_compact_batched, syev_compact_batched, gesvj and gesvj_compact_batched (against f64 eigenvalues and
-//! singular values, `A = V W V^T`, `A = U S V^T`, orthogonality; repeated, graded,
-//! rank-deficient, NaN and empty inputs); and that both
+//! syevj_compact_batched, syev_compact_batched, gesvj, gesvj_compact_batched and
+//! gesvd_compact_batched (against f64 eigenvalues and singular values, `A = V W V^T`,
+//! `A = U S V^T`, orthogonality; repeated, graded, rank-deficient, NaN and empty inputs); and
+//! that both
 //! CPU code generators give the same bits on them.
 //!
 //! Inputs are f32-representable, so an f32 and an f64 launch see exactly the same values and
@@ -1053,20 +1054,11 @@ fn eig_compact(
     w: usize,
     sweeps: Option<i64>,
 ) -> Vec<Vec<f64>> {
-    let p = b / w;
-    let mut args = vec![
-        ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
-        ("E", arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
-        ("V", arr(elem, &vec![f64::NAN; b * n * n], &[p, n, n, w])),
-        ("info", int_array(&vec![-7.0; b], &[p, w])),
-        ("tol", float(elem, eps_of(elem))),
-    ];
+    let mut extra = vec![("tol", float(elem, eps_of(elem)))];
     if let Some(sweeps) = sweeps {
-        args.push(("max_sweeps", int(sweeps)));
+        extra.push(("max_sweeps", int(sweeps)));
     }
-    let out = run_outs(kernel, args, &["A", "E", "V", "info"]);
-    let lens = [n * n, n, n * n, 1];
-    out.iter().zip(lens).map(|(o, len)| tilec_tests::unpack_compact(o, len, w)).collect()
+    run_compact(kernel, "E", elem, a, b, n, w, extra)
 }
 
 /// The checks of a compact eigensolver's output on the `b` matrices `a` (`check_eigenpairs`
@@ -1261,18 +1253,124 @@ fn gesvj_reports_nan_and_too_few_sweeps_and_takes_zero_and_empty_input() {
 /// `gesvj_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol
 /// sqrt(n) eps): U, S, V (unpacked) and info.
 fn gesvj_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize, sweeps: i64) -> Vec<Vec<f64>> {
+    let extra = vec![("tol", float(elem, (n.max(1) as f64).sqrt() * eps_of(elem))), ("max_sweeps", int(sweeps))];
+    run_compact("gesvj_compact_batched", "S", elem, a, b, n, w, extra)
+}
+
+/// A compact eigensolver or SVD on the `b` stacked `n x n` matrices `a`, packed `w` at a
+/// time, with A, the eigenvalues or singular values (`values`), V and info (NaN and -7 on
+/// entry), then the kernel's own arguments (`extra`): A, the values, V (unpacked) and info.
+#[allow(clippy::too_many_arguments)]
+fn run_compact(
+    kernel: &str,
+    values: &'static str,
+    elem: Scalar,
+    a: &[f64],
+    b: usize,
+    n: usize,
+    w: usize,
+    extra: Vec<(&'static str, ArgValue)>,
+) -> Vec<Vec<f64>> {
     let p = b / w;
-    let args = vec![
+    let mut args = vec![
         ("A", arr(elem, &tilec_tests::pack_compact(a, n * n, w), &[p, n, n, w])),
-        ("S", arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
+        (values, arr(elem, &vec![f64::NAN; b * n], &[p, n, w])),
         ("V", arr(elem, &vec![f64::NAN; b * n * n], &[p, n, n, w])),
         ("info", int_array(&vec![-7.0; b], &[p, w])),
-        ("tol", float(elem, (n.max(1) as f64).sqrt() * eps_of(elem))),
-        ("max_sweeps", int(sweeps)),
     ];
-    let out = run_outs("gesvj_compact_batched", args, &["A", "S", "V", "info"]);
+    args.extend(extra);
+    let out = run_outs(kernel, args, &["A", values, "V", "info"]);
     let lens = [n * n, n, n * n, 1];
     out.iter().zip(lens).map(|(o, len)| tilec_tests::unpack_compact(o, len, w)).collect()
+}
+
+/// `gesvd_compact_batched` on the `b` stacked `n x n` matrices `a`, packed `w` at a time (tol
+/// the element type's epsilon): U, S, V (unpacked) and info.
+fn gesvd_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize) -> Vec<Vec<f64>> {
+    let extra = vec![("E", arr(elem, &vec![f64::NAN; b * n], &[b / w, n, w])), ("tol", float(elem, eps_of(elem)))];
+    run_compact("gesvd_compact_batched", "S", elem, a, b, n, w, extra)
+}
+
+/// gesvd_compact_batched (bidiagonalization and implicit QR), packs of 4, 8 and 16:
+/// `gesvj_batched`'s checks (f64 singular values, `A = U S V^T`, orthogonality) on random,
+/// rank-deficient (a repeated column and a zero row) and graded matrices, one near the largest
+/// float (its squares would overflow unscaled), upper bidiagonal ones with zeros on the
+/// diagonal (their bidiagonal form is themselves: the rotations that cancel a superdiagonal
+/// element beside a zero diagonal one) and the zero matrix (S = 0, U = V = I), in lanes beside
+/// random ones; a NaN matrix gets info N + 1 in its own lane only; empty inputs.
+#[test]
+fn gesvd_compact_matches_f64_and_keeps_lanes_apart() {
+    let mut rng = Rng::new(97);
+    for (w, n) in [(4, 1), (4, 2), (4, 5), (8, 17), (16, 9), (8, 32), (8, 64)] {
+        let b = 2 * w;
+        let mut a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
+        let (deficient, graded, big, zero, nan) = (1, 2, 3, w - 1, w + 1);
+        for r in 0..n {
+            a[deficient * n * n + r * n + n - 1] = a[deficient * n * n + r * n];
+            if n > 2 {
+                a[deficient * n * n + (n / 2) * n + r] = 0.0;
+            }
+            for c in 0..n {
+                a[graded * n * n + r * n + c] *= 2f64.powi(-2 * c as i32);
+                a[zero * n * n + r * n + c] = 0.0;
+            }
+        }
+        // Upper bidiagonal with zero diagonal elements at other places in each lane.
+        for i in [4, w, w + 2] {
+            for r in 0..n {
+                for c in 0..n {
+                    let zero_diag = r == c && (r == (3 * i) % n || r == (5 * i + 1) % n);
+                    if c < r || c > r + 1 || zero_diag {
+                        a[i * n * n + r * n + c] = 0.0;
+                    }
+                }
+            }
+        }
+        a[nan * n * n + n / 2] = f64::NAN;
+        for elem in FLOATS {
+            let eps = eps_of(elem);
+            // Checked as the matrix divided by `huge`, so the f64 reference's squares stay finite.
+            let huge = if elem == Scalar::F32 { 1e30 } else { 1e300 };
+            let mut input = a.clone();
+            input[big * n * n..(big + 1) * n * n].iter_mut().for_each(|x| *x *= huge);
+            let out = gesvd_compact(elem, &input, b, n, w);
+            let (u, s, v, info) = (&out[0], &out[1], &out[2], &out[3]);
+            for i in 0..b {
+                let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
+                if !info_checked(info, i, nan, n, &ctx) {
+                    continue;
+                }
+                let mut si = s[i * n..(i + 1) * n].to_vec();
+                if i == big {
+                    si.iter_mut().for_each(|x| *x /= huge);
+                }
+                let (ai, ui, vi) =
+                    (&a[i * n * n..(i + 1) * n * n], &u[i * n * n..(i + 1) * n * n], &v[i * n * n..(i + 1) * n * n]);
+                // (At small n the bidiagonal and rank-deficient ones are zero too.)
+                if ai.iter().all(|&x| x == 0.0) {
+                    let eye = |m: &[f64]| (0..n * n).all(|k| m[k] == if k / n == k % n { 1.0 } else { 0.0 });
+                    assert!(si.iter().all(|&x| x == 0.0) && eye(ui) && eye(vi), "{ctx}: S = 0, U = V = I");
+                    continue;
+                }
+                check_svd(ai, ui, &si, vi, n, n, eps, &ctx);
+            }
+        }
+    }
+    for elem in FLOATS {
+        assert_eq!(gesvd_compact(elem, &[], 8, 0, 4)[3], [0.0; 8], "{elem:?}: 0 x 0 matrices");
+        assert!(gesvd_compact(elem, &[], 0, 3, 4)[3].is_empty(), "{elem:?}: an empty batch");
+    }
+}
+
+/// Asserts matrix `i`'s info from a compact kernel: N + 1 for the NaN matrix `nan` (false:
+/// nothing more to check), else 0 (true).
+fn info_checked(info: &[f64], i: usize, nan: usize, n: usize, ctx: &str) -> bool {
+    if i == nan {
+        assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
+        return false;
+    }
+    assert_eq!(info[i], 0.0, "{ctx}: info");
+    true
 }
 
 /// gesvj_compact_batched, packs of 4, 8 and 16: `gesvj_batched`'s checks (f64 singular values,
@@ -1300,11 +1398,9 @@ fn gesvj_compact_matches_f64_and_keeps_lanes_apart() {
             let (u, s, v, info) = (&out[0], &out[1], &out[2], &out[3]);
             for i in 0..b {
                 let ctx = format!("{elem:?} W={w} n {n} matrix {i}");
-                if i == nan {
-                    assert_eq!(info[i], (n + 1) as f64, "{ctx}: info for NaN");
+                if !info_checked(info, i, nan, n, &ctx) {
                     continue;
                 }
-                assert_eq!(info[i], 0.0, "{ctx}: info");
                 let (ai, ui, si, vi) = (
                     &a[i * n * n..(i + 1) * n * n],
                     &u[i * n * n..(i + 1) * n * n],
@@ -1444,30 +1540,25 @@ fn both_cpu_code_generators_give_the_same_bits() {
         }
         // sym's 37 x 37 matrix in all 9 lanes of one pack, each lane scaled by its index + 1.
         let packed: Vec<f64> = sym[..n * n].iter().flat_map(|&x| (1..=b).map(move |l| x * l as f64)).collect();
-        cases.push((
-            "syevj_compact_batched".into(),
-            vec![
+        // The compact eigensolvers and SVDs: A, the eigenvalues or singular values (`values`),
+        // V and info, then the kernel's own arguments.
+        let compact = |kernel: &str, values: &'static str, extra: Vec<(&'static str, ArgValue)>| {
+            let mut args = vec![
                 ("A", arr(elem, &packed, &[1, n, n, b])),
-                ("E", arr(elem, &vec![0.0; n * b], &[1, n, b])),
+                (values, arr(elem, &vec![0.0; n * b], &[1, n, b])),
                 ("V", arr(elem, &vec![0.0; n * n * b], &[1, n, n, b])),
                 ("info", zeros(b, &[1, b])),
-                ("tol", float(elem, eps_of(elem))),
-                ("max_sweeps", int(30)),
-            ],
-            "V",
-        ));
-        cases.push((
-            "gesvj_compact_batched".into(),
-            vec![
-                ("A", arr(elem, &packed, &[1, n, n, b])),
-                ("S", arr(elem, &vec![0.0; n * b], &[1, n, b])),
-                ("V", arr(elem, &vec![0.0; n * n * b], &[1, n, n, b])),
-                ("info", zeros(b, &[1, b])),
-                ("tol", float(elem, (n as f64).sqrt() * eps_of(elem))),
-                ("max_sweeps", int(30)),
-            ],
-            "V",
-        ));
+            ];
+            args.extend(extra);
+            (kernel.to_string(), args, "V")
+        };
+        let eps = float(elem, eps_of(elem));
+        cases.push(compact("syevj_compact_batched", "E", vec![("tol", eps.clone()), ("max_sweeps", int(30))]));
+        cases.push(compact("syev_compact_batched", "E", vec![("tol", eps.clone())]));
+        let work = arr(elem, &vec![0.0; n * b], &[1, n, b]);
+        cases.push(compact("gesvd_compact_batched", "S", vec![("E", work), ("tol", eps)]));
+        let svd_tol = float(elem, (n as f64).sqrt() * eps_of(elem));
+        cases.push(compact("gesvj_compact_batched", "S", vec![("tol", svd_tol), ("max_sweeps", int(30))]));
         for (kernel, args, out) in cases {
             let args: HashMap<String, ArgValue> = args.into_iter().map(|(n, v)| (n.to_string(), v)).collect();
             let bits: Vec<Vec<u64>> = backends

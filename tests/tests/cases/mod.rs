@@ -106,7 +106,7 @@ fn case(
 /// potrf_batched, potrf_compact_batched, potrs_batched, getrf_batched, getrs_batched,
 /// getrf_compact_batched, getrs_compact_batched, geqrf_batched, geqrf_compact_batched,
 /// orgqr_batched, gels_batched, syevj_batched, syevj_compact_batched, syev_compact_batched,
-/// gesvj_batched and gesvj_compact_batched.
+/// gesvj_batched, gesvj_compact_batched and gesvd_compact_batched.
 pub(crate) fn factorizations() -> Vec<Case> {
     let (b, n) = (2usize, 33usize);
     let l: Vec<f64> = random_spd(b, n, 2).chunks(n * n).flat_map(|m| tilec_tests::cholesky_f64(m, n)).collect();
@@ -213,6 +213,7 @@ pub(crate) fn factorizations() -> Vec<Case> {
         syev_compact(4, 9),
         syev_compact(8, 13),
         gesvj_compact(),
+        gesvd_compact(4, 6),
         case(
             stdlib(),
             "potrs_batched",
@@ -314,6 +315,35 @@ fn eig_compact(kernel: &'static str, w: usize, n: usize, seed: u64, tol: f64) ->
         ],
         vec![("tol", tol)],
         vec!["E", "V", "info"],
+    );
+    c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
+    c
+}
+
+/// Factorization cases for the SIMT interpreter only: gesvd_compact_batched on packs of 8
+/// matrices of order 13 (lavapipe's shader compiler takes minutes on it, `tests/vulkan.rs` runs
+/// the order-6 case of `factorizations`).
+#[allow(dead_code)] // not in tests/vulkan.rs
+pub(crate) fn factorizations_simt() -> Vec<Case> {
+    vec![gesvd_compact(8, 13)]
+}
+
+/// gesvd_compact_batched on 2 packs of `w` random matrices of order `n` (tol f32's epsilon
+/// for both types, as `syev_compact`'s).
+fn gesvd_compact(w: usize, n: usize) -> Case {
+    let packs = 2usize;
+    let (pu, wu, nu) = (packs as u64, w as u64, n as u64);
+    let mut c = case(
+        stdlib(),
+        "gesvd_compact_batched",
+        vec![
+            ("A", random_uniform(packs * w * n * n, 19 + n as u64), vec![pu, nu, nu, wu]),
+            ("S", vec![0.0; packs * n * w], vec![pu, nu, wu]),
+            ("V", vec![0.0; packs * n * n * w], vec![pu, nu, nu, wu]),
+            ("E", vec![0.0; packs * n * w], vec![pu, nu, wu]),
+        ],
+        vec![("tol", 1.2e-7)],
+        vec!["A", "S", "V", "info"],
     );
     c.int_arrays = vec![("info", vec![-2; packs * w], vec![pu, wu])];
     c
