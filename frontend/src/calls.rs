@@ -223,24 +223,7 @@ impl FnBuilder<'_, '_> {
                 let one = self.constant(Const::Float(1.0, t.elem()), e.span);
                 Ev::Val(self.emit1(OpKind::Bin(ir::BinOp::Div), vec![one, y], t, e.span))
             }
-            "fma" => {
-                if !self.arity(f, args, 3, e) {
-                    return Ev::Err;
-                }
-                let vals: Vec<Option<Value>> =
-                    args.iter().map(|a| self.value(a, expect.or(Some(self.default_float())))).collect();
-                let vals: Option<Vec<Value>> = vals.into_iter().collect();
-                let Some(vals) = vals else { return Ev::Err };
-                let t = self.ty(vals[0]);
-                for (v, a) in vals.iter().zip(args) {
-                    let tv = self.ty(*v);
-                    if tv != t || !t.elem().is_any_float() || t.is_tile() {
-                        self.error(errors::math_operand(a.span, "fma", &tv));
-                        return Ev::Err;
-                    }
-                }
-                Ev::Val(self.emit1(OpKind::Fma, vals, t, e.span))
-            }
+            "fma" => self.fma(f, args, e, expect),
             "column" | "row" => {
                 if !self.arity(f, args, 1, e) {
                     return Ev::Err;

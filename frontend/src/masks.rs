@@ -1,10 +1,11 @@
-//! Element-wise comparisons and logic on tiles, and `where(c, a, b)`: masks as bool tiles.
-//! They lower to one `Map` over the operand tiles (scalars broadcast with `Fill::Full`) whose
-//! region applies the scalar operation, so every backend runs them with its `map` support.
+//! Element-wise comparisons and logic on tiles, `where(c, a, b)` (masks as bool tiles) and
+//! `fma(a, b, c)`. On tiles they lower to one `Map` over the operand tiles (scalars broadcast
+//! with `Fill::Full`) whose region applies the scalar operation, so every backend runs them
+//! with its `map` support.
 
 use crate::builder::FnBuilder;
 use crate::errors;
-use crate::expr::Ev;
+use crate::expr::{is_literal, Ev};
 use tilec_grammar::ast::{Expr, Ident};
 use tilec_grammar::span::Span;
 use tilec_midend::{Fill, OpKind, Region, Scalar, Type, Value};
@@ -95,5 +96,47 @@ impl FnBuilder<'_, '_> {
         self.map_elementwise(&[m, a, b], elem, span, |g, x| {
             g.emit1(OpKind::Select, x.to_vec(), Type::Scalar(elem), span)
         })
+    }
+
+    /// `fma(a, b, c)`: `a * b + c` with one rounding (§6.4), on float scalars of one type or,
+    /// element by element, on tiles of one element type whose shapes broadcast (scalars stand
+    /// for every element). Bare literals take the other operands' element type, else
+    /// `expect`'s, else `f32`. E0214 for a non-float or mixed operand, E0202 for shapes that
+    /// do not broadcast.
+    pub(crate) fn fma(&mut self, f: &Ident, args: &[Expr], e: &Expr, expect: Option<Scalar>) -> Ev {
+        if args.len() != 3 {
+            self.error(errors::arg_count(e.span, &f.name, 3, args.len()));
+            return Ev::Err;
+        }
+        let expect = expect.or(Some(self.default_float()));
+        let mut vals: Vec<Option<Value>> = vec![None; 3];
+        let mut hint = None;
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| !is_literal(a)) {
+            vals[i] = self.value(a, hint.or(expect));
+            hint = hint.or(vals[i].map(|v| self.ty(v).elem()));
+        }
+        for (i, a) in args.iter().enumerate().filter(|(_, a)| is_literal(a)) {
+            vals[i] = self.value(a, hint.or(expect));
+        }
+        let Some(vals) = vals.into_iter().collect::<Option<Vec<Value>>>() else {
+            return Ev::Err;
+        };
+        let s = self.ty(vals[0]).elem();
+        for (v, a) in vals.iter().zip(args) {
+            let t = self.ty(*v);
+            if t.elem() != s || !s.is_any_float() || !matches!(t, Type::Scalar(_) | Type::Tile { .. }) {
+                self.error(errors::math_operand(a.span, "fma", &t));
+                return Ev::Err;
+            }
+        }
+        let ops: Vec<(&Expr, Value)> = args.iter().zip(vals.iter().copied()).collect();
+        let Some(vals) = self.broadcast_operands("fma", e, &ops) else {
+            return Ev::Err;
+        };
+        if vals.iter().all(|v| !self.ty(*v).is_tile()) {
+            return Ev::Val(self.emit1(OpKind::Fma, vals, Type::Scalar(s), e.span));
+        }
+        let span = e.span;
+        Ev::Val(self.map_elementwise(&vals, s, span, |g, x| g.emit1(OpKind::Fma, x.to_vec(), Type::Scalar(s), span)))
     }
 }

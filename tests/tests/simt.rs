@@ -123,7 +123,7 @@ fn sorts_argsorts_and_topk() {
 }
 
 #[test]
-fn flips_reversed_scans_signs_and_nary_maps() {
+fn flips_reversed_scans_signs_nary_maps_and_fma() {
     cases::constructs().into_iter().for_each(both);
 }
 

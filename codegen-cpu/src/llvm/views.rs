@@ -63,9 +63,13 @@ impl<'ctx> Strided<'ctx> {
         g.b.build_int_add(o, c, "").map_err(be)
     }
 
-    /// `x` where `cond` (an `i1`) holds, else `y`.
+    /// `x` where `cond` (an `i1`) holds, else `y`. A stride the two share stays what it is
+    /// (a constant 1 column stride lets `map_vectors` read whole vectors).
     pub(crate) fn select(g: &Gen<'ctx, '_>, cond: IntValue<'ctx>, x: Self, y: Self) -> Result<Self, CodegenError> {
         let int = |a: IntValue<'ctx>, b: IntValue<'ctx>| -> Result<IntValue<'ctx>, CodegenError> {
+            if a == b {
+                return Ok(a);
+            }
             Ok(g.b.build_select(cond, a, b, "").map_err(be)?.into_int_value())
         };
         Ok(Strided {

@@ -980,7 +980,8 @@ pub(crate) fn constructs() -> Vec<Case> {
     arrays.push(("SC", vec![7.0; (m * n) as usize], vec![m, n]));
     arrays.push(("SV", vec![7.0; l as usize], vec![l]));
     arrays.push(("X", vec![7.0; 64], vec![64]));
-    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "SC", "SV", "X"];
+    arrays.push(("FM", vec![7.0; (m * n) as usize], vec![m, n]));
+    let outs = vec!["F", "G", "RS", "RX", "CS", "MP", "H", "RV", "RW", "QR", "RT", "JS", "SC", "SV", "X", "FM"];
     vec![Case { compare: Compare::Relative, ..case(src, "constructs", arrays, vec![], outs) }]
 }
 

@@ -1,8 +1,8 @@
 //! Differential fuzzing of whole kernels: a seeded generator writes random well-typed tile
 //! kernels (random tile shapes with partial edge tiles over random array extents, element-wise
 //! arithmetic and math, `min`/`max`, masks and `where`, `iota`, tile casts, scans (reversed
-//! too, and with a user `fn`), flips, `copysign`/`signbit`, a three-operand `map`, reshapes, rows,
-//! columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
+//! too, and with a user `fn`), flips, `copysign`/`signbit`, a three-operand `map`, `fma` of tiles,
+//! reshapes, rows, columns and ranges of tiles, broadcasts, transposes, `@`, integer `/`
 //! and `%` by zero, masked loads at row offsets, loops carrying a tile with a const-parameter
 //! trip count and a float const parameter's scale, uniform branches, shared arrays with `sync()`,
 //! Cholesky, LU and triangular solves on well-conditioned SPD tiles, row and whole-tile
@@ -166,6 +166,10 @@ impl Gen {
         match self.rng.int(0, 19) {
             0 => format!("({} + {})", self.tile(d), self.tile(d)),
             1 => format!("({} - {})", self.tile(d), self.tile(d)),
+            2 if self.float && self.chance(30) => {
+                let x = format!("fma({}, {}, {})", self.tile(d), self.tile(d), self.tile(d));
+                self.clamp(x)
+            }
             2 => {
                 let x = format!("({} * {})", self.tile(d), self.tile(d));
                 self.clamp(x)

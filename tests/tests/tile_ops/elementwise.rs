@@ -385,6 +385,64 @@ fn exp2_log2_and_rsqrt() {
     }
 }
 
+/// `fma(a, b, c)` on tiles rounds once where the host has FMA (§6.4): `fma(a, b, -(a * b))`
+/// is the rounding error of the product, exact (and mostly nonzero) when fused, zero when not.
+/// Also a literal and a column broadcast over a partial tile (a 17 x 7 array in 20 x 9 tiles),
+/// and scalar `fma` with literals that take the other operand's type.
+#[test]
+fn fma_on_tiles_rounds_once() {
+    #[cfg(target_arch = "x86_64")]
+    let fused = std::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    let fused = true;
+    let (m, n) = (17usize, 7usize);
+    let src =
+        "kernel k<T: float>(A: T[M, N], B: T[M, N], C: T[M], Y: mut T[M, N], Z: mut T[M, N], S: mut T[2]) grid(1) {
+            let a = A[0:20, 0:9];
+            let b = B[0:20, 0:9];
+            Y[0:20, 0:9] = fma(a, b, -(a * b));
+            Z[0:20, 0:9] = fma(2.0, a, column(C[0:20]));
+            S[0] = fma(A[0, 0], B[0, 0], C[0]);
+            S[1] = fma(A[1, 1], 3.0, 1.0);
+        }";
+    let mut rng = Rng::new(43);
+    for elem in FLOATS {
+        let round = |x: f64| if elem == Scalar::F32 { x as f32 as f64 } else { x };
+        // Reciprocals: every bit of the mantissa set at random (the generator's are not).
+        let a: Vec<f64> = rng.vec(m * n, 0.5, 2.0).into_iter().map(|x| round(1.0 / x)).collect();
+        let b: Vec<f64> = rng.vec(m * n, 0.5, 2.0).into_iter().map(|x| round(1.0 / x)).collect();
+        let c: Vec<f64> = rng.vec(m, -1.0, 1.0).into_iter().map(round).collect();
+        let bound = run(
+            src,
+            "k",
+            vec![
+                ("A", arr(elem, &a, &[m, n])),
+                ("B", arr(elem, &b, &[m, n])),
+                ("C", arr(elem, &c, &[m])),
+                ("Y", sentinel(elem, &[m, n])),
+                ("Z", sentinel(elem, &[m, n])),
+                ("S", sentinel(elem, &[2])),
+            ],
+        );
+        // fma in the element type: f64's `mul_add` (correctly rounded); an f32 product is exact
+        // in f64, and one f64 sum of it rounded to f32 is the f32 fma on these magnitudes.
+        let fma = |x: f64, y: f64, z: f64| match (elem, fused) {
+            (Scalar::F32, true) => (x * y + z) as f32 as f64,
+            (_, true) => x.mul_add(y, z),
+            _ => round(round(x * y) + z),
+        };
+        let y: Vec<f64> = a.iter().zip(&b).map(|(x, v)| fma(*x, *v, -round(x * v))).collect();
+        let z: Vec<f64> = (0..m * n).map(|k| round(2.0 * a[k] + c[k / n])).collect();
+        let ctx = format!("{elem:?} fused {fused}");
+        assert_exact(&out(&bound, "Y"), &y, &ctx);
+        if fused {
+            assert!(y.iter().filter(|e| **e != 0.0).count() > m * n / 2, "{ctx}: products mostly inexact");
+        }
+        assert_exact(&out(&bound, "Z"), &z, &ctx);
+        assert_exact(&out(&bound, "S"), &[fma(a[0], b[0], c[0]), fma(a[n + 1], 3.0, 1.0)], &ctx);
+    }
+}
+
 /// Chains of `where`, comparisons, logic, casts and arithmetic on tiles (one fused `map`,
 /// lowered on vectors by Cranelift, the functions and integer division lane by lane) give
 /// the bits of the same expressions on scalars, on edge values: zeros of both signs,
