@@ -837,6 +837,89 @@ fn geqrf_compact_matches_geqr2() {
     }
 }
 
+/// Q = H_0 .. H_k-1 (`m x m`, row-major) in f64 from LAPACK-layout factors `f` (`m x n`) and
+/// `tau`, applied to the identity from the last reflector.
+fn q_from_factors(f: &[f64], tau: &[f64], m: usize, n: usize) -> Vec<f64> {
+    let mut q: Vec<f64> = (0..m * m).map(|k| if k / m == k % m { 1.0 } else { 0.0 }).collect();
+    for k in (0..m.min(n)).rev() {
+        let v: Vec<f64> = (0..m)
+            .map(|i| {
+                if i < k {
+                    0.0
+                } else if i == k {
+                    1.0
+                } else {
+                    f[i * n + k]
+                }
+            })
+            .collect();
+        for c in 0..m {
+            let dot: f64 = (k..m).map(|i| v[i] * q[i * m + c]).sum();
+            for i in k..m {
+                q[i * m + c] -= tau[k] * v[i] * dot;
+            }
+        }
+    }
+    q
+}
+
+/// geqrf_batched and geqrf_compact_batched on graded matrices (columns or rows scaled by
+/// 2^-2i down to 2^-126, or columns growing to 1 from there) and on matrices of subnormal
+/// elements (2^-130 in f32, 2^-1030 in f64): `Q R = A` and `Q^T Q = I` within `8 m eps`
+/// (with the subnormals' spacing for the last). With the norms' squares unscaled, Q was 0.24
+/// from orthogonal at 64 x 64 f32 and the subnormal matrices came back unreduced (tau = 0).
+#[test]
+fn geqrf_keeps_q_orthogonal_for_graded_and_subnormal_matrices() {
+    let mut rng = Rng::new(67);
+    let (w, n) = (4, 64);
+    for elem in FLOATS {
+        let eps = eps_of(elem);
+        let small = if elem == Scalar::F32 { 2f64.powi(-130) } else { 2f64.powi(-1030) };
+        let quantum = if elem == Scalar::F32 { 2f64.powi(-149) } else { 2f64.powi(-1074) };
+        let grades: [&dyn Fn(usize, usize) -> f64; 4] = [
+            &|_, c| 2f64.powi(-2 * c as i32),
+            &|r, _| 2f64.powi(-2 * r as i32),
+            &|_, c| 2f64.powi(-2 * (n - 1 - c) as i32),
+            &|_, _| small,
+        ];
+        let mut a = Vec::new();
+        for g in grades {
+            let x = round_f32(&rng.vec(n * n, -1.0, 1.0));
+            // As the kernel sees it: f32 rounds the subnormals.
+            let graded = (0..n * n).map(|k| x[k] * g(k / n, k % n));
+            a.extend(graded.map(|v| if elem == Scalar::F32 { v as f32 as f64 } else { v }));
+        }
+        let (f, tau) = geqrf(elem, &a, w, n, n);
+        let args = vec![
+            ("A", arr(elem, &tilec_tests::pack_compact(&a, n * n, w), &[1, n, n, w])),
+            ("tau", arr(elem, &vec![f64::NAN; w * n], &[1, n, w])),
+        ];
+        let out = run_outs("geqrf_compact_batched", args, &["A", "tau"]);
+        let fc = tilec_tests::unpack_compact(&out[0], n * n, w);
+        let tc = tilec_tests::unpack_compact(&out[1], n, w);
+        for (kernel, f, tau) in [("geqrf_batched", &f, &tau), ("geqrf_compact_batched", &fc, &tc)] {
+            for i in 0..w {
+                let ctx = format!("{kernel} {elem:?} matrix {i}");
+                let (ai, fi, ti) =
+                    (&a[i * n * n..(i + 1) * n * n], &f[i * n * n..(i + 1) * n * n], &tau[i * n..(i + 1) * n]);
+                let q = q_from_factors(fi, ti, n, n);
+                let scale = ai.iter().fold(0.0f64, |s, x| s.max(x.abs()));
+                let eps = if i == 3 { eps.max(2.0 * quantum / scale) } else { eps };
+                let mut rec = 0.0f64;
+                for r in 0..n {
+                    for c in 0..n {
+                        let qr: f64 = (0..=c).map(|j| q[r * n + j] * fi[j * n + c]).sum();
+                        rec = rec.max((qr - ai[r * n + c]).abs());
+                    }
+                }
+                assert!(rec <= 8.0 * n as f64 * eps * scale, "{ctx}: |QR - A| = {rec:e} (max |A| {scale:e})");
+                let orth = orthogonality(&q, n, n, n);
+                assert!(orth <= 8.0 * n as f64 * eps, "{ctx}: |Q^T Q - I| = {orth:e}");
+            }
+        }
+    }
+}
+
 #[test]
 fn gels_solves_least_squares_and_reports_rank_deficiency() {
     let mut rng = Rng::new(59);
@@ -1127,8 +1210,8 @@ fn syevj_compact_matches_f64_and_keeps_lanes_apart() {
 /// syev_compact_batched (tridiagonal reduction and implicit QL), packs of 4, 8 and 16: the
 /// eigenvalues of f64 Jacobi, `A = V W V^T` and `V^T V = I` with the bounds of the
 /// `syevj_batched` test, on the matrices of that test (random, repeated eigenvalues, graded,
-/// diagonal) and a zero one, one near the largest float (its squares would overflow unscaled)
-/// and a tridiagonal one, in lanes beside random ones; the upper triangle (NaN) is not read; a
+/// diagonal) and a zero one, one near the largest float (its squares would overflow unscaled),
+/// a tridiagonal one and one graded to the smallest normal `f32`, in lanes beside random ones; the upper triangle (NaN) is not read; a
 /// NaN matrix gets info N + 1 in its own lane only; empty inputs.
 #[test]
 fn syev_compact_matches_f64_and_keeps_lanes_apart() {
@@ -1146,6 +1229,11 @@ fn syev_compact_matches_f64_and_keeps_lanes_apart() {
                 1 => 0.5,
                 _ => 0.0,
             }));
+            // Graded down to the smallest normal f32 at n = 64 (element [r, c] scaled by
+            // 2^-(r + c)): the reflectors' sums of squares would underflow unscaled.
+            let r = round_f32(&rng.vec(n * n, -1.0, 1.0));
+            let graded = tilec_tests::symmetric_from_lower(&r, n);
+            a.extend(graded.iter().enumerate().map(|(k, x)| x * 2f64.powi(-((k / n + k % n) as i32))));
             while a.len() < 2 * w * n * n {
                 a.extend(tilec_tests::symmetric_from_lower(&round_f32(&rng.vec(n * n, -1.0, 1.0)), n));
             }
@@ -1296,15 +1384,17 @@ fn gesvd_compact(elem: Scalar, a: &[f64], b: usize, n: usize, w: usize) -> Vec<V
 /// rank-deficient (a repeated column and a zero row) and graded matrices, one near the largest
 /// float (its squares would overflow unscaled), upper bidiagonal ones with zeros on the
 /// diagonal (their bidiagonal form is themselves: the rotations that cancel a superdiagonal
-/// element beside a zero diagonal one) and the zero matrix (S = 0, U = V = I), in lanes beside
-/// random ones; a NaN matrix gets info N + 1 in its own lane only; empty inputs.
+/// element beside a zero diagonal one), the zero matrix (S = 0, U = V = I) and one of
+/// subnormal elements (2^-130 in f32, 2^-1030 in f64: NaN with info 0 when B was scaled back
+/// before the iteration), in lanes beside random ones; a NaN matrix gets info N + 1 in its own
+/// lane only; empty inputs.
 #[test]
 fn gesvd_compact_matches_f64_and_keeps_lanes_apart() {
     let mut rng = Rng::new(97);
     for (w, n) in [(4, 1), (4, 2), (4, 5), (8, 17), (16, 9), (8, 32), (8, 64)] {
         let b = 2 * w;
         let mut a = round_f32(&rng.vec(b * n * n, -1.0, 1.0));
-        let (deficient, graded, big, zero, nan) = (1, 2, 3, w - 1, w + 1);
+        let (deficient, graded, big, zero, nan, tiny) = (1, 2, 3, w - 1, w + 1, b - 1);
         for r in 0..n {
             a[deficient * n * n + r * n + n - 1] = a[deficient * n * n + r * n];
             if n > 2 {
@@ -1331,8 +1421,17 @@ fn gesvd_compact_matches_f64_and_keeps_lanes_apart() {
             let eps = eps_of(elem);
             // Checked as the matrix divided by `huge`, so the f64 reference's squares stay finite.
             let huge = if elem == Scalar::F32 { 1e30 } else { 1e300 };
+            // And the tiny one multiplied by 1 / small (exact: a power of two).
+            let small = if elem == Scalar::F32 { 2f64.powi(-130) } else { 2f64.powi(-1030) };
             let mut input = a.clone();
             input[big * n * n..(big + 1) * n * n].iter_mut().for_each(|x| *x *= huge);
+            input[tiny * n * n..(tiny + 1) * n * n].iter_mut().for_each(|x| *x *= small);
+            // The reference: the tiny matrix as the kernel sees it (subnormals lose bits).
+            let mut want = a.clone();
+            for k in tiny * n * n..(tiny + 1) * n * n {
+                let x = if elem == Scalar::F32 { input[k] as f32 as f64 } else { input[k] };
+                want[k] = x / small;
+            }
             let out = gesvd_compact(elem, &input, b, n, w);
             let (u, s, v, info) = (&out[0], &out[1], &out[2], &out[3]);
             for i in 0..b {
@@ -1344,14 +1443,20 @@ fn gesvd_compact_matches_f64_and_keeps_lanes_apart() {
                 if i == big {
                     si.iter_mut().for_each(|x| *x /= huge);
                 }
+                if i == tiny {
+                    si.iter_mut().for_each(|x| *x /= small);
+                }
                 let (ai, ui, vi) =
-                    (&a[i * n * n..(i + 1) * n * n], &u[i * n * n..(i + 1) * n * n], &v[i * n * n..(i + 1) * n * n]);
+                    (&want[i * n * n..(i + 1) * n * n], &u[i * n * n..(i + 1) * n * n], &v[i * n * n..(i + 1) * n * n]);
                 // (At small n the bidiagonal and rank-deficient ones are zero too.)
                 if ai.iter().all(|&x| x == 0.0) {
                     let eye = |m: &[f64]| (0..n * n).all(|k| m[k] == if k / n == k % n { 1.0 } else { 0.0 });
                     assert!(si.iter().all(|&x| x == 0.0) && eye(ui) && eye(vi), "{ctx}: S = 0, U = V = I");
                     continue;
                 }
+                // The tiny matrix's results have the subnormals' spacing (2^-149, 2^-1074).
+                let quantum = if elem == Scalar::F32 { 2f64.powi(-149) } else { 2f64.powi(-1074) };
+                let eps = if i == tiny { eps.max(2.0 * quantum / small) } else { eps };
                 check_svd(ai, ui, &si, vi, n, n, eps, &ctx);
             }
         }
