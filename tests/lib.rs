@@ -480,23 +480,45 @@ pub fn geqr2_f64(a: &[f64], m: usize, n: usize) -> (Vec<f64>, Vec<f64>) {
     (a, tau)
 }
 
+/// Householder vector `k` of LAPACK-layout factors `f` (`m x n`, row-major): zeros above row
+/// `k`, 1 at it, `f[i, k]` below.
+pub fn householder_vector(f: &[f64], m: usize, n: usize, k: usize) -> Vec<f64> {
+    (0..m)
+        .map(|i| {
+            if i < k {
+                0.0
+            } else if i == k {
+                1.0
+            } else {
+                f[i * n + k]
+            }
+        })
+        .collect()
+}
+
+/// `Q = H_0 .. H_{k-1}` (`m x m`, row-major, `k = min(m, n)`) in f64 from LAPACK-layout
+/// factors `f` (`m x n`) and `tau`, applied to the identity from the last reflector (orgqr).
+pub fn orgqr_f64(f: &[f64], tau: &[f64], m: usize, n: usize) -> Vec<f64> {
+    let mut q: Vec<f64> = (0..m * m).map(|k| if k / m == k % m { 1.0 } else { 0.0 }).collect();
+    for k in (0..m.min(n)).rev() {
+        let v = householder_vector(f, m, n, k);
+        for c in 0..m {
+            let dot: f64 = (k..m).map(|i| v[i] * q[i * m + c]).sum();
+            for i in k..m {
+                q[i * m + c] -= tau[k] * v[i] * dot;
+            }
+        }
+    }
+    q
+}
+
 /// The least-squares solution of `A X = B` (`a`: `m x n`, `m >= n`, full rank; `b`: `m x k`)
 /// from [`geqr2_f64`]'s factors: `R X = (Q^T B)[0:n]`, in f64.
 pub fn lstsq_f64(a: &[f64], m: usize, n: usize, b: &[f64], k: usize) -> Vec<f64> {
     let (f, tau) = geqr2_f64(a, m, n);
     let mut y = b.to_vec();
     for (j, t) in tau.iter().enumerate() {
-        let v: Vec<f64> = (0..m)
-            .map(|i| {
-                if i < j {
-                    0.0
-                } else if i == j {
-                    1.0
-                } else {
-                    f[i * n + j]
-                }
-            })
-            .collect();
+        let v = householder_vector(&f, m, n, j);
         for c in 0..k {
             let w = (0..m).map(|i| v[i] * y[i * k + c]).sum::<f64>() * t;
             for i in 0..m {

@@ -837,32 +837,6 @@ fn geqrf_compact_matches_geqr2() {
     }
 }
 
-/// Q = H_0 .. H_k-1 (`m x m`, row-major) in f64 from LAPACK-layout factors `f` (`m x n`) and
-/// `tau`, applied to the identity from the last reflector.
-fn q_from_factors(f: &[f64], tau: &[f64], m: usize, n: usize) -> Vec<f64> {
-    let mut q: Vec<f64> = (0..m * m).map(|k| if k / m == k % m { 1.0 } else { 0.0 }).collect();
-    for k in (0..m.min(n)).rev() {
-        let v: Vec<f64> = (0..m)
-            .map(|i| {
-                if i < k {
-                    0.0
-                } else if i == k {
-                    1.0
-                } else {
-                    f[i * n + k]
-                }
-            })
-            .collect();
-        for c in 0..m {
-            let dot: f64 = (k..m).map(|i| v[i] * q[i * m + c]).sum();
-            for i in k..m {
-                q[i * m + c] -= tau[k] * v[i] * dot;
-            }
-        }
-    }
-    q
-}
-
 /// geqrf_batched and geqrf_compact_batched on graded matrices (columns or rows scaled by
 /// 2^-2i down to 2^-126, or columns growing to 1 from there) and on matrices of subnormal
 /// elements (2^-130 in f32, 2^-1030 in f64): `Q R = A` and `Q^T Q = I` within `8 m eps`
@@ -902,7 +876,7 @@ fn geqrf_keeps_q_orthogonal_for_graded_and_subnormal_matrices() {
                 let ctx = format!("{kernel} {elem:?} matrix {i}");
                 let (ai, fi, ti) =
                     (&a[i * n * n..(i + 1) * n * n], &f[i * n * n..(i + 1) * n * n], &tau[i * n..(i + 1) * n]);
-                let q = q_from_factors(fi, ti, n, n);
+                let q = tilec_tests::orgqr_f64(fi, ti, n, n);
                 let scale = ai.iter().fold(0.0f64, |s, x| s.max(x.abs()));
                 let eps = if i == 3 { eps.max(2.0 * quantum / scale) } else { eps };
                 let mut rec = 0.0f64;
