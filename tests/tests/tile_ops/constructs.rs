@@ -1,7 +1,8 @@
 //! Issue 29's constructs on the CPU against plain f64 references: `flip`, reversed scans,
 //! `copysign`/`signbit` on `0.0` and `-0.0`, `inf`/`nan`, `argmax`/`argmin` of integer tiles,
-//! a three-operand `map`, `row(v)`, `reshape`, `join`/`split`, `scan` with a user `fn` and float literals typed by the instance's `T`
-//! (`tests/tests/cases/constructs.tile`, partial 40x7 tiles over a 37x6 array).
+//! a three-operand `map`, `row(v)`, `reshape`, `join`/`split`, `scan` with a user `fn`, `fma` of
+//! tiles and float literals typed by the instance's `T` (`tests/tests/cases/constructs.tile`,
+//! partial 40x7 tiles over a 37x6 array).
 
 use super::*;
 
@@ -59,7 +60,7 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
         args.extend([("H", sentinel(elem, &[l])), ("RV", sentinel(elem, &[l]))]);
         args.extend([("RW", sentinel(elem, &[2, l])), ("X", sentinel(elem, &[64]))]);
         args.extend([("QR", sentinel(elem, &[12, 4])), ("RT", sentinel(elem, &[l])), ("JS", sentinel(elem, &[m, 2]))]);
-        args.extend([("SC", sentinel(elem, &[m, n])), ("SV", sentinel(elem, &[l]))]);
+        args.extend([("SC", sentinel(elem, &[m, n])), ("SV", sentinel(elem, &[l])), ("FM", sentinel(elem, &[m, n]))]);
         let b = run(SRC, "constructs", args);
         let ctx = format!("{elem:?}");
         let ctx = |what: &str| format!("{ctx} {what}");
@@ -103,6 +104,10 @@ fn flips_reversed_scans_signs_and_nary_maps_match_f64_references() {
             &scan(&tv, (1, 100), 1, true, &decay)[..l],
             &ctx("reversed scan of a long vector"),
         );
+        // fma(a, a + 0.5, -0.25) + fma(2.0, a, column 0 of a): exact on these eighths, fused or
+        // not.
+        let fm: Vec<f64> = t.iter().enumerate().map(|(k, x)| x * (x + 0.5) - 0.25 + 2.0 * x + t[k / tc * tc]).collect();
+        assert_exact(&out(&b, "FM"), &cut(&fm), &ctx("fma of tiles, a literal and a column"));
         let x = out(&b, "X");
         let mut want = vec![SENTINEL; 64];
         for i in 0..tr {
