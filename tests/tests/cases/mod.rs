@@ -371,8 +371,9 @@ fn gesvj_compact() -> Case {
 }
 
 /// geqrf_compact_batched on 2 packs of 4 matrices of `m x n` (matrix `p * 4 + l`'s element
-/// `(i, j)` at `[p, i, j, l]`): 11 x 7 takes its update by column pairs, 20 x 33 (wide) by
-/// rows for the first 20 columns and by single columns after.
+/// `(i, j)` at `[p, i, j, l]`): 11 x 7 is one panel of four reflectors, its block update
+/// over a last group of three columns (four with one past N), then three reflectors one at a
+/// time; 20 x 33 (wide) five panels, each block update ending past N.
 fn geqrf_compact(m: u64, n: u64) -> Case {
     let (packs, w) = (2u64, 4u64);
     let shape = vec![packs, m, n, w];
