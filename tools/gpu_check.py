@@ -171,9 +171,9 @@ def pack(a, w):
     return np.ascontiguousarray(a.reshape(b // w, w, m, n).transpose(0, 2, 3, 1))
 
 
-# The compact kernels iterate about N^3 / 6 (potrf) or N^3 / 24 + 2.5 N^2 (geqrf, by panels
-# of four; M N^2 before) times per program: lavapipe stops a shader's loops after about
-# 65,000 iterations (docs/language.md §16), so they run up to these orders.
+# The compact kernels iterate about N^3 / 6 (potrf) or N^3 / 24 + 2.5 N^2 (geqrf) times per
+# program: lavapipe stops a shader's loops after about 65,000 iterations (docs/language.md
+# §16), so they run up to these orders.
 COMPACT_MAX = 64
 COMPACT_QR_MAX = 32
 
