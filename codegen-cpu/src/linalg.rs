@@ -18,7 +18,6 @@ use cranelift_frontend::Variable;
 use cranelift_module::Module as ClModule;
 use tilec_midend::{BinOp, Op, Scalar, Type};
 
-/// Rows of the result block kept in registers by the matmul micro-kernel.
 /// How a product reads its left operand `a`: element `[i, kk]` at `a + i * ai + kk * ak`
 /// (elements; `ai = 1, ak = m` for a transpose read in place), negated when `neg`.
 #[derive(Clone, Copy)]
@@ -29,11 +28,31 @@ struct AView {
     neg: bool,
 }
 
+/// Rows of the result block kept in registers by the matmul micro-kernel.
 const MR: u32 = 4;
 /// Vectors per row of that block.
 const NR: u32 = 2;
+/// Steps of the micro-kernel's `k` loop per iteration. Cranelift's x86 fused multiply-add
+/// overwrites a multiplicand, not the accumulator, so one step per iteration moved every
+/// accumulator back to its register on the loop's back edge (8 moves per 8 FMAs); with two,
+/// half of the chains end where they started (4 per 16). Four measured slower.
+const K_UNROLL: u32 = 2;
 /// Vectors of rows (of one column) kept in registers by `column_block`.
 const COL_BLOCK: u32 = 4;
+
+/// The flags of the micro-kernel's operand loads inside its `k` loop: besides `notrap`,
+/// `readonly` and `can_move`, which make them pure for Cranelift's e-graph, so that each is
+/// placed next to the fused multiply-adds that use it. As ordinary (side-effecting) loads they
+/// all stayed at the top of the loop body, before the arithmetic, which Cranelift places at its
+/// first use; with the loop unrolled by two the loaded values no longer fitted in the 16 vector
+/// registers and the accumulators spilled. Sound though the operand tiles are written elsewhere in
+/// the function: each such load's address depends on the loop's counter, so the only loads
+/// Cranelift could merge (same address value) or move are within one iteration of that loop,
+/// where nothing is stored. Straight-line steps after the loop keep `flags()`: their constant
+/// addresses would let a load move out of an enclosing loop, above the stores that fill its tile.
+fn loop_operand_flags() -> ir::MemFlagsData {
+    flags().with_readonly().with_can_move()
+}
 
 impl<M: ClModule> Lower<'_, '_, M> {
     /// `a @ b` (`acc`: `c + a @ b` with `c` the first operand), into the result tile.
@@ -89,9 +108,28 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let nv = n / lanes;
         // Vector columns in blocks of NR vectors (the last block may be narrower).
         let mut j = 0;
+        let esz = s.bytes();
         while j < nv {
             let w = NR.min(nv - j);
             let mut i = 0;
+            // Whole blocks of MR rows in a loop: one copy of the micro-kernel's code per block
+            // of columns instead of one per block of the result (a 64 x 64 f32 product was 128
+            // copies, 67 KB of code that did not stay in the instruction cache). Same blocks, same
+            // order, so the same bits.
+            let blocks = m / MR;
+            if blocks >= 2 {
+                self.unrolled_loop(blocks, 1, |l, ib, _| {
+                    let row = l.b.ins().imul_imm_s(ib, (MR * esz) as i64);
+                    let at = |l: &mut Self, p: ir::Value, stride: u32| {
+                        let o = l.b.ins().imul_imm_s(row, stride as i64);
+                        l.b.ins().iadd(p, o)
+                    };
+                    let av = AView { a: at(l, av.a, av.ai), ..av };
+                    let (c, t) = (at(l, c, n), sub_from.map(|t| at(l, t, n)));
+                    l.micro_kernel(s, (av, b, c, t), (n, k), (0, j * lanes), (MR, w));
+                });
+                i = blocks * MR;
+            }
             while i < m {
                 let h = MR.min(m - i);
                 self.micro_kernel(s, (av, b, c, sub_from), (n, k), (i, j * lanes), (h, w));
@@ -294,18 +332,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
                 accs.push(self.block_acc(s, vt, t.is_some(), |l| l.b.ins().load(vt, flags(), c, coff(r, v))));
             }
         }
-        let lo = self.b.ins().iconst(types::I64, 0);
-        let hi = self.b.ins().iconst(types::I64, k as i64);
-        self.dyn_loop(lo, hi, |l, kk| {
+        self.unrolled_loop(k, K_UNROLL, |l, kk, in_loop| {
+            let fl = if in_loop { loop_operand_flags() } else { flags() };
             // B[k, j0 + v*lanes] and A[i0 + r, k].
             let brow = l.b.ins().imul_imm_s(kk, (n * esz) as i64);
             let brow = l.b.ins().iadd(b, brow);
             let bs: Vec<ir::Value> =
-                (0..w).map(|v| l.b.ins().load(vt, flags(), brow, ((j0 + v * lanes) * esz) as i32)).collect();
+                (0..w).map(|v| l.b.ins().load(vt, fl, brow, ((j0 + v * lanes) * esz) as i32)).collect();
             let acol = l.b.ins().imul_imm_s(kk, (av.ak * esz) as i64);
             let acol = l.b.ins().iadd(av.a, acol);
             for r in 0..h {
-                let x = l.b.ins().load(cl_type(s), flags(), acol, ((i0 + r) * av.ai * esz) as i32);
+                let x = l.b.ins().load(cl_type(s), fl, acol, ((i0 + r) * av.ai * esz) as i32);
                 let x = if av.neg { l.neg(s, x) } else { x };
                 let xs = l.b.ins().splat(vt, x);
                 for (v, bv) in bs.iter().enumerate() {

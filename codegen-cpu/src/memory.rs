@@ -632,6 +632,38 @@ impl<M: ClModule> Lower<'_, '_, M> {
         self.b.switch_to_block(exit);
     }
 
+    /// `body(i, in_loop)` for `i` in `0..n` (`n` static): `u` bodies per iteration of a loop
+    /// tested at its bottom (`n / u` iterations, `in_loop` true, `i` derived from the loop's
+    /// counter), then the `n % u` bodies left in straight-line code (`in_loop` false, `i` a
+    /// constant).
+    pub(crate) fn unrolled_loop(&mut self, n: u32, u: u32, mut body: impl FnMut(&mut Self, ir::Value, bool)) {
+        let u = u.max(1);
+        let main = n / u * u;
+        if main > 0 {
+            let var = self.b.declare_var(types::I64);
+            let zero = self.b.ins().iconst(types::I64, 0);
+            self.b.def_var(var, zero);
+            let (blk, exit) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().jump(blk, &[]);
+            self.b.switch_to_block(blk);
+            let i = self.b.use_var(var);
+            for j in 0..u {
+                let ij = if j == 0 { i } else { self.b.ins().iadd_imm_s(i, j as i64) };
+                body(self, ij, true);
+            }
+            let next = self.b.ins().iadd_imm_s(i, u as i64);
+            self.b.def_var(var, next);
+            let hi = self.b.ins().iconst(types::I64, main as i64);
+            let c = self.b.ins().icmp(IntCC::SignedLessThan, next, hi);
+            self.b.ins().brif(c, blk, &[], exit, &[]);
+            self.b.switch_to_block(exit);
+        }
+        for j in main..n {
+            let ij = self.b.ins().iconst(types::I64, j as i64);
+            body(self, ij, false);
+        }
+    }
+
     /// Where `cond` holds, elements `lo..hi` of `acc` (counted from its first element; `span`
     /// computes them there) and of the tile moved as `mode` says, as one contiguous run
     /// (`copy_run`), then on to `done`; the code emitted after this runs where `cond` does not
