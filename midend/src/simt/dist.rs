@@ -1,39 +1,117 @@
-//! Distributed vectors: the SIMT layout of long 1-D tiles.
+//! Distributed vectors: the SIMT layout of long 1-D tiles, and of short ones used only
+//! element-wise.
 //!
-//! A `tile<T, N>` with `N > DIST_ABOVE` is not replicated (every lane holding all `N`
-//! elements, which makes code and registers grow with `N`) but distributed like the rows of a
-//! matrix: lane `l` holds elements `l, l + lanes, l + 2 lanes, ..` in `ceil(N / lanes)`
-//! registers ([`Lv::Dist`]), and slots past `N` hold padding that is never stored or reduced.
-//! The operations that long vectors are used for work on this layout directly, with code that
-//! grows with the registers per lane: fills, element-wise arithmetic and `map`, loads and
-//! stores (each lane moves its own elements), reductions (lane partials, then across lanes),
-//! scans and flips (as a matrix of one column: `ops.rs`, `flip.rs`),
-//! and element access at a run-time index (a select over the lane's registers, then a shuffle
-//! from the owning lane). Every other operation on a long vector is lowered on its replicated
-//! form, gathered with `N` shuffles, and its long vector result distributed again
-//! ([`Lower::canonical`]).
+//! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel uses only with the
+//! operations below and in no float sum or product ([`short_dist_lengths`]), is not replicated
+//! (every lane holding all `N` elements, which makes code and registers grow with `N`) but
+//! distributed like the rows of a matrix: lane `l` holds elements `l, l + lanes, l + 2 lanes, ..`
+//! in `ceil(N / lanes)` registers ([`Lv::Dist`]), and slots past `N` hold padding that is never
+//! stored or reduced. The operations that long vectors are used for work on this layout directly,
+//! with code that grows with the registers per lane: fills, element-wise arithmetic and `map`,
+//! loads and stores (each lane moves its own elements), reductions (lane partials, then across
+//! lanes), scans and flips (as a matrix of one column: `ops.rs`, `flip.rs`), and element access at
+//! a run-time index (a select over the lane's registers, then a shuffle from the owning lane).
+//! Every other operation on a long vector is lowered on its replicated form, gathered with `N`
+//! shuffles, and its long vector result distributed again ([`Lower::canonical`]).
 
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
 use crate::ir::*;
 use crate::types::{Scalar, Type};
+use std::collections::HashSet;
 
 /// Vectors longer than this are distributed. Shorter ones, the vectors of matrix algebra
-/// (rows and columns of tiles of at most 64), stay replicated: the factorizations and
-/// products read any of their elements in every lane.
+/// (rows and columns of tiles of at most 64), stay replicated where the kernel uses vectors of
+/// their length with matrices (products, broadcasts, outer products, ...), which read any of
+/// their elements in every lane; where it does not, they are distributed too
+/// ([`short_dist_lengths`]).
 pub(super) const DIST_ABOVE: u32 = 64;
 
-/// Whether a 1-D tile of `n` elements is distributed.
-pub(super) fn is_dist(n: u32) -> bool {
-    n > DIST_ABOVE
+/// Whether `kind` has a lowering on distributed operands and results (the others see their
+/// operands' replicated form, [`Lower::on_replicated`]).
+pub(super) fn has_dist_lowering(kind: &OpKind) -> bool {
+    matches!(
+        kind,
+        OpKind::Fill(_)
+            | OpKind::Bin(_)
+            | OpKind::Un(_)
+            | OpKind::Load(_)
+            | OpKind::LoadInto(_)
+            | OpKind::Store(_)
+            | OpKind::AtomicAdd(_)
+            | OpKind::StoreMasked(_)
+            | OpKind::Reduce(_, None)
+            | OpKind::Extract
+            | OpKind::Insert
+            | OpKind::ExtractLine(_)
+            | OpKind::InsertLine(_)
+            | OpKind::Map
+            | OpKind::Scan(..)
+            | OpKind::Flip(_)
+    )
+}
+
+/// The lengths `n <= DIST_ABOVE` of the 1-D tiles that kernel body `f` distributes: those for
+/// which every operation with a `tile<_, n>` operand or result has a distributed lowering
+/// ([`has_dist_lowering`]; loops, branches and yields carry the layout as it is) that keeps the
+/// replicated form's order of operations (no float sums or products of them). The vectors of
+/// element-wise code over a batch of matrices (the compact kernels' `tile<T, W>`, one matrix per
+/// element) then take `ceil(n / lanes)` registers per lane instead of `n`, and their code shrinks
+/// by the same factor. Which lengths are distributed changes registers and code, never values.
+pub(super) fn short_dist_lengths(f: &Function) -> HashSet<u32> {
+    fn walk(f: &Function, r: &Region, used: &mut HashSet<u32>, kept: &mut HashSet<u32>) {
+        for op in &r.ops {
+            let structural = matches!(op.kind, OpKind::For | OpKind::While | OpKind::If | OpKind::Yield);
+            // A float sum or product of a distributed vector combines the lanes' partials, in
+            // another order than the index order of a replicated one (and of the CPU target):
+            // short vectors keep that order, and so their bits. (`max`, `min` and the integer
+            // reductions give the same value in any order; scans run in index order.)
+            let reorders = matches!(op.kind, OpKind::Reduce(Reduce::Sum | Reduce::Prod, _))
+                && op.args.first().is_some_and(|a| matches!(f.ty(*a), Type::Tile { elem, .. } if elem.is_float()));
+            for v in op.args.iter().chain(&op.results) {
+                if let Type::Tile { shape, .. } = f.ty(*v) {
+                    if let [n] = shape[..] {
+                        if n <= DIST_ABOVE {
+                            if structural || (has_dist_lowering(&op.kind) && !reorders) {
+                                used.insert(n);
+                            } else {
+                                kept.insert(n);
+                            }
+                        }
+                    }
+                }
+            }
+            for reg in &op.regions {
+                for p in &reg.params {
+                    if let Type::Tile { shape, .. } = f.ty(*p) {
+                        if let [n] = shape[..] {
+                            if n <= DIST_ABOVE {
+                                used.insert(n);
+                            }
+                        }
+                    }
+                }
+                walk(f, reg, used, kept);
+            }
+        }
+    }
+    let (mut used, mut kept) = (HashSet::new(), HashSet::new());
+    walk(f, &f.body, &mut used, &mut kept);
+    used.retain(|n| !kept.contains(n));
+    used
 }
 
 impl Lower<'_> {
+    /// Whether a 1-D tile of `n` elements is distributed in this kernel.
+    pub(super) fn is_dist(&self, n: u32) -> bool {
+        n > DIST_ABOVE || self.short_dist.contains(&n)
+    }
+
     /// `lv` (a lowered value of source type `ty`) in its canonical layout: long vectors
     /// distributed, everything else unchanged.
     pub(super) fn canonical(&mut self, lv: Lv, ty: &Type) -> Lv {
         match (lv, ty) {
-            (Lv::Vec { n, elem, rep, dist }, Type::Tile { shape, .. }) if shape.len() == 1 && is_dist(n) => {
+            (Lv::Vec { n, elem, rep, dist }, Type::Tile { shape, .. }) if shape.len() == 1 && self.is_dist(n) => {
                 let regs = match dist {
                     Some(d) => d,
                     None => self.dist_from_rep(n, elem, &rep),

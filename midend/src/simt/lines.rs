@@ -116,7 +116,7 @@ impl Lower<'_> {
                     .collect()
             }
         };
-        if super::dist::is_dist(m.rows) {
+        if self.is_dist(m.rows) {
             return Lv::Dist { n: m.rows, elem: m.elem, regs: dist };
         }
         self.vec_from_dist(m.rows, m.elem, dist)

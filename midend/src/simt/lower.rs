@@ -69,6 +69,9 @@ pub(super) struct Lower<'a> {
     pub(super) stored_t: HashMap<Value, Value>,
     /// Products whose right operand is staged through the scratch arrays (`staged.rs`).
     pub(super) staging: super::staged::Staging,
+    /// The lengths of 1-D tiles of at most 64 elements that this kernel distributes
+    /// (`dist.rs`, `short_dist_lengths`).
+    pub(super) short_dist: std::collections::HashSet<u32>,
     loc: Loc,
 }
 
@@ -119,6 +122,7 @@ pub fn lower_kernel_with(m: &Module, k: &Kernel, lanes: u32, stage_products: boo
         owner_lane: None,
         stored_t: super::transpose::stored_transposes(src),
         staging: if stage_products && lanes >= 4 { super::staged::staging(src) } else { Default::default() },
+        short_dist: super::dist::short_dist_lengths(src),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
@@ -354,7 +358,7 @@ impl Lower<'_> {
                     let regs: Vec<Value> =
                         (0..self.slots(shape[0]) * shape[1]).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
                     (regs.clone(), Lv::Mat { rows: shape[0], cols: shape[1], elem, regs })
-                } else if super::dist::is_dist(shape[0]) {
+                } else if self.is_dist(shape[0]) {
                     let regs: Vec<Value> =
                         (0..self.slots(shape[0])).map(|_| self.out.new_value(Type::Scalar(elem))).collect();
                     (regs.clone(), Lv::Dist { n: shape[0], elem, regs })

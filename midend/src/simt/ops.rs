@@ -59,25 +59,7 @@ impl Lower<'_> {
     pub(super) fn tile_op(&mut self, op: &Op, res_ty: Option<Type>) -> Result<Option<Lv>, SimtError> {
         // The operations with a lowering on distributed vectors; the others see their
         // replicated form.
-        let native = matches!(
-            op.kind,
-            OpKind::Fill(_)
-                | OpKind::Bin(_)
-                | OpKind::Un(_)
-                | OpKind::Load(_)
-                | OpKind::LoadInto(_)
-                | OpKind::Store(_)
-                | OpKind::AtomicAdd(_)
-                | OpKind::StoreMasked(_)
-                | OpKind::Reduce(_, None)
-                | OpKind::Extract
-                | OpKind::Insert
-                | OpKind::ExtractLine(_)
-                | OpKind::InsertLine(_)
-                | OpKind::Map
-                | OpKind::Scan(..)
-                | OpKind::Flip(_)
-        );
+        let native = super::dist::has_dist_lowering(&op.kind);
         let lv = if native {
             self.tile_op_on(op, res_ty.clone())?
         } else {
@@ -208,7 +190,7 @@ impl Lower<'_> {
             Fill::Full => self.scalar(op.args[0])?,
             _ => self.elemc(0.0, elem),
         };
-        if shape.len() == 1 && super::dist::is_dist(shape[0]) {
+        if shape.len() == 1 && self.is_dist(shape[0]) {
             return Ok(self.fill_dist(f, x, shape[0], elem));
         }
         if shape.len() == 1 {
@@ -334,7 +316,7 @@ impl Lower<'_> {
                 };
                 Ok(Lv::Scalar(self.access(&op.kind, array, idx, None, elem, o).expect("value")))
             }
-            1 if super::dist::is_dist(slices[0].1) => {
+            1 if self.is_dist(slices[0].1) => {
                 // A distributed vector: each lane loads its own elements.
                 let (d, n) = slices[0];
                 let old_regs = match &old {

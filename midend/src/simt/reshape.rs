@@ -114,7 +114,7 @@ impl Lower<'_> {
                 let p = self.mat_positions(rows, cols, false);
                 Lv::Mat { rows, cols, elem, regs: load(self, p) }
             }
-            [n] if super::dist::is_dist(n) => {
+            [n] if self.is_dist(n) => {
                 let p = self.dist_positions(n);
                 Lv::Dist { n, elem, regs: load(self, p) }
             }
