@@ -149,6 +149,8 @@ fn tilec_tune_then_run_uses_the_winner() {
         &cache,
         "tune",
         &p,
+        "--backend",
+        "cranelift",
         "--kernel",
         "work",
         "--arg",
@@ -162,7 +164,20 @@ fn tilec_tune_then_run_uses_the_winner() {
     assert!(out.contains("REPS=2000, WRONG=0, W=1024") && out.contains("(default)"), "{out}");
     assert!(out.contains("DISAGREES") && out.contains("pruned: E0"), "{out}");
     assert!(out.contains("best: REPS=1, WRONG=0, W=1024 (") && out.contains("recorded in "), "{out}");
-    let out = tilec_tests::cli_ok(&["--cache-dir", &cache, "run", &p, "--kernel", "work", "--arg", &xa, "--out", &ya]);
+    let out = tilec_tests::cli_ok(&[
+        "--cache-dir",
+        &cache,
+        "run",
+        &p,
+        "--backend",
+        "cranelift",
+        "--kernel",
+        "work",
+        "--arg",
+        &xa,
+        "--out",
+        &ya,
+    ]);
     assert!(out.contains("(tuned: REPS=1, WRONG=0, W=1024)"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
