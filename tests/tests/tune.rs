@@ -144,40 +144,19 @@ fn tilec_tune_then_run_uses_the_winner() {
     let cache = dir.join("cache").display().to_string();
     let p = prog.display().to_string();
     let (xa, ya) = (format!("X={xp}"), format!("Y={yp}"));
-    let out = tilec_tests::cli_ok(&[
-        "--cache-dir",
-        &cache,
-        "tune",
-        &p,
-        "--backend",
-        "cranelift",
-        "--kernel",
-        "work",
-        "--arg",
-        &xa,
-        "--arg",
-        &ya,
-        "--repeat",
-        "2",
-    ]);
+    // `tilec CMD work.tile` on Cranelift (the default CPU backend is LLVM in builds with it)
+    // with the cache, the kernel and X, then `rest`.
+    let cli = |cmd: &str, rest: &[&str]| {
+        let mut a = vec!["--cache-dir", &cache, cmd, &p, "--backend", "cranelift", "--kernel", "work", "--arg", &xa];
+        a.extend_from_slice(rest);
+        tilec_tests::cli_ok(&a)
+    };
+    let out = cli("tune", &["--arg", &ya, "--repeat", "2"]);
     assert!(out.starts_with("work: 8 configurations on cpu (Cranelift)\n"), "{out}");
     assert!(out.contains("REPS=2000, WRONG=0, W=1024") && out.contains("(default)"), "{out}");
     assert!(out.contains("DISAGREES") && out.contains("pruned: E0"), "{out}");
     assert!(out.contains("best: REPS=1, WRONG=0, W=1024 (") && out.contains("recorded in "), "{out}");
-    let out = tilec_tests::cli_ok(&[
-        "--cache-dir",
-        &cache,
-        "run",
-        &p,
-        "--backend",
-        "cranelift",
-        "--kernel",
-        "work",
-        "--arg",
-        &xa,
-        "--out",
-        &ya,
-    ]);
+    let out = cli("run", &["--out", &ya]);
     assert!(out.contains("(tuned: REPS=1, WRONG=0, W=1024)"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,7 +2,7 @@
 //! element-wise.
 //!
 //! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel uses only with the
-//! operations below and in no float sum or product ([`short_dist_lengths`]), is not replicated
+//! operations below and in no float sum or product ([`replicated_lengths`]), is not replicated
 //! (every lane holding all `N` elements, which makes code and registers grow with `N`) but
 //! distributed like the rows of a matrix: lane `l` holds elements `l, l + lanes, l + 2 lanes, ..`
 //! in `ceil(N / lanes)` registers ([`Lv::Dist`]), and slots past `N` hold padding that is never
@@ -24,7 +24,7 @@ use std::collections::HashSet;
 /// (rows and columns of tiles of at most 64), stay replicated where the kernel uses vectors of
 /// their length with matrices (products, broadcasts, outer products, ...), which read any of
 /// their elements in every lane; where it does not, they are distributed too
-/// ([`short_dist_lengths`]).
+/// ([`replicated_lengths`]).
 pub(super) const DIST_ABOVE: u32 = 64;
 
 /// Whether `kind` has a lowering on distributed operands and results (the others see their
@@ -51,15 +51,15 @@ pub(super) fn has_dist_lowering(kind: &OpKind) -> bool {
     )
 }
 
-/// The lengths `n <= DIST_ABOVE` of the 1-D tiles that kernel body `f` distributes: those for
-/// which every operation with a `tile<_, n>` operand or result has a distributed lowering
-/// ([`has_dist_lowering`]; loops, branches and yields carry the layout as it is) that keeps the
-/// replicated form's order of operations (no float sums or products of them). The vectors of
-/// element-wise code over a batch of matrices (the compact kernels' `tile<T, W>`, one matrix per
-/// element) then take `ceil(n / lanes)` registers per lane instead of `n`, and their code shrinks
-/// by the same factor. Which lengths are distributed changes registers and code, never values.
-pub(super) fn short_dist_lengths(f: &Function) -> HashSet<u32> {
-    fn walk(f: &Function, r: &Region, used: &mut HashSet<u32>, kept: &mut HashSet<u32>) {
+/// The lengths `n <= DIST_ABOVE` of the 1-D tiles that kernel body `f` keeps replicated: those
+/// used by an operation without a distributed lowering ([`has_dist_lowering`]; loops, branches
+/// and yields carry the layout as it is) or in a float sum or product. Vectors of every other
+/// length are distributed: the vectors of element-wise code over a batch of matrices (the
+/// compact kernels' `tile<T, W>`, one matrix per element) then take `ceil(n / lanes)` registers
+/// per lane instead of `n`, and their code shrinks by the same factor. Which lengths are
+/// distributed changes registers and code, never values.
+pub(super) fn replicated_lengths(f: &Function) -> HashSet<u32> {
+    fn walk(f: &Function, r: &Region, kept: &mut HashSet<u32>) {
         for op in &r.ops {
             let structural = matches!(op.kind, OpKind::For | OpKind::While | OpKind::If | OpKind::Yield);
             // A float sum or product of a distributed vector combines the lanes' partials, in
@@ -68,43 +68,29 @@ pub(super) fn short_dist_lengths(f: &Function) -> HashSet<u32> {
             // reductions give the same value in any order; scans run in index order.)
             let reorders = matches!(op.kind, OpKind::Reduce(Reduce::Sum | Reduce::Prod, _))
                 && op.args.first().is_some_and(|a| matches!(f.ty(*a), Type::Tile { elem, .. } if elem.is_float()));
-            for v in op.args.iter().chain(&op.results) {
-                if let Type::Tile { shape, .. } = f.ty(*v) {
-                    if let [n] = shape[..] {
-                        if n <= DIST_ABOVE {
-                            if structural || (has_dist_lowering(&op.kind) && !reorders) {
-                                used.insert(n);
-                            } else {
-                                kept.insert(n);
-                            }
+            if !structural && (reorders || !has_dist_lowering(&op.kind)) {
+                for v in op.args.iter().chain(&op.results) {
+                    if let Type::Tile { shape, .. } = f.ty(*v) {
+                        if let [n] = shape[..] {
+                            kept.insert(n);
                         }
                     }
                 }
             }
             for reg in &op.regions {
-                for p in &reg.params {
-                    if let Type::Tile { shape, .. } = f.ty(*p) {
-                        if let [n] = shape[..] {
-                            if n <= DIST_ABOVE {
-                                used.insert(n);
-                            }
-                        }
-                    }
-                }
-                walk(f, reg, used, kept);
+                walk(f, reg, kept);
             }
         }
     }
-    let (mut used, mut kept) = (HashSet::new(), HashSet::new());
-    walk(f, &f.body, &mut used, &mut kept);
-    used.retain(|n| !kept.contains(n));
-    used
+    let mut kept = HashSet::new();
+    walk(f, &f.body, &mut kept);
+    kept
 }
 
 impl Lower<'_> {
     /// Whether a 1-D tile of `n` elements is distributed in this kernel.
     pub(super) fn is_dist(&self, n: u32) -> bool {
-        n > DIST_ABOVE || self.short_dist.contains(&n)
+        n > DIST_ABOVE || !self.replicated.contains(&n)
     }
 
     /// `lv` (a lowered value of source type `ty`) in its canonical layout: long vectors

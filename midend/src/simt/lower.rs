@@ -69,9 +69,9 @@ pub(super) struct Lower<'a> {
     pub(super) stored_t: HashMap<Value, Value>,
     /// Products whose right operand is staged through the scratch arrays (`staged.rs`).
     pub(super) staging: super::staged::Staging,
-    /// The lengths of 1-D tiles of at most 64 elements that this kernel distributes
-    /// (`dist.rs`, `short_dist_lengths`).
-    pub(super) short_dist: std::collections::HashSet<u32>,
+    /// The lengths of 1-D tiles of at most 64 elements that this kernel keeps replicated
+    /// (`dist.rs`, `replicated_lengths`); it distributes the others.
+    pub(super) replicated: std::collections::HashSet<u32>,
     loc: Loc,
 }
 
@@ -122,7 +122,7 @@ pub fn lower_kernel_with(m: &Module, k: &Kernel, lanes: u32, stage_products: boo
         owner_lane: None,
         stored_t: super::transpose::stored_transposes(src),
         staging: if stage_products && lanes >= 4 { super::staged::staging(src) } else { Default::default() },
-        short_dist: super::dist::short_dist_lengths(src),
+        replicated: super::dist::replicated_lengths(src),
         loc: Loc::default(),
     };
     let mut params = Vec::new();
