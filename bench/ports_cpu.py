@@ -233,6 +233,12 @@ def workloads(rng):
            "cross_entropy", {"X": xc, "Y": yc, "Loss": np.zeros(mc, np.float32)}, ["X", "Loss"],
            lambda o: max(rel(o["X"] * mc, grad64 * mc), rel(o["Loss"], loss64)), {"NumPy": ce_np})
     xk = rng.standard_normal((16384, 256)).astype(np.float32)
+    # f32 sin and cos on vectors (codegen-cpu/src/sinf.rs), arguments within a few periods.
+    xs = rng.uniform(-50, 50, 1 << 24).astype(np.float32)
+    xs64 = xs.astype(np.float64)
+    yield ("sin(x) cos(2x), 2^24 f32", "bench/ports/sincos.tile", "sincos",
+           {"X": xs, "Y": np.zeros_like(xs)}, ["Y"], lambda o: rel(o["Y"], np.sin(xs64) * np.cos(xs64 * 2)),
+           {"NumPy": lambda: np.sin(xs) * np.cos(xs * np.float32(2))})
     yield ("chunked cumsum (Mamba-2), 16384 chunks of 256 f32", "bench/ports/cumsum.tile", "chunk_cumsum",
            {"X": xk, "Y": np.zeros_like(xk)}, ["Y"], lambda o: rel(o["Y"], np.cumsum(xk.astype(np.float64), 1)),
            {"NumPy cumsum": lambda: np.cumsum(xk, 1)})

@@ -27,16 +27,19 @@ const C2: f32 = -2.121_944_4e-4;
 const P: [f32; 6] = [1.987_569_2e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 0.5];
 /// `1.5 * 2^23`: `t + MAGIC` is `round(t) + MAGIC` for `|t| < 2^22`, its bits `0x4b40_0000 +
 /// round(t)`.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 /// The arguments are clamped to `[LO, HI]`: `e^LO` rounds to 0, `e^HI` overflows.
 const LO: f32 = -104.0;
 const HI: f32 = 89.0;
 
-/// The operations tilec's own `f32` functions need (`exp` here, `tanh` in `tanhf.rs`), on a
-/// scalar `f32` or a vector of them (and the `i32` values of the same shape).
+/// The operations tilec's own `f32` functions need (`exp` here, `tanh` in `tanhf.rs`, `sin`
+/// and `cos` in `sinf.rs`), on a scalar `f32` or a vector of them (and the `i32` and `f64`
+/// values of the same shape).
 pub(crate) trait F32Ops {
     type V: Copy;
     type E;
+    /// `f64` values with as many elements as a `V` (a vector may take several registers).
+    type W;
     /// `c` shaped like `like` (splatted for a vector).
     fn f32c(&mut self, c: f32, like: Self::V) -> Result<Self::V, Self::E>;
     fn fadd(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
@@ -61,13 +64,28 @@ pub(crate) trait F32Ops {
     fn isub(&mut self, a: Self::V, b: Self::V) -> Result<Self::V, Self::E>;
     /// `2^n` as an `f32` for an `i32` `n` in `-126..=127`: the bits `(n + 127) << 23`.
     fn pow2(&mut self, n: Self::V) -> Result<Self::V, Self::E>;
+    /// `(n & bit) != 0 ? x : y`, element by element, for an `i32` `n`.
+    fn select_bit(&mut self, n: Self::V, bit: i32, x: Self::V, y: Self::V) -> Result<Self::V, Self::E>;
+    /// `a` as `f64` (exact).
+    fn widen(&mut self, a: Self::V) -> Result<Self::W, Self::E>;
+    /// `a` rounded to `f32` (to nearest, ties to even).
+    fn narrow(&mut self, a: &Self::W) -> Result<Self::V, Self::E>;
+    /// `c` shaped like `like`.
+    fn dconst(&mut self, c: f64, like: &Self::W) -> Result<Self::W, Self::E>;
+    fn dadd(&mut self, a: &Self::W, b: &Self::W) -> Result<Self::W, Self::E>;
+    fn dsub(&mut self, a: &Self::W, b: &Self::W) -> Result<Self::W, Self::E>;
+    fn dmul(&mut self, a: &Self::W, b: &Self::W) -> Result<Self::W, Self::E>;
+    /// `y`, except where `|x| > limit` or `x` is infinite: there the C library's `op` (`sinf`,
+    /// `cosf`) of `x`, element by element, behind a branch that is taken only when some
+    /// element needs it.
+    fn libm_beyond(&mut self, op: UnOp, x: Self::V, y: Self::V, limit: f32) -> Result<Self::V, Self::E>;
 }
 
 /// Whether tilec computes `op` on `f32` itself ([`own`]) instead of calling the C library:
 /// scalars and vectors alike, so the code generators' element-wise and `map` code keep these
 /// in vector form.
 pub(crate) fn is_own(op: UnOp) -> bool {
-    matches!(op, UnOp::Exp | UnOp::Tanh)
+    matches!(op, UnOp::Exp | UnOp::Tanh | UnOp::Sin | UnOp::Cos)
 }
 
 /// `op(x)` for an `f32` scalar or vector `x` and an `op` that [`is_own`] accepts.
@@ -75,6 +93,7 @@ pub(crate) fn own<B: F32Ops>(b: &mut B, op: UnOp, x: B::V) -> Result<B::V, B::E>
     match op {
         UnOp::Exp => expf(b, x),
         UnOp::Tanh => crate::tanhf::tanhf(b, x),
+        UnOp::Sin | UnOp::Cos => crate::sinf::sincosf(b, op, x),
         _ => unreachable!("{op:?} is not one of tilec's own f32 functions"),
     }
 }
@@ -125,11 +144,37 @@ pub(crate) fn expf<B: F32Ops>(b: &mut B, x: B::V) -> Result<B::V, B::E> {
     b.fmul(y, s2)
 }
 
-use cranelift_codegen::ir::{types, Endianness, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{
+    condcodes::FloatCC, condcodes::IntCC, types, Endianness, InstBuilder, MemFlagsData, Value,
+};
+
+/// Little-endian flags for the bitcasts between vector types.
+fn le() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(Endianness::Little)
+}
+
+/// Cranelift's `f64` counterpart of an `f32` value: a scalar, or a vector of four `f32` as two
+/// `f64x2` halves (elements 0-1 and 2-3).
+#[derive(Clone, Copy)]
+pub(crate) enum Wide {
+    Scalar(Value),
+    Halves(Value, Value),
+}
+
+impl<M: cranelift_module::Module> crate::lower::Lower<'_, '_, M> {
+    fn wide2(&mut self, a: &Wide, b: &Wide, f: fn(&mut Self, Value, Value) -> Value) -> Wide {
+        match (*a, *b) {
+            (Wide::Scalar(a), Wide::Scalar(b)) => Wide::Scalar(f(self, a, b)),
+            (Wide::Halves(a0, a1), Wide::Halves(b0, b1)) => Wide::Halves(f(self, a0, b0), f(self, a1, b1)),
+            _ => unreachable!("a scalar and a vector of f64"),
+        }
+    }
+}
 
 impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
-    type V = cranelift_codegen::ir::Value;
+    type V = Value;
     type E = crate::CodegenError;
+    type W = Wide;
 
     fn f32c(&mut self, c: f32, like: Self::V) -> Result<Self::V, Self::E> {
         let k = self.b.ins().f32const(c);
@@ -203,5 +248,112 @@ impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
         let ft = if ty.is_vector() { types::F32X4 } else { types::F32 };
         let flags = MemFlagsData::new().with_endianness(Endianness::Little);
         Ok(self.b.ins().bitcast(ft, flags, bits))
+    }
+
+    fn select_bit(&mut self, n: Value, bit: i32, x: Value, y: Value) -> Result<Value, Self::E> {
+        let ty = self.b.func.dfg.value_type(n);
+        if !ty.is_vector() {
+            let m = self.b.ins().band_imm_s(n, bit as i64);
+            let c = self.b.ins().icmp_imm_s(IntCC::NotEqual, m, 0);
+            return Ok(self.b.ins().select(c, x, y));
+        }
+        let k = self.b.ins().iconst(types::I32, bit as i64);
+        let k = self.b.ins().splat(ty, k);
+        let m = self.b.ins().band(n, k);
+        let z = self.b.ins().iconst(types::I32, 0);
+        let z = self.b.ins().splat(ty, z);
+        let c = self.b.ins().icmp(IntCC::NotEqual, m, z);
+        let c = self.b.ins().bitcast(types::F32X4, le(), c);
+        Ok(self.b.ins().bitselect(c, x, y))
+    }
+
+    // A vector's upper half moves down as one 64-bit lane (`fvpromote_low` widens the lower two
+    // elements; `fvdemote` narrows into them and zeroes the upper two).
+    fn widen(&mut self, a: Value) -> Result<Wide, Self::E> {
+        if !self.b.func.dfg.value_type(a).is_vector() {
+            return Ok(Wide::Scalar(self.b.ins().fpromote(types::F64, a)));
+        }
+        let lo = self.b.ins().fvpromote_low(a);
+        let bits = self.b.ins().bitcast(types::I64X2, le(), a);
+        let upper = self.b.ins().extractlane(bits, 1);
+        let upper = self.b.ins().scalar_to_vector(types::I64X2, upper);
+        let upper = self.b.ins().bitcast(types::F32X4, le(), upper);
+        let hi = self.b.ins().fvpromote_low(upper);
+        Ok(Wide::Halves(lo, hi))
+    }
+
+    fn narrow(&mut self, a: &Wide) -> Result<Value, Self::E> {
+        Ok(match *a {
+            Wide::Scalar(v) => self.b.ins().fdemote(types::F32, v),
+            Wide::Halves(lo, hi) => {
+                let lo = self.b.ins().fvdemote(lo);
+                let hi = self.b.ins().fvdemote(hi);
+                let lo = self.b.ins().bitcast(types::I64X2, le(), lo);
+                let hi = self.b.ins().bitcast(types::I64X2, le(), hi);
+                let upper = self.b.ins().extractlane(hi, 0);
+                let both = self.b.ins().insertlane(lo, upper, 1);
+                self.b.ins().bitcast(types::F32X4, le(), both)
+            }
+        })
+    }
+
+    fn dconst(&mut self, c: f64, like: &Wide) -> Result<Wide, Self::E> {
+        let k = self.b.ins().f64const(c);
+        Ok(match like {
+            Wide::Scalar(_) => Wide::Scalar(k),
+            Wide::Halves(..) => {
+                let v = self.b.ins().splat(types::F64X2, k);
+                Wide::Halves(v, v)
+            }
+        })
+    }
+
+    fn dadd(&mut self, a: &Wide, b: &Wide) -> Result<Wide, Self::E> {
+        Ok(self.wide2(a, b, |l, a, b| l.b.ins().fadd(a, b)))
+    }
+
+    fn dsub(&mut self, a: &Wide, b: &Wide) -> Result<Wide, Self::E> {
+        Ok(self.wide2(a, b, |l, a, b| l.b.ins().fsub(a, b)))
+    }
+
+    fn dmul(&mut self, a: &Wide, b: &Wide) -> Result<Wide, Self::E> {
+        Ok(self.wide2(a, b, |l, a, b| l.b.ins().fmul(a, b)))
+    }
+
+    fn libm_beyond(&mut self, op: UnOp, x: Value, y: Value, limit: f32) -> Result<Value, Self::E> {
+        let name = match op {
+            UnOp::Sin => "sinf",
+            UnOp::Cos => "cosf",
+            _ => unreachable!("{op:?} has no C library fallback"),
+        };
+        let f = self.libm(name, types::F32)?;
+        let ty = self.b.func.dfg.value_type(x);
+        let a = self.b.ins().fabs(x);
+        let lim = self.b.ins().f32const(limit);
+        let lim = if ty.is_vector() { self.b.ins().splat(ty, lim) } else { lim };
+        let beyond = self.b.ins().fcmp(FloatCC::GreaterThan, a, lim);
+        let any = if ty.is_vector() { self.b.ins().vany_true(beyond) } else { beyond };
+        let (slow, join) = (self.b.create_block(), self.b.create_block());
+        let out = self.b.append_block_param(join, ty);
+        self.b.set_cold_block(slow);
+        self.b.ins().brif(any, slow, &[], join, &[y.into()]);
+        self.b.switch_to_block(slow);
+        let z = if ty.is_vector() {
+            let mut v = y;
+            for i in 0..ty.lane_count() as u8 {
+                let xi = self.b.ins().extractlane(x, i);
+                let call = self.b.ins().call(f, &[xi]);
+                let zi = self.b.inst_results(call)[0];
+                v = self.b.ins().insertlane(v, zi, i);
+            }
+            let m = self.b.ins().bitcast(types::F32X4, le(), beyond);
+            self.b.ins().bitselect(m, v, y)
+        } else {
+            let call = self.b.ins().call(f, &[x]);
+            self.b.inst_results(call)[0]
+        };
+        self.b.ins().jump(join, &[z.into()]);
+        self.b.switch_to_block(join);
+        Ok(out)
     }
 }

@@ -42,6 +42,7 @@ mod llvm;
 mod lower;
 mod memory;
 mod scalar;
+mod sinf;
 mod slots;
 mod tanhf;
 mod tile;

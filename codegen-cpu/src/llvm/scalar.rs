@@ -179,37 +179,43 @@ impl<'ctx> Gen<'ctx, '_> {
     pub(crate) fn unary(&self, k: UnOp, s: Scalar, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         use inkwell::values::InstructionOpcode as I;
         let f32 = s == Scalar::F32;
-        let name = match k {
-            UnOp::Neg if s.is_float() => {
-                return Ok(match a {
-                    V::FloatValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
-                    V::VectorValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
-                    _ => return Err(err("negation operand")),
-                })
-            }
+        match k {
+            UnOp::Neg if s.is_float() => Ok(match a {
+                V::FloatValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
+                V::VectorValue(x) => self.b.build_float_neg(x, "").map_err(be)?.into(),
+                _ => return Err(err("negation operand")),
+            }),
             UnOp::Neg => {
                 let z = self.const_like(s, 0.0, a)?;
-                return self.op2(I::Sub, z, a);
+                self.op2(I::Sub, z, a)
             }
             UnOp::Not => {
                 let one = self.const_like(Scalar::Bool, 1.0, a)?;
-                return self.op2(I::Xor, a, one);
+                self.op2(I::Xor, a, one)
             }
-            UnOp::Abs if s.is_float() => return self.call(&format!("llvm.fabs.{}", suffix(a)), a.get_type(), &[a]),
-            UnOp::Abs if s == Scalar::U32 => return Ok(a),
+            UnOp::Abs if s.is_float() => self.call(&format!("llvm.fabs.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Abs if s == Scalar::U32 => Ok(a),
             UnOp::Abs => {
                 let n = self.unary(UnOp::Neg, s, a)?;
-                return self.bin(BinOp::Max, s, a, n);
+                self.bin(BinOp::Max, s, a, n)
             }
-            UnOp::Sqrt => return self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Sqrt => self.call(&format!("llvm.sqrt.{}", suffix(a)), a.get_type(), &[a]),
             UnOp::RoundF16 | UnOp::RoundBf16 => {
                 let h = k.rounds_to().expect("a rounding");
                 let bits = self.narrow_half(h, a)?;
-                return self.widen_half(h, bits);
+                self.widen_half(h, bits)
             }
-            UnOp::Trunc if s.is_float() => return self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
-            UnOp::Trunc => return Ok(a),
-            k if f32 && crate::expf::is_own(k) => return crate::expf::own(&mut F32On(self), k, a),
+            UnOp::Trunc if s.is_float() => self.call(&format!("llvm.trunc.{}", suffix(a)), a.get_type(), &[a]),
+            UnOp::Trunc => Ok(a),
+            k if f32 && crate::expf::is_own(k) => crate::expf::own(&mut F32On(self), k, a),
+            k => self.unary_libm(k, s, a),
+        }
+    }
+
+    /// `k a` by the C library's function (`exp`, `sinf`, ..), element by element.
+    fn unary_libm(&self, k: UnOp, s: Scalar, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let f32 = s == Scalar::F32;
+        let name = match k {
             UnOp::Exp => "exp",
             UnOp::Log => ["log", "logf"][f32 as usize],
             UnOp::Sin => ["sin", "sinf"][f32 as usize],
@@ -217,8 +223,8 @@ impl<'ctx> Gen<'ctx, '_> {
             UnOp::Tanh => "tanh",
             UnOp::Exp2 => ["exp2", "exp2f"][f32 as usize],
             UnOp::Log2 => ["log2", "log2f"][f32 as usize],
+            other => return Err(err(format!("no C library function for {other:?}"))),
         };
-        // The C library's function, element by element.
         match a {
             V::VectorValue(v) => {
                 let mut out = v.get_type().get_undef();
@@ -384,6 +390,7 @@ struct F32On<'g, 'ctx, 'f>(&'g Gen<'ctx, 'f>);
 impl<'ctx> crate::expf::F32Ops for F32On<'_, 'ctx, '_> {
     type V = V<'ctx>;
     type E = CodegenError;
+    type W = V<'ctx>;
 
     fn f32c(&mut self, c: f32, like: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
         self.0.const_like(Scalar::F32, c as f64, like)
@@ -446,5 +453,66 @@ impl<'ctx> crate::expf::F32Ops for F32On<'_, 'ctx, '_> {
         let bits = self.0.op2(I::Shl, e, self.0.int_like(n, 23)?)?;
         let f = self.0.like(bits, self.0.cx.f32_type().into());
         self.0.b.build_bit_cast(bits, f, "").map_err(be)
+    }
+
+    fn select_bit(&mut self, n: V<'ctx>, bit: i32, x: V<'ctx>, y: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        use inkwell::values::InstructionOpcode as I;
+        let m = self.0.op2(I::And, n, self.0.int_like(n, bit as u64)?)?;
+        let set = self.0.icmp(IntPredicate::NE, m, self.0.int_like(n, 0)?)?;
+        self.0.select(set, x, y)
+    }
+
+    fn widen(&mut self, a: V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let ty = self.0.like(a, self.0.cx.f64_type().into());
+        self.0.b.build_cast(inkwell::values::InstructionOpcode::FPExt, a, ty, "").map_err(be)
+    }
+
+    fn narrow(&mut self, a: &V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        let ty = self.0.like(*a, self.0.cx.f32_type().into());
+        self.0.b.build_cast(inkwell::values::InstructionOpcode::FPTrunc, *a, ty, "").map_err(be)
+    }
+
+    fn dconst(&mut self, c: f64, like: &V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.const_like(Scalar::F64, c, *like)
+    }
+
+    fn dadd(&mut self, a: &V<'ctx>, b: &V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Add, Scalar::F64, *a, *b)
+    }
+
+    fn dsub(&mut self, a: &V<'ctx>, b: &V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Sub, Scalar::F64, *a, *b)
+    }
+
+    fn dmul(&mut self, a: &V<'ctx>, b: &V<'ctx>) -> Result<V<'ctx>, CodegenError> {
+        self.0.bin(BinOp::Mul, Scalar::F64, *a, *b)
+    }
+
+    fn libm_beyond(&mut self, op: UnOp, x: V<'ctx>, y: V<'ctx>, limit: f32) -> Result<V<'ctx>, CodegenError> {
+        let g = self.0;
+        let a = g.unary(UnOp::Abs, Scalar::F32, x)?;
+        let beyond = g.fcmp(FloatPredicate::OGT, a, g.const_like(Scalar::F32, limit as f64, x)?)?;
+        // Some element beyond: the mask's bits as one integer, not zero.
+        let any = match beyond {
+            V::VectorValue(m) => {
+                let width = std::num::NonZeroU32::new(m.get_type().get_size()).expect("a vector has elements");
+                let bits = g.cx.custom_width_int_type(width).map_err(err)?;
+                let m = g.b.build_bit_cast(m, bits, "").map_err(be)?.into_int_value();
+                g.b.build_int_compare(IntPredicate::NE, m, bits.const_zero(), "").map_err(be)?
+            }
+            b => b.into_int_value(),
+        };
+        let from = g.b.get_insert_block().expect("a block");
+        let (slow, join) = (g.block(), g.block());
+        g.b.build_conditional_branch(any, slow, join).map_err(be)?;
+        g.b.position_at_end(slow);
+        let z = g.unary_libm(op, Scalar::F32, x)?;
+        let z = g.select(beyond, z, y)?;
+        let slow_end = g.b.get_insert_block().expect("a block");
+        g.b.build_unconditional_branch(join).map_err(be)?;
+        g.b.position_at_end(join);
+        let phi = g.b.build_phi(y.get_type(), "").map_err(be)?;
+        phi.add_incoming(&[(&y, from), (&z, slow_end)]);
+        Ok(phi.as_basic_value())
     }
 }

@@ -9,13 +9,15 @@
 //! The region's ops are the scalar lowering's own (`scalar.rs`: the same instructions on
 //! vectors, so the same bits); values from outside the region and constants are splatted.
 //! Regions with other ops (bitcasts, nested regions, reductions) and tiles whose elements do
-//! not lie one after another keep the loop.
+//! not lie one after another keep the loop. Longer tiles keep it too, except where the region
+//! computes an `f32` `sin` or `cos`, whose branch to the C library for large arguments LLVM
+//! does not vectorize: there a loop over 64-byte vectors runs the region on each.
 
 use super::views::Strided;
 use super::{Gen, Held, V};
 use crate::CodegenError;
 use inkwell::values::PointerValue;
-use tilec_midend::{Op, OpKind, Scalar};
+use tilec_midend::{Op, OpKind, Scalar, UnOp};
 
 /// The largest tile, in bytes of its widest element type, lowered as straight-line vectors:
 /// four 64-byte vectors.
@@ -51,12 +53,32 @@ impl<'ctx> Gen<'ctx, '_> {
         };
         let widest = srcs.iter().map(|s| s.1).chain([de]).map(|s| s.bytes().max(1)).max().unwrap_or(1);
         let unit_stride = srcs.iter().all(|(s, _)| s.col.get_zero_extended_constant() == Some(1));
-        if !contiguous || !unit_stride || n * widest > MAX_BYTES || !r.ops.iter().all(vector_op) {
+        // `sin` and `cos` of `f32` branch to the C library beyond 2^20 (`sinf.rs`), which
+        // keeps LLVM from vectorizing the element loop: longer tiles too are a loop over
+        // vectors.
+        let branches = r
+            .ops
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Un(UnOp::Sin | UnOp::Cos)) && self.elem(o.results[0]) == Scalar::F32);
+        if !contiguous || !unit_stride || (n * widest > MAX_BYTES && !branches) || !r.ops.iter().all(vector_op) {
             return Ok(false);
         }
         let per_vector = 64 / widest;
         let zero = self.i64c(0);
         let mut c0 = 0;
+        if n * widest > MAX_BYTES {
+            let whole = n / per_vector;
+            self.dyn_loop(zero, self.i64c(whole as i64), |g, k| {
+                let off = g.b.build_int_mul(k, g.i64c(per_vector as i64), "").map_err(super::be)?;
+                for ((src, se), p) in srcs.iter().zip(&r.params) {
+                    let x = g.load_vec(src.ptr, *se, src.at(g, zero, off)?, per_vector)?;
+                    g.held.insert(*p, Held::Val(x));
+                }
+                let y = g.vector_region(op, per_vector)?;
+                g.store_vec(dst, de, off, y)
+            })?;
+            c0 = whole * per_vector;
+        }
         while c0 < n {
             let left = per_vector.min(n - c0);
             let len = 1 << (31 - left.leading_zeros());

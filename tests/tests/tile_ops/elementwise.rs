@@ -567,6 +567,46 @@ fn f32_tanh_is_within_one_and_a_half_ulp_of_the_exact_value() {
     eprintln!("f32 tanh: largest error {:.3} ulp, at {}", worst.0, worst.1);
 }
 
+/// `sin` and `cos` of `f32` on the CPU (tilec's own, `codegen-cpu/src/sinf.rs`, on tiles and
+/// scalars): within 1.5 ulp of the `f64` functions on 2^20 points spanning `[-2^20, 2^20]`
+/// and 2^20 spanning `[-64, 64]`, at the `f32`s nearest to the first 1000 multiples of `pi/2`
+/// and their neighbours (where the result of `sin` or `cos` is near zero: the argument
+/// reduction keeps its relative accuracy), at the switch to the C library's functions beyond
+/// `2^20` and far beyond it; `sin(±0) = ±0`, `cos(±0) = 1`, NaN for infinities and NaN; the
+/// scalar code gives the tile's bits.
+#[test]
+fn f32_sin_and_cos_are_within_one_and_a_half_ulp_of_the_exact_value() {
+    let mut specials =
+        vec![0.0, -0.0, 1e-40, -1e-40, 1e-20, 2.4e-4, 1e-3, 0.785, 1048576.0, 1048577.0, -1048577.0, 3e6, 1e30, -1e30];
+    for k in 1..1000 {
+        let x = (k as f64 * std::f64::consts::FRAC_PI_2) as f32;
+        specials.extend([x.next_down() as f64, x as f64, x.next_up() as f64, -(x as f64)]);
+    }
+    for name in ["sin", "cos"] {
+        let f = |x: f64| if name == "sin" { x.sin() } else { x.cos() };
+        let mut worst = (0.0f64, 0.0f64);
+        for (lo, hi) in [(-1048576.0, 1048576.0), (-64.0, 64.0)] {
+            let (xs, y) = f32_function_on_cpu(name, lo, hi, &specials);
+            for (x, got) in xs.iter().zip(&y) {
+                if !x.is_finite() {
+                    assert!(got.is_nan(), "{name}({x}) = {got}");
+                    continue;
+                }
+                let want = f(*x);
+                let unit = 2f64.powi((want as f32).abs().log2().floor().max(-126.0) as i32 - 23);
+                let err = if want == 0.0 { got.abs() / 2f64.powi(-149) } else { (got - want).abs() / unit };
+                assert!(err <= 1.5, "{name}({x}) = {got}, exact {want}: {err} ulp");
+                if err > worst.0 {
+                    worst = (err, *x);
+                }
+            }
+            let zeros = if name == "sin" { [0f64.to_bits(), (-0f64).to_bits()] } else { [1f64.to_bits(); 2] };
+            assert_eq!([y[0].to_bits(), y[1].to_bits()], zeros, "{name}(0), {name}(-0)");
+        }
+        eprintln!("f32 {name}: largest error {:.3} ulp, at {}", worst.0, worst.1);
+    }
+}
+
 /// Runs the `f32` function `name` on 2^20 points evenly spaced over `[lo, hi]` (the first
 /// replaced by `specials`, then infinity, minus infinity and NaN), on a tile of 4096 per
 /// program and on scalars for the first 64; asserts that the scalar code gives the tile's bits
