@@ -203,10 +203,9 @@ impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
     }
 
     fn select_lt(&mut self, a: Self::V, b: Self::V, x: Self::V, y: Self::V) -> Result<Self::V, Self::E> {
-        let c = self.b.ins().fcmp(cranelift_codegen::ir::condcodes::FloatCC::LessThan, a, b);
+        let c = self.b.ins().fcmp(FloatCC::LessThan, a, b);
         Ok(if self.b.func.dfg.value_type(a).is_vector() {
-            let flags = MemFlagsData::new().with_endianness(Endianness::Little);
-            let c = self.b.ins().bitcast(types::F32X4, flags, c);
+            let c = self.b.ins().bitcast(types::F32X4, le(), c);
             self.b.ins().bitselect(c, x, y)
         } else {
             self.b.ins().select(c, x, y)
@@ -227,8 +226,7 @@ impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
     fn to_bits(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
         let ty = self.b.func.dfg.value_type(a);
         let it = if ty.is_vector() { types::I32X4 } else { types::I32 };
-        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
-        Ok(self.b.ins().bitcast(it, flags, a))
+        Ok(self.b.ins().bitcast(it, le(), a))
     }
 
     fn halve(&mut self, a: Self::V) -> Result<Self::V, Self::E> {
@@ -246,8 +244,7 @@ impl<M: cranelift_module::Module> F32Ops for crate::lower::Lower<'_, '_, M> {
         let e = self.b.ins().iadd(n, bias);
         let bits = self.b.ins().ishl_imm_s(e, 23);
         let ft = if ty.is_vector() { types::F32X4 } else { types::F32 };
-        let flags = MemFlagsData::new().with_endianness(Endianness::Little);
-        Ok(self.b.ins().bitcast(ft, flags, bits))
+        Ok(self.b.ins().bitcast(ft, le(), bits))
     }
 
     fn select_bit(&mut self, n: Value, bit: i32, x: Value, y: Value) -> Result<Value, Self::E> {
