@@ -160,6 +160,16 @@ fn long_vectors() {
     cases::long_vectors().into_iter().for_each(both);
 }
 
+/// Short vectors distributed over the lanes (the loops use them only element-wise) are summed
+/// and multiplied in index order: the CPU's bits at every lane count.
+#[test]
+fn short_vectors_sum_in_index_order() {
+    for c in cases::short_vectors() {
+        check(&c, Scalar::F32, 0.0);
+        check(&c, Scalar::F64, 0.0);
+    }
+}
+
 /// Transposes: a butterfly exchange at power-of-two lane counts (1 lane included), a
 /// broadcast of every element at others (3, 12, 24 lanes).
 #[test]

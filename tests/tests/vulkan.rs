@@ -67,6 +67,7 @@ fn vulkan_agrees_with_cpu_child() {
         // Not `cases::sorts()`: lavapipe's shader compiler took over 20 GB on its ten sorting
         // networks in one kernel (docs/language.md §16); the fuzzer's small sorts run here.
         cases::long_vectors(),
+        cases::short_vectors(),
         cases::dyn_ranges(),
         cases::gathers(),
         cases::atomics(),

@@ -1,18 +1,20 @@
-//! Distributed vectors: the SIMT layout of long 1-D tiles, and of short ones used only
-//! element-wise.
+//! Distributed vectors: the SIMT layout of long 1-D tiles, and of short ones that the
+//! kernel's loops use only element-wise.
 //!
-//! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel uses only with the
-//! operations below and in no float sum or product ([`replicated_lengths`]), is not replicated
-//! (every lane holding all `N` elements, which makes code and registers grow with `N`) but
-//! distributed like the rows of a matrix: lane `l` holds elements `l, l + lanes, l + 2 lanes, ..`
-//! in `ceil(N / lanes)` registers ([`Lv::Dist`]), and slots past `N` hold padding that is never
-//! stored or reduced. The operations that long vectors are used for work on this layout directly,
-//! with code that grows with the registers per lane: fills, element-wise arithmetic and `map`,
-//! loads and stores (each lane moves its own elements), reductions (lane partials, then across
-//! lanes), scans and flips (as a matrix of one column: `ops.rs`, `flip.rs`), and element access at
-//! a run-time index (a select over the lane's registers, then a shuffle from the owning lane).
-//! Every other operation on a long vector is lowered on its replicated form, gathered with `N`
-//! shuffles, and its long vector result distributed again ([`Lower::canonical`]).
+//! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel's loops use only
+//! with the operations below and in no float sum or product ([`replicated_lengths`]), is not
+//! replicated (every lane holding all `N` elements, which makes code and registers grow with
+//! `N`) but distributed like the rows of a matrix: lane `l` holds elements `l, l + lanes,
+//! l + 2 lanes, ..` in `ceil(N / lanes)` registers ([`Lv::Dist`]), and slots past `N` hold
+//! padding that is never stored or reduced. The operations that long vectors are used for work
+//! on this layout directly, with code that grows with the registers per lane: fills,
+//! element-wise arithmetic and `map`, loads and stores (each lane moves its own elements),
+//! reductions (lane partials, then across lanes; a float sum or product of a short vector
+//! gathers it and combines in index order, as on the CPU), scans and flips (as a matrix of one
+//! column: `ops.rs`, `flip.rs`), and element access at a run-time index (a select over the
+//! lane's registers, then a shuffle from the owning lane). Every other operation on a long
+//! vector is lowered on its replicated form, gathered with `N` shuffles, and its long vector
+//! result distributed again ([`Lower::canonical`]).
 
 use super::lower::{err, Lower, Lv};
 use super::SimtError;
@@ -52,39 +54,66 @@ pub(super) fn has_dist_lowering(kind: &OpKind) -> bool {
 }
 
 /// The lengths `n <= DIST_ABOVE` of the 1-D tiles that kernel body `f` keeps replicated: those
-/// used by an operation without a distributed lowering ([`has_dist_lowering`]; loops, branches
-/// and yields carry the layout as it is) or in a float sum or product. Vectors of every other
-/// length are distributed: the vectors of element-wise code over a batch of matrices (the
-/// compact kernels' `tile<T, W>`, one matrix per element) then take `ceil(n / lanes)` registers
-/// per lane instead of `n`, and their code shrinks by the same factor. Which lengths are
-/// distributed changes registers and code, never values.
+/// that an operation needs replicated ([`needs_replicated`]; loops, branches and yields carry
+/// the layout as it is). Vectors of every other length are distributed: the vectors of
+/// element-wise code over a batch of matrices (the compact kernels' `tile<T, W>`, one matrix
+/// per element) then take `ceil(n / lanes)` registers per lane instead of `n`, and their code
+/// shrinks by the same factor. Which lengths are distributed changes registers and code, never
+/// values.
 pub(super) fn replicated_lengths(f: &Function) -> HashSet<u32> {
-    fn walk(f: &Function, r: &Region, kept: &mut HashSet<u32>) {
+    fn walk(f: &Function, r: &Region, in_loop: bool, kept: &mut HashSet<u32>) {
         for op in &r.ops {
-            let structural = matches!(op.kind, OpKind::For | OpKind::While | OpKind::If | OpKind::Yield);
-            // A float sum or product of a distributed vector combines the lanes' partials, in
-            // another order than the index order of a replicated one (and of the CPU target):
-            // short vectors keep that order, and so their bits. (`max`, `min` and the integer
-            // reductions give the same value in any order; scans run in index order.)
-            let reorders = matches!(op.kind, OpKind::Reduce(Reduce::Sum | Reduce::Prod, _))
-                && op.args.first().is_some_and(|a| matches!(f.ty(*a), Type::Tile { elem, .. } if elem.is_float()));
-            if !structural && (reorders || !has_dist_lowering(&op.kind)) {
-                for v in op.args.iter().chain(&op.results) {
-                    if let Type::Tile { shape, .. } = f.ty(*v) {
-                        if let [n] = shape[..] {
-                            kept.insert(n);
-                        }
+            for v in needs_replicated(f, r, op, in_loop) {
+                if let Type::Tile { shape, .. } = f.ty(v) {
+                    if let [n] = shape[..] {
+                        kept.insert(n);
                     }
                 }
             }
+            let looped = in_loop || matches!(op.kind, OpKind::For | OpKind::While);
             for reg in &op.regions {
-                walk(f, reg, kept);
+                walk(f, reg, looped, kept);
             }
         }
     }
     let mut kept = HashSet::new();
-    walk(f, &f.body, &mut kept);
+    walk(f, &f.body, false, &mut kept);
     kept
+}
+
+/// The operands and results of `op` (in region `r`, inside a loop or not) that keep their
+/// vector length replicated: every one of an operation without a distributed lowering
+/// ([`has_dist_lowering`]), except those it reads in their distributed form anyway (the first
+/// vector of an outer product or rank-1 update, the sums along a matrix's rows, each lane's
+/// own) and, outside loops, those it converts once at little cost (a broadcast of a filled
+/// vector). A float sum or product of a short vector runs in index order, as on the CPU: on a
+/// distributed vector it gathers the elements first (`n` shuffles), so inside a loop it keeps
+/// its length replicated.
+fn needs_replicated(f: &Function, r: &Region, op: &Op, in_loop: bool) -> Vec<Value> {
+    let all = || op.args.iter().chain(&op.results).copied().collect();
+    match &op.kind {
+        OpKind::For | OpKind::While | OpKind::If | OpKind::Yield => vec![],
+        OpKind::Reduce(Reduce::Sum | Reduce::Prod, None)
+            if op.args.first().is_some_and(|a| matches!(f.ty(*a), Type::Tile { elem, .. } if elem.is_float())) =>
+        {
+            if in_loop {
+                all()
+            } else {
+                vec![]
+            }
+        }
+        OpKind::Outer => vec![op.args[1]],
+        OpKind::Rank1(_) => vec![op.args[2]],
+        OpKind::Reduce(_, Some(1)) => vec![],
+        OpKind::Broadcast if !in_loop && op.args.first().is_some_and(|a| is_fill(r, *a)) => vec![],
+        kind if has_dist_lowering(kind) => vec![],
+        _ => all(),
+    }
+}
+
+/// Whether `v` is the result of a `Fill` op of region `r`.
+fn is_fill(r: &Region, v: Value) -> bool {
+    r.ops.iter().any(|op| matches!(op.kind, OpKind::Fill(_)) && op.results.first() == Some(&v))
 }
 
 impl Lower<'_> {

@@ -47,10 +47,12 @@ impl Lower<'_> {
             (OpKind::ExtractLine(_), 0) => Ok(self.read_row(&m, k, known)),
             (OpKind::ExtractLine(_), _) => Ok(self.read_column(&m, k, known)),
             (_, 0) => {
-                let v = self.get(op.args[2])?;
-                let v = self.replicated(v);
-                let Lv::Vec { rep, .. } = v else { return Err(err("a row of a non-vector")) };
-                Ok(self.write_row(m, k, known, &rep))
+                let v = match self.get(op.args[2])? {
+                    Lv::Vec { rep, .. } => Line::Rep(rep),
+                    Lv::Dist { regs, .. } => Line::Dist(regs),
+                    _ => return Err(err("a row of a non-vector")),
+                };
+                Ok(self.write_row(m, k, known, &v))
             }
             _ => {
                 let v = self.get(op.args[2])?;
@@ -122,7 +124,10 @@ impl Lower<'_> {
         self.vec_from_dist(m.rows, m.elem, dist)
     }
 
-    fn write_row(&mut self, m: Mat, k: Value, known: Option<i64>, rep: &[Value]) -> Lv {
+    /// Row `k` of `m` replaced by `line`. A distributed line's elements are broadcast from
+    /// their lanes one at a time, each just before the selects that take it, so that no
+    /// replicated copy of the row is alive at once.
+    fn write_row(&mut self, m: Mat, k: Value, known: Option<i64>, line: &Line) -> Lv {
         let (lanes, slots, cols) = (self.lanes, self.slots(m.rows), m.cols as usize);
         let mut regs = m.regs;
         let ok = self.in_range(k, m.rows);
@@ -132,9 +137,13 @@ impl Lower<'_> {
             }
             let at = self.cmp(CmpOp::Eq, self.rows[s as usize], k);
             let here = self.bin(BinOp::And, at, ok, Scalar::Bool);
-            for (j, x) in rep.iter().enumerate() {
+            for j in 0..cols {
+                let x = match line {
+                    Line::Rep(rep) => rep[j],
+                    Line::Dist(d) => self.shuffle(d[j / lanes as usize], j as u32 % lanes, m.elem),
+                };
                 let r = &mut regs[s as usize * cols + j];
-                *r = self.select(here, *x, *r, m.elem);
+                *r = self.select(here, x, *r, m.elem);
             }
         }
         Lv::Mat { rows: m.rows, cols: m.cols, elem: m.elem, regs }
@@ -157,6 +166,13 @@ impl Lower<'_> {
         }
         Lv::Mat { rows: m.rows, cols: m.cols, elem: m.elem, regs }
     }
+}
+
+/// A line written into a matrix tile: replicated (every lane holds every element) or
+/// distributed over the lanes (`dist.rs`).
+enum Line {
+    Rep(Vec<Value>),
+    Dist(Vec<Value>),
 }
 
 /// A row-distributed matrix tile's registers (`Lv::Mat`'s fields).

@@ -336,8 +336,13 @@ impl Lower<'_> {
 
     /// A vector from its row-distributed form (broadcasting each element from its lane).
     pub(super) fn vec_from_dist(&mut self, n: u32, elem: Scalar, dist: Vec<Value>) -> Lv {
-        let rep = (0..n).map(|i| self.shuffle(dist[(i / self.lanes) as usize], i % self.lanes, elem)).collect();
+        let rep = self.rep_from_dist(n, elem, &dist);
         Lv::Vec { n, elem, rep, dist: Some(dist) }
+    }
+
+    /// The `n` elements of a row-distributed vector in every lane (`n` broadcast shuffles).
+    pub(super) fn rep_from_dist(&mut self, n: u32, elem: Scalar, dist: &[Value]) -> Vec<Value> {
+        (0..n).map(|i| self.shuffle(dist[(i / self.lanes) as usize], i % self.lanes, elem)).collect()
     }
 
     /// Values carried through structured control flow for a lowered value.

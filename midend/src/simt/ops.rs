@@ -518,16 +518,23 @@ impl Lower<'_> {
         acc
     }
 
+    /// The elements `xs` (every lane holds them all) combined in index order.
+    fn in_index_order(&mut self, k: Reduce, elem: Scalar, xs: &[Value]) -> Value {
+        xs[1..].iter().fold(xs[0], |acc, x| self.bin(reduce_op(k), acc, *x, elem))
+    }
+
     fn reduce(&mut self, k: Reduce, axis: Option<u8>, t: Lv) -> Result<Lv, SimtError> {
         match (t, axis) {
-            (Lv::Dist { n, elem, regs }, None) => Ok(Lv::Scalar(self.reduce_dist(k, n, elem, &regs))),
-            (Lv::Vec { elem, rep, .. }, None) => {
-                let mut acc = rep[0];
-                for x in &rep[1..] {
-                    acc = self.bin(reduce_op(k), acc, *x, elem);
-                }
-                Ok(Lv::Scalar(acc))
+            // A float sum or product of a short vector in index order, as on a replicated one
+            // (`dist.rs`, `needs_replicated`); the others combine the lanes' partials.
+            (Lv::Dist { n, elem, regs }, None)
+                if n <= super::dist::DIST_ABOVE && elem.is_float() && matches!(k, Reduce::Sum | Reduce::Prod) =>
+            {
+                let rep = self.rep_from_dist(n, elem, &regs);
+                Ok(Lv::Scalar(self.in_index_order(k, elem, &rep)))
             }
+            (Lv::Dist { n, elem, regs }, None) => Ok(Lv::Scalar(self.reduce_dist(k, n, elem, &regs))),
+            (Lv::Vec { elem, rep, .. }, None) => Ok(Lv::Scalar(self.in_index_order(k, elem, &rep))),
             (Lv::Mat { rows, cols, elem, regs }, axis) => {
                 let id = self.elemc(identity(k, elem), elem);
                 let slots = self.slots(rows);
@@ -558,6 +565,9 @@ impl Lower<'_> {
                                 p = self.bin(reduce_op(k), p, regs[(s * cols + c) as usize], elem);
                             }
                             dist.push(p);
+                        }
+                        if self.is_dist(rows) {
+                            return Ok(Lv::Dist { n: rows, elem, regs: dist });
                         }
                         Ok(self.vec_from_dist(rows, elem, dist))
                     }

@@ -958,6 +958,39 @@ pub(crate) fn long_vectors() -> Vec<Case> {
     vec![case(src, "longv", arrays, vec![], outs)]
 }
 
+const SHORT_SRC: &str = "
+kernel shortv<T: float>(X: T[24], M: T[24, 24], S: mut T[4], R: mut T[24]) grid(1) {
+    let x = X[0:24];
+    let m = M[0:24, 0:24];
+    let i = tile<T, 24>::iota(0);
+    let e = x * x + sum(m, 1) + i * 0.125;
+    let mm = m * row(i) + column(i);
+    for k in 0..3 {
+        e = e * 0.5 + x;
+        e[k] = e[k + 1] - x[k];
+    }
+    S[0] = sum(e);
+    S[1] = prod(e * 0.5 + 1.0);
+    S[2] = sum(x * sum(mm, 1));
+    S[3] = max(e);
+    R[0:24] = e;
+}
+";
+
+/// Short vectors that the kernel's loops use only element-wise, and that are summed outside
+/// them: distributed over the lanes in the SIMT form (`simt/dist.rs`), their float sums and
+/// products still in index order (bit for bit the CPU's).
+pub(crate) fn short_vectors() -> Vec<Case> {
+    let src = SourceSet::with_stdlib("shortv.tile", SHORT_SRC);
+    let arrays = vec![
+        ("X", random_uniform(24, 71), vec![24]),
+        ("M", random_uniform(24 * 24, 72), vec![24, 24]),
+        ("S", vec![7.0; 4], vec![4]),
+        ("R", vec![7.0; 24], vec![24]),
+    ];
+    vec![case(src, "shortv", arrays, vec![], vec!["S", "R"])]
+}
+
 /// Issue 29's constructs, `tests/tests/cases/constructs.tile`, on a 37x6 array (partial 40x7
 /// tiles, more rows than lanes up to 32) and 97 elements of a 100-element long vector, with
 /// `0.0` and `-0.0` in the data for `signbit` and `copysign`.
