@@ -9,9 +9,10 @@
 //! semantics (the same instructions, per lane); every other op (the C library's functions, integer division, the
 //! other casts) is computed lane by lane by the scalar lowering itself, so no result changes.
 //! A `bool` operand tile (one byte per element, 0 or 1) is widened into mask lanes as it is
-//! loaded, and a `bool` result is stored back one byte per lane. A region whose values are not
-//! all of one width and a region with nested regions (`guard-select`'s `if`s) keep the scalar
-//! loop.
+//! loaded, and a `bool` result is stored back one byte per lane. An `if` in the region
+//! (`guard-select`'s, around a costly function such as `sin`) computes both branches on the
+//! vector and selects by the condition's mask. A region whose values are not all of one width
+//! keeps the scalar loop.
 
 use crate::lower::{Held, Lower};
 use crate::memory::flags;
@@ -19,7 +20,7 @@ use crate::CodegenError;
 use cranelift_codegen::ir::{self, condcodes::IntCC, types, Endianness, InstBuilder, MemFlagsData};
 use cranelift_module::Module as ClModule;
 use std::collections::HashSet;
-use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Region, Scalar, UnOp, Value};
+use tilec_midend::{BinOp, CmpOp, Const, Op, OpKind, Region, Scalar, Type, UnOp, Value};
 
 /// The byte width of a region's lanes, if every value of `map` op `op`'s region (and the
 /// tiles it reads and writes) has one: 4 or 8. `None` keeps the scalar loop.
@@ -38,20 +39,46 @@ pub(crate) fn lane_bytes(f: &tilec_midend::Function, op: &Op) -> Option<u32> {
             return None;
         }
     }
-    for o in &r.ops {
-        if !f.is_scalar_op(o) {
-            return None;
-        }
-        if o.kind == OpKind::Yield {
-            continue;
-        }
-        if !o.args.iter().chain(&o.results).all(|v| same(f.ty(*v).elem())) {
-            return None;
-        }
+    if !ops_of_one_width(f, r, &mut same) {
+        return None;
     }
     // A region of library calls alone (softmax's `exp`) gains nothing from vectors.
     let bytes = width?;
+    // Nor does an `if` whose branches call the library lane by lane: both branches would run
+    // on every lane (causal softmax's f64 `exp` for the masked elements too).
+    if !branches_vectorize(f, r, bytes) {
+        return None;
+    }
     r.ops.iter().any(|o| o.kind != OpKind::Yield && vector_form(f, o, bytes)).then_some(bytes)
+}
+
+/// Whether every op of region `r` is a scalar op whose values `same` admits (one width), or
+/// an `if` of such values whose two branches are such regions (`guard-select`'s: they are
+/// computed both, and their results selected lane by lane).
+fn ops_of_one_width(f: &tilec_midend::Function, r: &Region, same: &mut dyn FnMut(Scalar) -> bool) -> bool {
+    r.ops.iter().all(|o| match o.kind {
+        OpKind::Yield => true,
+        OpKind::If => {
+            o.regions.len() == 2
+                && !o.results.is_empty()
+                && o.args.iter().chain(&o.results).all(|v| matches!(f.ty(*v), Type::Scalar(s) if same(*s)))
+                && o.regions.iter().all(|b| ops_of_one_width(f, b, same))
+        }
+        _ => f.is_scalar_op(o) && o.args.iter().chain(&o.results).all(|v| same(f.ty(*v).elem())),
+    })
+}
+
+/// Whether every op in the branches of region `r`'s `if`s has a vector instruction.
+fn branches_vectorize(f: &tilec_midend::Function, r: &Region, bytes: u32) -> bool {
+    r.ops.iter().filter(|o| o.kind == OpKind::If).all(|o| {
+        o.regions.iter().all(|b| {
+            b.ops.iter().all(|x| match x.kind {
+                OpKind::Yield => true,
+                OpKind::If => branches_vectorize(f, b, bytes),
+                _ => vector_form(f, x, bytes),
+            })
+        })
+    })
 }
 
 /// Whether op `o` of a region of `bytes`-wide lanes has a vector instruction
@@ -71,18 +98,25 @@ fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
     }
 }
 
-/// The values region `r`'s ops read that are defined outside it (scalars of the kernel).
+/// The values region `r`'s ops (those of its branches too) read that are defined outside it
+/// (scalars of the kernel).
 fn captured(r: &Region) -> Vec<Value> {
-    let mut inside: HashSet<Value> = r.params.iter().copied().collect();
-    let mut out = Vec::new();
-    for o in &r.ops {
-        for a in &o.args {
-            if !inside.contains(a) && !out.contains(a) {
-                out.push(*a);
+    fn walk(r: &Region, inside: &mut HashSet<Value>, out: &mut Vec<Value>) {
+        inside.extend(r.params.iter().copied());
+        for o in &r.ops {
+            for a in &o.args {
+                if !inside.contains(a) && !out.contains(a) {
+                    out.push(*a);
+                }
             }
+            for b in &o.regions {
+                walk(b, inside, out);
+            }
+            inside.extend(o.results.iter().copied());
         }
-        inside.extend(o.results.iter().copied());
     }
+    let (mut inside, mut out) = (HashSet::new(), Vec::new());
+    walk(r, &mut inside, &mut out);
     out
 }
 
@@ -201,6 +235,9 @@ impl<M: ClModule> Lower<'_, '_, M> {
     /// One op of a vectorized `map` region: a vector instruction, or the scalar lowering lane
     /// by lane.
     fn vector_op(&mut self, o: &Op, bytes: u32) -> Result<(), CodegenError> {
+        if o.kind == OpKind::If {
+            return self.vector_if(o, bytes);
+        }
         if !vector_form(self.f, o, bytes) {
             return self.lanewise(o, bytes);
         }
@@ -258,6 +295,34 @@ impl<M: ClModule> Lower<'_, '_, M> {
         };
         self.bind(o.results[0], v);
         Ok(())
+    }
+
+    /// An `if` of a region (its branches pure scalar code, [`ops_of_one_width`]): both branches
+    /// computed on the whole vector, each result chosen lane by lane by the condition's mask.
+    /// The lanes get the branch the scalar code takes, so the same bits.
+    fn vector_if(&mut self, o: &Op, bytes: u32) -> Result<(), CodegenError> {
+        let cond = self.val(o.args[0]);
+        let then = self.vector_branch(&o.regions[0], bytes)?;
+        let other = self.vector_branch(&o.regions[1], bytes)?;
+        for ((res, a), b) in o.results.iter().zip(then).zip(other) {
+            let rt = self.f.ty(*res).elem();
+            let vt = Self::lane_ty(rt, bytes);
+            let c = if rt.is_float() { self.b.ins().bitcast(vt, little(), cond) } else { cond };
+            let v = self.b.ins().bitselect(c, a, b);
+            self.bind(*res, v);
+        }
+        Ok(())
+    }
+
+    /// The ops of branch `r` on vectors; the values it yields.
+    fn vector_branch(&mut self, r: &Region, bytes: u32) -> Result<Vec<ir::Value>, CodegenError> {
+        for o in &r.ops {
+            if o.kind == OpKind::Yield {
+                return Ok(o.args.iter().map(|a| self.val(*a)).collect());
+            }
+            self.vector_op(o, bytes)?;
+        }
+        Err(crate::err("a branch without `yield`"))
     }
 
     /// The casts [`vector_cast`] admits, on vectors.

@@ -444,7 +444,8 @@ fn fma_on_tiles_rounds_once() {
 }
 
 /// Chains of `where`, comparisons, logic, casts and arithmetic on tiles (one fused `map`,
-/// lowered on vectors by Cranelift, the functions and integer division lane by lane) give
+/// lowered on vectors by Cranelift, the functions and integer division lane by lane; a `where`
+/// between two functions, guarded by an `if`, computes both on `f32` vectors) give
 /// the bits of the same expressions on scalars, on edge values: zeros of both signs,
 /// infinities, NaN, values beyond the `i32` range, integer limits; over 7x9 tiles (vectors
 /// and a remainder of elements) and 33x35 tiles (from 1024 elements on, `fuse-maps` also
@@ -457,6 +458,7 @@ fn fused_maps_match_the_scalar_code_bit_for_bit() {
         "where(!(x > 1.0) && y <= x, sqrt(abs(x)), -y)",
         "exp(min(x, 3.0)) * where(x == y, 1.0, 0.5) + (x > y) as T",
         "max(x, y) - where(y > 0.0 || x < -1.0, y / 3.0, x)",
+        "where(x > y, sin(x), cos(y)) + where(x < 1.0, exp(x), tanh(y) * 2.0)",
     ];
     let int_exprs = [
         "where(x < y, x * 3 - y, max(x, y))",
