@@ -4,10 +4,12 @@
 //! take the scalar loop of `lower.rs`.
 //!
 //! Inside the region a `bool` is a lane mask of the region's width (all ones or zero).
-//! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts and the `f32`
-//! `exp` and `tanh` (`expf.rs`, `tanhf.rs`) are vector instructions with the scalar code's
-//! semantics (the same instructions, per lane); every other op (the C library's functions, integer division, the
-//! other casts) is computed lane by lane by the scalar lowering itself, so no result changes.
+//! Arithmetic, comparisons, selects, `fma`, logic on masks, the `f32`/`i32` casts, 32-bit
+//! integer `/` and `%` by a constant power of two (shifts) and the `f32` `exp`, `tanh`, `sin`
+//! and `cos` (`expf.rs`, `tanhf.rs`, `sinf.rs`) are vector instructions with the scalar code's
+//! semantics (the same results, per lane); every other op (the C library's functions, other
+//! integer division, the other casts) is computed lane by lane by the scalar lowering itself,
+//! so no result changes.
 //! A `bool` operand tile (one byte per element, 0 or 1) is widened into mask lanes as it is
 //! loaded, and a `bool` result is stored back one byte per lane. An `if` in the region
 //! (`guard-select`'s, around a costly function such as `sin`) computes both branches on the
@@ -89,6 +91,7 @@ fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
     match &o.kind {
         OpKind::Const(_) | OpKind::Select | OpKind::Un(UnOp::Not) => true,
         OpKind::Bin(k) if rt == Scalar::Bool => matches!(k, BinOp::And | BinOp::Or),
+        OpKind::Bin(BinOp::Div | BinOp::Rem) if bytes == 4 && !rt.is_float() => pow2_divisor(f, o.args[1]).is_some(),
         OpKind::Bin(k) => vector_bin(*k, rt),
         OpKind::Un(k) => vector_un(*k, rt),
         OpKind::Fma => rt.is_float(),
@@ -96,6 +99,19 @@ fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
         OpKind::Cast(to) => vector_cast(arg(0), *to),
         _ => false,
     }
+}
+
+/// `m` where `v` is the integer constant `2^m`, `1 <= m <= 30`: a divisor that 32-bit integer
+/// division and remainder take as shifts on vectors.
+fn pow2_divisor(f: &tilec_midend::Function, v: Value) -> Option<u32> {
+    fn find(r: &Region, v: Value) -> Option<i64> {
+        r.ops.iter().find_map(|o| match o.kind {
+            OpKind::Const(Const::Int(c, _)) if o.results.first() == Some(&v) => Some(c),
+            _ => o.regions.iter().find_map(|b| find(b, v)),
+        })
+    }
+    let c = find(&f.body, v)?;
+    ((2..=1 << 30).contains(&c) && c.count_ones() == 1).then(|| c.trailing_zeros())
 }
 
 /// The values region `r`'s ops (those of its branches too) read that are defined outside it
@@ -259,6 +275,11 @@ impl<M: ClModule> Lower<'_, '_, M> {
                     self.b.ins().bor(a, b)
                 }
             }
+            OpKind::Bin(k @ (BinOp::Div | BinOp::Rem)) if !rt.is_float() => {
+                let m = pow2_divisor(self.f, o.args[1]).expect("vector_form admits powers of two");
+                let a = arg(self, 0);
+                self.div_pow2(*k, rt, a, m)
+            }
             OpKind::Bin(k) => {
                 let (a, b) = (arg(self, 0), arg(self, 1));
                 self.bin(*k, rt, a, b)
@@ -323,6 +344,32 @@ impl<M: ClModule> Lower<'_, '_, M> {
             self.vector_op(o, bytes)?;
         }
         Err(crate::err("a branch without `yield`"))
+    }
+
+    /// `a / 2^m` or `a % 2^m` on a vector of 32-bit integers, as the scalar code's division
+    /// (truncating toward zero; the remainder has the dividend's sign): unsigned, a shift and
+    /// a mask; signed, the quotient of `a + (2^m - 1)` for negative `a`, shifted (Hacker's
+    /// Delight, 2nd ed., §10-1), and `a - (q << m)`.
+    fn div_pow2(&mut self, k: BinOp, s: Scalar, a: ir::Value, m: u32) -> ir::Value {
+        let m = i64::from(m);
+        if s == Scalar::U32 {
+            return if k == BinOp::Div {
+                self.b.ins().ushr_imm_u(a, m)
+            } else {
+                let mask = self.b.ins().iconst(types::I32, (1 << m) - 1);
+                let mask = self.b.ins().splat(types::I32X4, mask);
+                self.b.ins().band(a, mask)
+            };
+        }
+        let sign = self.b.ins().sshr_imm_u(a, 31);
+        let bias = self.b.ins().ushr_imm_u(sign, 32 - m);
+        let biased = self.b.ins().iadd(a, bias);
+        let q = self.b.ins().sshr_imm_u(biased, m);
+        if k == BinOp::Div {
+            return q;
+        }
+        let back = self.b.ins().ishl_imm_u(q, m);
+        self.b.ins().isub(a, back)
     }
 
     /// The casts [`vector_cast`] admits, on vectors.

@@ -444,7 +444,8 @@ fn fma_on_tiles_rounds_once() {
 }
 
 /// Chains of `where`, comparisons, logic, casts and arithmetic on tiles (one fused `map`,
-/// lowered on vectors by Cranelift, the functions and integer division lane by lane; a `where`
+/// lowered on vectors by Cranelift, the functions and integer division lane by lane but by a
+/// power of two, as shifts; a `where`
 /// between two functions, guarded by an `if`, computes both on `f32` vectors) give
 /// the bits of the same expressions on scalars, on edge values: zeros of both signs,
 /// infinities, NaN, values beyond the `i32` range, integer limits; over 7x9 tiles (vectors
@@ -464,13 +465,17 @@ fn fused_maps_match_the_scalar_code_bit_for_bit() {
         "where(x < y, x * 3 - y, max(x, y))",
         "x / y + x % (y - 1) + where(x >= 0 && y != 7, (x as f32 * 0.5) as i32, -x)",
         "(x > y) as i32 - (x == y) as i32 + min(x, 5)",
+        "x / 4 - x % 8 + y % 2 * 5 + x / 1073741824 - y / 2",
     ];
+    let uint_exprs = ["x / 4 - x % 8 + y % 2 * 5 + x / 1073741824 - y / 2"];
     let floats = [0.0, -0.0, 1.0, -1.0, 2.5, -7.5, 3e9, -3e9, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.3];
+    let uints = [0.0, 1.0, 7.0, 8.0, 4294967295.0, 2147483648.0, 2147483647.0, 100001.0, 3.0, 65535.0];
     let ints = [0.0, 1.0, -1.0, 7.0, -8.0, 2147483647.0, -2147483648.0, 100000.0, 3.0, -3.0];
     for (elem, exprs, vals) in [
         (Scalar::F32, &float_exprs[..], &floats[..]),
         (Scalar::F64, &float_exprs[..], &floats[..]),
         (Scalar::I32, &int_exprs[..], &ints[..]),
+        (Scalar::U32, &uint_exprs[..], &uints[..]),
     ] {
         for (r, c) in [(7usize, 9usize), (33, 35)] {
             let t = elem.name();
