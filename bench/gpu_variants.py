@@ -4,11 +4,16 @@ and potrs as `tilec run --target cuda` compiles them (several programs per warp 
 are small: midend `simt::lower_for_warp`) against one program per warp (TILEC_PTX_LANES=32),
 potrf's updates as tile products (the stdlib's `potrf_batched`) against rank-1 updates
 (`examples/cholesky.tile`, out of place), and the stdlib's potrs (right solves on X^T tiles)
-against its earlier left solves on X (`bench/potrs_variants.tile`), and gemm's tile sizes.
+against its earlier left solves on X (`bench/potrs_variants.tile`), gemm's tile sizes, and
+the stdlib's syevj_batched (each Jacobi rotation reads rows p and q) against the same kernel
+reading columns p and q (equal values: the matrix is kept exactly symmetric; on GPUs a column
+is each lane's own registers, a row one shuffle per element; on the CPU columns are strided
+and 17-45 % slower, bench/log/2026-12-08-session47.md).
 With `--baseline`, every variant is also timed with a second tilec (an earlier build), run
 right after the first on the same inputs: same-run A/B of a compiler change.
 
     python3 bench/gpu_variants.py --tilec path/to/tilec [--baseline path/to/old/tilec] [--reps 20] [--out DIR]
+        [--workloads potrf,solves,gemm,syevj]
 
 Each result is one JSON line (the median of `--reps` timed launches that `tilec run --repeat`
 prints, and max|x - ref| / max|ref| over the first 64 matrices against float64 NumPy), then a
@@ -74,6 +79,8 @@ def main():
     ap.add_argument("--out", default=None, help="folder for variants.jsonl")
     ap.add_argument("--target", default="cuda", help="cpu rehearses the script without a GPU")
     ap.add_argument("--gemm-n", type=int, default=4096, help="gemm's M = N = K")
+    ap.add_argument("--workloads", default="potrf,solves,gemm,syevj",
+                    help="which of potrf, solves (trsm and potrs), gemm, syevj to time")
     args = ap.parse_args()
     global TARGET
     TARGET = args.target
@@ -95,7 +102,10 @@ def main():
     builds += [("baseline", args.baseline, {})] if args.baseline else []
     lanes_list = (False,) if args.quick else (False, True)
 
+    work = set(args.workloads.split(","))
     with tempfile.TemporaryDirectory() as tmp:
+        if "syevj" in work:
+            syevj_variants(args, builds, emit, tmp)
         shapes = [(4096, 92, "f32"), (4096, 92, "f64"), (4096, 32, "f32"), (4096, 32, "f64"),
                   (1024, 64, "f32"), (1024, 64, "f64"), (4096, 16, "f32")]
         if args.quick:
@@ -111,6 +121,8 @@ def main():
             np.save(zeros, np.zeros_like(spd))
             variants = [("tile products (stdlib)", STDLIB, "potrf_batched", {"A": a}, "A"),
                         ("rank-1 (examples/cholesky.tile)", RANK1, "cholesky", {"A": a, "L": zeros}, "L")]
+            if "potrf" not in work:
+                variants = []
             for label, src, kernel, arrays, out in variants[:1] if args.quick else variants:
                 for lanes32, (build, tilec, env) in [(l32, b) for l32 in lanes_list for b in builds]:
                     ms, x = run(tilec, src, kernel, arrays, {"eps": "1e-9"}, out, lanes32, args.reps, tmp, (), env)
@@ -121,7 +133,7 @@ def main():
                     else:
                         rec["max_rel_err"] = rel_err(np.tril(x[:k]), ref)
                     emit(rec)
-            if (batch, n, dt) == (4096, 92, "f32"):
+            if (batch, n, dt) == (4096, 92, "f32") and "solves" in work:
                 lf = np.linalg.cholesky(spd.astype(np.float64))
                 l = os.path.join(tmp, "l.npy")
                 np.save(l, lf.astype(np.float32))
@@ -148,6 +160,8 @@ def main():
                             rec["max_rel_err"] = rel_err(x[:k], ref_w)
                         emit(rec)
         # gemm's tile sizes (const parameters): 16x16 tiles run two programs per warp.
+        if "gemm" not in work:
+            return report(rows)
         n = args.gemm_n
         rng = np.random.default_rng(3)
         a = rng.standard_normal((n, n)).astype(np.float32)
@@ -173,6 +187,11 @@ def main():
             else:
                 rec["max_rel_err"] = rel_err(c[sample], ref)
             emit(rec)
+    return report(rows)
+
+
+def report(rows):
+    """Prints the table of `rows`; 1 if a variant failed or missed its accuracy, else 0."""
     print("\n| workload | shape | dtype | variant | programs | build | median ms | max rel err |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -183,6 +202,44 @@ def main():
     for r in bad:
         print("FAILED:", json.dumps(r))
     return 1 if bad else 0
+
+
+def syevj_variants(args, builds, emit, tmp):
+    """syevj_batched (rows p and q read as rows) against the same kernel reading them as
+    columns, on 4096 (1024 with --quick) symmetric 32 x 32 matrices, f32 and f64; the error is
+    that of the eigenvalues W against float64 NumPy's `eigvalsh`."""
+    text = open(STDLIB).read()
+    start = text.index("kernel syevj_batched<")
+    body = text[start:text.index("\n}\n", start) + 3]
+    rows_read = "let rp = a[p, :];\n                let rq = a[q, :];"
+    assert rows_read in body, "syevj_batched no longer reads its rotation's rows as written here"
+    cols = os.path.join(tmp, "syevj_columns.tile")
+    with open(cols, "w") as f:
+        f.write(body.replace(rows_read, "let rp = a[:, p];\n                let rq = a[:, q];"))
+    batch = 1024 if args.quick else 4096
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((batch, 32, 32))
+    sym = (x + x.transpose(0, 2, 1)) / 2
+    k = min(64, batch)
+    ref = np.linalg.eigvalsh(sym[:k])
+    for dt, tol in (("f32", "1.1920929e-07"), ("f64", "2.220446049250313e-16")):
+        npdt = np.float32 if dt == "f32" else np.float64
+        arrays = {}
+        for name, arr in (("A", sym.astype(npdt)), ("W", np.zeros((batch, 32), npdt)),
+                          ("V", np.zeros((batch, 32, 32), npdt)), ("info", np.zeros(batch, np.int32))):
+            arrays[name] = os.path.join(tmp, f"syevj_{name}_{dt}.npy")
+            np.save(arrays[name], arr)
+        for label, src in (("rows (stdlib)", STDLIB), ("columns", cols)):
+            for build, tilec, env in builds:
+                ms, w = run(tilec, src, "syevj_batched", arrays, {"tol": tol, "max_sweeps": "100"}, "W", False,
+                            args.reps, tmp, (), env)
+                rec = dict(workload="syevj", shape=f"{batch}x32x32", dtype=dt, variant=label, programs="packed",
+                           build=build, median_ms=ms)
+                if ms is None:
+                    rec["error"] = w
+                else:
+                    rec["max_rel_err"] = rel_err(w[:k], ref)
+                emit(rec)
 
 
 if __name__ == "__main__":
