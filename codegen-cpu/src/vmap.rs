@@ -86,7 +86,8 @@ fn branches_vectorize(f: &tilec_midend::Function, r: &Region, bytes: u32) -> boo
 /// Whether op `o` of a region of `bytes`-wide lanes has a vector instruction
 /// ([`Lower::vector_op`]); the others are computed lane by lane.
 fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
-    let rt = f.ty(o.results[0]).elem();
+    let Some(res) = o.results.first() else { return false };
+    let rt = f.ty(*res).elem();
     let arg = |k: usize| f.ty(o.args[k]).elem();
     match &o.kind {
         OpKind::Const(_) | OpKind::Select | OpKind::Un(UnOp::Not) => true,
@@ -450,8 +451,8 @@ fn vector_bin(k: BinOp, s: Scalar) -> bool {
     }
 }
 
-/// Unary ops with a vector form: float `-`, `abs`, `sqrt`, `f32` `exp` and `tanh` (`expf.rs`,
-/// `tanhf.rs`); integer negation.
+/// Unary ops with a vector form: float `-`, `abs`, `sqrt`, `f32` `exp`, `tanh`, `sin` and `cos`
+/// (`expf.rs`, `tanhf.rs`, `sinf.rs`); integer negation.
 pub(crate) fn vector_un(k: UnOp, s: Scalar) -> bool {
     if s.is_float() {
         matches!(k, UnOp::Neg | UnOp::Abs | UnOp::Sqrt)

@@ -15,10 +15,12 @@
 //!
 //! In a `map` body this is `where(keep, map(expo, x), 0.0)` after `fuse-maps`: the masked
 //! softmax of `examples/attention.tile` in `f64` (causal, 29 of 32 keys) calls `exp` for 435
-//! of the 1024 elements of a tile instead of all of them. The chosen value is the same, so no result
-//! changes. On the CPU each of these functions is a call per element; GPUs evaluate them with
-//! a few instructions on every lane, where a branch would cost more, so the SIMT lowering does
-//! not see this pass.
+//! of the 1024 elements of a tile instead of all of them. The chosen value is the same, so no
+//! result changes. The `f32` `sin` and `cos` are inline too (`codegen-cpu/src/sinf.rs`), but
+//! longer: they stay guarded, and Cranelift's vector `map`s compute both branches of such an
+//! `if` on the vector and select (`codegen-cpu/src/vmap.rs`). On the CPU the others are a call
+//! per element; GPUs evaluate them with a few instructions on every lane, where a branch would
+//! cost more, so the SIMT lowering does not see this pass.
 
 use crate::ir::*;
 use std::collections::HashMap;

@@ -1,9 +1,9 @@
-//! Distributed vectors: the SIMT layout of long 1-D tiles, and of short ones that the
-//! kernel's loops use only element-wise.
+//! Distributed vectors: the SIMT layout of long 1-D tiles, and of short ones that the kernel
+//! uses only element-wise (or sums outside its loops).
 //!
-//! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel's loops use only
-//! with the operations below and in no float sum or product ([`replicated_lengths`]), is not
-//! replicated (every lane holding all `N` elements, which makes code and registers grow with
+//! A `tile<T, N>` with `N > DIST_ABOVE`, or with a length that the kernel uses only with the
+//! operations below, and in a float sum or product only outside its loops
+//! ([`replicated_lengths`]), is not replicated (every lane holding all `N` elements, which makes code and registers grow with
 //! `N`) but distributed like the rows of a matrix: lane `l` holds elements `l, l + lanes,
 //! l + 2 lanes, ..` in `ceil(N / lanes)` registers ([`Lv::Dist`]), and slots past `N` hold
 //! padding that is never stored or reduced. The operations that long vectors are used for work
@@ -24,9 +24,9 @@ use std::collections::HashSet;
 
 /// Vectors longer than this are distributed. Shorter ones, the vectors of matrix algebra
 /// (rows and columns of tiles of at most 64), stay replicated where the kernel uses vectors of
-/// their length with matrices (products, broadcasts, outer products, ...), which read any of
-/// their elements in every lane; where it does not, they are distributed too
-/// ([`replicated_lengths`]).
+/// their length with matrices (products, broadcasts, the second vector of an outer product,
+/// ...), which read any of their elements in every lane, or sums them in a loop; where it does
+/// not, they are distributed too ([`replicated_lengths`]).
 pub(super) const DIST_ABOVE: u32 = 64;
 
 /// Whether `kind` has a lowering on distributed operands and results (the others see their
@@ -54,8 +54,9 @@ pub(super) fn has_dist_lowering(kind: &OpKind) -> bool {
 }
 
 /// The lengths `n <= DIST_ABOVE` of the 1-D tiles that kernel body `f` keeps replicated: those
-/// that an operation needs replicated ([`needs_replicated`]; loops, branches and yields carry
-/// the layout as it is). Vectors of every other length are distributed: the vectors of
+/// of the operands and results that an operation needs replicated ([`needs_replicated`]: in a
+/// loop or not, but for float sums and broadcasts of filled vectors, which only count in a
+/// loop; loops, branches and yields carry the layout as it is). Vectors of every other length are distributed: the vectors of
 /// element-wise code over a batch of matrices (the compact kernels' `tile<T, W>`, one matrix
 /// per element) then take `ceil(n / lanes)` registers per lane instead of `n`, and their code
 /// shrinks by the same factor. Which lengths are distributed changes registers and code, never

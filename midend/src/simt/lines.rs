@@ -7,7 +7,8 @@
 //! - column `k`: each lane chooses column `k` of each of its slots (a select per slot and
 //!   column), which is the column in its row-distributed form;
 //! - writes: a select per register, on `rows[s] == k` (a row) or `c == k` (a column), taking
-//!   the new line's replicated (row) or row-distributed (column) elements.
+//!   the new line's replicated (row) or row-distributed (column) elements; a row given in its
+//!   distributed form (`dist.rs`) is broadcast one element at a time, just before its selects.
 //!
 //! The code grows with the registers per lane, not with the tile's elements. A constant `k`
 //! picks its registers and source lane directly. Out of range, a read gives zeros and a write
@@ -131,19 +132,22 @@ impl Lower<'_> {
         let (lanes, slots, cols) = (self.lanes, self.slots(m.rows), m.cols as usize);
         let mut regs = m.regs;
         let ok = self.in_range(k, m.rows);
+        let mut heres = Vec::new();
         for s in 0..slots {
             if known.is_some_and(|c| c as u32 / lanes != s) {
                 continue;
             }
             let at = self.cmp(CmpOp::Eq, self.rows[s as usize], k);
-            let here = self.bin(BinOp::And, at, ok, Scalar::Bool);
-            for j in 0..cols {
-                let x = match line {
-                    Line::Rep(rep) => rep[j],
-                    Line::Dist(d) => self.shuffle(d[j / lanes as usize], j as u32 % lanes, m.elem),
-                };
-                let r = &mut regs[s as usize * cols + j];
-                *r = self.select(here, x, *r, m.elem);
+            heres.push((s as usize, self.bin(BinOp::And, at, ok, Scalar::Bool)));
+        }
+        for j in 0..cols {
+            let x = match line {
+                Line::Rep(rep) => rep[j],
+                Line::Dist(d) => self.shuffle(d[j / lanes as usize], j as u32 % lanes, m.elem),
+            };
+            for (s, here) in &heres {
+                let r = &mut regs[s * cols + j];
+                *r = self.select(*here, x, *r, m.elem);
             }
         }
         Lv::Mat { rows: m.rows, cols: m.cols, elem: m.elem, regs }

@@ -26,8 +26,8 @@ pub(super) enum Lv {
         rep: Vec<Value>,
         dist: Option<Vec<Value>>,
     },
-    /// A distributed vector of `n > DIST_ABOVE` elements (`dist.rs`): `regs[s]` is element
-    /// `lane + s * lanes`.
+    /// A distributed vector of `n` elements (`n > DIST_ABOVE`, or a length the kernel uses
+    /// only element-wise: `dist.rs`): `regs[s]` is element `lane + s * lanes`.
     Dist {
         n: u32,
         elem: Scalar,

@@ -11,9 +11,9 @@
 //!   `lanes = 8`, each lane holds two rows.
 //! - `tile<T, N>` (a vector) of up to 64 elements is replicated: every lane holds all `N`
 //!   elements. A vector used against the rows of a matrix (`outer(u, v)`'s `u`) is also kept
-//!   row-distributed. Longer vectors, and shorter ones of a length that the kernel's loops use
-//!   only element-wise (never with a matrix, never in a float sum), are distributed like a
-//!   matrix's rows (`dist.rs`), so that their code and registers grow with `N / lanes`.
+//!   row-distributed. Longer vectors, and shorter ones of a length that the kernel uses only
+//!   element-wise (never with a matrix, in a float sum only outside its loops), are distributed
+//!   like a matrix's rows (`dist.rs`), so that their code and registers grow with `N / lanes`.
 //!
 //! Cross-lane traffic is `Shuffle` (read a register of another lane), always of a register
 //! with a static index, and the scratch arrays in shared memory: rank-1 updates need none,

@@ -460,12 +460,14 @@ fn fused_maps_match_the_scalar_code_bit_for_bit() {
         "exp(min(x, 3.0)) * where(x == y, 1.0, 0.5) + (x > y) as T",
         "max(x, y) - where(y > 0.0 || x < -1.0, y / 3.0, x)",
         "where(x > y, sin(x), cos(y)) + where(x < 1.0, exp(x), tanh(y) * 2.0)",
+        "where(x > y, sin(x), where(y < 0.0, exp(y), cos(x))) * X[0, 1]",
     ];
     let int_exprs = [
         "where(x < y, x * 3 - y, max(x, y))",
         "x / y + x % (y - 1) + where(x >= 0 && y != 7, (x as f32 * 0.5) as i32, -x)",
         "(x > y) as i32 - (x == y) as i32 + min(x, 5)",
         "x / 4 - x % 8 + y % 2 * 5 + x / 1073741824 - y / 2",
+        "x % 1073741824 + y % 65536 - x / 32768",
     ];
     let uint_exprs = ["x / 4 - x % 8 + y % 2 * 5 + x / 1073741824 - y / 2"];
     let floats = [0.0, -0.0, 1.0, -1.0, 2.5, -7.5, 3e9, -3e9, f64::INFINITY, f64::NEG_INFINITY, f64::NAN, 0.3];
