@@ -42,6 +42,13 @@ const C: [f32; 3] = [2.443_315_7e-5, -1.388_731_6e-3, 4.166_664_6e-2];
 /// Below this `|x|` (`2^-12`), `sin x` rounds to `x` (`x^2 / 6 < 2^-25`).
 const TINY: f32 = 1.0 / 4096.0;
 
+/// Whether tilec's own `f32` `op` branches to the C library for some arguments (`sin` and
+/// `cos` beyond [`LIMIT`]): such a branch keeps LLVM from vectorizing a loop that computes it.
+#[cfg(feature = "llvm")]
+pub(crate) fn branches_to_libm(op: UnOp) -> bool {
+    matches!(op, UnOp::Sin | UnOp::Cos)
+}
+
 /// `sin x` (`op` = `Sin`) or `cos x` (`Cos`) for the `f32` scalar or vector `x` (the module
 /// docs).
 pub(crate) fn sincosf<B: F32Ops>(b: &mut B, op: UnOp, x: B::V) -> Result<B::V, B::E> {

@@ -105,13 +105,7 @@ fn vector_form(f: &tilec_midend::Function, o: &Op, bytes: u32) -> bool {
 /// `m` where `v` is the integer constant `2^m`, `1 <= m <= 30`: a divisor that 32-bit integer
 /// division and remainder take as shifts on vectors.
 fn pow2_divisor(f: &tilec_midend::Function, v: Value) -> Option<u32> {
-    fn find(r: &Region, v: Value) -> Option<i64> {
-        r.ops.iter().find_map(|o| match o.kind {
-            OpKind::Const(Const::Int(c, _)) if o.results.first() == Some(&v) => Some(c),
-            _ => o.regions.iter().find_map(|b| find(b, v)),
-        })
-    }
-    let c = find(&f.body, v)?;
+    let c = f.body.int_const(v)?;
     ((2..=1 << 30).contains(&c) && c.count_ones() == 1).then(|| c.trailing_zeros())
 }
 
@@ -304,9 +298,7 @@ impl<M: ClModule> Lower<'_, '_, M> {
             }
             OpKind::Select => {
                 let (c, a, b) = (arg(self, 0), arg(self, 1), arg(self, 2));
-                let vt = Self::lane_ty(rt, bytes);
-                let c = if rt.is_float() { self.b.ins().bitcast(vt, little(), c) } else { c };
-                self.b.ins().bitselect(c, a, b)
+                self.select_lanes(rt, bytes, c, a, b)
             }
             OpKind::Cast(to) => {
                 let from = self.f.ty(o.args[0]).elem();
@@ -328,12 +320,17 @@ impl<M: ClModule> Lower<'_, '_, M> {
         let other = self.vector_branch(&o.regions[1], bytes)?;
         for ((res, a), b) in o.results.iter().zip(then).zip(other) {
             let rt = self.f.ty(*res).elem();
-            let vt = Self::lane_ty(rt, bytes);
-            let c = if rt.is_float() { self.b.ins().bitcast(vt, little(), cond) } else { cond };
-            let v = self.b.ins().bitselect(c, a, b);
+            let v = self.select_lanes(rt, bytes, cond, a, b);
             self.bind(*res, v);
         }
         Ok(())
+    }
+
+    /// Lane by lane `a` where mask `c` is set, else `b` (vectors of `rt` in `bytes`-wide lanes).
+    fn select_lanes(&mut self, rt: Scalar, bytes: u32, c: ir::Value, a: ir::Value, b: ir::Value) -> ir::Value {
+        let vt = Self::lane_ty(rt, bytes);
+        let c = if rt.is_float() { self.b.ins().bitcast(vt, little(), c) } else { c };
+        self.b.ins().bitselect(c, a, b)
     }
 
     /// The ops of branch `r` on vectors; the values it yields.

@@ -475,6 +475,20 @@ pub struct Region {
 }
 
 impl Region {
+    /// The integer constant that defines `v`, if a `Const` op of the region (or of a nested
+    /// one) does.
+    pub fn int_const(&self, v: Value) -> Option<i64> {
+        self.ops.iter().find_map(|op| {
+            if op.results.first() == Some(&v) {
+                return match op.kind {
+                    OpKind::Const(Const::Int(c, _)) => Some(c),
+                    _ => None,
+                };
+            }
+            op.regions.iter().find_map(|r| r.int_const(v))
+        })
+    }
+
     /// Whether an op of the region (or of a nested one) reads or writes an array: a `map`
     /// that gathers or scatters, which passes must not move past other memory operations.
     pub fn accesses_memory(&self) -> bool {

@@ -17,7 +17,7 @@ use super::views::Strided;
 use super::{Gen, Held, V};
 use crate::CodegenError;
 use inkwell::values::PointerValue;
-use tilec_midend::{Op, OpKind, Scalar, UnOp};
+use tilec_midend::{Op, OpKind, Scalar};
 
 /// The largest tile, in bytes of its widest element type, lowered as straight-line vectors:
 /// four 64-byte vectors.
@@ -56,10 +56,10 @@ impl<'ctx> Gen<'ctx, '_> {
         // `sin` and `cos` of `f32` branch to the C library beyond 2^20 (`sinf.rs`), which
         // keeps LLVM from vectorizing the element loop: longer tiles too are a loop over
         // vectors.
-        let branches = r
-            .ops
-            .iter()
-            .any(|o| matches!(o.kind, OpKind::Un(UnOp::Sin | UnOp::Cos)) && self.elem(o.results[0]) == Scalar::F32);
+        let branches = r.ops.iter().any(|o| {
+            matches!(o.kind, OpKind::Un(k) if crate::sinf::branches_to_libm(k))
+                && self.elem(o.results[0]) == Scalar::F32
+        });
         if !contiguous || !unit_stride || (n * widest > MAX_BYTES && !branches) || !r.ops.iter().all(vector_op) {
             return Ok(false);
         }

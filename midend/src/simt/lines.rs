@@ -19,20 +19,6 @@ use super::SimtError;
 use crate::ir::*;
 use crate::types::Scalar;
 
-/// The constant a source value is defined by, if it is one (searched in `r` and its nested
-/// regions).
-fn constant(r: &Region, v: Value) -> Option<i64> {
-    r.ops.iter().find_map(|op| {
-        if op.results.first() == Some(&v) {
-            return match op.kind {
-                OpKind::Const(Const::Int(c, _)) => Some(c),
-                _ => None,
-            };
-        }
-        op.regions.iter().find_map(|r| constant(r, v))
-    })
-}
-
 impl Lower<'_> {
     /// `ExtractLine(d)` and `InsertLine(d)` of the source op `op`.
     pub(super) fn line_op(&mut self, op: &Op, d: u8) -> Result<Lv, SimtError> {
@@ -40,7 +26,7 @@ impl Lower<'_> {
             return Err(err("a line of a non-matrix"));
         };
         let k = self.scalar(op.args[1])?;
-        let known = constant(&self.src.body, op.args[1]);
+        let known = self.src.body.int_const(op.args[1]);
         let lines = if d == 0 { rows } else { cols };
         let known = known.filter(|c| (0..lines as i64).contains(c));
         let m = Mat { rows, cols, elem, regs };
